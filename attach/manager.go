@@ -1,0 +1,262 @@
+// Package attach keeps each session's attachments: upstream MCP
+// connections, their tools and their lifecycle from attach to teardown.
+package attach
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ardgate/ardgate/config"
+	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/registry"
+)
+
+// Sentinel errors callers test for.
+var (
+	ErrUnknownURN     = errors.New("no configured registry has this URN")
+	ErrUnknownTool    = errors.New("no attached tool has this name")
+	ErrNotAttached    = errors.New("not attached")
+	ErrPinned         = errors.New("pinned by the operator")
+	ErrCapReached     = errors.New("attachment cap reached")
+	ErrNameTaken      = errors.New("name already used in this session")
+	ErrUpstreamDown   = errors.New("upstream is down")
+	ErrTimeout        = errors.New("timed out")
+	ErrSessionClosed  = errors.New("session closed")
+	ErrNotImplemented = errors.New("not supported by this build")
+)
+
+// Kinds of attachment.
+const (
+	KindMCPServer = "mcp_server"
+	KindA2AAgent  = "a2a_agent"
+)
+
+// Manager holds what every session shares: registries, policy and limits.
+// Set its fields before the first NewSession; they are read-only after.
+type Manager struct {
+	// Registries are tried in this order when no registry id is given.
+	Registries []registry.Registry
+	// Stdio is the launch policy for local servers.
+	Stdio guard.Stdio
+	// HTTP makes every outgoing request (cards, remote MCP servers).
+	HTTP *http.Client
+	// AllowTypes lists the attachable media types.
+	AllowTypes []string
+	// MaxAttachments caps a session's non-pinned attachments.
+	MaxAttachments int
+	// CallTimeout bounds one proxied tool call.
+	CallTimeout time.Duration
+	// StartTimeout bounds starting an upstream (npx may download first).
+	StartTimeout time.Duration
+	// Pinned servers are attached to every session.
+	Pinned []config.Server
+	// Version is reported to upstreams as the client version.
+	Version string
+	// Log receives lifecycle events.
+	Log *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[*Session]struct{}
+}
+
+// New builds a Manager from the configuration.
+func New(cfg *config.Config, regs []registry.Registry, log *slog.Logger, version string) *Manager {
+	dialer := &guard.Dialer{AllowLocal: cfg.AllowLocalURLs}
+	return &Manager{
+		Registries:     regs,
+		Stdio:          guard.Stdio{AllowFrom: cfg.Stdio.AllowFrom, Launchers: cfg.Stdio.Launchers, PassEnv: cfg.Stdio.Env},
+		HTTP:           dialer.Client(),
+		AllowTypes:     cfg.AllowAttachTypes,
+		MaxAttachments: cfg.MaxAttachments,
+		CallTimeout:    cfg.CallTimeout,
+		StartTimeout:   2 * time.Minute,
+		Pinned:         cfg.Servers,
+		Version:        version,
+		Log:            log,
+	}
+}
+
+// Registry returns the registry with that id.
+func (m *Manager) Registry(id string) (registry.Registry, bool) {
+	for _, r := range m.Registries {
+		if r.ID() == id {
+			return r, true
+		}
+	}
+	return nil, false
+}
+
+// Resolve finds the entry for urn in the given registry, or in each
+// registry in config order when registryID is empty.
+func (m *Manager) Resolve(ctx context.Context, urn, registryID string) (registry.Entry, string, error) {
+	if _, err := registry.ParseURN(urn); err != nil {
+		return registry.Entry{}, "", err
+	}
+	regs := m.Registries
+	if registryID != "" {
+		r, ok := m.Registry(registryID)
+		if !ok {
+			return registry.Entry{}, "", fmt.Errorf("registry %q is not configured; configured: %v", registryID, m.registryIDs())
+		}
+		regs = []registry.Registry{r}
+	}
+	var errs []error
+	for _, r := range regs {
+		e, err := r.Lookup(ctx, urn)
+		if err == nil {
+			return e, r.ID(), nil
+		}
+		if !errors.Is(err, registry.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("registry %s: %w", r.ID(), err))
+		}
+	}
+	if len(errs) > 0 {
+		return registry.Entry{}, "", fmt.Errorf("%w (searched %v; %w)", ErrUnknownURN, m.registryIDs(), errors.Join(errs...))
+	}
+	return registry.Entry{}, "", fmt.Errorf("%w (searched %v)", ErrUnknownURN, ids(regs))
+}
+
+func (m *Manager) registryIDs() []string { return ids(m.Registries) }
+
+func ids(regs []registry.Registry) []string {
+	out := make([]string, len(regs))
+	for i, r := range regs {
+		out[i] = r.ID()
+	}
+	return out
+}
+
+// KindOf maps an entry's media type to what it attaches as, or "".
+func KindOf(mediaType string) string {
+	switch mediaType {
+	case config.MediaMCPServerCard, config.MediaMCPServerOld:
+		return KindMCPServer
+	case config.MediaA2AAgentCard:
+		return KindA2AAgent
+	}
+	return ""
+}
+
+// Attachable says whether an entry found in registryID can be attached,
+// without starting anything. Entries that reference their card by URL are
+// judged when the card is fetched at attach time.
+func (m *Manager) Attachable(e *registry.Entry, registryID string) error {
+	if err := m.checkType(e.Type); err != nil {
+		return err
+	}
+	if KindOf(e.Type) == KindA2AAgent {
+		return fmt.Errorf("%w: A2A agents (%s)", ErrNotImplemented, e.Type)
+	}
+	if len(e.Data) == 0 {
+		_, err := guard.CheckURL(e.URL)
+		return err
+	}
+	card, err := decodeCard(e.Data)
+	if err != nil {
+		return err
+	}
+	_, err = planFor(card, registryID, &m.Stdio)
+	return err
+}
+
+func (m *Manager) checkType(mediaType string) error {
+	if KindOf(mediaType) == "" {
+		return notAttachable("type %s is not an MCP server or A2A agent", mediaType)
+	}
+	if !slices.Contains(m.AllowTypes, mediaType) {
+		return &guard.Refusal{Rule: "allow_attach_types", Reason: fmt.Sprintf("type %s is not in %v", mediaType, m.AllowTypes)}
+	}
+	return nil
+}
+
+func decodeCard(data []byte) (*serverCard, error) {
+	var c serverCard
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, notAttachable("the server card is malformed: %v", err)
+	}
+	return &c, nil
+}
+
+// maxCardSize bounds a fetched server card.
+const maxCardSize = 1 << 20
+
+// card returns the entry's server card: inline data, or fetched from its
+// URL through the guarded client.
+func (m *Manager) card(ctx context.Context, e *registry.Entry) (*serverCard, error) {
+	if len(e.Data) > 0 {
+		return decodeCard(e.Data)
+	}
+	if _, err := guard.CheckURL(e.URL); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.URL, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := m.HTTP.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("fetch server card: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("fetch server card %s: HTTP %d", e.URL, resp.StatusCode)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxCardSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("fetch server card: %w", err)
+	}
+	if len(data) > maxCardSize {
+		return nil, fmt.Errorf("server card %s is larger than %d KiB", e.URL, maxCardSize>>10)
+	}
+	return decodeCard(data)
+}
+
+// NewSession starts tracking a client session. Pinned servers start
+// attaching in the background; call Close when the session ends.
+func (m *Manager) NewSession(id string) *Session {
+	s := newSession(m, id)
+	m.mu.Lock()
+	if m.sessions == nil {
+		m.sessions = map[*Session]struct{}{}
+	}
+	m.sessions[s] = struct{}{}
+	m.mu.Unlock()
+	return s
+}
+
+func (m *Manager) forget(s *Session) {
+	m.mu.Lock()
+	delete(m.sessions, s)
+	m.mu.Unlock()
+}
+
+// Sessions returns the live sessions.
+func (m *Manager) Sessions() []*Session {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*Session, 0, len(m.sessions))
+	for s := range m.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+// Shutdown closes every live session, in parallel.
+func (m *Manager) Shutdown() {
+	var wg sync.WaitGroup
+	for _, s := range m.Sessions() {
+		wg.Go(s.Close)
+	}
+	wg.Wait()
+}

@@ -1,0 +1,246 @@
+package attach
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/ardgate/ardgate/guard"
+)
+
+// Transports an MCP upstream can be reached over.
+const (
+	TransportStdio          = "stdio"
+	TransportStreamableHTTP = "streamable-http"
+	TransportSSE            = "sse"
+)
+
+// Plan says how to reach one MCP upstream: a local process or a URL.
+type Plan struct {
+	// Transport is stdio, streamable-http or sse.
+	Transport string
+	// Program, Args and Env describe a stdio launch. Env is the child's
+	// whole environment.
+	Program string
+	Args    []string
+	Env     []string
+	// URL and Headers describe a remote.
+	URL     string
+	Headers map[string]string
+}
+
+// Endpoint describes the plan in one line, for listings and logs.
+func (p Plan) Endpoint() string {
+	if p.Transport == TransportStdio {
+		return "stdio: " + strings.Join(append([]string{p.Program}, p.Args...), " ")
+	}
+	return p.URL
+}
+
+// ErrNotAttachable is wrapped by every reason an entry cannot be attached.
+var ErrNotAttachable = errors.New("not attachable")
+
+func notAttachable(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrNotAttachable, fmt.Sprintf(format, args...))
+}
+
+// serverCard is the part of an MCP server card / server.json that says how
+// to reach the server.
+type serverCard struct {
+	Name     string            `json:"name"`
+	Packages []pkg             `json:"packages"`
+	Remotes  []remote          `json:"remotes"`
+	Tools    []json.RawMessage `json:"tools"`
+}
+
+type pkg struct {
+	RegistryType         string       `json:"registryType"`
+	Identifier           string       `json:"identifier"`
+	Version              string       `json:"version"`
+	RuntimeHint          string       `json:"runtimeHint"`
+	Transport            pkgTransport `json:"transport"`
+	RuntimeArguments     []argument   `json:"runtimeArguments"`
+	PackageArguments     []argument   `json:"packageArguments"`
+	EnvironmentVariables []envVar     `json:"environmentVariables"`
+}
+
+type pkgTransport struct {
+	Type string `json:"type"`
+}
+
+type argument struct {
+	Type       string `json:"type"`
+	Name       string `json:"name"`
+	Value      string `json:"value"`
+	Default    string `json:"default"`
+	ValueHint  string `json:"valueHint"`
+	IsRequired bool   `json:"isRequired"`
+}
+
+type envVar struct {
+	Name       string `json:"name"`
+	IsRequired bool   `json:"isRequired"`
+}
+
+type remote struct {
+	Type    string   `json:"type"`
+	URL     string   `json:"url"`
+	Headers []header `json:"headers"`
+}
+
+type header struct {
+	Name       string `json:"name"`
+	Value      string `json:"value"`
+	IsRequired bool   `json:"isRequired"`
+}
+
+// launchers maps a package registry type to its launcher and the argument
+// list that runs identifier@version with no shell involved.
+var launchers = map[string]struct {
+	program string
+	args    func(id, version string) []string
+}{
+	// "--" ends npx's own options: nothing after it can become one.
+	"npm": {"npx", func(id, v string) []string {
+		if v != "" && v != "latest" {
+			id += "@" + v
+		}
+		return []string{"-y", "--", id}
+	}},
+	"pypi": {"uvx", func(id, v string) []string {
+		if v != "" && v != "latest" {
+			id += "==" + v
+		}
+		return []string{id}
+	}},
+}
+
+// placeholder matches argument values a registry left for a person to
+// fill in: ${input:x}, {x}, <x>.
+var placeholder = regexp.MustCompile(`\$\{[^}]*\}|^\{[^}]*\}$|^<[^>]*>$`)
+
+// planFor picks how to reach the server a card describes: a streamable
+// HTTP remote first, then SSE, then a local stdio package. Candidates that
+// policy refuses are skipped; when none is left, the error gives every
+// reason.
+func planFor(card *serverCard, registryID string, stdio *guard.Stdio) (Plan, error) {
+	var reasons []string
+	for _, typ := range []string{TransportStreamableHTTP, TransportSSE} {
+		for _, r := range card.Remotes {
+			if r.Type != typ {
+				continue
+			}
+			p, err := remotePlan(r)
+			if err == nil {
+				return p, nil
+			}
+			reasons = append(reasons, err.Error())
+		}
+	}
+	for _, pk := range card.Packages {
+		p, err := packagePlan(pk, registryID, stdio)
+		if err == nil {
+			return p, nil
+		}
+		reasons = append(reasons, err.Error())
+	}
+	if len(reasons) == 0 {
+		if len(card.Tools) > 0 {
+			return Plan{}, notAttachable("the card lists tools but gives no endpoint (no remotes, no packages)")
+		}
+		return Plan{}, notAttachable("the card gives no endpoint (no remotes, no packages)")
+	}
+	return Plan{}, notAttachable("%s", strings.Join(reasons, "; "))
+}
+
+func remotePlan(r remote) (Plan, error) {
+	if r.URL == "" || placeholder.MatchString(r.URL) {
+		return Plan{}, fmt.Errorf("%s remote has no usable url", r.Type)
+	}
+	if _, err := guard.CheckURL(r.URL); err != nil {
+		return Plan{}, fmt.Errorf("%s remote: %w", r.Type, err)
+	}
+	p := Plan{Transport: r.Type, URL: r.URL}
+	for _, h := range r.Headers {
+		switch {
+		case h.Value != "" && !placeholder.MatchString(h.Value):
+			if p.Headers == nil {
+				p.Headers = map[string]string{}
+			}
+			p.Headers[h.Name] = h.Value
+		case h.IsRequired:
+			return Plan{}, fmt.Errorf("%s remote %s needs header %s, which ardgate cannot fill in", r.Type, r.URL, h.Name)
+		}
+	}
+	return p, nil
+}
+
+func packagePlan(pk pkg, registryID string, stdio *guard.Stdio) (Plan, error) {
+	where := fmt.Sprintf("%s package %s", pk.RegistryType, pk.Identifier)
+	if t := pk.Transport.Type; t != "" && t != TransportStdio {
+		return Plan{}, fmt.Errorf("%s: transport %q is not supported for packages (stdio is)", where, t)
+	}
+	l, ok := launchers[pk.RegistryType]
+	if !ok {
+		return Plan{}, fmt.Errorf("%s: registry type %q cannot be launched (npm and pypi can)", where, pk.RegistryType)
+	}
+	if pk.RuntimeHint != "" && pk.RuntimeHint != l.program {
+		return Plan{}, fmt.Errorf("%s: runtime %q is not %s", where, pk.RuntimeHint, l.program)
+	}
+	// Runtime arguments go to the launcher itself (npx -c runs a shell
+	// command), so a registry may not supply them.
+	if len(pk.RuntimeArguments) > 0 {
+		return Plan{}, fmt.Errorf("%s: has runtimeArguments, which ardgate never passes to a launcher", where)
+	}
+	if err := guard.CheckPackage(pk.RegistryType, pk.Identifier, pk.Version); err != nil {
+		return Plan{}, fmt.Errorf("%s: %w", where, err)
+	}
+	if err := stdio.CheckRegistry(registryID); err != nil {
+		return Plan{}, fmt.Errorf("%s: %w", where, err)
+	}
+	if err := stdio.CheckLauncher(l.program); err != nil {
+		return Plan{}, fmt.Errorf("%s: %w", where, err)
+	}
+	args := l.args(pk.Identifier, pk.Version)
+	for _, a := range pk.PackageArguments {
+		v := a.Value
+		if v == "" {
+			v = a.Default
+		}
+		if v == "" || placeholder.MatchString(v) {
+			if a.IsRequired {
+				return Plan{}, fmt.Errorf("%s: needs argument %s, which ardgate cannot fill in", where, firstNonEmpty(a.Name, a.ValueHint, "(unnamed)"))
+			}
+			continue
+		}
+		if a.Type == "named" && a.Name != "" {
+			args = append(args, a.Name)
+		}
+		args = append(args, v)
+	}
+	// A registry never sets a child's environment (NODE_OPTIONS would run
+	// its code); required variables must come from the operator.
+	var missing []string
+	env := stdio.Env(nil)
+	for _, ev := range pk.EnvironmentVariables {
+		if ev.IsRequired && !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, ev.Name+"=") }) {
+			missing = append(missing, ev.Name)
+		}
+	}
+	if len(missing) > 0 {
+		return Plan{}, fmt.Errorf("%s: needs environment variables %s; the operator must set them and list them in stdio.env", where, strings.Join(missing, ", "))
+	}
+	return Plan{Transport: TransportStdio, Program: l.program, Args: args, Env: env}, nil
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}

@@ -1,0 +1,503 @@
+package attach
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/config"
+	"github.com/ardgate/ardgate/registry"
+)
+
+// Session is one client session's attachments. Everything it starts ends
+// with Close.
+type Session struct {
+	// ID is the MCP session id.
+	ID string
+	// OnChange runs after the session's set of proxied tools changed: an
+	// attach, a detach, or an upstream's own tools/list_changed.
+	OnChange func()
+
+	m      *Manager
+	ctx    context.Context // ends at Close: cancels attaches in flight
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // attaches in flight and pinned starts
+
+	mu       sync.Mutex
+	atts     []*Attachment
+	inflight map[string]chan struct{} // URN → closed when that attach ends
+	reserved map[string]bool          // names held by attaches in flight
+	closed   bool
+}
+
+// Attachment is one attached upstream.
+type Attachment struct {
+	URN        string
+	Name       string
+	Kind       string
+	MediaType  string
+	RegistryID string
+	Endpoint   string
+	Pinned     bool
+	AttachedAt time.Time
+
+	mu      sync.Mutex
+	up      *upstream // nil while a pinned server is starting
+	tools   []Tool
+	failure string // why a pinned server failed to start
+}
+
+// Tool is one upstream tool as this session exposes it.
+type Tool struct {
+	// Name is the exposed name, mcp_<attachment>__<tool>.
+	Name string
+	// Attachment is the name of the attachment that serves it.
+	Attachment string
+	// Upstream is the upstream's own definition, whole schemas included;
+	// its Name is the upstream's name for the tool.
+	Upstream mcp.Tool
+}
+
+// Status values of an attachment.
+const (
+	StatusStarting = "starting"
+	StatusUp       = "up"
+	StatusDown     = "down"
+)
+
+// Status reports whether the attachment is up, and why not.
+func (a *Attachment) Status() (status, why string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case a.failure != "":
+		return StatusDown, a.failure
+	case a.up == nil:
+		return StatusStarting, ""
+	}
+	if why := a.up.downReason(); why != "" {
+		return StatusDown, why
+	}
+	return StatusUp, ""
+}
+
+// Tools returns the attachment's exposed tools.
+func (a *Attachment) Tools() []Tool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.tools
+}
+
+func newSession(m *Manager, id string) *Session {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Session{ID: id, m: m, ctx: ctx, cancel: cancel, inflight: map[string]chan struct{}{}, reserved: map[string]bool{}}
+	for _, p := range m.Pinned {
+		a := &Attachment{URN: PinnedURN(p.Name), Name: p.Name, Kind: KindMCPServer, RegistryID: "config", Pinned: true, AttachedAt: time.Now()}
+		plan := m.pinnedPlan(p)
+		a.Endpoint = plan.Endpoint()
+		s.atts = append(s.atts, a)
+		s.wg.Go(func() { s.startPinned(a, plan) })
+	}
+	return s
+}
+
+// PinnedURN names a pinned server in listings.
+func PinnedURN(name string) string { return "config:servers/" + name }
+
+func (m *Manager) pinnedPlan(p config.Server) Plan {
+	if p.URL != "" {
+		return Plan{Transport: TransportStreamableHTTP, URL: p.URL, Headers: p.Headers}
+	}
+	return Plan{Transport: TransportStdio, Program: p.Command, Args: p.Args, Env: m.Stdio.Env(p.Env)}
+}
+
+func (s *Session) startPinned(a *Attachment, plan Plan) {
+	ctx, cancel := context.WithTimeout(s.ctx, s.m.StartTimeout)
+	defer cancel()
+	up, tools, err := s.connect(ctx, a, plan)
+	a.mu.Lock()
+	if err != nil {
+		a.failure = "did not start: " + err.Error()
+		s.m.Log.Error("pinned server did not start", "session", s.ID, "server", a.Name, "err", err)
+	} else {
+		a.up, a.tools = up, tools
+	}
+	a.mu.Unlock()
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed && up != nil {
+		up.close() // Close ran while we were starting
+		return
+	}
+	s.changed()
+}
+
+// Request asks for one attachment.
+type Request struct {
+	// URN of the entry to attach.
+	URN string
+	// RegistryID limits the lookup to one registry; empty tries each.
+	RegistryID string
+	// Name overrides the attachment name derived from the URN.
+	Name string
+	// Progress, if set, hears each stage of the attach.
+	Progress func(stage string)
+}
+
+// Attach attaches the entry req names. It reports already=true, and does
+// nothing, when the URN is attached and up; a URN whose upstream is down is
+// attached again under the same name.
+func (s *Session) Attach(ctx context.Context, req Request) (a *Attachment, already bool, err error) {
+	if _, err := registry.ParseURN(req.URN); err != nil {
+		return nil, false, err
+	}
+	key := registry.CanonicalURN(req.URN)
+	var name string
+	var stale *Attachment
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return nil, false, ErrSessionClosed
+		}
+		if cur := s.findLocked(key); cur != nil {
+			if st, _ := cur.Status(); st != StatusDown {
+				s.mu.Unlock()
+				return cur, true, nil
+			}
+			// Down: replace it, keeping its name unless told otherwise.
+			if cur.Pinned {
+				s.mu.Unlock()
+				return nil, false, fmt.Errorf("%s is %w and down; restart the gateway session to restart it", cur.Name, ErrPinned)
+			}
+			stale = cur
+			s.atts = slices.DeleteFunc(s.atts, func(x *Attachment) bool { return x == cur })
+			if req.Name == "" {
+				req.Name = cur.Name
+			}
+		}
+		if ch, busy := s.inflight[key]; busy {
+			s.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, false, ctx.Err()
+			}
+		}
+		if n := s.countLocked(); n >= s.m.MaxAttachments {
+			s.mu.Unlock()
+			return nil, false, fmt.Errorf("%w: this session has %d of %d attachments; detach one with detach_resource first", ErrCapReached, n, s.m.MaxAttachments)
+		}
+		name, err = s.reserveNameLocked(req.Name, key)
+		if err != nil {
+			s.mu.Unlock()
+			return nil, false, err
+		}
+		ch := make(chan struct{})
+		s.inflight[key] = ch
+		s.wg.Add(1)
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			delete(s.inflight, key)
+			delete(s.reserved, name)
+			s.mu.Unlock()
+			close(ch)
+			s.wg.Done()
+		}()
+		break
+	}
+	if stale != nil {
+		stale.close()
+		s.changed()
+	}
+
+	// The attach ends with the caller's context or the session, whichever
+	// goes first.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.ctx, cancel)()
+
+	a, err = s.open(ctx, key, req, name)
+	if err != nil {
+		return nil, false, fmt.Errorf("attach %s: %w", key, err)
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		a.close()
+		return nil, false, ErrSessionClosed
+	}
+	s.atts = append(s.atts, a)
+	s.mu.Unlock()
+	s.m.Log.Info("attached", "session", s.ID, "urn", key, "name", name, "endpoint", a.Endpoint, "tools", len(a.Tools()))
+	s.changed()
+	return a, false, nil
+}
+
+func (s *Session) open(ctx context.Context, urn string, req Request, name string) (*Attachment, error) {
+	progress := func(stage string) {
+		if req.Progress != nil {
+			req.Progress(stage)
+		}
+	}
+	progress("resolving")
+	e, regID, err := s.m.Resolve(ctx, urn, req.RegistryID)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.m.checkType(e.Type); err != nil {
+		return nil, err
+	}
+	if KindOf(e.Type) == KindA2AAgent {
+		return nil, fmt.Errorf("%w: A2A agents", ErrNotImplemented)
+	}
+	progress("fetching card")
+	card, err := s.m.card(ctx, &e)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := planFor(card, regID, &s.m.Stdio)
+	if err != nil {
+		return nil, err
+	}
+	a := &Attachment{URN: urn, Name: name, Kind: KindMCPServer, MediaType: e.Type, RegistryID: regID, Endpoint: plan.Endpoint(), AttachedAt: time.Now()}
+	progress("starting")
+	ctx, cancel := context.WithTimeout(ctx, s.m.StartTimeout)
+	defer cancel()
+	up, tools, err := s.connect(ctx, a, plan)
+	if err != nil {
+		if ctx.Err() == context.DeadlineExceeded {
+			return nil, fmt.Errorf("%w: the server did not start within %s: %w", ErrTimeout, s.m.StartTimeout, err)
+		}
+		return nil, err
+	}
+	a.up, a.tools = up, tools
+	return a, nil
+}
+
+// connect dials the upstream and lists its tools; it also arranges for the
+// upstream's own tools/list_changed to refresh them.
+func (s *Session) connect(ctx context.Context, a *Attachment, plan Plan) (*upstream, []Tool, error) {
+	up, err := dial(ctx, plan, s.m.HTTP, s.m.Log.With("session", s.ID, "upstream", a.Name), s.m.Version)
+	if err != nil {
+		return nil, nil, err
+	}
+	list, err := up.listTools(ctx)
+	if err != nil {
+		up.close()
+		return nil, nil, fmt.Errorf("list tools: %w", err)
+	}
+	up.onToolsChanged = func() { s.refresh(a) }
+	return up, exposeTools(a.Name, list), nil
+}
+
+// refresh re-lists an attachment's tools after the upstream said they
+// changed.
+func (s *Session) refresh(a *Attachment) {
+	a.mu.Lock()
+	up := a.up
+	a.mu.Unlock()
+	if up == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+	defer cancel()
+	list, err := up.listTools(ctx)
+	if err != nil {
+		s.m.Log.Warn("re-listing tools failed", "session", s.ID, "upstream", a.Name, "err", err)
+		return
+	}
+	a.mu.Lock()
+	a.tools = exposeTools(a.Name, list)
+	a.mu.Unlock()
+	s.changed()
+}
+
+// exposeTools names an upstream's tools for this session. Names are
+// assigned in upstream-name order, so they are the same on every attach.
+func exposeTools(server string, list []mcp.Tool) []Tool {
+	slices.SortFunc(list, func(a, b mcp.Tool) int { return cmp.Compare(a.Name, b.Name) })
+	out := make([]Tool, 0, len(list))
+	used := map[string]bool{}
+	for _, t := range list {
+		name := toolName(server, t.Name)
+		if used[name] {
+			name = hashed(name, t.Name)
+		}
+		used[name] = true
+		out = append(out, Tool{Name: name, Attachment: server, Upstream: t})
+	}
+	return out
+}
+
+func (s *Session) findLocked(urn string) *Attachment {
+	for _, a := range s.atts {
+		if a.URN == urn {
+			return a
+		}
+	}
+	return nil
+}
+
+func (s *Session) countLocked() int {
+	n := len(s.inflight)
+	for _, a := range s.atts {
+		if !a.Pinned {
+			n++
+		}
+	}
+	return n
+}
+
+// reserveNameLocked picks the attachment name: the one asked for, which
+// must be free, or one derived from the URN's last segment, made unique
+// with a numeric suffix.
+func (s *Session) reserveNameLocked(asked, urn string) (string, error) {
+	taken := func(n string) bool {
+		return s.reserved[n] || slices.ContainsFunc(s.atts, func(a *Attachment) bool { return a.Name == n })
+	}
+	if asked != "" {
+		n := serverName(asked)
+		if taken(n) {
+			return "", fmt.Errorf("%w: %q; pick another name or detach that attachment", ErrNameTaken, n)
+		}
+		s.reserved[n] = true
+		return n, nil
+	}
+	u, _ := registry.ParseURN(urn)
+	base := serverName(u.Name)
+	n := base
+	for i := 2; taken(n); i++ {
+		n = fmt.Sprintf("%s_%d", base, i)
+	}
+	s.reserved[n] = true
+	return n, nil
+}
+
+// Detach removes the attachment with that URN or name and ends its
+// upstream.
+func (s *Session) Detach(urnOrName string) (*Attachment, error) {
+	key := registry.CanonicalURN(urnOrName)
+	s.mu.Lock()
+	i := slices.IndexFunc(s.atts, func(a *Attachment) bool { return a.URN == key || a.Name == urnOrName })
+	if i < 0 {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("%q is %w in this session; list_attached_resources shows what is", urnOrName, ErrNotAttached)
+	}
+	a := s.atts[i]
+	if a.Pinned {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("%s is %w and cannot be detached", a.Name, ErrPinned)
+	}
+	s.atts = slices.Delete(s.atts, i, i+1)
+	s.mu.Unlock()
+	a.close()
+	s.m.Log.Info("detached", "session", s.ID, "urn", a.URN, "name", a.Name)
+	s.changed()
+	return a, nil
+}
+
+func (a *Attachment) close() {
+	a.mu.Lock()
+	up := a.up
+	a.mu.Unlock()
+	if up != nil {
+		up.close()
+	}
+}
+
+// Attachments returns the session's attachments, pinned first.
+func (s *Session) Attachments() []*Attachment {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.atts)
+}
+
+// Tools returns every exposed tool of the session.
+func (s *Session) Tools() []Tool {
+	var out []Tool
+	for _, a := range s.Attachments() {
+		out = append(out, a.Tools()...)
+	}
+	return out
+}
+
+// Max returns the session's attachment cap.
+func (s *Session) Max() int { return s.m.MaxAttachments }
+
+// Call forwards a call of an exposed tool to its upstream, within the
+// manager's call timeout. onProgress hears the upstream's progress for the
+// caller's progress token.
+func (s *Session) Call(ctx context.Context, name string, args any, meta *mcp.Meta, onProgress func(mcp.JSONRPCNotification)) (*mcp.CallToolResult, error) {
+	var att *Attachment
+	var tool Tool
+	for _, a := range s.Attachments() {
+		for _, t := range a.Tools() {
+			if t.Name == name {
+				att, tool = a, t
+			}
+		}
+	}
+	if att == nil {
+		return nil, fmt.Errorf("%q: %w", name, ErrUnknownTool)
+	}
+	att.mu.Lock()
+	up := att.up
+	att.mu.Unlock()
+	if up == nil {
+		return nil, fmt.Errorf("%s is still starting; try again shortly", att.Name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.m.CallTimeout)
+	defer cancel()
+	res, err := up.call(ctx, tool.Upstream.Name, args, meta, onProgress)
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.Is(err, ErrUpstreamDown):
+		return nil, fmt.Errorf("%s: %w; attach_resource %s again to restart it", att.Name, err, att.URN)
+	case ctx.Err() == context.DeadlineExceeded && !errors.Is(context.Cause(ctx), context.Canceled):
+		return nil, fmt.Errorf("%w: %s did not answer %s within %s", ErrTimeout, att.Name, tool.Upstream.Name, s.m.CallTimeout)
+	}
+	return nil, err
+}
+
+// Close ends the session: attaches in flight are cancelled, every upstream
+// is closed (stdio children killed with their process groups), in
+// parallel. It returns when all of it is done.
+func (s *Session) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	atts := s.atts
+	s.atts = nil
+	s.mu.Unlock()
+	s.cancel()
+	var wg sync.WaitGroup
+	for _, a := range atts {
+		wg.Go(a.close)
+	}
+	wg.Wait()
+	s.wg.Wait()
+	s.m.forget(s)
+	if len(atts) > 0 {
+		s.m.Log.Info("session closed", "session", s.ID, "attachments", len(atts))
+	}
+}
+
+func (s *Session) changed() {
+	if s.OnChange != nil {
+		s.OnChange()
+	}
+}

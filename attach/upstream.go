@@ -1,0 +1,403 @@
+package attach
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/guard"
+)
+
+// upstream is one live connection to an MCP server. For stdio servers it
+// owns the child process: it starts it, reaps it, and kills its group.
+type upstream struct {
+	client *client.Client
+	log    *slog.Logger
+
+	cmd    *exec.Cmd     // nil for remotes
+	exited chan struct{} // closed once a stdio child has exited and been reaped
+	stdout io.Closer     // our end of the child's stdout
+	stderr *tail
+
+	mu       sync.Mutex
+	downWhy  string // why the upstream is down; "" while up
+	progress map[string]func(mcp.JSONRPCNotification)
+
+	// onToolsChanged runs when the server says its tool list changed.
+	onToolsChanged func()
+}
+
+// upstreamProtocol is pinned so Initialize skips the server/discover
+// probe, which costs old servers a 5 s wait.
+const upstreamProtocol = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+
+// maxFrame bounds one JSON-RPC message read from an upstream's stdout.
+const maxFrame = 10 << 20
+
+// dial starts or connects to the upstream and completes the MCP handshake.
+func dial(ctx context.Context, plan Plan, hc *http.Client, log *slog.Logger, version string) (*upstream, error) {
+	u := &upstream{log: log, progress: map[string]func(mcp.JSONRPCNotification){}}
+	var t transport.Interface
+	switch plan.Transport {
+	case TransportStdio:
+		st, err := u.startProcess(plan)
+		if err != nil {
+			return nil, err
+		}
+		t = st
+	case TransportStreamableHTTP:
+		ht, err := transport.NewStreamableHTTP(plan.URL,
+			transport.WithHTTPBasicClient(hc),
+			transport.WithHTTPHeaders(plan.Headers),
+			transport.WithContinuousListening(), // to hear tools/list_changed between calls
+			transport.WithHTTPLogger(log))
+		if err != nil {
+			return nil, err
+		}
+		t = ht
+	case TransportSSE:
+		st, err := transport.NewSSE(plan.URL, transport.WithHTTPClient(hc), transport.WithHeaders(plan.Headers), transport.WithSSELogger(log))
+		if err != nil {
+			return nil, err
+		}
+		t = st
+	default:
+		return nil, fmt.Errorf("unknown transport %q", plan.Transport)
+	}
+
+	u.client = client.NewClient(t, client.WithProtocolVersion(upstreamProtocol))
+	// Start's context lives as long as the connection (stdio keeps it for
+	// serving server-to-client requests), so it is not the caller's.
+	if err := u.client.Start(context.WithoutCancel(ctx)); err != nil {
+		u.close()
+		return nil, u.explain(fmt.Errorf("start: %w", err))
+	}
+	u.client.OnNotification(u.onNotification)
+	u.client.OnConnectionLost(func(err error) { u.markDown("connection lost: " + err.Error()) })
+
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = upstreamProtocol
+	init.Params.ClientInfo = mcp.Implementation{Name: "ardgate", Version: version}
+	if _, err := u.client.Initialize(ctx, init); err != nil {
+		u.close()
+		return nil, u.explain(fmt.Errorf("initialize: %w", err))
+	}
+	return u, nil
+}
+
+// startProcess launches a stdio server with pipes the upstream owns, so
+// that reaping the child never races the transport's reads.
+func (u *upstream) startProcess(plan Plan) (*transport.Stdio, error) {
+	cmd, err := guard.Command(plan.Program, plan.Args, plan.Env)
+	if err != nil {
+		return nil, fmt.Errorf("launch %s: %w", plan.Program, err)
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	u.stderr = &tail{max: 4 << 10}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, u.stderr
+	cmd.WaitDelay = time.Second // a grandchild holding stderr must not stall Wait
+	if err := cmd.Start(); err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("launch %s: %w", plan.Program, err)
+	}
+	inR.Close() // the child's ends; ours are inW and outR
+	outW.Close()
+	u.cmd = cmd
+	u.stdout = outR
+	u.exited = make(chan struct{})
+	go func() {
+		err := cmd.Wait()
+		why := "the process exited"
+		if err != nil {
+			why = "the process " + describeExit(err)
+		}
+		u.markDown(why)
+		close(u.exited)
+	}()
+	return transport.NewIO(&frameLimit{r: outR, max: maxFrame}, inW, nil), nil
+}
+
+func describeExit(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return "was killed by " + ws.Signal().String()
+		}
+		return fmt.Sprintf("exited with status %d", ee.ExitCode())
+	}
+	return "ended: " + err.Error()
+}
+
+// explain adds what the child said on stderr to a start-up failure; a
+// server that cannot start usually says why there.
+func (u *upstream) explain(err error) error {
+	if u.exited != nil {
+		select {
+		case <-u.exited:
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	if why := u.downReason(); why != "" {
+		err = fmt.Errorf("%w (%s)", err, why)
+	}
+	if u.stderr != nil {
+		if s := u.stderr.String(); s != "" {
+			err = fmt.Errorf("%w; its stderr ends with: %s", err, guard.Text(s, 500))
+		}
+	}
+	return err
+}
+
+func (u *upstream) onNotification(n mcp.JSONRPCNotification) {
+	switch n.Method {
+	case string(mcp.MethodNotificationToolsListChanged):
+		if u.onToolsChanged != nil {
+			go u.onToolsChanged()
+		}
+	case string(mcp.MethodNotificationProgress):
+		tok := fmt.Sprint(n.Params.AdditionalFields["progressToken"])
+		u.mu.Lock()
+		sink := u.progress[tok]
+		u.mu.Unlock()
+		if sink != nil {
+			sink(n)
+		}
+	}
+}
+
+func (u *upstream) markDown(why string) {
+	u.mu.Lock()
+	if u.downWhy == "" {
+		u.downWhy = why
+	}
+	u.mu.Unlock()
+}
+
+func (u *upstream) downReason() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.downWhy
+}
+
+// maxTools bounds how many tools one upstream may declare.
+const maxTools = 1000
+
+// listTools returns the upstream's tools with their whole input and output
+// schemas. mcp.Tool's schema struct keeps only a few keywords, so the
+// listing is read raw and the schemas kept as bytes.
+func (u *upstream) listTools(ctx context.Context) ([]mcp.Tool, error) {
+	var tools []mcp.Tool
+	var cursor mcp.Cursor
+	for page := 0; ; page++ {
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		resp, err := u.client.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{
+			JSONRPC: mcp.JSONRPC_VERSION,
+			ID:      mcp.NewRequestId(fmt.Sprintf("ardgate-tools-list-%d", page)),
+			Method:  string(mcp.MethodToolsList),
+			Params:  params,
+		})
+		if err != nil {
+			return nil, u.failure(err)
+		}
+		if resp.Error != nil {
+			return nil, fmt.Errorf("tools/list: %s", resp.Error.Message)
+		}
+		var result struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor mcp.Cursor        `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(resp.Result, &result); err != nil {
+			return nil, fmt.Errorf("tools/list: malformed result: %w", err)
+		}
+		for _, raw := range result.Tools {
+			t, err := decodeTool(raw)
+			if err != nil {
+				u.log.Warn("upstream tool left out", "err", err)
+				continue
+			}
+			tools = append(tools, t)
+		}
+		if len(tools) > maxTools {
+			return nil, fmt.Errorf("tools/list: more than %d tools", maxTools)
+		}
+		if result.NextCursor == "" || result.NextCursor == cursor {
+			return tools, nil
+		}
+		cursor = result.NextCursor
+	}
+}
+
+func decodeTool(raw json.RawMessage) (mcp.Tool, error) {
+	var schemas struct {
+		Name         string          `json:"name"`
+		InputSchema  json.RawMessage `json:"inputSchema"`
+		OutputSchema json.RawMessage `json:"outputSchema"`
+	}
+	if err := json.Unmarshal(raw, &schemas); err != nil {
+		return mcp.Tool{}, fmt.Errorf("malformed tool: %w", err)
+	}
+	if schemas.Name == "" {
+		return mcp.Tool{}, errors.New("tool without a name")
+	}
+	var t mcp.Tool
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return mcp.Tool{}, fmt.Errorf("tool %s: %w", schemas.Name, err)
+	}
+	t.InputSchema = mcp.ToolInputSchema{}
+	t.RawInputSchema = schemas.InputSchema
+	if len(t.RawInputSchema) == 0 || string(t.RawInputSchema) == "null" {
+		t.RawInputSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	t.OutputSchema = mcp.ToolOutputSchema{}
+	t.RawOutputSchema = nil
+	if len(schemas.OutputSchema) > 0 && string(schemas.OutputSchema) != "null" {
+		t.RawOutputSchema = schemas.OutputSchema
+	}
+	return t, nil
+}
+
+// call forwards one tool call. A progress token in meta is passed on, and
+// the upstream's progress for it is handed to onProgress.
+func (u *upstream) call(ctx context.Context, tool string, args any, meta *mcp.Meta, onProgress func(mcp.JSONRPCNotification)) (*mcp.CallToolResult, error) {
+	if why := u.downReason(); why != "" {
+		return nil, fmt.Errorf("%w: %s", ErrUpstreamDown, why)
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = tool
+	req.Params.Arguments = args
+	if meta != nil && meta.ProgressToken != nil && onProgress != nil {
+		req.Params.Meta = &mcp.Meta{ProgressToken: meta.ProgressToken}
+		tok := fmt.Sprint(meta.ProgressToken)
+		u.mu.Lock()
+		u.progress[tok] = onProgress
+		u.mu.Unlock()
+		defer func() {
+			u.mu.Lock()
+			delete(u.progress, tok)
+			u.mu.Unlock()
+		}()
+	}
+	res, err := u.client.CallTool(ctx, req)
+	if err != nil {
+		return nil, u.failure(err)
+	}
+	return res, nil
+}
+
+// failure classifies an error from the client: a broken transport marks the
+// upstream down; a JSON-RPC error or the caller's deadline does not.
+func (u *upstream) failure(err error) error {
+	var te *transport.Error
+	if errors.As(err, &te) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		if u.exited != nil {
+			// Give the reaper a moment: "exited with status 3" beats
+			// "transport closed".
+			select {
+			case <-u.exited:
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		u.markDown(te.Err.Error())
+		return fmt.Errorf("%w: %s", ErrUpstreamDown, u.downReason())
+	}
+	return err
+}
+
+// close ends the connection. A stdio child gets its stdin closed and a
+// moment to exit, then its whole process group is killed: npx's node and
+// anything it started go with it.
+func (u *upstream) close() {
+	u.markDown("detached")
+	if u.client != nil {
+		_ = u.client.Close()
+	}
+	if u.cmd == nil {
+		return
+	}
+	pid := u.cmd.Process.Pid
+	select {
+	case <-u.exited:
+	case <-time.After(500 * time.Millisecond):
+		_ = guard.SignalGroup(pid, syscall.SIGTERM)
+		select {
+		case <-u.exited:
+		case <-time.After(time.Second):
+		}
+	}
+	// The leader may be gone while children it left behind still run.
+	_ = guard.KillGroup(pid)
+	<-u.exited
+	_ = u.stdout.Close()
+}
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.buf))
+}
+
+// frameLimit fails a read once a line grows past max bytes, so a flooding
+// upstream cannot grow the gateway's memory without bound.
+type frameLimit struct {
+	r    io.Reader
+	max  int
+	line int
+}
+
+func (f *frameLimit) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	for _, b := range p[:n] {
+		if b == '\n' {
+			f.line = 0
+		} else if f.line++; f.line > f.max {
+			return 0, fmt.Errorf("upstream sent a message larger than %d MiB", f.max>>20)
+		}
+	}
+	return n, err
+}

@@ -1,0 +1,145 @@
+// Package config turns the config file, the ARDGATE_* environment and the
+// command-line flags into one validated Config value.
+//
+// Precedence is flags > environment > config file > defaults. A bad value
+// anywhere is an error that names the field; the program never starts
+// half-configured.
+package config
+
+import (
+	"fmt"
+	"time"
+)
+
+// Transports ardgate can serve MCP over.
+const (
+	TransportStdio = "stdio"
+	TransportHTTP  = "http"
+)
+
+// Registry kinds.
+const (
+	KindCatalog     = "catalog"
+	KindARD         = "ard"
+	KindMCPRegistry = "mcp-registry"
+	KindWellKnown   = "well-known"
+)
+
+// BuiltinRegistryID names the catalog embedded in the binary.
+const BuiltinRegistryID = "builtin"
+
+// Media types of attachable artifacts.
+const (
+	MediaMCPServerCard = "application/mcp-server-card+json"
+	MediaMCPServerOld  = "application/mcp-server+json"
+	MediaA2AAgentCard  = "application/a2a-agent-card+json"
+)
+
+// Config is the whole, validated configuration of one ardgate process.
+type Config struct {
+	// Transport is "stdio" or "http".
+	Transport string
+	// Addr is the listen address in HTTP mode.
+	Addr string
+	// File is the config file that was read, if any.
+	File string
+	// LogLevel is debug, info, warn or error.
+	LogLevel string
+	// LogFormat is "text" (tint, for people) or "json" (for machines).
+	LogFormat string
+	// AuthToken, when set, is the bearer token HTTP clients must present.
+	AuthToken string
+	// ARDRegistryToken is the default bearer token for ARD registries.
+	ARDRegistryToken string
+
+	// Registries are queried in this order.
+	Registries []Registry
+	// RequireTrust lists attestation types every attached entry must claim.
+	RequireTrust []string
+	// AllowAttachTypes lists the media types attach_resource accepts.
+	AllowAttachTypes []string
+	// MaxAttachments caps the non-pinned attachments of one session.
+	MaxAttachments int
+	// AllowLocalURLs lets endpoints resolve to loopback and private
+	// addresses. For local testing only.
+	AllowLocalURLs bool
+	// CallTimeout bounds one proxied tool call.
+	CallTimeout time.Duration
+	// Stdio is the launch policy for local (stdio) upstream servers.
+	Stdio Stdio
+	// Servers are pinned MCP servers, attached to every session at start.
+	Servers []Server
+	// Agents are pinned A2A agents, attached to every session at start.
+	Agents []Agent
+}
+
+// Registry is one configured source of entries.
+type Registry struct {
+	ID   string `json:"id"`
+	Kind string `json:"kind"`
+	// Path is the catalog file of a "catalog" registry; empty for builtin.
+	Path string `json:"path,omitempty"`
+	// URL is the base URL of an "ard" or "mcp-registry" registry.
+	URL string `json:"url,omitempty"`
+	// Federation is sent to ARD registries: auto, referrals or none.
+	Federation string `json:"federation,omitempty"`
+	// TokenEnv names the variable holding this registry's bearer token.
+	TokenEnv string `json:"token_env,omitempty"`
+	// Hosts are the origins of a "well-known" registry.
+	Hosts []string `json:"hosts,omitempty"`
+}
+
+// Stdio is the policy for launching local upstream servers.
+type Stdio struct {
+	// AllowFrom lists the registries whose entries may be launched locally.
+	AllowFrom []string `json:"allow_from"`
+	// Launchers lists the programs packages may be launched with.
+	Launchers []string `json:"launchers"`
+	// Env lists the variables passed from the gateway's environment to
+	// every child besides PATH.
+	Env []string `json:"env"`
+}
+
+// Server is a pinned MCP server: exactly one of Command or URL.
+type Server struct {
+	Name    string            `json:"name"`
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     []string          `json:"env,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// Agent is a pinned A2A agent.
+type Agent struct {
+	Name string `json:"name"`
+	URL  string `json:"url"`
+}
+
+// Defaults used when no source sets a value.
+const (
+	DefaultAddr           = "127.0.0.1:7333"
+	DefaultMaxAttachments = 5
+	DefaultCallTimeout    = 60 * time.Second
+)
+
+// DefaultAllowAttachTypes is the media types attachable by default.
+var DefaultAllowAttachTypes = []string{MediaMCPServerCard, MediaMCPServerOld, MediaA2AAgentCard}
+
+// DefaultLaunchers is the launchers packages may use by default.
+var DefaultLaunchers = []string{"npx", "uvx"}
+
+// RegistryByID returns the configured registry with that id.
+func (c *Config) RegistryByID(id string) (Registry, bool) {
+	for _, r := range c.Registries {
+		if r.ID == id {
+			return r, true
+		}
+	}
+	return Registry{}, false
+}
+
+// fieldError names the offending field in a message a person can act on.
+func fieldError(field, format string, args ...any) error {
+	return fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...))
+}

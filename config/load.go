@@ -1,0 +1,424 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// file is the JSON config file. Pointers tell "absent" from "zero", so that
+// a field the file does not set never overrides a default.
+type file struct {
+	Transport        *string    `json:"transport"`
+	Addr             *string    `json:"addr"`
+	LogLevel         *string    `json:"log_level"`
+	LogFormat        *string    `json:"log_format"`
+	Catalogs         []string   `json:"catalogs"`
+	Registries       []Registry `json:"registries"`
+	RequireTrust     []string   `json:"require_trust"`
+	AllowAttachTypes []string   `json:"allow_attach_types"`
+	MaxAttachments   *int       `json:"max_attachments"`
+	AllowLocalURLs   *bool      `json:"allow_local_urls"`
+	CallTimeout      *string    `json:"call_timeout"`
+	Stdio            *struct {
+		AllowFrom []string `json:"allow_from"`
+		Launchers []string `json:"launchers"`
+		Env       []string `json:"env"`
+	} `json:"stdio"`
+	Servers []Server `json:"servers"`
+	Agents  []Agent  `json:"agents"`
+}
+
+// environment is the ARDGATE_* variables; nil means unset.
+type environment struct {
+	Transport        *string  `env:"TRANSPORT"`
+	Addr             *string  `env:"ADDR"`
+	Config           *string  `env:"CONFIG"`
+	Catalogs         []string `env:"CATALOGS" envSeparator:","`
+	LogLevel         *string  `env:"LOG_LEVEL"`
+	LogFormat        *string  `env:"LOG_FORMAT"`
+	AuthToken        *string  `env:"AUTH_TOKEN"`
+	MaxAttachments   *int     `env:"MAX_ATTACHMENTS"`
+	AllowLocalURLs   *bool    `env:"ALLOW_LOCAL_URLS"`
+	RequireTrust     []string `env:"REQUIRE_TRUST" envSeparator:","`
+	ARDRegistryToken *string  // ARD_REGISTRY_TOKEN has no prefix; read by hand
+}
+
+// Flags are the command-line flags of `ardgate serve`. Empty means unset.
+type Flags struct {
+	Transport string
+	Addr      string
+	Config    string
+	Catalogs  []string
+	LogLevel  string
+	LogFormat string
+}
+
+// FlagSet returns the flag set of `ardgate serve`, writing into f.
+func FlagSet(name string, f *Flags) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.StringVar(&f.Transport, "transport", "", "MCP transport: stdio or http (default stdio)")
+	fs.StringVar(&f.Addr, "addr", "", "listen address in http mode (default "+DefaultAddr+")")
+	fs.StringVar(&f.Config, "config", "", "JSON config file")
+	fs.Func("catalog", "ARD catalog file to add as a registry (repeatable)", func(s string) error {
+		f.Catalogs = append(f.Catalogs, s)
+		return nil
+	})
+	fs.StringVar(&f.LogLevel, "log-level", "", "debug, info, warn or error (default info)")
+	fs.StringVar(&f.LogFormat, "log-format", "", "text or json (default text)")
+	return fs
+}
+
+// Load builds the Config from flags, the environment (as os.Environ
+// returns it) and the config file that flags or environment name.
+func Load(flags Flags, environ []string) (*Config, error) {
+	vars := envMap(environ)
+	var e environment
+	if err := env.ParseWithOptions(&e, env.Options{Prefix: "ARDGATE_", Environment: vars}); err != nil {
+		return nil, fmt.Errorf("environment: %w", err)
+	}
+	if tok, ok := vars["ARD_REGISTRY_TOKEN"]; ok {
+		e.ARDRegistryToken = &tok
+	}
+
+	path := first(flags.Config, deref(e.Config))
+	var f file
+	if path != "" {
+		var err error
+		if f, err = readFile(path); err != nil {
+			return nil, err
+		}
+	}
+
+	c := &Config{
+		File:             path,
+		Transport:        first(flags.Transport, deref(e.Transport), deref(f.Transport), TransportStdio),
+		Addr:             first(flags.Addr, deref(e.Addr), deref(f.Addr), DefaultAddr),
+		LogLevel:         first(flags.LogLevel, deref(e.LogLevel), deref(f.LogLevel), "info"),
+		LogFormat:        first(flags.LogFormat, deref(e.LogFormat), deref(f.LogFormat), "text"),
+		AuthToken:        deref(e.AuthToken),
+		ARDRegistryToken: deref(e.ARDRegistryToken),
+		RequireTrust:     firstList(e.RequireTrust, f.RequireTrust),
+		AllowAttachTypes: firstList(f.AllowAttachTypes, DefaultAllowAttachTypes),
+		MaxAttachments:   DefaultMaxAttachments,
+		AllowLocalURLs:   false,
+		CallTimeout:      DefaultCallTimeout,
+		Servers:          f.Servers,
+		Agents:           f.Agents,
+	}
+	if v := firstPtr(e.MaxAttachments, f.MaxAttachments); v != nil {
+		c.MaxAttachments = *v
+	}
+	if v := firstPtr(e.AllowLocalURLs, f.AllowLocalURLs); v != nil {
+		c.AllowLocalURLs = *v
+	}
+	var errs []error
+	if f.CallTimeout != nil {
+		d, err := time.ParseDuration(*f.CallTimeout)
+		if err != nil {
+			errs = append(errs, fieldError("call_timeout", "%q is not a duration like \"60s\"", *f.CallTimeout))
+		}
+		c.CallTimeout = d
+	}
+
+	// Registries: the file's list (or builtin alone), then one catalog
+	// registry per catalog file named by flags, env or file.
+	c.Registries = f.Registries
+	if c.Registries == nil {
+		c.Registries = []Registry{{ID: BuiltinRegistryID, Kind: KindCatalog}}
+	}
+	base := filepath.Dir(path)
+	for i := range c.Registries {
+		if r := &c.Registries[i]; r.Kind == KindCatalog && r.Path != "" && !filepath.IsAbs(r.Path) && path != "" {
+			r.Path = filepath.Join(base, r.Path) // relative to the config file, not the cwd
+		}
+	}
+	for _, p := range firstList(flags.Catalogs, e.Catalogs, f.Catalogs) {
+		c.Registries = append(c.Registries, Registry{ID: catalogID(p, c.Registries), Kind: KindCatalog, Path: p})
+	}
+
+	c.Stdio = Stdio{Launchers: DefaultLaunchers}
+	if f.Stdio != nil {
+		c.Stdio = Stdio{AllowFrom: f.Stdio.AllowFrom, Launchers: firstList(f.Stdio.Launchers, DefaultLaunchers), Env: f.Stdio.Env}
+	}
+	if f.Stdio == nil || f.Stdio.AllowFrom == nil {
+		// Default: local catalogs the operator named (and builtin), never a
+		// remote registry.
+		for _, r := range c.Registries {
+			if r.Kind == KindCatalog {
+				c.Stdio.AllowFrom = append(c.Stdio.AllowFrom, r.ID)
+			}
+		}
+	}
+
+	errs = append(errs, c.validate()...)
+	if len(errs) > 0 {
+		src := "config"
+		if path != "" {
+			src = path
+		}
+		return nil, &Error{Source: src, Problems: errs}
+	}
+	return c, nil
+}
+
+// Error lists every problem found in the configuration, one per line.
+type Error struct {
+	Source   string
+	Problems []error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "invalid configuration (%s):", e.Source)
+	for _, p := range e.Problems {
+		b.WriteString("\n  ")
+		b.WriteString(p.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the individual problems.
+func (e *Error) Unwrap() []error { return e.Problems }
+
+const maxConfigSize = 4 << 20
+
+func readFile(path string) (file, error) {
+	var f file
+	fh, err := os.Open(path)
+	if err != nil {
+		return f, fmt.Errorf("config file: %w", err)
+	}
+	defer fh.Close()
+	data, err := io.ReadAll(io.LimitReader(fh, maxConfigSize+1))
+	if err != nil {
+		return f, fmt.Errorf("config file %s: %w", path, err)
+	}
+	if len(data) > maxConfigSize {
+		return f, fmt.Errorf("config file %s: larger than %d bytes", path, maxConfigSize)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return f, fmt.Errorf("config file %s: %w", path, JSONError(data, err))
+	}
+	if dec.More() {
+		return f, fmt.Errorf("config file %s: trailing data after the JSON object", path)
+	}
+	return f, nil
+}
+
+// JSONError adds the line number to JSON syntax errors in files people
+// write: config files and catalogs.
+func JSONError(data []byte, err error) error {
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		line := bytes.Count(data[:min(int(syn.Offset), len(data))], []byte("\n")) + 1
+		return fmt.Errorf("line %d: %w", line, err)
+	}
+	return err
+}
+
+var (
+	idPattern   = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+	namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_]{0,31}$`)
+	envPattern  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+func (c *Config) validate() []error {
+	var errs []error
+	add := func(field, format string, args ...any) { errs = append(errs, fieldError(field, format, args...)) }
+
+	if c.Transport != TransportStdio && c.Transport != TransportHTTP {
+		add("transport", "%q is not stdio or http", c.Transport)
+	}
+	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.LogLevel) {
+		add("log_level", "%q is not debug, info, warn or error", c.LogLevel)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		add("log_format", "%q is not text or json", c.LogFormat)
+	}
+	if c.MaxAttachments < 1 || c.MaxAttachments > 100 {
+		add("max_attachments", "%d is outside 1..100", c.MaxAttachments)
+	}
+	if c.CallTimeout <= 0 || c.CallTimeout > time.Hour {
+		add("call_timeout", "%s is outside (0, 1h]", c.CallTimeout)
+	}
+	for i, t := range c.AllowAttachTypes {
+		if !slices.Contains(DefaultAllowAttachTypes, t) {
+			add(fmt.Sprintf("allow_attach_types[%d]", i), "%q is not one of %s", t, strings.Join(DefaultAllowAttachTypes, ", "))
+		}
+	}
+
+	ids := map[string]bool{}
+	for i, r := range c.Registries {
+		f := fmt.Sprintf("registries[%d]", i)
+		switch {
+		case !idPattern.MatchString(r.ID):
+			add(f+".id", "%q must match %s", r.ID, idPattern)
+		case ids[r.ID]:
+			add(f+".id", "%q is used twice", r.ID)
+		}
+		ids[r.ID] = true
+		switch r.Kind {
+		case KindCatalog:
+			if r.Path == "" && r.ID != BuiltinRegistryID {
+				add(f+".path", "required for kind %q (only %q may omit it)", r.Kind, BuiltinRegistryID)
+			}
+		case KindARD, KindMCPRegistry:
+			if r.URL == "" {
+				add(f+".url", "required for kind %q", r.Kind)
+			} else if !strings.HasPrefix(r.URL, "https://") && !strings.HasPrefix(r.URL, "http://") {
+				add(f+".url", "%q is not an http(s) URL", r.URL)
+			}
+		case KindWellKnown:
+			if len(r.Hosts) == 0 {
+				add(f+".hosts", "required for kind %q", r.Kind)
+			}
+		default:
+			add(f+".kind", "%q is not catalog, ard, mcp-registry or well-known", r.Kind)
+		}
+		if r.Federation != "" && !slices.Contains([]string{"auto", "referrals", "none"}, r.Federation) {
+			add(f+".federation", "%q is not auto, referrals or none", r.Federation)
+		}
+		if r.TokenEnv != "" && !envPattern.MatchString(r.TokenEnv) {
+			add(f+".token_env", "%q is not a variable name", r.TokenEnv)
+		}
+	}
+	for i, id := range c.Stdio.AllowFrom {
+		if !ids[id] {
+			add(fmt.Sprintf("stdio.allow_from[%d]", i), "%q is not a configured registry id", id)
+		}
+	}
+	for i, l := range c.Stdio.Launchers {
+		if l == "" || strings.ContainsAny(l, " \t\n;|&$`") {
+			add(fmt.Sprintf("stdio.launchers[%d]", i), "%q is not a program name", l)
+		}
+	}
+	for i, v := range c.Stdio.Env {
+		if !envPattern.MatchString(v) {
+			add(fmt.Sprintf("stdio.env[%d]", i), "%q is not a variable name", v)
+		}
+	}
+
+	names := map[string]bool{}
+	checkName := func(f, n string) {
+		switch {
+		case !namePattern.MatchString(n):
+			add(f+".name", "%q must match %s", n, namePattern)
+		case names[n]:
+			add(f+".name", "%q is used twice (servers and agents share one namespace)", n)
+		}
+		names[n] = true
+	}
+	for i, s := range c.Servers {
+		f := fmt.Sprintf("servers[%d]", i)
+		checkName(f, s.Name)
+		switch {
+		case s.Command == "" && s.URL == "":
+			add(f, "needs command or url")
+		case s.Command != "" && s.URL != "":
+			add(f, "has both command and url; pick one")
+		case s.URL != "" && !strings.HasPrefix(s.URL, "https://") && !strings.HasPrefix(s.URL, "http://"):
+			add(f+".url", "%q is not an http(s) URL", s.URL)
+		}
+		for j, v := range s.Env {
+			if !envPattern.MatchString(v) {
+				add(fmt.Sprintf("%s.env[%d]", f, j), "%q is not a variable name", v)
+			}
+		}
+	}
+	for i, a := range c.Agents {
+		f := fmt.Sprintf("agents[%d]", i)
+		checkName(f, a.Name)
+		if !strings.HasPrefix(a.URL, "https://") && !strings.HasPrefix(a.URL, "http://") {
+			add(f+".url", "%q is not an http(s) URL", a.URL)
+		}
+	}
+	return errs
+}
+
+// catalogID derives a registry id from a catalog file name, unique among
+// the registries so far.
+func catalogID(path string, existing []Registry) string {
+	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	var b strings.Builder
+	for _, r := range strings.ToLower(base) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	id := strings.Trim(b.String(), "-_")
+	if id == "" {
+		id = "catalog"
+	}
+	if len(id) > 24 {
+		id = id[:24]
+	}
+	taken := func(s string) bool {
+		return slices.ContainsFunc(existing, func(r Registry) bool { return r.ID == s })
+	}
+	cand := id
+	for n := 2; taken(cand); n++ {
+		cand = fmt.Sprintf("%s-%d", id, n)
+	}
+	return cand
+}
+
+func envMap(environ []string) map[string]string {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func first(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func firstList(lists ...[]string) []string {
+	for _, l := range lists {
+		if l != nil {
+			return l
+		}
+	}
+	return nil
+}
+
+func firstPtr[T any](ps ...*T) *T {
+	for _, p := range ps {
+		if p != nil {
+			return p
+		}
+	}
+	return nil
+}

@@ -1,0 +1,166 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"time"
+)
+
+// Dialer makes every outgoing connection of the gateway. It resolves names
+// itself and checks each address at dial time, so a name that resolves to
+// a forbidden address, or changes its answer between check and use (DNS
+// rebinding), never reaches the connect step.
+type Dialer struct {
+	// AllowLocal permits loopback, private and link-local targets, for
+	// local testing. Cloud metadata addresses stay refused.
+	AllowLocal bool
+	// LookupIP resolves a host name; nil means net.DefaultResolver.
+	LookupIP func(ctx context.Context, host string) ([]netip.Addr, error)
+	// Connect is the last step, the connect itself, with an address
+	// already checked. Tests replace it with a recorder; nil means a
+	// net.Dialer.
+	Connect func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// DialContext resolves, checks and connects. It has the signature of
+// http.Transport.DialContext.
+func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	var ips []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ips = []netip.Addr{ip}
+	} else {
+		lookup := d.LookupIP
+		if lookup == nil {
+			lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {
+				return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+			}
+		}
+		if ips, err = lookup(ctx, host); err != nil {
+			return nil, err
+		}
+	}
+	connect := d.Connect
+	if connect == nil {
+		connect = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	}
+	var errs []error
+	for _, ip := range ips {
+		if err := d.CheckIP(ip); err != nil {
+			errs = append(errs, fmt.Errorf("%s (%s): %w", host, ip, err))
+			continue
+		}
+		conn, err := connect(ctx, network, net.JoinHostPort(ip.Unmap().String(), port))
+		if err == nil {
+			return conn, nil
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		return nil, fmt.Errorf("%s: no addresses", host)
+	}
+	return nil, errors.Join(errs...)
+}
+
+var (
+	metadataAddrs = []netip.Addr{netip.MustParseAddr("169.254.169.254"), netip.MustParseAddr("fd00:ec2::254"), netip.MustParseAddr("100.100.100.200")}
+	localPrefixes = mustPrefixes("127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16",
+		"100.64.0.0/10", "::1/128", "fc00::/7", "fe80::/10")
+	neverPrefixes = mustPrefixes("0.0.0.0/8", "192.0.0.0/24", "192.0.2.0/24", "198.18.0.0/15", "198.51.100.0/24",
+		"203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4", "::/128", "ff00::/8", "2001:db8::/32", "::/96")
+	nat64 = netip.MustParsePrefix("64:ff9b::/96")
+)
+
+// CheckIP refuses addresses an outgoing connection must not reach.
+func (d *Dialer) CheckIP(ip netip.Addr) error {
+	ip = ip.Unmap() // ::ffff:127.0.0.1 is 127.0.0.1
+	if nat64.Contains(ip) {
+		// The IPv4 address embedded in the last 32 bits is the real target.
+		b := ip.As16()
+		ip = netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+	}
+	for _, m := range metadataAddrs {
+		if ip == m {
+			return refuse("ssrf", "%s is a cloud metadata address", ip)
+		}
+	}
+	for _, p := range neverPrefixes {
+		if p.Contains(ip) {
+			return refuse("ssrf", "%s is in reserved range %s", ip, p)
+		}
+	}
+	if d.AllowLocal {
+		return nil
+	}
+	for _, p := range localPrefixes {
+		if p.Contains(ip) {
+			return refuse("ssrf", "%s is a loopback, private or link-local address (allow_local_urls is off)", ip)
+		}
+	}
+	return nil
+}
+
+// CheckURL refuses URLs that are not plain http(s) or that carry
+// credentials. Addresses are checked later, at dial time.
+func CheckURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, refuse("url", "%q is not a URL", raw)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, refuse("url", "%q: only http and https URLs are allowed", raw)
+	case u.User != nil:
+		return nil, refuse("url", "%q carries credentials in the URL", raw)
+	case u.Hostname() == "":
+		return nil, refuse("url", "%q has no host", raw)
+	}
+	return u, nil
+}
+
+// maxRedirects bounds redirect chains; each hop is dialled, so checked.
+const maxRedirects = 5
+
+// Client returns an HTTP client whose every connection, redirects
+// included, goes through d. It ignores proxy settings from the
+// environment, which would move the connect out of d's sight. Callers
+// bound each request with its context: MCP responses may legitimately
+// take as long as the tool call behind them.
+func (d *Dialer) Client() *http.Client {
+	t := &http.Transport{
+		Proxy:               nil,
+		DialContext:         d.DialContext,
+		ForceAttemptHTTP2:   true,
+		MaxIdleConnsPerHost: 16,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: 10 * time.Second,
+	}
+	return &http.Client{
+		Transport: t,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= maxRedirects {
+				return refuse("redirects", "more than %d redirects", maxRedirects)
+			}
+			if _, err := CheckURL(req.URL.String()); err != nil {
+				return err
+			}
+			return nil
+		},
+	}
+}
+
+func mustPrefixes(ss ...string) []netip.Prefix {
+	out := make([]netip.Prefix, len(ss))
+	for i, s := range ss {
+		out[i] = netip.MustParsePrefix(s)
+	}
+	return out
+}

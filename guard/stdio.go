@@ -1,0 +1,123 @@
+package guard
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"syscall"
+)
+
+// Stdio is the launch policy for local (stdio) upstream servers.
+type Stdio struct {
+	// AllowFrom lists the registries whose entries may be launched.
+	AllowFrom []string
+	// Launchers lists the programs packages may be launched with.
+	Launchers []string
+	// PassEnv lists variables passed from the gateway's environment to
+	// every child, besides PATH.
+	PassEnv []string
+	// LookupEnv reads the gateway's environment; nil means os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+}
+
+// CheckRegistry refuses launching entries from registries not in
+// AllowFrom.
+func (p *Stdio) CheckRegistry(registryID string) error {
+	if !slices.Contains(p.AllowFrom, registryID) {
+		return refuse("stdio.allow_from", "entries from registry %q may not start local processes; only %v may", registryID, p.AllowFrom)
+	}
+	return nil
+}
+
+// CheckLauncher refuses launchers not in Launchers.
+func (p *Stdio) CheckLauncher(launcher string) error {
+	if !slices.Contains(p.Launchers, launcher) {
+		return refuse("stdio.launchers", "launcher %q is not allowed; allowed: %v", launcher, p.Launchers)
+	}
+	return nil
+}
+
+// Package naming rules per registry type. They keep a registry from
+// smuggling options ("-e…", "--yes") into the launcher's argument list.
+var packageRules = map[string]struct{ name, version *regexp.Regexp }{
+	"npm": {
+		name:    regexp.MustCompile(`^(@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]{0,213}$`),
+		version: regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}$`),
+	},
+	"pypi": {
+		name:    regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]{0,98}[A-Za-z0-9])?$`),
+		version: regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z.+!_-]{0,63}$`),
+	},
+}
+
+// CheckPackage refuses identifiers and versions that break their registry
+// type's naming rules. An empty version is allowed (latest).
+func CheckPackage(registryType, identifier, version string) error {
+	rule, ok := packageRules[registryType]
+	if !ok {
+		return refuse("stdio.package", "registry type %q is not launchable (npm and pypi are)", registryType)
+	}
+	if !rule.name.MatchString(identifier) {
+		return refuse("stdio.package", "%q is not a valid %s package name", identifier, registryType)
+	}
+	if version != "" && !rule.version.MatchString(version) {
+		return refuse("stdio.package", "%q is not a valid %s version", version, registryType)
+	}
+	return nil
+}
+
+// Env returns a child's whole environment: PATH and the policy's
+// variables, plus extra names, each with its value in the gateway's
+// environment. Nothing else of the gateway's environment leaks through.
+func (p *Stdio) Env(extra []string) []string {
+	lookup := p.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	var env []string
+	seen := map[string]bool{}
+	for _, name := range slices.Concat([]string{"PATH"}, p.PassEnv, extra) {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		if v, ok := lookup(name); ok {
+			env = append(env, name+"="+v)
+		}
+	}
+	return env
+}
+
+// Command builds the exec.Cmd of a local server: no shell, the given
+// environment only, and its own process group so that KillGroup reaches
+// every process it starts (npx starts node, which may start more).
+func Command(program string, args, env []string) (*exec.Cmd, error) {
+	path, err := exec.LookPath(program)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Env = env
+	if cmd.Env == nil {
+		cmd.Env = []string{} // nil would mean "inherit everything"
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd, nil
+}
+
+// KillGroup sends SIGKILL to the process group led by pid.
+func KillGroup(pid int) error { return SignalGroup(pid, syscall.SIGKILL) }
+
+// SignalGroup sends sig to the process group led by pid. A group that is
+// already gone is not an error.
+func SignalGroup(pid int, sig syscall.Signal) error {
+	if pid <= 0 {
+		return nil
+	}
+	if err := syscall.Kill(-pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	return nil
+}

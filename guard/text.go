@@ -1,0 +1,59 @@
+// Package guard holds every safety rule of the gateway: launch policy for
+// local servers, address checks for outgoing connections, and the
+// sanitising of text that comes from registries and upstreams.
+package guard
+
+import (
+	"strings"
+	"unicode"
+)
+
+// Text returns s fit to show a model: control characters and bidi
+// overrides removed, whitespace runs folded, invalid UTF-8 replaced, and cut
+// to at most max runes (with "…" marking the cut).
+func Text(s string, max int) string {
+	var b strings.Builder
+	n := 0
+	space := false
+	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
+		if unicode.IsSpace(r) {
+			space = n > 0 // fold runs, drop leading
+			continue
+		}
+		if isHidden(r) {
+			continue
+		}
+		need := 1
+		if space {
+			need = 2
+		}
+		if n+need > max {
+			b.WriteString("…")
+			break
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(r)
+		n += need
+	}
+	return b.String()
+}
+
+// isHidden reports runes that can hide or reorder text: C0/C1 controls,
+// bidi embeddings, overrides and isolates, zero-width characters, and tag
+// characters.
+func isHidden(r rune) bool {
+	switch {
+	case unicode.IsControl(r):
+		return true
+	case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069, r == 0x200E, r == 0x200F, r == 0x061C:
+		return true
+	case r >= 0x200B && r <= 0x200D, r == 0x2060, r == 0xFEFF:
+		return true
+	case r >= 0xE0000 && r <= 0xE007F:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,211 @@
+// Command ardgate is an MCP server that finds capabilities in registries
+// and attaches them to the client's own session.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"github.com/lmittmann/tint"
+
+	"github.com/ardgate/ardgate/attach"
+	"github.com/ardgate/ardgate/config"
+	"github.com/ardgate/ardgate/registry"
+	"github.com/ardgate/ardgate/tools"
+)
+
+// version is set at build time with -ldflags "-X main.version=…"; without
+// it, the module version or VCS revision from the build info is used.
+var version = ""
+
+const usage = `usage:
+  ardgate                                  same as: ardgate serve
+  ardgate serve [--transport stdio|http] [--addr 127.0.0.1:7333] [--config FILE] [--catalog FILE]...
+  ardgate registry serve --catalog FILE... [--addr 127.0.0.1:7334]
+  ardgate catalog validate FILE...
+  ardgate catalog export
+  ardgate version`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	cmd := "serve"
+	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(args, stdout, stderr)
+	case "catalog":
+		return catalog(args, stdout, stderr)
+	case "registry":
+		fmt.Fprintln(stderr, "ardgate registry serve: not available in this build yet")
+		return 2
+	case "version":
+		fmt.Fprintln(stdout, "ardgate", buildVersion())
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "ardgate: unknown command %q\n%s\n", cmd, usage)
+	return 2
+}
+
+func serve(args []string, stdout, stderr io.Writer) int {
+	var flags config.Flags
+	fs := config.FlagSet("ardgate serve", &flags)
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "ardgate serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	cfg, err := config.Load(flags, os.Environ())
+	if err != nil {
+		fmt.Fprintln(stderr, "ardgate:", err)
+		return 1
+	}
+	log := newLogger(cfg, stderr)
+	if cfg.AllowLocalURLs {
+		log.Warn("allow_local_urls is on: endpoints may resolve to loopback and private addresses; use it for local testing only")
+	}
+
+	var regs []registry.Registry
+	for _, rc := range cfg.Registries {
+		r, err := registry.Open(rc, log)
+		if err != nil {
+			fmt.Fprintln(stderr, "ardgate:", err)
+			return 1
+		}
+		regs = append(regs, r)
+	}
+	manager := attach.New(cfg, regs, log, buildVersion())
+	gw := tools.New(manager, log, buildVersion())
+	defer gw.Close()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if cfg.Transport == config.TransportStdio {
+		log.Info("serving MCP on stdio", "registries", len(regs))
+		if err := gw.ServeStdio(ctx, os.Stdin, stdout); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("stdio ended", "err", err)
+			return 1
+		}
+		return 0
+	}
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		fmt.Fprintln(stderr, "ardgate:", err)
+		return 1
+	}
+	h := gw.NewHTTP(tools.HTTPOptions{AuthToken: cfg.AuthToken})
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	log.Info("serving MCP over streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "registries", len(regs), "auth", cfg.AuthToken != "")
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		log.Error("http server ended", "err", err)
+		return 1
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = h.Shutdown(sctx) // ends sessions, releasing open event streams
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("http shutdown", "err", err)
+	}
+	return 0
+}
+
+func catalog(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "export":
+		_, _ = stdout.Write(registry.BuiltinCatalog())
+		return 0
+	case "validate":
+		if len(args) < 2 {
+			fmt.Fprintln(stderr, "usage: ardgate catalog validate FILE...")
+			return 2
+		}
+		bad := false
+		for _, path := range args[1:] {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				fmt.Fprintf(stdout, "%s: %v\n", path, err)
+				bad = true
+				continue
+			}
+			for _, v := range registry.ValidateCatalog(data) {
+				fmt.Fprintf(stdout, "%s: %s\n", path, v)
+				bad = true
+			}
+		}
+		if bad {
+			return 1
+		}
+		return 0
+	}
+	fmt.Fprintf(stderr, "ardgate catalog: unknown command %q\n%s\n", args[0], usage)
+	return 2
+}
+
+func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+	}
+	return slog.New(tint.NewHandler(w, &tint.Options{Level: level, TimeFormat: time.TimeOnly, NoColor: !isTerminal(w)}))
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
+	}
+	v := info.Main.Version
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 && (v == "" || v == "(devel)") {
+			v = "devel+" + s.Value[:12]
+		}
+	}
+	if v == "" {
+		v = "dev"
+	}
+	return v
+}

@@ -1,0 +1,161 @@
+package registry
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ardgate/ardgate/config"
+)
+
+// Limits on catalog documents: a catalog is data from outside.
+const (
+	// MaxCatalogSize bounds one catalog document.
+	MaxCatalogSize = 64 << 20
+	// MaxNestingDepth bounds application/ai-catalog+json nesting.
+	MaxNestingDepth = 4
+)
+
+// ParseCatalog decodes a catalog document. It is tolerant: unknown fields
+// are ignored (ValidateCatalog reports them), and an entry that does not
+// decode is returned in skipped rather than failing the document.
+func ParseCatalog(data []byte) (c *Catalog, skipped []string, err error) {
+	var doc struct {
+		SpecVersion string            `json:"specVersion"`
+		Host        json.RawMessage   `json:"host"`
+		Entries     []json.RawMessage `json:"entries"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, nil, config.JSONError(data, err)
+	}
+	if doc.Entries == nil {
+		return nil, nil, errors.New(`catalog has no "entries" array`)
+	}
+	c = &Catalog{SpecVersion: doc.SpecVersion, Host: doc.Host, Entries: make([]Entry, 0, len(doc.Entries))}
+	for i, raw := range doc.Entries {
+		var e Entry
+		if err := json.Unmarshal(raw, &e); err != nil {
+			skipped = append(skipped, fmt.Sprintf("entries[%d]: %v", i, err))
+			continue
+		}
+		c.Entries = append(c.Entries, e)
+	}
+	return c, skipped, nil
+}
+
+// LoadCatalogFile reads a catalog file and the nested catalogs it points
+// at, returning the flattened entries. Problems with single entries do not
+// fail the load: the entry is left out and the problem is returned in
+// skipped, one sentence each, for the operator's log.
+func LoadCatalogFile(path string) (entries []Entry, skipped []string, err error) {
+	data, err := readLimited(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return flattenCatalog(data, path, 0)
+}
+
+// LoadCatalogBytes is LoadCatalogFile for a document already in memory;
+// relative nested catalogs resolve against dir.
+func LoadCatalogBytes(data []byte, dir string) (entries []Entry, skipped []string, err error) {
+	return flattenCatalog(data, filepath.Join(dir, "catalog.json"), 0)
+}
+
+func flattenCatalog(data []byte, path string, depth int) ([]Entry, []string, error) {
+	c, bad, err := ParseCatalog(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("catalog %s: %w", path, err)
+	}
+	var out []Entry
+	var skipped []string
+	for _, b := range bad {
+		skipped = append(skipped, path+": "+b)
+	}
+	for i, e := range c.Entries {
+		where := fmt.Sprintf("%s: entries[%d] (%s)", path, i, e.Identifier)
+		if err := checkEntry(&e); err != nil {
+			skipped = append(skipped, fmt.Sprintf("%s: %v", where, err))
+			continue
+		}
+		if e.Type != MediaCatalog {
+			out = append(out, e)
+			continue
+		}
+		if depth+1 > MaxNestingDepth {
+			skipped = append(skipped, fmt.Sprintf("%s: nested deeper than %d catalogs", where, MaxNestingDepth))
+			continue
+		}
+		nested, nestedPath, err := nestedCatalog(&e, path)
+		if err != nil {
+			skipped = append(skipped, fmt.Sprintf("%s: %v", where, err))
+			continue
+		}
+		sub, subSkipped, err := flattenCatalog(nested, nestedPath, depth+1)
+		skipped = append(skipped, subSkipped...)
+		if err != nil {
+			skipped = append(skipped, fmt.Sprintf("%s: %v", where, err))
+			continue
+		}
+		out = append(out, sub...)
+	}
+	return out, skipped, nil
+}
+
+// nestedCatalog returns the document of a nested catalog entry: inline
+// data, or a file path relative to the parent catalog. Remote nested
+// catalogs are fetched by the registries that can reach the network.
+func nestedCatalog(e *Entry, parent string) ([]byte, string, error) {
+	if len(e.Data) > 0 {
+		return e.Data, parent + "#" + e.Identifier, nil
+	}
+	ref := e.URL
+	if strings.HasPrefix(ref, "http://") || strings.HasPrefix(ref, "https://") {
+		return nil, "", fmt.Errorf("remote nested catalog %s is not fetched from a local catalog file", ref)
+	}
+	ref = strings.TrimPrefix(ref, "file://")
+	if !filepath.IsAbs(ref) {
+		ref = filepath.Join(filepath.Dir(parent), ref)
+	}
+	data, err := readLimited(ref)
+	return data, ref, err
+}
+
+// checkEntry holds the rules an entry must meet to be indexed at all.
+func checkEntry(e *Entry) error {
+	if _, err := ParseURN(e.Identifier); err != nil {
+		return err
+	}
+	switch {
+	case strings.TrimSpace(e.DisplayName) == "":
+		return errors.New("displayName is missing")
+	case e.Type == "":
+		return errors.New("type is missing")
+	case e.URL == "" && len(e.Data) == 0:
+		return errors.New("has neither url nor data")
+	case e.URL != "" && len(e.Data) > 0:
+		return errors.New("has both url and data; an entry is a value or a reference, not both")
+	case len(e.Data) > 0 && e.Data[0] != '{':
+		return errors.New("data is not a JSON object")
+	}
+	return nil
+}
+
+func readLimited(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxCatalogSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > MaxCatalogSize {
+		return nil, fmt.Errorf("%s is larger than %d MiB", path, MaxCatalogSize>>20)
+	}
+	return data, nil
+}

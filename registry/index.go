@@ -1,0 +1,269 @@
+package registry
+
+import (
+	"cmp"
+	"encoding/base64"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Index is an in-memory BM25F search index over catalog entries. Build it
+// once with NewIndex; it is then safe for concurrent searches.
+type Index struct {
+	docs      []doc
+	byURN     map[string]int
+	postings  map[string][]posting
+	referrals []Entry
+	scratch   sync.Pool // *[]float32 of len(docs), reused across searches
+}
+
+type doc struct {
+	entry  Entry
+	source string
+}
+
+// posting is one document's weighted, length-normalised term frequency:
+// the query-independent half of BM25F, computed once at build time.
+type posting struct {
+	doc int32
+	tf  float32
+}
+
+// Field weights: a word in the name says more than one in a description.
+var fieldWeights = struct{ name, urn, tags, caps, queries, desc float64 }{
+	name: 3, urn: 2.5, tags: 2, caps: 2, queries: 1.5, desc: 1,
+}
+
+// BM25 parameters.
+const (
+	bm25K1 = 1.2
+	bm25B  = 0.6
+)
+
+// NewIndex indexes entries, all from one source. Entries of type
+// application/ai-registry+json become referrals, not results. Later entries
+// with an identifier already seen are dropped.
+func NewIndex(source string, entries []Entry) *Index {
+	ix := &Index{byURN: make(map[string]int, len(entries)), postings: map[string][]posting{}}
+	type fieldTerms struct {
+		terms  []string
+		weight float64
+	}
+	var perDoc [][6]fieldTerms
+	var lens [6]float64
+	for _, e := range entries {
+		if e.Type == MediaRegistry {
+			ix.referrals = append(ix.referrals, e)
+			continue
+		}
+		key := CanonicalURN(e.Identifier)
+		if _, dup := ix.byURN[key]; dup {
+			continue
+		}
+		ix.byURN[key] = len(ix.docs)
+		ix.docs = append(ix.docs, doc{entry: e, source: source})
+
+		var urnText string
+		if u, err := ParseURN(e.Identifier); err == nil {
+			urnText = strings.Join(append(slices.Clone(u.Namespace), u.Name), " ")
+		}
+		f := [6]fieldTerms{
+			{tokenize(e.DisplayName, nil), fieldWeights.name},
+			{tokenize(urnText, nil), fieldWeights.urn},
+			{tokenizeAll(e.Tags), fieldWeights.tags},
+			{tokenizeAll(e.Capabilities), fieldWeights.caps},
+			{tokenizeAll(e.RepresentativeQueries), fieldWeights.queries},
+			{tokenize(e.Description, nil), fieldWeights.desc},
+		}
+		for i := range f {
+			lens[i] += float64(len(f[i].terms))
+		}
+		perDoc = append(perDoc, f)
+	}
+	n := float64(max(len(ix.docs), 1))
+	for d, fields := range perDoc {
+		tf := map[string]float64{}
+		for i, f := range fields {
+			avg := max(lens[i]/n, 1)
+			norm := 1 - bm25B + bm25B*float64(len(f.terms))/avg
+			for _, t := range f.terms {
+				tf[t] += f.weight / norm
+			}
+		}
+		for t, v := range tf {
+			ix.postings[t] = append(ix.postings[t], posting{doc: int32(d), tf: float32(v)})
+		}
+	}
+	ix.scratch.New = func() any { s := make([]float32, len(ix.docs)); return &s }
+	return ix
+}
+
+func tokenizeAll(texts []string) []string {
+	var out []string
+	for _, t := range texts {
+		out = tokenize(t, out)
+	}
+	return out
+}
+
+// Len returns the number of searchable entries.
+func (ix *Index) Len() int { return len(ix.docs) }
+
+// Lookup returns the entry with that URN (either prefix, any case of
+// publisher), or ErrNotFound.
+func (ix *Index) Lookup(urn string) (Entry, error) {
+	if i, ok := ix.byURN[CanonicalURN(urn)]; ok {
+		return ix.docs[i].entry, nil
+	}
+	return Entry{}, fmt.Errorf("%s: %w", urn, ErrNotFound)
+}
+
+// Entries returns every searchable entry, in index order.
+func (ix *Index) Entries() []Entry {
+	out := make([]Entry, len(ix.docs))
+	for i := range ix.docs {
+		out[i] = ix.docs[i].entry
+	}
+	return out
+}
+
+// Search ranks entries against q.
+func (ix *Index) Search(q Query) (Page, error) {
+	size := q.PageSize
+	switch {
+	case size == 0:
+		size = DefaultPageSize
+	case size < 0 || size > MaxPageSize:
+		return Page{}, fmt.Errorf("%w: pageSize %d is outside 1..%d", ErrInvalidArgument, size, MaxPageSize)
+	}
+	filter, err := compileFilter(q.Filter)
+	if err != nil {
+		return Page{}, err
+	}
+	fp := fingerprint(q)
+	offset, err := decodePageToken(q.PageToken, fp)
+	if err != nil {
+		return Page{}, err
+	}
+
+	terms := uniqueTerms(q.Text)
+	type hit struct {
+		doc   int32
+		score float64
+	}
+	var hits []hit
+	if len(terms) == 0 {
+		// No searchable words: list what the filter allows, by name.
+		for i := range ix.docs {
+			if filter.match(&ix.docs[i].entry) {
+				hits = append(hits, hit{doc: int32(i)})
+			}
+		}
+		slices.SortFunc(hits, func(a, b hit) int {
+			return cmp.Compare(ix.docs[a.doc].entry.DisplayName, ix.docs[b.doc].entry.DisplayName)
+		})
+	} else {
+		sp := ix.scratch.Get().(*[]float32)
+		scores := *sp
+		var touched []int32
+		var ideal float64
+		n := float64(len(ix.docs))
+		for _, t := range terms {
+			list := ix.postings[t]
+			idf := math.Log(1 + (n-float64(len(list))+0.5)/(float64(len(list))+0.5))
+			ideal += idf * (bm25K1 + 1)
+			for _, p := range list {
+				if scores[p.doc] == 0 {
+					touched = append(touched, p.doc)
+				}
+				tf := float64(p.tf)
+				scores[p.doc] += float32(idf * tf * (bm25K1 + 1) / (tf + bm25K1))
+			}
+		}
+		for _, d := range touched {
+			s := float64(scores[d])
+			scores[d] = 0 // leave the scratch clean for the next search
+			if filter.match(&ix.docs[d].entry) {
+				hits = append(hits, hit{doc: d, score: s / ideal})
+			}
+		}
+		ix.scratch.Put(sp)
+		slices.SortFunc(hits, func(a, b hit) int {
+			if c := cmp.Compare(b.score, a.score); c != 0 {
+				return c
+			}
+			return cmp.Compare(ix.docs[a.doc].entry.Identifier, ix.docs[b.doc].entry.Identifier)
+		})
+	}
+
+	page := Page{Results: []Result{}, Referrals: ix.referrals}
+	if offset > len(hits) {
+		offset = len(hits)
+	}
+	end := min(offset+size, len(hits))
+	for _, h := range hits[offset:end] {
+		d := &ix.docs[h.doc]
+		page.Results = append(page.Results, Result{Entry: d.entry, Score: scaleScore(h.score, len(terms) > 0), Source: d.source})
+	}
+	if end < len(hits) {
+		page.PageToken = encodePageToken(end, fp)
+	}
+	return page, nil
+}
+
+// scaleScore maps the fraction of the query's ideal BM25 mass that a
+// document reached to 0..100; any match scores at least 1.
+func scaleScore(frac float64, ranked bool) int {
+	if !ranked {
+		return 0
+	}
+	return max(1, min(100, int(math.Round(frac*100))))
+}
+
+func uniqueTerms(text string) []string {
+	terms := tokenize(text, nil)
+	slices.Sort(terms)
+	return slices.Compact(terms)
+}
+
+// Page tokens are opaque to callers but bound to the query that made them,
+// so a token from another query is refused instead of silently misread.
+func fingerprint(q Query) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(q.Text))
+	keys := make([]string, 0, len(q.Filter))
+	for k := range q.Filter {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(h, "\x00%s=%s", k, strings.Join(q.Filter[k], "\x01"))
+	}
+	return h.Sum32()
+}
+
+func encodePageToken(offset int, fp uint32) string {
+	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "o%d.%08x", offset, fp))
+}
+
+func decodePageToken(tok string, fp uint32) (int, error) {
+	if tok == "" {
+		return 0, nil
+	}
+	bad := fmt.Errorf("%w: pageToken is not one this registry issued for this query", ErrInvalidArgument)
+	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || len(raw) < 2 || raw[0] != 'o' {
+		return 0, bad
+	}
+	off, sum, ok := strings.Cut(string(raw[1:]), ".")
+	n, err := strconv.Atoi(off)
+	if !ok || err != nil || n < 0 || sum != fmt.Sprintf("%08x", fp) {
+		return 0, bad
+	}
+	return n, nil
+}

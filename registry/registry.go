@@ -1,0 +1,81 @@
+package registry
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/ardgate/ardgate/config"
+)
+
+// Registry is one configured source the gateway searches and attaches from.
+type Registry interface {
+	// ID is the registry's id from the config.
+	ID() string
+	// Search ranks the registry's entries against q.
+	Search(ctx context.Context, q Query) (Page, error)
+	// Lookup returns the entry with that URN, or an error wrapping
+	// ErrNotFound.
+	Lookup(ctx context.Context, urn string) (Entry, error)
+}
+
+// ErrUnsupportedKind reports a registry kind this build cannot open.
+var ErrUnsupportedKind = errors.New("registry kind not supported by this build")
+
+//go:embed builtin/ai-catalog.json
+var builtinCatalog []byte
+
+// BuiltinCatalog returns the embedded catalog document.
+func BuiltinCatalog() []byte { return builtinCatalog }
+
+// Open builds the registry a config entry describes. Entries a catalog
+// file holds that break the rules are logged and left out.
+func Open(rc config.Registry, log *slog.Logger) (Registry, error) {
+	switch rc.Kind {
+	case config.KindCatalog:
+		var (
+			entries []Entry
+			skipped []string
+			err     error
+		)
+		source := rc.Path
+		if rc.Path == "" {
+			source = "builtin:ai-catalog.json"
+			entries, skipped, err = LoadCatalogBytes(builtinCatalog, ".")
+		} else {
+			entries, skipped, err = LoadCatalogFile(rc.Path)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("registry %s: %w", rc.ID, err)
+		}
+		for _, s := range skipped {
+			log.Warn("catalog entry left out", "registry", rc.ID, "problem", s)
+		}
+		return NewLocal(rc.ID, NewIndex(source, entries)), nil
+	default:
+		return nil, fmt.Errorf("registry %s: kind %q: %w", rc.ID, rc.Kind, ErrUnsupportedKind)
+	}
+}
+
+// Local is a registry served from an in-memory index of catalog files.
+type Local struct {
+	id    string
+	index *Index
+}
+
+// NewLocal returns a registry named id over index.
+func NewLocal(id string, index *Index) *Local { return &Local{id: id, index: index} }
+
+// ID implements Registry.
+func (l *Local) ID() string { return l.id }
+
+// Index returns the registry's search index.
+func (l *Local) Index() *Index { return l.index }
+
+// Search implements Registry.
+func (l *Local) Search(_ context.Context, q Query) (Page, error) { return l.index.Search(q) }
+
+// Lookup implements Registry.
+func (l *Local) Lookup(_ context.Context, urn string) (Entry, error) { return l.index.Lookup(urn) }

@@ -1,0 +1,297 @@
+// Package mcpfixture is a small, real MCP server used as an upstream in
+// ardgate's tests. It is built on mcp-go and can be served in-process (for
+// example behind httptest) or as a separate process through
+// cmd/mcpfixture, over stdio or streamable HTTP.
+//
+// Tools:
+//
+//   - echo {message: string}: returns message verbatim as text.
+//   - add {a: number, b: number}: returns the sum as text and as
+//     structuredContent {"sum": a+b}; declares an outputSchema.
+//   - schema_probe {any}: advertises [SchemaProbeInputSchema] and returns
+//     the arguments it received, as structuredContent and as JSON text.
+//   - slow {ms: integer}: sleeps ms milliseconds, sending
+//     notifications/progress about every 50ms when the call carries a
+//     progress token; returns the error result "cancelled" if the call is
+//     cancelled first.
+//   - crash {}: exits the process with status 3 without replying.
+//   - env {}: returns the environment, pid, process group and argv.
+//   - spawn_child {}: starts "sleep 300" in the fixture's process group and
+//     returns {"child_pid": N}.
+//   - big {bytes: integer}: returns one text content of that many 'x' bytes.
+//
+// Handlers never panic on missing or mistyped arguments: they return an
+// error result (isError: true) with a sentence saying what was wrong.
+package mcpfixture
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// Version is the server version the fixture reports in serverInfo.
+const Version = "1.0.0"
+
+// MaxBigBytes caps the size the big tool will produce (64 MiB).
+const MaxBigBytes = 64 << 20
+
+// ProgressInterval is roughly how often slow sends notifications/progress.
+const ProgressInterval = 50 * time.Millisecond
+
+// SchemaProbeInputSchema is the input schema advertised by schema_probe.
+// mcp-go sends it compacted, with key order kept. It deliberately uses JSON Schema
+// features that a lossy schema struct drops (a top-level description,
+// $schema, $defs with a $ref, anyOf, oneOf, a nested object, an enum and
+// defaults) so tests can tell whether a proxy forwarded the schema intact.
+const SchemaProbeInputSchema = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "type": "object",
+  "description": "Probe for schema fidelity: every keyword here must survive proxying.",
+  "$defs": {
+    "point": {
+      "type": "object",
+      "properties": {
+        "x": {"type": "number"},
+        "y": {"type": "number"}
+      },
+      "required": ["x", "y"]
+    }
+  },
+  "properties": {
+    "id": {
+      "description": "A numeric or a lowercase string identifier.",
+      "anyOf": [
+        {"type": "integer", "minimum": 0},
+        {"type": "string", "pattern": "^[a-z]+$"}
+      ]
+    },
+    "shape": {
+      "oneOf": [
+        {
+          "type": "object",
+          "properties": {"kind": {"const": "circle"}, "radius": {"type": "number"}},
+          "required": ["kind", "radius"]
+        },
+        {
+          "type": "object",
+          "properties": {"kind": {"const": "square"}, "side": {"type": "number"}},
+          "required": ["kind", "side"]
+        }
+      ]
+    },
+    "origin": {"$ref": "#/$defs/point"},
+    "options": {
+      "type": "object",
+      "properties": {
+        "mode": {"type": "string", "enum": ["fast", "safe"], "default": "safe"},
+        "limits": {
+          "type": "object",
+          "properties": {"max": {"type": "integer", "default": 10}}
+        }
+      },
+      "additionalProperties": false
+    }
+  }
+}`
+
+// New returns an MCP server named name (version [Version]) that advertises
+// tool capabilities with listChanged and serves the fixture's tools.
+func New(name string) *server.MCPServer {
+	s := server.NewMCPServer(name, Version, server.WithToolCapabilities(true))
+
+	s.AddTool(mcp.NewTool("echo",
+		mcp.WithDescription("Returns message unchanged."),
+		mcp.WithString("message", mcp.Required(), mcp.Description("Text to echo back.")),
+	), echo)
+
+	s.AddTool(mcp.NewTool("add",
+		mcp.WithDescription("Adds two numbers."),
+		mcp.WithNumber("a", mcp.Required()),
+		mcp.WithNumber("b", mcp.Required()),
+		mcp.WithRawOutputSchema(json.RawMessage(
+			`{"type":"object","properties":{"sum":{"type":"number"}},"required":["sum"]}`)),
+	), add)
+
+	// A raw-schema tool starts with zero-valued annotations (NewTool's
+	// defaults are not applied), so set them in full here.
+	probe := mcp.NewToolWithRawSchema("schema_probe",
+		"Returns the arguments it received.", json.RawMessage(SchemaProbeInputSchema))
+	probe.Annotations = mcp.ToolAnnotation{
+		Title:          "Schema probe",
+		ReadOnlyHint:   mcp.ToBoolPtr(true),
+		IdempotentHint: mcp.ToBoolPtr(true),
+	}
+	s.AddTool(probe, schemaProbe)
+
+	s.AddTool(mcp.NewTool("slow",
+		mcp.WithDescription("Sleeps ms milliseconds, reporting progress when asked to."),
+		mcp.WithInteger("ms", mcp.Required(), mcp.Min(0)),
+	), slow(s))
+
+	s.AddTool(mcp.NewTool("crash",
+		mcp.WithDescription("Exits the server process with status 3 without replying. "+
+			"Only meaningful when the fixture runs as a separate process: "+
+			"in-process it kills the test binary."),
+	), crash)
+
+	s.AddTool(mcp.NewTool("env",
+		mcp.WithDescription("Returns the process environment, pid, process group and argv."),
+	), env)
+
+	s.AddTool(mcp.NewTool("spawn_child",
+		mcp.WithDescription("Starts `sleep 300` in the server's process group and returns its pid."),
+	), spawnChild)
+
+	s.AddTool(mcp.NewTool("big",
+		mcp.WithDescription("Returns one text content of exactly `bytes` 'x' characters."),
+		mcp.WithInteger("bytes", mcp.Required(), mcp.Min(0), mcp.Max(MaxBigBytes)),
+	), big)
+
+	return s
+}
+
+func echo(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	msg, ok := req.GetArguments()["message"].(string)
+	if !ok {
+		return mcp.NewToolResultError("echo needs a string argument \"message\"."), nil
+	}
+	return mcp.NewToolResultText(msg), nil
+}
+
+func add(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	a, okA := number(req, "a")
+	b, okB := number(req, "b")
+	if !okA || !okB {
+		return mcp.NewToolResultError("add needs two number arguments \"a\" and \"b\"."), nil
+	}
+	sum := a + b
+	return mcp.NewToolResultStructured(map[string]any{"sum": sum},
+		strconv.FormatFloat(sum, 'g', -1, 64)), nil
+}
+
+// number is stricter than req.RequireFloat, which also accepts numeric
+// strings: a fixture should notice a proxy that re-types arguments.
+func number(req mcp.CallToolRequest, key string) (float64, bool) {
+	v, ok := req.GetArguments()[key].(float64)
+	return v, ok
+}
+
+// integer accepts only JSON numbers with no fractional part.
+func integer(req mcp.CallToolRequest, key string) (int64, bool) {
+	f, ok := number(req, key)
+	if !ok || f != float64(int64(f)) {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+func schemaProbe(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	// Prefer the raw bytes from the wire so large integers and key order
+	// come back exactly as the proxy sent them.
+	raw := json.RawMessage(strings.TrimSpace(string(req.Params.RawArguments)))
+	if len(raw) == 0 || raw[0] != '{' {
+		args := req.GetArguments()
+		if args == nil {
+			args = map[string]any{}
+		}
+		var err error
+		if raw, err = json.Marshal(args); err != nil {
+			return mcp.NewToolResultError("schema_probe could not encode its arguments: " + err.Error() + "."), nil
+		}
+	}
+	res := mcp.NewToolResultText(string(raw))
+	res.RawStructuredContent = raw
+	return res, nil
+}
+
+func slow(s *server.MCPServer) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ms, ok := integer(req, "ms")
+		if !ok || ms < 0 {
+			return mcp.NewToolResultError("slow needs a non-negative integer argument \"ms\"."), nil
+		}
+		var token mcp.ProgressToken
+		if req.Params.Meta != nil {
+			token = req.Params.Meta.ProgressToken
+		}
+
+		start := time.Now()
+		total := time.Duration(ms) * time.Millisecond
+		done := time.NewTimer(total)
+		defer done.Stop()
+		tick := time.NewTicker(ProgressInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return mcp.NewToolResultError("cancelled"), nil
+			case <-done.C:
+				return mcp.NewToolResultText(fmt.Sprintf("slept %dms", ms)), nil
+			case <-tick.C:
+				if token == nil {
+					continue
+				}
+				elapsed := min(time.Since(start), total)
+				// Best effort: a full notification channel must not fail the call.
+				_ = s.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), map[string]any{
+					"progressToken": token,
+					"progress":      float64(elapsed.Milliseconds()),
+					"total":         float64(ms),
+				})
+			}
+		}
+	}
+}
+
+func crash(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	fmt.Fprintln(os.Stderr, "mcpfixture: crashing as asked")
+	os.Exit(3)
+	return nil, nil // unreachable
+}
+
+func env(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	pgid, err := syscall.Getpgid(0)
+	if err != nil {
+		return mcp.NewToolResultError("env could not read the process group: " + err.Error() + "."), nil
+	}
+	vars := os.Environ()
+	slices.Sort(vars)
+	return mcp.NewToolResultStructuredOnly(map[string]any{
+		"env":  vars,
+		"pid":  os.Getpid(),
+		"pgid": pgid,
+		"args": os.Args,
+	}), nil
+}
+
+func spawnChild(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	// No Setpgid: the grandchild must share the fixture's process group so
+	// tests can check that the gateway kills the whole group. Its stdio is
+	// /dev/null, so it does not hold the fixture's pipes open.
+	cmd := exec.Command("sleep", "300")
+	if err := cmd.Start(); err != nil {
+		return mcp.NewToolResultError("spawn_child could not start `sleep 300`: " + err.Error() + "."), nil
+	}
+	go cmd.Wait() // reap it so it never lingers as a zombie
+	return mcp.NewToolResultStructuredOnly(map[string]any{"child_pid": cmd.Process.Pid}), nil
+}
+
+func big(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	n, ok := integer(req, "bytes")
+	if !ok || n < 0 || n > MaxBigBytes {
+		return mcp.NewToolResultError(fmt.Sprintf(
+			"big needs an integer argument \"bytes\" between 0 and %d.", MaxBigBytes)), nil
+	}
+	return mcp.NewToolResultText(strings.Repeat("x", int(n))), nil
+}

@@ -1,0 +1,201 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/ardgate/ardgate/attach"
+	"github.com/ardgate/ardgate/guard"
+)
+
+const attachSchema = `{
+  "type": "object",
+  "properties": {
+    "urn": {"type": "string", "description": "URN of the entry, e.g. from discover_resources (urn:air:<publisher>:<name>)."},
+    "registry_id": {"type": "string", "description": "Registry to resolve the URN in; omit to try each configured registry in order."},
+    "name": {"type": "string", "description": "Name for the attachment; its tools are named mcp_<name>__<tool>. Defaults to the URN's last segment."}
+  },
+  "required": ["urn"],
+  "additionalProperties": false
+}`
+
+func (g *Gateway) attachTool() server.ServerTool {
+	t := mcp.NewToolWithRawSchema("attach_resource",
+		"Attach an MCP server to this session by URN. Its tools appear as mcp_<name>__<tool> (the client is told the tool list changed) "+
+			"and can be called on the next turn, or through call_attached_tool. Attaching the same URN again is harmless.",
+		json.RawMessage(attachSchema))
+	f, tr := false, true
+	t.Annotations = mcp.ToolAnnotation{Title: "Attach resource", ReadOnlyHint: &f, DestructiveHint: &f, IdempotentHint: &tr, OpenWorldHint: &tr}
+	return server.ServerTool{Tool: t, Handler: g.attach}
+}
+
+type attachArgs struct {
+	URN        string `json:"urn"`
+	RegistryID string `json:"registry_id"`
+	Name       string `json:"name"`
+}
+
+type attachResult struct {
+	Status     string         `json:"status"`
+	Kind       string         `json:"kind"`
+	Name       string         `json:"name"`
+	URN        string         `json:"urn"`
+	RegistryID string         `json:"registry_id"`
+	Endpoint   string         `json:"endpoint"`
+	Tools      []attachedTool `json:"tools"`
+}
+
+type attachedTool struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+}
+
+// Stages of an attach, reported as progress.
+var attachStages = []string{"resolving", "fetching card", "starting", "listing tools"}
+
+func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var a attachArgs
+	if err := decodeArgs(req, &a); err != nil {
+		return invalid("attach_resource", err), nil
+	}
+	if a.URN == "" {
+		return invalid("attach_resource", errors.New(`"urn" is required`)), nil
+	}
+	s := g.current(ctx)
+	if s == nil {
+		return failure("internal", "no session"), nil
+	}
+	att, already, err := s.att.Attach(ctx, attach.Request{
+		URN: a.URN, RegistryID: a.RegistryID, Name: a.Name,
+		Progress: g.progress(ctx, req, attachStages),
+	})
+	if err != nil {
+		g.log.Info("attach refused or failed", "session", s.att.ID, "urn", a.URN, "err", err)
+		return fromError(err), nil
+	}
+	status := "attached"
+	if already {
+		status = "already_attached"
+	}
+	out := attachResult{Status: status, Kind: att.Kind, Name: att.Name, URN: att.URN, RegistryID: att.RegistryID, Endpoint: att.Endpoint, Tools: []attachedTool{}}
+	for _, t := range att.Tools() {
+		out.Tools = append(out.Tools, attachedTool{Name: t.Name, Description: guard.Text(t.Upstream.Description, 200)})
+	}
+	return result(out), nil
+}
+
+// progress returns a function that reports each named stage as
+// notifications/progress, or nil when the client gave no progress token.
+func (g *Gateway) progress(ctx context.Context, req mcp.CallToolRequest, stages []string) func(string) {
+	if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
+		return nil
+	}
+	token := req.Params.Meta.ProgressToken
+	return func(stage string) {
+		step := 0
+		for i, s := range stages {
+			if s == stage {
+				step = i + 1
+			}
+		}
+		err := g.mcp.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), map[string]any{
+			"progressToken": token, "progress": step, "total": len(stages), "message": stage,
+		})
+		if err != nil {
+			g.log.Debug("progress not sent", "err", err)
+		}
+	}
+}
+
+const detachSchema = `{
+  "type": "object",
+  "properties": {
+    "urn": {"type": "string", "description": "URN of the attachment."},
+    "name": {"type": "string", "description": "Name of the attachment (as list_attached_resources shows it)."}
+  },
+  "additionalProperties": false
+}`
+
+func (g *Gateway) detachTool() server.ServerTool {
+	t := mcp.NewToolWithRawSchema("detach_resource",
+		"Detach an attached resource by urn or name: its tools go away and its process or connection is closed.",
+		json.RawMessage(detachSchema))
+	f, tr := false, true
+	t.Annotations = mcp.ToolAnnotation{Title: "Detach resource", ReadOnlyHint: &f, DestructiveHint: &tr, IdempotentHint: &f, OpenWorldHint: &f}
+	return server.ServerTool{Tool: t, Handler: g.detach}
+}
+
+func (g *Gateway) detach(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var a struct {
+		URN  string `json:"urn"`
+		Name string `json:"name"`
+	}
+	if err := decodeArgs(req, &a); err != nil {
+		return invalid("detach_resource", err), nil
+	}
+	if (a.URN == "") == (a.Name == "") {
+		return invalid("detach_resource", errors.New(`give exactly one of "urn" and "name"`)), nil
+	}
+	s := g.current(ctx)
+	if s == nil {
+		return failure("internal", "no session"), nil
+	}
+	att, err := s.att.Detach(a.URN + a.Name)
+	if err != nil {
+		return fromError(err), nil
+	}
+	return result(map[string]string{"status": "detached", "urn": att.URN, "name": att.Name}), nil
+}
+
+func (g *Gateway) listTool() server.ServerTool {
+	t := mcp.NewToolWithRawSchema("list_attached_resources",
+		"List this session's attachments with their status (up, starting, down) and tool counts.",
+		json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`))
+	t.Annotations = readOnly("List attached resources")
+	return server.ServerTool{Tool: t, Handler: g.list}
+}
+
+type listedAttachment struct {
+	URN        string `json:"urn"`
+	Name       string `json:"name"`
+	Kind       string `json:"kind"`
+	MediaType  string `json:"media_type"`
+	RegistryID string `json:"registry_id"`
+	Endpoint   string `json:"endpoint"`
+	Status     string `json:"status"`
+	WhyDown    string `json:"why_down,omitempty"`
+	ToolsCount int    `json:"tools_count"`
+	Pinned     bool   `json:"pinned"`
+	AttachedAt string `json:"attached_at"`
+}
+
+func (g *Gateway) list(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var none struct{}
+	if err := decodeArgs(req, &none); err != nil {
+		return invalid("list_attached_resources", err), nil
+	}
+	s := g.current(ctx)
+	if s == nil {
+		return failure("internal", "no session"), nil
+	}
+	atts := s.att.Attachments()
+	out := struct {
+		Count       int                `json:"count"`
+		Max         int                `json:"max"`
+		Attachments []listedAttachment `json:"attachments"`
+	}{Count: len(atts), Max: s.att.Max(), Attachments: []listedAttachment{}}
+	for _, a := range atts {
+		status, why := a.Status()
+		out.Attachments = append(out.Attachments, listedAttachment{
+			URN: a.URN, Name: a.Name, Kind: a.Kind, MediaType: a.MediaType, RegistryID: a.RegistryID,
+			Endpoint: a.Endpoint, Status: status, WhyDown: guard.Text(why, 500), ToolsCount: len(a.Tools()),
+			Pinned: a.Pinned, AttachedAt: a.AttachedAt.UTC().Format(time.RFC3339),
+		})
+	}
+	return result(out), nil
+}

@@ -1,0 +1,54 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/ardgate/ardgate/attach"
+)
+
+func (g *Gateway) healthTool() server.ServerTool {
+	t := mcp.NewToolWithRawSchema("gateway_health",
+		"Report the gateway's health: version, uptime, configured registries, and this session's attachments by status.",
+		json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`))
+	t.Annotations = readOnly("Gateway health")
+	return server.ServerTool{Tool: t, Handler: g.health}
+}
+
+func (g *Gateway) health(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var none struct{}
+	if err := decodeArgs(req, &none); err != nil {
+		return invalid("gateway_health", err), nil
+	}
+	type reg struct {
+		ID        string `json:"id"`
+		Reachable bool   `json:"reachable"`
+	}
+	out := struct {
+		Version     string         `json:"version"`
+		UptimeSec   int64          `json:"uptime_seconds"`
+		Sessions    int            `json:"sessions"`
+		Registries  []reg          `json:"registries"`
+		Attachments map[string]int `json:"attachments"`
+	}{
+		Version:     g.version,
+		UptimeSec:   int64(time.Since(g.started).Seconds()),
+		Sessions:    len(g.manager.Sessions()),
+		Attachments: map[string]int{attach.StatusUp: 0, attach.StatusStarting: 0, attach.StatusDown: 0},
+	}
+	// Local catalogs are in memory: reachable by construction.
+	for _, r := range g.manager.Registries {
+		out.Registries = append(out.Registries, reg{ID: r.ID(), Reachable: true})
+	}
+	if s := g.current(ctx); s != nil {
+		for _, a := range s.att.Attachments() {
+			status, _ := a.Status()
+			out.Attachments[status]++
+		}
+	}
+	return result(out), nil
+}

@@ -1,0 +1,139 @@
+package tools
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/attach"
+	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/registry"
+)
+
+// result returns v both as structuredContent and as its JSON text.
+func result(v any) *mcp.CallToolResult {
+	text, err := json.Marshal(v)
+	if err != nil {
+		return failure("internal", "the gateway could not encode its result: %v", err)
+	}
+	return &mcp.CallToolResult{
+		Content:              []mcp.Content{mcp.NewTextContent(string(text))},
+		StructuredContent:    v,
+		RawStructuredContent: text,
+	}
+}
+
+// failureBody is the structured form of every error result.
+type failureBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+// failure is a tool result with isError set: a sentence that says what
+// happened and what to do, and a stable code.
+func failure(code, format string, args ...any) *mcp.CallToolResult {
+	msg := fmt.Sprintf(format, args...)
+	body, _ := json.Marshal(failureBody{Error: msg, Code: code})
+	return &mcp.CallToolResult{
+		Content:              []mcp.Content{mcp.NewTextContent(msg)},
+		StructuredContent:    failureBody{Error: msg, Code: code},
+		RawStructuredContent: body,
+		IsError:              true,
+	}
+}
+
+// fromError turns an error from attach or registry into an error result
+// whose code a client can branch on.
+func fromError(err error) *mcp.CallToolResult {
+	msg := err.Error()
+	var refusal *guard.Refusal
+	switch {
+	case errors.As(err, &refusal):
+		return failure("refused", "%s", msg)
+	case errors.Is(err, registry.ErrBadURN):
+		return failure("invalid_arguments", "%s. URNs look like urn:air:<publisher>:<name>; discover_resources returns them.", msg)
+	case errors.Is(err, attach.ErrUnknownURN):
+		return failure("unknown_urn", "%s. Use discover_resources to find an entry, then attach its urn.", msg)
+	case errors.Is(err, registry.ErrNotFound):
+		return failure("not_found", "%s", msg)
+	case errors.Is(err, registry.ErrInvalidArgument):
+		return failure("invalid_arguments", "%s", msg)
+	case errors.Is(err, attach.ErrNotAttachable):
+		return failure("not_attachable", "%s", msg)
+	case errors.Is(err, attach.ErrCapReached):
+		return failure("cap_reached", "%s", msg)
+	case errors.Is(err, attach.ErrNameTaken):
+		return failure("name_taken", "%s", msg)
+	case errors.Is(err, attach.ErrUpstreamDown):
+		return failure("upstream_down", "%s", msg)
+	case errors.Is(err, attach.ErrTimeout):
+		return failure("timeout", "%s", msg)
+	case errors.Is(err, attach.ErrNotAttached):
+		return failure("not_attached", "%s", msg)
+	case errors.Is(err, attach.ErrPinned):
+		return failure("pinned", "%s", msg)
+	case errors.Is(err, attach.ErrUnknownTool):
+		return failure("unknown_tool", "%s. list_attached_resources shows what is attached.", msg)
+	case errors.Is(err, attach.ErrNotImplemented):
+		return failure("not_implemented", "%s", msg)
+	case errors.Is(err, attach.ErrSessionClosed):
+		return failure("session_closed", "%s", msg)
+	}
+	return failure("upstream_error", "%s", msg)
+}
+
+// decodeArgs reads a tool call's arguments into v strictly: an unknown
+// argument or a wrong type is an error that names it.
+func decodeArgs(req mcp.CallToolRequest, v any) error {
+	raw := req.Params.RawArguments
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		if req.Params.Arguments == nil {
+			raw = []byte("{}")
+		} else {
+			var err error
+			if raw, err = json.Marshal(req.Params.Arguments); err != nil {
+				return err
+			}
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &typ) && typ.Field != "":
+			return fmt.Errorf("argument %q must be %s, not %s", typ.Field, jsonKind(typ.Type.Kind().String()), typ.Value)
+		case errors.As(err, &typ):
+			return fmt.Errorf("arguments must be a JSON object, not %s", typ.Value)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			return fmt.Errorf("unknown argument %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		}
+		return fmt.Errorf("arguments are not valid JSON: %v", err)
+	}
+	return nil
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "int", "int64", "int32":
+		return "an integer"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "map", "struct":
+		return "an object"
+	case "slice":
+		return "an array"
+	}
+	return goKind
+}
+
+// invalid is the error result for arguments that do not fit.
+func invalid(tool string, err error) *mcp.CallToolResult {
+	return failure("invalid_arguments", "%s: %v. The tool's input schema lists its arguments.", tool, err)
+}
