@@ -28,6 +28,7 @@ var (
 	ErrCapReached     = errors.New("attachment cap reached")
 	ErrNameTaken      = errors.New("name already used in this session")
 	ErrUpstreamDown   = errors.New("upstream is down")
+	ErrStartFailed    = errors.New("the server did not start")
 	ErrTimeout        = errors.New("timed out")
 	ErrSessionClosed  = errors.New("session closed")
 	ErrNotImplemented = errors.New("not supported by this build")

@@ -87,6 +87,16 @@ func (a *Attachment) Status() (status, why string) {
 	return StatusUp, ""
 }
 
+// PID returns the process id of a stdio upstream, or 0.
+func (a *Attachment) PID() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.up == nil {
+		return 0
+	}
+	return a.up.pid()
+}
+
 // Tools returns the attachment's exposed tools.
 func (a *Attachment) Tools() []Tool {
 	a.mu.Lock()
@@ -120,7 +130,7 @@ func (m *Manager) pinnedPlan(p config.Server) Plan {
 func (s *Session) startPinned(a *Attachment, plan Plan) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.m.StartTimeout)
 	defer cancel()
-	up, tools, err := s.connect(ctx, a, plan)
+	up, tools, err := s.connect(ctx, a, plan, nil)
 	a.mu.Lock()
 	if err != nil {
 		a.failure = "did not start: " + err.Error()
@@ -273,7 +283,7 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 	progress("starting")
 	ctx, cancel := context.WithTimeout(ctx, s.m.StartTimeout)
 	defer cancel()
-	up, tools, err := s.connect(ctx, a, plan)
+	up, tools, err := s.connect(ctx, a, plan, progress)
 	if err != nil {
 		if ctx.Err() == context.DeadlineExceeded {
 			return nil, fmt.Errorf("%w: the server did not start within %s: %w", ErrTimeout, s.m.StartTimeout, err)
@@ -286,10 +296,13 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 
 // connect dials the upstream and lists its tools; it also arranges for the
 // upstream's own tools/list_changed to refresh them.
-func (s *Session) connect(ctx context.Context, a *Attachment, plan Plan) (*upstream, []Tool, error) {
+func (s *Session) connect(ctx context.Context, a *Attachment, plan Plan, progress func(string)) (*upstream, []Tool, error) {
 	up, err := dial(ctx, plan, s.m.HTTP, s.m.Log.With("session", s.ID, "upstream", a.Name), s.m.Version)
 	if err != nil {
 		return nil, nil, err
+	}
+	if progress != nil {
+		progress("listing tools")
 	}
 	list, err := up.listTools(ctx)
 	if err != nil {

@@ -83,8 +83,7 @@ func dial(ctx context.Context, plan Plan, hc *http.Client, log *slog.Logger, ver
 	// Start's context lives as long as the connection (stdio keeps it for
 	// serving server-to-client requests), so it is not the caller's.
 	if err := u.client.Start(context.WithoutCancel(ctx)); err != nil {
-		u.close()
-		return nil, u.explain(fmt.Errorf("start: %w", err))
+		return nil, u.abort(fmt.Errorf("start: %w", err))
 	}
 	u.client.OnNotification(u.onNotification)
 	u.client.OnConnectionLost(func(err error) { u.markDown("connection lost: " + err.Error()) })
@@ -93,8 +92,7 @@ func dial(ctx context.Context, plan Plan, hc *http.Client, log *slog.Logger, ver
 	init.Params.ProtocolVersion = upstreamProtocol
 	init.Params.ClientInfo = mcp.Implementation{Name: "ardgate", Version: version}
 	if _, err := u.client.Initialize(ctx, init); err != nil {
-		u.close()
-		return nil, u.explain(fmt.Errorf("initialize: %w", err))
+		return nil, u.abort(fmt.Errorf("initialize: %w", err))
 	}
 	return u, nil
 }
@@ -154,8 +152,15 @@ func describeExit(err error) string {
 	return "ended: " + err.Error()
 }
 
-// explain adds what the child said on stderr to a start-up failure; a
-// server that cannot start usually says why there.
+// abort ends an upstream that failed to start, explaining why: how the
+// process ended and what it said on stderr, where a server that cannot
+// start usually says why.
+func (u *upstream) abort(err error) error {
+	err = fmt.Errorf("%w: %w", ErrStartFailed, u.explain(err))
+	u.close()
+	return err
+}
+
 func (u *upstream) explain(err error) error {
 	if u.exited != nil {
 		select {
@@ -165,6 +170,9 @@ func (u *upstream) explain(err error) error {
 	}
 	if why := u.downReason(); why != "" {
 		err = fmt.Errorf("%w (%s)", err, why)
+	}
+	if errors.Is(err, transport.ErrTransportClosed) && u.exited == nil {
+		err = fmt.Errorf("%w (the server closed the connection)", err)
 	}
 	if u.stderr != nil {
 		if s := u.stderr.String(); s != "" {
@@ -330,6 +338,14 @@ func (u *upstream) failure(err error) error {
 		return fmt.Errorf("%w: %s", ErrUpstreamDown, u.downReason())
 	}
 	return err
+}
+
+// pid returns the stdio child's process id, or 0 for remotes.
+func (u *upstream) pid() int {
+	if u.cmd == nil {
+		return 0
+	}
+	return u.cmd.Process.Pid
 }
 
 // close ends the connection. A stdio child gets its stdin closed and a

@@ -170,6 +170,7 @@ type listedAttachment struct {
 	Status     string `json:"status"`
 	WhyDown    string `json:"why_down,omitempty"`
 	ToolsCount int    `json:"tools_count"`
+	PID        int    `json:"pid,omitempty"`
 	Pinned     bool   `json:"pinned"`
 	AttachedAt string `json:"attached_at"`
 }
@@ -193,7 +194,7 @@ func (g *Gateway) list(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 		status, why := a.Status()
 		out.Attachments = append(out.Attachments, listedAttachment{
 			URN: a.URN, Name: a.Name, Kind: a.Kind, MediaType: a.MediaType, RegistryID: a.RegistryID,
-			Endpoint: a.Endpoint, Status: status, WhyDown: guard.Text(why, 500), ToolsCount: len(a.Tools()),
+			Endpoint: a.Endpoint, Status: status, WhyDown: guard.Text(why, 500), ToolsCount: len(a.Tools()), PID: a.PID(),
 			Pinned: a.Pinned, AttachedAt: a.AttachedAt.UTC().Format(time.RFC3339),
 		})
 	}

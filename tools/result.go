@@ -70,6 +70,8 @@ func fromError(err error) *mcp.CallToolResult {
 		return failure("name_taken", "%s", msg)
 	case errors.Is(err, attach.ErrUpstreamDown):
 		return failure("upstream_down", "%s", msg)
+	case errors.Is(err, attach.ErrStartFailed):
+		return failure("start_failed", "%s", msg)
 	case errors.Is(err, attach.ErrTimeout):
 		return failure("timeout", "%s", msg)
 	case errors.Is(err, attach.ErrNotAttached):

@@ -1,0 +1,398 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Paths of the binaries TestMain builds: the gateway, and the Go fixture
+// server installed as a stand-in "npx" in fakeBin.
+var (
+	gatewayBin string
+	fixtureBin string
+	fakeBin    string
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ardgate-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	gatewayBin = filepath.Join(dir, "ardgate")
+	fakeBin = filepath.Join(dir, "fakebin")
+	fixtureBin = filepath.Join(fakeBin, "npx")
+	for _, b := range [][]string{{gatewayBin, "."}, {fixtureBin, "./testdata/mcpfixture/cmd/mcpfixture"}} {
+		out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", b[1], err, out)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// gateway is one running ardgate process, or one HTTP session to one.
+type gateway struct {
+	t      *testing.T
+	c      *client.Client
+	stderr *syncBuffer
+
+	mu    sync.Mutex
+	notes []mcp.JSONRPCNotification // every notification received
+	from  int                       // waitNote looks from here on
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// env returns a clean environment for the gateway: PATH with fakeBin first
+// when fake is set, plus extra.
+func env(fake bool, extra ...string) []string {
+	path := os.Getenv("PATH")
+	if fake {
+		path = fakeBin + string(os.PathListSeparator) + path
+	}
+	e := []string{"PATH=" + path, "HOME=" + os.Getenv("HOME")}
+	return append(e, extra...)
+}
+
+// startStdio runs the gateway binary over stdio with a real MCP client on
+// its pipes.
+func startStdio(t *testing.T, environ []string, args ...string) *gateway {
+	t.Helper()
+	g := &gateway{t: t, stderr: &syncBuffer{}}
+	tr := transport.NewStdioWithOptions(gatewayBin, nil, append([]string{"serve"}, args...),
+		transport.WithCommandFunc(func(_ context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
+			cmd := exec.Command(command, args...)
+			cmd.Env = environ
+			cmd.Stderr = g.stderr
+			return cmd, nil
+		}))
+	g.connect(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	t.Cleanup(func() {
+		_ = g.c.Close()
+		if t.Failed() {
+			t.Logf("gateway stderr:\n%s", g.stderr.String())
+		}
+	})
+	return g
+}
+
+func (g *gateway) connect(tr transport.Interface, opts ...client.ClientOption) {
+	g.t.Helper()
+	g.c = client.NewClient(tr, opts...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := g.c.Start(ctx); err != nil {
+		g.t.Fatalf("start client: %v", err)
+	}
+	g.c.OnNotification(func(n mcp.JSONRPCNotification) {
+		g.mu.Lock()
+		g.notes = append(g.notes, n)
+		g.mu.Unlock()
+	})
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "ardgate-e2e", Version: "1"}
+	if _, err := g.c.Initialize(ctx, req); err != nil {
+		g.t.Fatalf("initialize: %v", err)
+	}
+}
+
+// call calls a tool and returns its result; transport failures fail the
+// test, tool errors do not.
+func (g *gateway) call(name string, args any) *mcp.CallToolResult {
+	g.t.Helper()
+	return g.callMeta(name, args, nil)
+}
+
+func (g *gateway) callMeta(name string, args any, meta *mcp.Meta) *mcp.CallToolResult {
+	g.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	req.Params.Meta = meta
+	res, err := g.c.CallTool(ctx, req)
+	if err != nil {
+		g.t.Fatalf("call %s: %v", name, err)
+	}
+	return res
+}
+
+// ok calls a tool that must succeed and decodes its structured result.
+func (g *gateway) ok(name string, args any, into any) {
+	g.t.Helper()
+	res := g.call(name, args)
+	if res.IsError {
+		g.t.Fatalf("%s failed: %s", name, text(res))
+	}
+	decode(g.t, res, into)
+}
+
+// fails calls a tool that must fail with code and returns its message.
+func (g *gateway) fails(name string, args any, code string) string {
+	g.t.Helper()
+	res := g.call(name, args)
+	if !res.IsError {
+		g.t.Fatalf("%s succeeded, want error %s: %s", name, code, text(res))
+	}
+	var body struct{ Error, Code string }
+	decode(g.t, res, &body)
+	if body.Code != code {
+		g.t.Fatalf("%s: code %q, want %q (%s)", name, body.Code, code, body.Error)
+	}
+	if body.Error == "" || body.Error != text(res) {
+		g.t.Fatalf("%s: error text %q and structured error %q differ", name, text(res), body.Error)
+	}
+	return body.Error
+}
+
+func decode(t *testing.T, res *mcp.CallToolResult, into any) {
+	t.Helper()
+	if into == nil {
+		return
+	}
+	if len(res.RawStructuredContent) == 0 {
+		t.Fatalf("no structuredContent in %s", text(res))
+	}
+	if err := json.Unmarshal(res.RawStructuredContent, into); err != nil {
+		t.Fatalf("decode %s: %v", res.RawStructuredContent, err)
+	}
+}
+
+func text(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func (g *gateway) toolNames() []string {
+	g.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := g.c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		g.t.Fatalf("tools/list: %v", err)
+	}
+	var names []string
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+	}
+	return names
+}
+
+// rawTools lists tools as JSON objects, to see schemas whole.
+func (g *gateway) rawTools() map[string]json.RawMessage {
+	g.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := g.c.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{
+		JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId("raw-tools"), Method: "tools/list",
+	})
+	if err != nil || resp.Error != nil {
+		g.t.Fatalf("raw tools/list: %v %v", err, resp)
+	}
+	var r struct{ Tools []json.RawMessage }
+	if err := json.Unmarshal(resp.Result, &r); err != nil {
+		g.t.Fatal(err)
+	}
+	out := map[string]json.RawMessage{}
+	for _, raw := range r.Tools {
+		var n struct{ Name string }
+		_ = json.Unmarshal(raw, &n)
+		out[n.Name] = raw
+	}
+	return out
+}
+
+// waitNote waits for a notification with that method received since the
+// last drainNotes.
+func (g *gateway) waitNote(method string, d time.Duration) mcp.JSONRPCNotification {
+	g.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		for _, n := range g.notesSince(method) {
+			return n
+		}
+		if time.Now().After(deadline) {
+			g.t.Fatalf("no %s within %s", method, d)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// notesSince returns the notifications with that method received since
+// the last drainNotes.
+func (g *gateway) notesSince(method string) []mcp.JSONRPCNotification {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []mcp.JSONRPCNotification
+	for _, n := range g.notes[g.from:] {
+		if n.Method == method {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// drainNotes forgets notifications received so far.
+func (g *gateway) drainNotes() {
+	g.mu.Lock()
+	g.from = len(g.notes)
+	g.mu.Unlock()
+}
+
+// listing is list_attached_resources' result.
+type listing struct {
+	Count       int
+	Max         int
+	Attachments []struct {
+		URN, Name, Kind, Status, Endpoint string
+		WhyDown                           string `json:"why_down"`
+		RegistryID                        string `json:"registry_id"`
+		ToolsCount                        int    `json:"tools_count"`
+		PID                               int
+		Pinned                            bool
+	}
+}
+
+func (g *gateway) list() listing {
+	g.t.Helper()
+	var l listing
+	g.ok("list_attached_resources", map[string]any{}, &l)
+	return l
+}
+
+// pidOf returns the process id of a stdio attachment.
+func (g *gateway) pidOf(name string) int {
+	g.t.Helper()
+	for _, a := range g.list().Attachments {
+		if a.Name == name {
+			if a.PID == 0 {
+				g.t.Fatalf("%s has no pid: %+v", name, a)
+			}
+			return a.PID
+		}
+	}
+	g.t.Fatalf("%s is not attached", name)
+	return 0
+}
+
+// groupMembers returns the live (non-zombie) processes of group pgid.
+func groupMembers(pgid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// Fields after the command (which may hold spaces) in parentheses.
+		rest := string(stat[strings.LastIndexByte(string(stat), ')')+2:])
+		f := strings.Fields(rest)
+		if len(f) > 2 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// waitGroupGone waits until no process of group pgid is alive.
+func waitGroupGone(t *testing.T, pgid int, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if len(groupMembers(pgid)) == 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("processes of group %d still alive: %v", pgid, groupMembers(pgid))
+}
+
+// startFixtureHTTP runs the fixture as a streamable HTTP server and
+// returns its URL.
+func startFixtureHTTP(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(fixtureBin, "--transport=http", "--addr=127.0.0.1:0", "--name=remote")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("fixture READY: %v", err)
+	}
+	u, ok := strings.CutPrefix(strings.TrimSpace(line), "READY ")
+	if !ok {
+		t.Fatalf("fixture said %q", line)
+	}
+	go io.Copy(io.Discard, out)
+	return u
+}
+
+// catalogWithRemote writes a catalog whose remote-fixture entry points at
+// url, next to a copy of the fixture catalog's other entries.
+func catalogWithRemote(t *testing.T, url string) string {
+	t.Helper()
+	data, err := os.ReadFile("testdata/catalogs/fixture.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = []byte(strings.ReplaceAll(string(data), "http://127.0.0.1:1/mcp", url))
+	dir := t.TempDir()
+	nested, _ := os.ReadFile("testdata/catalogs/nested.json")
+	if err := os.WriteFile(filepath.Join(dir, "nested.json"), nested, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "fixture.json")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

@@ -1,0 +1,381 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/testdata/mcpfixture"
+)
+
+var gatewayTools = []string{"attach_resource", "call_attached_tool", "detach_resource", "discover_resources", "gateway_health", "list_attached_resources"}
+
+type discovered struct {
+	Count   int
+	Results []struct {
+		URN              string
+		Score            int
+		RegistryID       string `json:"registry_id"`
+		Attachable       bool
+		WhyNotAttachable string `json:"why_not_attachable"`
+	}
+	PageToken string `json:"page_token"`
+	Note      string
+}
+
+type attached struct {
+	Status, Kind, Name, URN, Endpoint string
+	Tools                             []struct{ Name string }
+}
+
+// needNPX skips tests of npm servers where npx cannot run them; CI
+// installs them, so there the test runs.
+func needNPX(t *testing.T) {
+	if _, err := exec.LookPath("npx"); err != nil && os.Getenv("CI") == "" {
+		t.Skip("npx is not installed")
+	}
+}
+
+// The whole path over stdio with the real npm reference server: discover
+// ranks it first, attach announces the new tools, the proxied call reaches
+// it, detach removes the tools and the server's processes.
+func TestStdioEverythingEndToEnd(t *testing.T) {
+	needNPX(t)
+	g := startStdio(t, env(false))
+
+	if got := g.toolNames(); !slices.Equal(got, gatewayTools) {
+		t.Fatalf("tools/list = %v, want %v", got, gatewayTools)
+	}
+	var d discovered
+	g.ok("discover_resources", map[string]any{"text": "echo test tools"}, &d)
+	if len(d.Results) == 0 || d.Results[0].URN != "urn:air:modelcontextprotocol.io:mcp:everything" {
+		t.Fatalf("first result = %+v, want server-everything", d.Results)
+	}
+	if !d.Results[0].Attachable || d.Results[0].RegistryID != "builtin" {
+		t.Fatalf("everything not attachable from builtin: %+v", d.Results[0])
+	}
+
+	g.drainNotes()
+	var a attached
+	g.ok("attach_resource", map[string]any{"urn": d.Results[0].URN}, &a)
+	if a.Status != "attached" || a.Name != "everything" || a.Kind != "mcp_server" {
+		t.Fatalf("attach = %+v", a)
+	}
+	g.waitNote("notifications/tools/list_changed", 10*time.Second)
+	if !slices.Contains(g.toolNames(), "mcp_everything__echo") {
+		t.Fatalf("mcp_everything__echo not listed: %v", g.toolNames())
+	}
+
+	res := g.call("mcp_everything__echo", map[string]any{"message": "hello from ardgate"})
+	if res.IsError || text(res) != "Echo: hello from ardgate" {
+		t.Fatalf("echo = %q (isError %v)", text(res), res.IsError)
+	}
+
+	pid := g.pidOf("everything")
+	g.drainNotes()
+	var det struct{ Status string }
+	g.ok("detach_resource", map[string]any{"urn": a.URN}, &det)
+	if det.Status != "detached" {
+		t.Fatalf("detach = %+v", det)
+	}
+	g.waitNote("notifications/tools/list_changed", 10*time.Second)
+	if got := g.toolNames(); !slices.Equal(got, gatewayTools) {
+		t.Fatalf("after detach tools/list = %v", got)
+	}
+	waitGroupGone(t, pid, 5*time.Second)
+}
+
+// The core path without npm: the Go fixture, launched through the same npx
+// plan (a stand-in npx is first on PATH).
+func TestStdioFixtureEndToEnd(t *testing.T) {
+	g := startStdio(t, env(true, "SECRET_TOKEN=x"), "--catalog", "testdata/catalogs/fixture.json")
+
+	var d discovered
+	g.ok("discover_resources", map[string]any{"text": "fixture echo add tools", "registry_id": "fixture"}, &d)
+	if d.Results[0].URN != "urn:air:ardgate.test:mcp:fixture" || d.Note == "" {
+		t.Fatalf("discover = %+v", d)
+	}
+	g.drainNotes()
+	res := g.callMeta("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}, &mcp.Meta{ProgressToken: "attach-1"})
+	if res.IsError {
+		t.Fatalf("attach: %s", text(res))
+	}
+	g.waitNote("notifications/tools/list_changed", 10*time.Second)
+	var stages []string
+	for _, n := range g.notesSince("notifications/progress") {
+		if n.Params.AdditionalFields["progressToken"] == "attach-1" {
+			stages = append(stages, n.Params.AdditionalFields["message"].(string))
+		}
+	}
+	if want := []string{"resolving", "fetching card", "starting", "listing tools"}; !slices.Equal(stages, want) {
+		t.Fatalf("attach progress stages %v, want %v", stages, want)
+	}
+
+	// The upstream's own progress reaches the caller under its token.
+	g.drainNotes()
+	res = g.callMeta("mcp_fixture__slow", map[string]any{"ms": 300}, &mcp.Meta{ProgressToken: 42})
+	if res.IsError {
+		t.Fatalf("slow: %s", text(res))
+	}
+	relayed := g.notesSince("notifications/progress")
+	if len(relayed) == 0 || relayed[0].Params.AdditionalFields["progressToken"] != float64(42) {
+		t.Fatalf("upstream progress not relayed: %+v", relayed)
+	}
+
+	// The upstream's whole schema and annotations pass through.
+	raw := g.rawTools()["mcp_fixture__schema_probe"]
+	var probe struct {
+		InputSchema json.RawMessage `json:"inputSchema"`
+		Annotations struct {
+			ReadOnlyHint *bool  `json:"readOnlyHint"`
+			Title        string `json:"title"`
+		} `json:"annotations"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		t.Fatalf("schema_probe not listed: %v (%s)", err, raw)
+	}
+	assertJSONEqual(t, probe.InputSchema, json.RawMessage(mcpfixture.SchemaProbeInputSchema))
+	if probe.Annotations.ReadOnlyHint == nil || !*probe.Annotations.ReadOnlyHint || probe.Annotations.Title != "Schema probe" {
+		t.Fatalf("annotations lost: %s", raw)
+	}
+
+	// Results pass through whole: text, structuredContent, large integers.
+	res = g.call("mcp_fixture__add", map[string]any{"a": 2, "b": 3.5})
+	assertJSONEqual(t, res.RawStructuredContent, json.RawMessage(`{"sum":5.5}`))
+	res = g.call("mcp_fixture__schema_probe", json.RawMessage(`{"mode":"fast","id":9007199254740993}`))
+	if !strings.Contains(string(res.RawStructuredContent), "9007199254740993") {
+		t.Fatalf("large integer mangled: %s", res.RawStructuredContent)
+	}
+	res = g.call("call_attached_tool", map[string]any{"name": "mcp_fixture__echo", "arguments": map[string]any{"message": "via call_attached_tool"}})
+	if text(res) != "via call_attached_tool" {
+		t.Fatalf("call_attached_tool echo = %q", text(res))
+	}
+
+	// The child sees PATH and nothing else of the gateway's environment.
+	var envOut struct {
+		Env  []string
+		Pgid int
+	}
+	decode(t, g.call("mcp_fixture__env", map[string]any{}), &envOut)
+	for _, kv := range envOut.Env {
+		if !strings.HasPrefix(kv, "PATH=") {
+			t.Errorf("child environment leaks %q", kv)
+		}
+	}
+	pid := g.pidOf("fixture")
+	if envOut.Pgid != pid {
+		t.Errorf("child pgid %d, want its own group %d", envOut.Pgid, pid)
+	}
+
+	// A grandchild in the group goes too when the server is detached.
+	var child struct {
+		ChildPID int `json:"child_pid"`
+	}
+	decode(t, g.call("mcp_fixture__spawn_child", map[string]any{}), &child)
+	if !slices.Contains(groupMembers(pid), child.ChildPID) {
+		t.Fatalf("grandchild %d not in group %d", child.ChildPID, pid)
+	}
+	g.ok("detach_resource", map[string]any{"name": "fixture"}, nil)
+	waitGroupGone(t, pid, 5*time.Second)
+	if slices.ContainsFunc(g.toolNames(), func(n string) bool { return strings.HasPrefix(n, "mcp_fixture__") }) {
+		t.Fatalf("fixture tools still listed after detach")
+	}
+}
+
+func assertJSONEqual(t *testing.T, got, want json.RawMessage) {
+	t.Helper()
+	var a, b any
+	if err := json.Unmarshal(got, &a); err != nil {
+		t.Fatalf("bad JSON %s: %v", got, err)
+	}
+	if err := json.Unmarshal(want, &b); err != nil {
+		t.Fatalf("bad JSON %s: %v", want, err)
+	}
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if string(ja) != string(jb) {
+		t.Fatalf("JSON differs:\n got %s\nwant %s", ja, jb)
+	}
+}
+
+// Bad input of every kind gets a clear isError result, and the same
+// session goes on working after each.
+func TestStdioBadInput(t *testing.T) {
+	g := startStdio(t, env(true), "--catalog", "testdata/catalogs/fixture.json")
+	stillWorks := func(t *testing.T) {
+		t.Helper()
+		var d discovered
+		g.ok("discover_resources", map[string]any{"text": "fixture"}, &d)
+		if d.Count == 0 {
+			t.Fatal("session no longer discovers")
+		}
+	}
+	cases := []struct {
+		name, tool string
+		args       any
+		code       string
+		says       string
+	}{
+		{"unknown URN", "attach_resource", map[string]any{"urn": "urn:air:nowhere.example:mcp:ghost"}, "unknown_urn", "discover_resources"},
+		{"not a URN", "attach_resource", map[string]any{"urn": "ghost"}, "invalid_arguments", "urn:air:"},
+		{"missing urn", "attach_resource", map[string]any{}, "invalid_arguments", `"urn" is required`},
+		{"unknown argument", "discover_resources", map[string]any{"text": "x", "colour": "red"}, "invalid_arguments", `unknown argument "colour"`},
+		{"wrong type", "discover_resources", map[string]any{"text": "x", "page_size": "ten"}, "invalid_arguments", `"page_size" must be an integer`},
+		{"page size too big", "discover_resources", map[string]any{"text": "x", "page_size": 1000}, "invalid_arguments", "between 1 and 100"},
+		{"bad filter", "discover_resources", map[string]any{"text": "x", "filter": map[string]any{"tags": 3}}, "invalid_arguments", "string or an array"},
+		{"bad page token", "discover_resources", map[string]any{"text": "x", "page_token": "!!"}, "invalid_arguments", "page_token"},
+		{"unknown registry", "discover_resources", map[string]any{"text": "x", "registry_id": "nope"}, "unknown_registry", "configured registries"},
+		{"no endpoint", "attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:tools-only"}, "not_attachable", "no endpoint"},
+		{"A2A agent", "attach_resource", map[string]any{"urn": "urn:air:ardgate.test:agent:helper"}, "not_implemented", "A2A"},
+		{"exits at once", "attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture-exits"}, "start_failed", "exiting at start as asked"},
+		{"detach unknown", "detach_resource", map[string]any{"name": "ghost"}, "not_attached", "list_attached_resources"},
+		{"call unknown tool", "call_attached_tool", map[string]any{"name": "mcp_ghost__x"}, "unknown_tool", "attach_resource"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			msg := g.fails(c.tool, c.args, c.code)
+			if !strings.Contains(msg, c.says) {
+				t.Fatalf("message %q does not say %q", msg, c.says)
+			}
+			stillWorks(t)
+		})
+	}
+
+	t.Run("discover explains why not attachable", func(t *testing.T) {
+		var d discovered
+		g.ok("discover_resources", map[string]any{"text": "tools only card", "registry_id": "fixture"}, &d)
+		for _, r := range d.Results {
+			if r.URN == "urn:air:ardgate.test:mcp:tools-only" {
+				if r.Attachable || !strings.Contains(r.WhyNotAttachable, "no endpoint") {
+					t.Fatalf("tools-only = %+v", r)
+				}
+				return
+			}
+		}
+		t.Fatalf("tools-only not found in %+v", d.Results)
+	})
+
+	t.Run("upstream dies mid-call", func(t *testing.T) {
+		g.ok("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}, nil)
+		msg := g.fails("mcp_fixture__crash", map[string]any{}, "upstream_down")
+		if !strings.Contains(msg, "exited with status 3") || !strings.Contains(msg, "attach_resource") {
+			t.Fatalf("crash message %q", msg)
+		}
+		l := g.list()
+		if l.Attachments[0].Status != "down" || !strings.Contains(l.Attachments[0].WhyDown, "status 3") {
+			t.Fatalf("listing after crash: %+v", l.Attachments)
+		}
+		g.fails("mcp_fixture__echo", map[string]any{"message": "x"}, "upstream_down")
+
+		// Attach again: same name, fresh process.
+		var a attached
+		g.ok("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}, &a)
+		if a.Status != "attached" || a.Name != "fixture" {
+			t.Fatalf("re-attach = %+v", a)
+		}
+		pid := g.pidOf("fixture")
+
+		// Killed from outside while a call is in flight.
+		done := make(chan string)
+		go func() {
+			res := g.call("mcp_fixture__slow", map[string]any{"ms": 10000})
+			done <- text(res)
+		}()
+		time.Sleep(300 * time.Millisecond)
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		select {
+		case msg := <-done:
+			if !strings.Contains(msg, "killed") {
+				t.Fatalf("slow call after kill: %q", msg)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("in-flight call did not fail after its upstream was killed")
+		}
+		stillWorks(t)
+		g.ok("detach_resource", map[string]any{"name": "fixture"}, nil)
+	})
+
+	t.Run("idempotent attach", func(t *testing.T) {
+		var a, b attached
+		g.ok("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}, &a)
+		g.ok("attach_resource", map[string]any{"urn": "urn:ai:ARDGATE.test:mcp:fixture"}, &b)
+		if a.Status != "attached" || b.Status != "already_attached" || b.Name != a.Name {
+			t.Fatalf("attach twice: %+v then %+v", a, b)
+		}
+		if l := g.list(); l.Count != 1 {
+			t.Fatalf("two attachments for one URN: %+v", l)
+		}
+		g.fails("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:calendar", "name": "fixture"}, "name_taken")
+		g.ok("detach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}, nil)
+	})
+}
+
+func TestStdioAttachmentCap(t *testing.T) {
+	g := startStdio(t, env(true, "ARDGATE_MAX_ATTACHMENTS=1"), "--catalog", "testdata/catalogs/fixture.json")
+	g.ok("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}, nil)
+	msg := g.fails("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:calendar"}, "cap_reached")
+	if !strings.Contains(msg, "1 of 1") || !strings.Contains(msg, "detach_resource") {
+		t.Fatalf("cap message %q", msg)
+	}
+	// Detaching frees the slot.
+	g.ok("detach_resource", map[string]any{"name": "fixture"}, nil)
+	g.ok("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}, nil)
+}
+
+// A malformed frame gets a JSON-RPC parse error, and the next request on
+// the same stdin is served: nothing but frames on stdout throughout.
+func TestStdioMalformedFrame(t *testing.T) {
+	cmd := exec.Command(gatewayBin)
+	cmd.Env = env(false)
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	r := bufio.NewReader(out)
+	send := func(s string) {
+		if _, err := in.Write([]byte(s + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func() map[string]any {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("read: %v (stderr: %s)", err, stderr.String())
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("stdout carried a non-frame: %q", line)
+		}
+		return m
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if m := read(); m["result"] == nil {
+		t.Fatalf("initialize: %v", m)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"`) // cut short
+	m := read()
+	if e, _ := m["error"].(map[string]any); e == nil || e["code"].(float64) != -32700 {
+		t.Fatalf("malformed frame answered %v, want parse error -32700", m)
+	}
+	send(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+	if m := read(); m["id"].(float64) != 3 || m["result"] == nil {
+		t.Fatalf("after a bad frame, tools/list = %v", m)
+	}
+	in.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("gateway exit: %v (stderr: %s)", err, stderr.String())
+	}
+}
