@@ -47,6 +47,9 @@ func New(manager *attach.Manager, log *slog.Logger, version string) *Gateway {
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(g.onRegister)
 	hooks.AddOnUnregisterSession(g.onUnregister)
+	hooks.AddOnError(func(_ context.Context, id any, method mcp.MCPMethod, _ any, err error) {
+		g.log.Debug("mcp error", "method", method, "id", id, "err", err)
+	})
 	g.mcp = server.NewMCPServer("ardgate", version,
 		server.WithToolCapabilities(true),
 		server.WithHooks(hooks),

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// startHTTP runs the gateway binary in HTTP mode on a free loopback port
+// and returns the MCP URL. At cleanup it sends SIGTERM and expects a clean
+// exit.
+func startHTTP(t *testing.T, environ []string, args ...string) (url string, stderr *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(gatewayBin, append([]string{"serve", "--transport", "http", "--addr", "127.0.0.1:0", "--log-format", "json"}, args...)...)
+	cmd.Env = environ
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stderr = &syncBuffer{}
+	lines := bufio.NewScanner(pipe)
+	for lines.Scan() {
+		stderr.Write(append(lines.Bytes(), '\n'))
+		var rec struct{ Msg, URL string }
+		if json.Unmarshal(lines.Bytes(), &rec) == nil && rec.URL != "" {
+			url = rec.URL
+			break
+		}
+	}
+	if url == "" {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("gateway did not start:\n%s", stderr.String())
+	}
+	go io.Copy(stderr, pipe)
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("gateway exit after SIGTERM: %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Errorf("gateway did not exit within 15s of SIGTERM")
+		}
+		if t.Failed() {
+			t.Logf("gateway stderr:\n%s", stderr.String())
+		}
+	})
+	return url, stderr
+}
+
+// connectHTTP opens one MCP session to the gateway.
+func connectHTTP(t *testing.T, url string, opts ...client.ClientOption) *gateway {
+	t.Helper()
+	tr, err := transport.NewStreamableHTTP(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gateway{t: t, stderr: &syncBuffer{}}
+	g.connect(tr, opts...)
+	t.Cleanup(func() { _ = g.c.Close() })
+	return g
+}
+
+func hasPrefix(names []string, prefix string) bool {
+	return slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, prefix) })
+}
+
+// Two sessions on one gateway, one on the 2025-11-25 protocol and one on
+// the newest: each sees only what it attached, and closing one ends its
+// upstream processes and nothing else.
+func TestHTTPTwoSessionsIsolated(t *testing.T) {
+	remote := startFixtureHTTP(t)
+	catalog := catalogWithRemote(t, remote)
+	url, _ := startHTTP(t, env(true, "ARDGATE_ALLOW_LOCAL_URLS=true"), "--catalog", catalog)
+
+	a := connectHTTP(t, url, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	b := connectHTTP(t, url) // newest protocol: negotiates down to a session
+	for _, g := range []*gateway{a, b} {
+		if v := g.c.ProtocolVersion(); v != mcp.ProtocolVersion20251125 {
+			t.Fatalf("negotiated %q, want %s", v, mcp.ProtocolVersion20251125)
+		}
+		if g.c.GetSessionId() == "" {
+			t.Fatal("no Mcp-Session-Id: attachments would have no session to live in")
+		}
+	}
+
+	// Attach concurrently: A a local and a remote server, B a local one.
+	var wg sync.WaitGroup
+	for _, job := range []struct {
+		g   *gateway
+		urn string
+	}{
+		{a, "urn:air:ardgate.test:mcp:fixture"},
+		{a, "urn:air:ardgate.test:mcp:remote-fixture"},
+		{b, "urn:air:ardgate.test:mcp:fixture"},
+	} {
+		wg.Go(func() {
+			res := job.g.call("attach_resource", map[string]any{"urn": job.urn})
+			if res.IsError {
+				t.Errorf("attach %s: %s", job.urn, text(res))
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	a.waitNote("notifications/tools/list_changed", 10*time.Second)
+	b.waitNote("notifications/tools/list_changed", 10*time.Second)
+
+	aTools, bTools := a.toolNames(), b.toolNames()
+	if !slices.Contains(aTools, "mcp_fixture__echo") || !slices.Contains(aTools, "mcp_remote_fixture__echo") {
+		t.Fatalf("session A tools: %v", aTools)
+	}
+	if !slices.Contains(bTools, "mcp_fixture__echo") || hasPrefix(bTools, "mcp_remote_fixture__") {
+		t.Fatalf("session B sees A's attachment: %v", bTools)
+	}
+	b.fails("call_attached_tool", map[string]any{"name": "mcp_remote_fixture__echo", "arguments": map[string]any{"message": "x"}}, "unknown_tool")
+
+	if got := text(a.call("mcp_remote_fixture__echo", map[string]any{"message": "over http"})); got != "over http" {
+		t.Fatalf("remote echo = %q", got)
+	}
+	if got := text(b.call("mcp_fixture__echo", map[string]any{"message": "session b"})); got != "session b" {
+		t.Fatalf("B echo = %q", got)
+	}
+	aPid, bPid := a.pidOf("fixture"), b.pidOf("fixture")
+	if aPid == bPid {
+		t.Fatal("sessions share one upstream process")
+	}
+	if l := b.list(); l.Count != 1 {
+		t.Fatalf("B lists %d attachments, want 1: %+v", l.Count, l)
+	}
+
+	// Closing A (DELETE) ends A's processes; B's keeps serving.
+	if err := a.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitGroupGone(t, aPid, 10*time.Second)
+	if len(groupMembers(bPid)) == 0 {
+		t.Fatal("closing session A killed session B's upstream")
+	}
+	if got := text(b.call("mcp_fixture__echo", map[string]any{"message": "still here"})); got != "still here" {
+		t.Fatalf("B after A closed: %q", got)
+	}
+	if err := b.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitGroupGone(t, bPid, 10*time.Second)
+}
+
+// The npm reference server over HTTP: attach in one session, invisible to
+// the other, gone with its session.
+func TestHTTPEverythingEndToEnd(t *testing.T) {
+	needNPX(t)
+	url, _ := startHTTP(t, env(false))
+	a := connectHTTP(t, url)
+	b := connectHTTP(t, url, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+
+	var d discovered
+	a.ok("discover_resources", map[string]any{"text": "echo test tools"}, &d)
+	if d.Results[0].URN != "urn:air:modelcontextprotocol.io:mcp:everything" {
+		t.Fatalf("first result %+v", d.Results[0])
+	}
+	a.ok("attach_resource", map[string]any{"urn": d.Results[0].URN}, nil)
+	a.waitNote("notifications/tools/list_changed", 10*time.Second)
+	if got := text(a.call("mcp_everything__echo", map[string]any{"message": "hi"})); got != "Echo: hi" {
+		t.Fatalf("echo = %q", got)
+	}
+	if hasPrefix(b.toolNames(), "mcp_everything__") {
+		t.Fatal("session B sees session A's tools")
+	}
+	pid := a.pidOf("everything")
+	_ = a.c.Close()
+	waitGroupGone(t, pid, 10*time.Second)
+}
+
+// The HTTP endpoint itself: health, and a request without a session.
+func TestHTTPHealthz(t *testing.T) {
+	url, _ := startHTTP(t, env(false))
+	resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h struct{ Status string }
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil || resp.StatusCode != 200 || h.Status != "ok" {
+		t.Fatalf("healthz: %d %+v %v", resp.StatusCode, h, err)
+	}
+	// A tools/call with an unknown session id is refused, not served.
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Mcp-Session-Id", "mcp-session-00000000-0000-0000-0000-000000000000")
+	req.Header.Set("Mcp-Protocol-Version", mcp.ProtocolVersion20251125)
+	resp2, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp2.Body.Close()
+	if resp2.StatusCode != http.StatusNotFound {
+		t.Fatalf("unknown session: HTTP %d, want 404", resp2.StatusCode)
+	}
+}
