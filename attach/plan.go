@@ -118,9 +118,9 @@ var launchers = map[string]struct {
 	}},
 }
 
-// placeholder matches argument values a registry left for a person to
-// fill in: ${input:x}, {x}, <x>.
-var placeholder = regexp.MustCompile(`\$\{[^}]*\}|^\{[^}]*\}$|^<[^>]*>$`)
+// placeholder matches values a registry left for a person to fill in:
+// ${input:x}, a {variable} template, <x>.
+var placeholder = regexp.MustCompile(`\$\{[^}]*\}|\{[A-Za-z_][A-Za-z0-9_]*\}|^<[^>]*>$`)
 
 // planFor picks how to reach the server a card describes: a streamable
 // HTTP remote first, then SSE, then a local stdio package. Candidates that

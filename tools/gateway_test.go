@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"go.uber.org/goleak"
 
 	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/config"
@@ -21,39 +26,311 @@ import (
 	"github.com/ardgate/ardgate/testdata/mcpfixture"
 )
 
-func TestReproHTTP(t *testing.T) {
-	up := httptest.NewServer(server.NewStreamableHTTPServer(mcpfixture.New("remote")))
-	defer up.Close()
-	data, _ := json.Marshal(map[string]any{"name": "remote", "remotes": []any{map[string]any{"type": "streamable-http", "url": up.URL}}})
-	idx := registry.NewIndex("test", []registry.Entry{{Identifier: "urn:air:ardgate.test:mcp:remote", DisplayName: "Remote", Type: config.MediaMCPServerCard, Data: data}})
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// upstream starts an in-process fixture MCP server over streamable HTTP.
+func upstream(t *testing.T) *httptest.Server {
+	t.Helper()
+	h := server.NewStreamableHTTPServer(mcpfixture.New("remote"))
+	ts := httptest.NewServer(h)
+	t.Cleanup(func() {
+		_ = h.Shutdown(context.Background())
+		ts.Close()
+	})
+	return ts
+}
+
+// remoteEntry is a catalog entry for an MCP server at url.
+func remoteEntry(urn, url string) registry.Entry {
+	data, _ := json.Marshal(map[string]any{"name": "remote", "remotes": []any{map[string]any{"type": "streamable-http", "url": url}}})
+	return registry.Entry{Identifier: urn, DisplayName: "Remote fixture " + urn, Type: config.MediaMCPServerCard, Data: data, Description: "fixture echo tools"}
+}
+
+type testGateway struct {
+	g   *Gateway
+	h   *HTTP
+	url string
+}
+
+// newGateway serves a gateway over one local catalog through httptest.
+func newGateway(t *testing.T, callTimeout time.Duration, entries ...registry.Entry) *testGateway {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	d := &guard.Dialer{AllowLocal: true}
-	m := &attach.Manager{Registries: []registry.Registry{registry.NewLocal("test", idx)}, HTTP: d.Client(), AllowTypes: config.DefaultAllowAttachTypes,
-		MaxAttachments: 5, CallTimeout: 10 * time.Second, StartTimeout: 10 * time.Second, Log: log}
+	m := &attach.Manager{
+		Registries:     []registry.Registry{registry.NewLocal("test", registry.NewIndex("test", entries))},
+		HTTP:           d.Client(),
+		AllowTypes:     config.DefaultAllowAttachTypes,
+		MaxAttachments: 5,
+		CallTimeout:    callTimeout,
+		StartTimeout:   10 * time.Second,
+		Log:            log,
+	}
 	g := New(m, log, "test")
-	defer g.Close()
-	gw := httptest.NewServer(g.NewHTTP(HTTPOptions{}))
-	defer gw.Close()
+	h := g.NewHTTP(HTTPOptions{AuthToken: ""})
+	ts := httptest.NewServer(h)
+	t.Cleanup(func() {
+		_ = h.Shutdown(context.Background())
+		ts.Close()
+		g.Close()
+		m.HTTP.CloseIdleConnections()
+	})
+	return &testGateway{g: g, h: h, url: ts.URL + "/mcp"}
+}
 
-	tr, _ := transport.NewStreamableHTTP(gw.URL + "/mcp")
-	c := client.NewClient(tr, client.WithProtocolVersion("2025-11-25"))
-	ctx := context.Background()
-	c.Start(ctx)
-	defer c.Close()
-	got := make(chan string, 10)
-	c.OnNotification(func(n mcp.JSONRPCNotification) { got <- n.Method })
-	if _, err := c.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
+type clientSession struct {
+	t     *testing.T
+	c     *client.Client
+	mu    sync.Mutex
+	notes []mcp.JSONRPCNotification
+}
+
+func (tg *testGateway) connect(t *testing.T) *clientSession {
+	t.Helper()
+	tr, err := transport.NewStreamableHTTP(tg.url)
+	if err != nil {
 		t.Fatal(err)
 	}
-	req := mcp.CallToolRequest{}
-	req.Params.Name = "attach_resource"
-	req.Params.Arguments = map[string]any{"urn": "urn:air:ardgate.test:mcp:remote"}
-	r, err := c.CallTool(ctx, req)
-	t.Log(r.IsError, err)
-	select {
-	case m := <-got:
-		t.Log("notification", m)
-	case <-time.After(2 * time.Second):
-		t.Fatal("no notification")
+	s := &clientSession{t: t, c: client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))}
+	ctx := context.Background()
+	if err := s.c.Start(ctx); err != nil {
+		t.Fatal(err)
 	}
+	s.c.OnNotification(func(n mcp.JSONRPCNotification) {
+		s.mu.Lock()
+		s.notes = append(s.notes, n)
+		s.mu.Unlock()
+	})
+	if _, err := s.c.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.c.Close() })
+	return s
+}
+
+func (s *clientSession) call(name string, args any) *mcp.CallToolResult {
+	s.t.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	res, err := s.c.CallTool(context.Background(), req)
+	if err != nil {
+		s.t.Fatalf("call %s: %v", name, err)
+	}
+	return res
+}
+
+func (s *clientSession) code(res *mcp.CallToolResult) string {
+	s.t.Helper()
+	if !res.IsError {
+		return ""
+	}
+	var f failureBody
+	if err := json.Unmarshal(res.RawStructuredContent, &f); err != nil {
+		s.t.Fatalf("error result without a code: %v", res)
+	}
+	return f.Code
+}
+
+func (s *clientSession) tools() []string {
+	s.t.Helper()
+	res, err := s.c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	var names []string
+	for _, t := range res.Tools {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
+func (s *clientSession) listChanged() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, note := range s.notes {
+		if note.Method == string(mcp.MethodNotificationToolsListChanged) {
+			n++
+		}
+	}
+	return n
+}
+
+func firstText(res *mcp.CallToolResult) string {
+	if len(res.Content) == 0 {
+		return ""
+	}
+	tc, _ := res.Content[0].(mcp.TextContent)
+	return tc.Text
+}
+
+// Per-session tools over real streamable HTTP: what one session attaches
+// the other never sees, detach takes the tools away, and closing the
+// session releases its attachments. goleak (TestMain) checks nothing is
+// left running.
+func TestSessionsAreIsolated(t *testing.T) {
+	up := upstream(t)
+	tg := newGateway(t, 10*time.Second, remoteEntry("urn:air:ardgate.test:mcp:remote", up.URL))
+	a, b := tg.connect(t), tg.connect(t)
+
+	if res := a.call("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:remote"}); res.IsError {
+		t.Fatalf("attach: %s", firstText(res))
+	}
+	if a.listChanged() == 0 {
+		t.Fatal("no tools/list_changed after attach")
+	}
+	if !slices.Contains(a.tools(), "mcp_remote__echo") {
+		t.Fatalf("A tools: %v", a.tools())
+	}
+	if slices.ContainsFunc(b.tools(), func(n string) bool { return strings.HasPrefix(n, "mcp_") }) {
+		t.Fatalf("B sees A's tools: %v", b.tools())
+	}
+	if b.listChanged() != 0 {
+		t.Fatal("B was told A's tool list changed")
+	}
+	if got := firstText(a.call("mcp_remote__echo", map[string]any{"message": "x"})); got != "x" {
+		t.Fatalf("echo = %q", got)
+	}
+
+	before := a.listChanged()
+	if res := a.call("detach_resource", map[string]any{"name": "remote"}); res.IsError {
+		t.Fatalf("detach: %s", firstText(res))
+	}
+	if a.listChanged() == before || slices.Contains(a.tools(), "mcp_remote__echo") {
+		t.Fatalf("detach: tools %v, list_changed %d→%d", a.tools(), before, a.listChanged())
+	}
+
+	if res := a.call("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:remote"}); res.IsError {
+		t.Fatalf("re-attach: %s", firstText(res))
+	}
+	if n := len(tg.g.manager.Sessions()); n != 2 {
+		t.Fatalf("%d sessions, want 2", n)
+	}
+	_ = a.c.Close()
+	if n := len(tg.g.manager.Sessions()); n != 1 {
+		t.Fatalf("after closing A: %d sessions, want 1", n)
+	}
+}
+
+// A remote upstream that goes away: its calls fail saying so, the listing
+// shows it down, and attaching again says why it cannot start.
+func TestRemoteUpstreamGoesDown(t *testing.T) {
+	h := server.NewStreamableHTTPServer(mcpfixture.New("remote"))
+	up := httptest.NewServer(h)
+	tg := newGateway(t, 10*time.Second, remoteEntry("urn:air:ardgate.test:mcp:remote", up.URL))
+	s := tg.connect(t)
+	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:remote"}); res.IsError {
+		t.Fatalf("attach: %s", firstText(res))
+	}
+	_ = h.Shutdown(context.Background())
+	up.CloseClientConnections()
+	up.Close()
+
+	res := s.call("mcp_remote__echo", map[string]any{"message": "x"})
+	if s.code(res) != "upstream_down" {
+		t.Fatalf("call to a dead upstream: %v %s", s.code(res), firstText(res))
+	}
+	var l struct {
+		Attachments []struct{ Status string }
+	}
+	_ = json.Unmarshal(s.call("list_attached_resources", map[string]any{}).RawStructuredContent, &l)
+	if len(l.Attachments) != 1 || l.Attachments[0].Status != attach.StatusDown {
+		t.Fatalf("listing: %+v", l)
+	}
+	res = s.call("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:remote"})
+	if s.code(res) != "start_failed" {
+		t.Fatalf("re-attach to a dead upstream: %v %s", s.code(res), firstText(res))
+	}
+	if got := s.call("gateway_health", map[string]any{}); got.IsError {
+		t.Fatalf("session unusable after failures: %s", firstText(got))
+	}
+}
+
+func TestCallTimeout(t *testing.T) {
+	up := upstream(t)
+	tg := newGateway(t, 300*time.Millisecond, remoteEntry("urn:air:ardgate.test:mcp:remote", up.URL))
+	s := tg.connect(t)
+	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:remote"}); res.IsError {
+		t.Fatalf("attach: %s", firstText(res))
+	}
+	res := s.call("mcp_remote__slow", map[string]any{"ms": 5000})
+	if s.code(res) != "timeout" || !strings.Contains(firstText(res), "300ms") {
+		t.Fatalf("slow call: %v %s", s.code(res), firstText(res))
+	}
+	if got := firstText(s.call("mcp_remote__echo", map[string]any{"message": "after"})); got != "after" {
+		t.Fatalf("after a timeout the upstream should still answer: %q", got)
+	}
+}
+
+// Concurrent attaches of one URN in one session make one attachment.
+func TestConcurrentAttachOneURN(t *testing.T) {
+	up := upstream(t)
+	tg := newGateway(t, 10*time.Second, remoteEntry("urn:air:ardgate.test:mcp:remote", up.URL))
+	s := tg.connect(t)
+	var wg sync.WaitGroup
+	statuses := make(chan string, 8)
+	for range 8 {
+		wg.Go(func() {
+			var out struct{ Status string }
+			_ = json.Unmarshal(s.call("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:remote"}).RawStructuredContent, &out)
+			statuses <- out.Status
+		})
+	}
+	wg.Wait()
+	close(statuses)
+	count := map[string]int{}
+	for st := range statuses {
+		count[st]++
+	}
+	if count["attached"] != 1 || count["already_attached"] != 7 {
+		t.Fatalf("statuses %v, want 1 attached and 7 already_attached", count)
+	}
+}
+
+func TestHTTPAccessRules(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	g := New(&attach.Manager{Log: log, MaxAttachments: 1}, log, "test")
+	h := g.NewHTTP(HTTPOptions{AuthToken: "s3cret"})
+	ts := httptest.NewServer(h)
+	defer func() { _ = h.Shutdown(context.Background()); ts.Close(); g.Close() }()
+
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	cases := []struct {
+		name, origin, auth string
+		want               int
+	}{
+		{"no token", "", "", http.StatusUnauthorized},
+		{"wrong token", "", "Bearer nope", http.StatusUnauthorized},
+		{"foreign origin", "https://evil.example", "Bearer s3cret", http.StatusForbidden},
+		{"token", "", "Bearer s3cret", http.StatusOK},
+		{"loopback origin", "http://localhost:3000", "Bearer s3cret", http.StatusOK},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(init))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if c.origin != "" {
+				req.Header.Set("Origin", c.origin)
+			}
+			if c.auth != "" {
+				req.Header.Set("Authorization", c.auth)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != c.want {
+				t.Fatalf("HTTP %d, want %d", resp.StatusCode, c.want)
+			}
+		})
+	}
+	// Refused requests never made a session.
+	if n := len(g.manager.Sessions()); n > 2 {
+		t.Fatalf("%d sessions after 2 accepted initializes", n)
+	}
+	http.DefaultClient.CloseIdleConnections()
 }

@@ -1,0 +1,70 @@
+package attach
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+func TestServerName(t *testing.T) {
+	cases := map[string]string{
+		"everything":                           "everything",
+		"sequential-thinking":                  "sequential_thinking",
+		"Weather.API v2":                       "weather_api_v2",
+		"--x--":                                "x",
+		"":                                     "server",
+		"日本語":                                  "server",
+		"a-very-long-server-name-that-goes-on": "a_very_long_server_name",
+	}
+	for in, want := range cases {
+		if got := serverName(in); got != want {
+			t.Errorf("serverName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestToolName(t *testing.T) {
+	long := strings.Repeat("x", 80)
+	cases := []struct{ server, tool, want string }{
+		{"everything", "echo", "mcp_everything__echo"},
+		{"everything", "get-annotated-message", "mcp_everything__get-annotated-message"},
+		{"fs", "read file", "mcp_fs__read_file"},
+		{"fs", "ümlaut", "mcp_fs___mlaut"},
+	}
+	for _, c := range cases {
+		if got := toolName(c.server, c.tool); got != c.want {
+			t.Errorf("toolName(%q, %q) = %q, want %q", c.server, c.tool, got, c.want)
+		}
+	}
+	a, b := toolName("srv", long), toolName("srv", long+"y")
+	if len(a) != 64 || len(b) != 64 || a == b || !toolNamePattern.MatchString(a) {
+		t.Errorf("long names not cut to distinct valid 64-char names: %q %q", a, b)
+	}
+	if toolName("srv", long) != a {
+		t.Error("shortening is not deterministic")
+	}
+}
+
+// Two upstream names that sanitise alike stay apart, and the names do not
+// depend on the order the upstream listed its tools in.
+func TestExposeToolsCollisionsAndOrder(t *testing.T) {
+	list := []mcp.Tool{{Name: "read file"}, {Name: "read_file"}, {Name: "echo"}}
+	first := exposeTools("fs", list)
+	reversed := exposeTools("fs", []mcp.Tool{{Name: "echo"}, {Name: "read_file"}, {Name: "read file"}})
+	names := map[string]string{}
+	for _, tl := range first {
+		if !toolNamePattern.MatchString(tl.Name) {
+			t.Errorf("invalid name %q", tl.Name)
+		}
+		if prev, dup := names[tl.Name]; dup {
+			t.Errorf("%q and %q both exposed as %q", prev, tl.Upstream.Name, tl.Name)
+		}
+		names[tl.Name] = tl.Upstream.Name
+	}
+	for i := range first {
+		if first[i].Name != reversed[i].Name || first[i].Upstream.Name != reversed[i].Upstream.Name {
+			t.Errorf("order-dependent naming: %v vs %v", first, reversed)
+		}
+	}
+}

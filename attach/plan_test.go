@@ -1,0 +1,84 @@
+package attach
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ardgate/ardgate/guard"
+)
+
+func TestPlanFor(t *testing.T) {
+	env := map[string]string{"PATH": "/usr/bin", "API_KEY": "k", "SECRET": "s"}
+	policy := &guard.Stdio{
+		AllowFrom: []string{"builtin"}, Launchers: []string{"npx", "uvx"}, PassEnv: []string{"API_KEY"},
+		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+	}
+	npm := func(extra string) string {
+		return `{"packages":[{"registryType":"npm","identifier":"@scope/srv","version":"1.2.3","runtimeHint":"npx","transport":{"type":"stdio"}` + extra + `}]}`
+	}
+	cases := []struct {
+		name, card, registry string
+		wantArgs             []string
+		wantURL              string
+		wantErr              string
+	}{
+		{name: "npm package", card: npm(""), wantArgs: []string{"-y", "--", "@scope/srv@1.2.3"}},
+		{name: "npm args", card: npm(`,"packageArguments":[{"type":"positional","value":"/srv"},{"type":"named","name":"--port","value":"9"},{"type":"positional","valueHint":"dir"}]`),
+			wantArgs: []string{"-y", "--", "@scope/srv@1.2.3", "/srv", "--port", "9"}},
+		{name: "pypi package", card: `{"packages":[{"registryType":"pypi","identifier":"mcp-server-time","version":"0.6.2"}]}`, wantArgs: []string{"mcp-server-time==0.6.2"}},
+		{name: "remote preferred", card: npm("")[:len(npm(""))-1] + `,"remotes":[{"type":"sse","url":"https://a.example/sse"},{"type":"streamable-http","url":"https://a.example/mcp"}]}`, wantURL: "https://a.example/mcp"},
+		{name: "refused remote falls back to package", card: `{"remotes":[{"type":"streamable-http","url":"ftp://a.example/mcp"}],` + npm("")[1:], wantArgs: []string{"-y", "--", "@scope/srv@1.2.3"}},
+		{name: "tools only", card: `{"tools":[{"name":"x"}]}`, wantErr: "lists tools but gives no endpoint"},
+		{name: "nothing", card: `{}`, wantErr: "no endpoint"},
+		{name: "runtime arguments", card: npm(`,"runtimeArguments":[{"type":"positional","value":"-c"}]`), wantErr: "runtimeArguments"},
+		{name: "option smuggling", card: `{"packages":[{"registryType":"npm","identifier":"-e=evil","version":"1"}]}`, wantErr: "not a valid npm package name"},
+		{name: "required placeholder argument", card: npm(`,"packageArguments":[{"type":"positional","value":"${input:dir}","isRequired":true,"valueHint":"dir"}]`), wantErr: "needs argument dir"},
+		{name: "required env passed through", card: npm(`,"environmentVariables":[{"name":"API_KEY","isRequired":true}]`), wantArgs: []string{"-y", "--", "@scope/srv@1.2.3"}},
+		{name: "required env not passed", card: npm(`,"environmentVariables":[{"name":"SECRET","isRequired":true}]`), wantErr: "needs environment variables SECRET"},
+		{name: "registry not allowed", card: npm(""), registry: "remote-reg", wantErr: "stdio.allow_from"},
+		{name: "oci", card: `{"packages":[{"registryType":"oci","identifier":"ghcr.io/x/y"}]}`, wantErr: "cannot be launched"},
+		{name: "other runtime", card: `{"packages":[{"registryType":"npm","identifier":"x","runtimeHint":"bunx"}]}`, wantErr: `runtime "bunx"`},
+		{name: "remote needs header", card: `{"remotes":[{"type":"streamable-http","url":"https://a.example/mcp","headers":[{"name":"Authorization","isRequired":true,"value":"Bearer {token}"}]}]}`, wantErr: "needs header Authorization"},
+		{name: "remote fixed header", card: `{"remotes":[{"type":"streamable-http","url":"https://a.example/mcp","headers":[{"name":"X-Team","value":"a"}]}]}`, wantURL: "https://a.example/mcp"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var card serverCard
+			if err := json.Unmarshal([]byte(c.card), &card); err != nil {
+				t.Fatalf("bad test card: %v", err)
+			}
+			reg := c.registry
+			if reg == "" {
+				reg = "builtin"
+			}
+			p, err := planFor(&card, reg, policy)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) || !errors.Is(err, ErrNotAttachable) {
+					t.Fatalf("err = %v, want ErrNotAttachable saying %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.wantURL != "" {
+				if p.URL != c.wantURL {
+					t.Fatalf("url %q, want %q", p.URL, c.wantURL)
+				}
+				return
+			}
+			if !slices.Equal(p.Args, c.wantArgs) {
+				t.Fatalf("args %q, want %q", p.Args, c.wantArgs)
+			}
+			// The child's environment is PATH and the pass-through list only.
+			for _, kv := range p.Env {
+				if !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "API_KEY=") {
+					t.Fatalf("child env leaks %q", kv)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Servers from the config file are attached to every session at start,
+// cannot be detached, and do not count against max_attachments.
+func TestPinnedServers(t *testing.T) {
+	cfg := map[string]any{
+		"max_attachments": 1,
+		"registries":      []any{map[string]any{"id": "fixture", "kind": "catalog", "path": mustAbs(t, "testdata/catalogs/fixture.json")}},
+		"servers": []any{
+			map[string]any{"name": "pinned", "command": fixtureBin, "args": []string{"--transport=stdio", "--name=pinned"}},
+			map[string]any{"name": "broken", "command": fixtureBin, "args": []string{"--exit-at-start"}},
+		},
+	}
+	path := filepath.Join(t.TempDir(), "ardgate.json")
+	data, _ := json.Marshal(cfg)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := startStdio(t, env(true), "--config", path)
+	g.waitNote("notifications/tools/list_changed", 10*time.Second)
+	if !slices.Contains(g.toolNames(), "mcp_pinned__echo") {
+		t.Fatalf("pinned tools not listed: %v", g.toolNames())
+	}
+	// The broken one fails in the background; wait for it to say so.
+	var l listing
+	byName := map[string]int{}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		l = g.list()
+		for i, a := range l.Attachments {
+			byName[a.Name] = i
+		}
+		if l.Attachments[byName["broken"]].Status != "starting" {
+			break
+		}
+	}
+	p, b := l.Attachments[byName["pinned"]], l.Attachments[byName["broken"]]
+	if !p.Pinned || p.Status != "up" || p.URN != "config:servers/pinned" {
+		t.Fatalf("pinned: %+v", p)
+	}
+	if b.Status != "down" || !strings.Contains(b.WhyDown, "exiting at start") {
+		t.Fatalf("broken pinned server: %+v", b)
+	}
+	g.fails("detach_resource", map[string]any{"name": "pinned"}, "pinned")
+	// The cap of 1 applies to the session's own attachments only.
+	g.ok("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}, nil)
+	if got := text(g.call("mcp_pinned__echo", map[string]any{"message": "pinned works"})); got != "pinned works" {
+		t.Fatalf("pinned echo = %q", got)
+	}
+}
+
+// A bad config stops the program before it serves, naming the field.
+func TestBadConfigExits(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.json")
+	_ = os.WriteFile(path, []byte(`{"max_attachments": 0, "registries": [{"id": "x", "kind": "ard"}], "colour": 1}`), 0o600)
+	out, err := runGateway(t, "serve", "--config", path)
+	if err == nil || !strings.Contains(out, `unknown field "colour"`) {
+		t.Fatalf("unknown field: err %v, output %q", err, out)
+	}
+	_ = os.WriteFile(path, []byte(`{"max_attachments": 0, "registries": [{"id": "x", "kind": "ard"}]}`), 0o600)
+	out, err = runGateway(t, "serve", "--config", path)
+	if err == nil || !strings.Contains(out, "max_attachments") || !strings.Contains(out, "registries[0].url") {
+		t.Fatalf("bad values: err %v, output %q", err, out)
+	}
+}
+
+func TestCatalogCommands(t *testing.T) {
+	out, err := runGateway(t, "catalog", "validate", "testdata/catalogs/fixture.json", "registry/builtin/ai-catalog.json")
+	if err != nil || out != "" {
+		t.Fatalf("valid catalogs: %v %q", err, out)
+	}
+	out, err = runGateway(t, "catalog", "validate", "testdata/catalogs/invalid.json")
+	if err == nil || strings.Count(out, "\n") < 8 || !strings.Contains(out, "invalid.json: $.entries[1]") {
+		t.Fatalf("invalid catalog: %v %q", err, out)
+	}
+	out, err = runGateway(t, "catalog", "export")
+	if err != nil || !json.Valid([]byte(out)) || !strings.Contains(out, "server-everything") {
+		t.Fatalf("export: %v %.200s", err, out)
+	}
+	if out, err = runGateway(t, "version"); err != nil || !strings.HasPrefix(out, "ardgate ") {
+		t.Fatalf("version: %v %q", err, out)
+	}
+}
+
+func runGateway(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(gatewayBin, args...)
+	cmd.Env = env(false)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func mustAbs(t *testing.T, p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
+}

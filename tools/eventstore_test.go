@@ -1,0 +1,66 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/server"
+)
+
+func TestEventStoreReplayAndBounds(t *testing.T) {
+	ctx := context.Background()
+	s := newEventStore(4, 1<<20)
+	var ids []string
+	for i := range 6 {
+		stream := "a"
+		if i%2 == 1 {
+			stream = "b"
+		}
+		id, err := s.StoreEvent(ctx, "s1", stream, json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	// Events 0 and 1 were evicted (4 kept); replay after event 2 (stream a)
+	// gives event 4 only: the same stream, in order.
+	var got []string
+	stream, err := s.ReplayEventsAfter(ctx, "s1", ids[2], func(id string, msg json.RawMessage) error {
+		got = append(got, string(msg))
+		return nil
+	})
+	if err != nil || stream != "a" || !slices.Equal(got, []string{`{"n":4}`}) {
+		t.Fatalf("replay = %v %q %v", got, stream, err)
+	}
+	for _, bad := range []string{ids[0], "nope", "999999"} {
+		if _, err := s.ReplayEventsAfter(ctx, "s1", bad, nil); !errors.Is(err, server.ErrUnknownEventID) {
+			t.Errorf("replay after %q: %v, want ErrUnknownEventID", bad, err)
+		}
+	}
+	if _, err := s.ReplayEventsAfter(ctx, "other", ids[5], nil); !errors.Is(err, server.ErrUnknownEventID) {
+		t.Error("events of one session replayed into another")
+	}
+	_ = s.PurgeSession(ctx, "s1")
+	if _, err := s.ReplayEventsAfter(ctx, "s1", ids[5], nil); !errors.Is(err, server.ErrUnknownEventID) {
+		t.Error("purged session still replays")
+	}
+}
+
+func TestEventStoreByteBound(t *testing.T) {
+	ctx := context.Background()
+	s := newEventStore(100, 1000)
+	big := json.RawMessage(fmt.Sprintf(`"%0600d"`, 0))
+	first, _ := s.StoreEvent(ctx, "s", "a", big)
+	last, _ := s.StoreEvent(ctx, "s", "a", big)
+	if _, err := s.ReplayEventsAfter(ctx, "s", first, func(string, json.RawMessage) error { return nil }); !errors.Is(err, server.ErrUnknownEventID) {
+		t.Error("byte bound not enforced: first event still stored")
+	}
+	// The newest event is kept even when it alone is over the bound.
+	if _, err := s.ReplayEventsAfter(ctx, "s", last, func(string, json.RawMessage) error { return nil }); err != nil {
+		t.Errorf("newest event lost: %v", err)
+	}
+}
