@@ -379,3 +379,61 @@ func TestStdioMalformedFrame(t *testing.T) {
 		t.Fatalf("gateway exit: %v (stderr: %s)", err, stderr.String())
 	}
 }
+
+// When the client goes away (stdin closes) or the gateway gets SIGTERM,
+// every attached server's process group goes with the session.
+func TestStdioSessionEndKillsChildren(t *testing.T) {
+	for _, how := range []string{"stdin closed", "SIGTERM"} {
+		t.Run(how, func(t *testing.T) {
+			cmd := exec.Command(gatewayBin, "serve", "--catalog", "testdata/catalogs/fixture.json")
+			cmd.Env = env(true)
+			in, _ := cmd.StdinPipe()
+			out, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			r := bufio.NewReader(out)
+			id := 0
+			rpc := func(method string, params any) map[string]any {
+				id++
+				b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+				_, _ = in.Write(append(b, '\n'))
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						t.Fatalf("read: %v", err)
+					}
+					var m map[string]any
+					_ = json.Unmarshal([]byte(line), &m)
+					if m["id"] == float64(id) {
+						return m
+					}
+				}
+			}
+			rpc("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
+			_, _ = in.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"))
+			rpc("tools/call", map[string]any{"name": "attach_resource", "arguments": map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}})
+			res := rpc("tools/call", map[string]any{"name": "list_attached_resources", "arguments": map[string]any{}})
+			var l listing
+			raw, _ := json.Marshal(res["result"].(map[string]any)["structuredContent"])
+			_ = json.Unmarshal(raw, &l)
+			if len(l.Attachments) != 1 || l.Attachments[0].PID == 0 {
+				t.Fatalf("listing: %s", raw)
+			}
+			pid := l.Attachments[0].PID
+			res = rpc("tools/call", map[string]any{"name": "mcp_fixture__spawn_child", "arguments": map[string]any{}})
+			if res["result"].(map[string]any)["isError"] == true {
+				t.Fatalf("spawn_child: %v", res)
+			}
+			if how == "SIGTERM" {
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+			} else {
+				in.Close()
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("gateway exit: %v", err)
+			}
+			waitGroupGone(t, pid, 5*time.Second)
+		})
+	}
+}
