@@ -213,7 +213,8 @@ func TestStdioBadInput(t *testing.T) {
 	stillWorks := func(t *testing.T) {
 		t.Helper()
 		var d discovered
-		g.ok("discover_resources", map[string]any{"text": "fixture"}, &d)
+		// A different text each time: the loop guard refuses repeats.
+		g.ok("discover_resources", map[string]any{"text": "fixture " + t.Name()}, &d)
 		if d.Count == 0 {
 			t.Fatal("session no longer discovers")
 		}
@@ -316,6 +317,22 @@ func TestStdioBadInput(t *testing.T) {
 		g.fails("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:calendar", "name": "fixture"}, "name_taken")
 		g.ok("detach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}, nil)
 	})
+}
+
+// The same discover repeated in a short window is refused by the loop
+// guard; a different request still goes through.
+func TestStdioLoopGuard(t *testing.T) {
+	g := startStdio(t, env(true), "--catalog", "testdata/catalogs/fixture.json")
+	for i := range 10 {
+		if res := g.call("discover_resources", map[string]any{"text": "fixture"}); res.IsError {
+			t.Fatalf("discover %d refused too early: %s", i, text(res))
+		}
+	}
+	msg := g.fails("discover_resources", map[string]any{"text": "fixture"}, "loop_guard")
+	if !strings.Contains(msg, "10 times") {
+		t.Fatalf("loop guard message %q", msg)
+	}
+	g.ok("discover_resources", map[string]any{"text": "fixture", "page_size": 3}, nil)
 }
 
 func TestStdioAttachmentCap(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/config"
+	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/registry"
 	"github.com/ardgate/ardgate/tools"
 )
@@ -95,7 +96,15 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		regs = append(regs, r)
 	}
 	manager := attach.New(cfg, regs, log, buildVersion())
-	gw := tools.New(manager, log, buildVersion())
+	gw := tools.New(manager, log, tools.Options{
+		Version:        buildVersion(),
+		MaxResultBytes: cfg.MaxResultBytes,
+		Limits: guard.Limits{
+			CallsPerSecond: cfg.Limits.CallsPerSecond, CallBurst: cfg.Limits.CallBurst,
+			DiscoveryPerMinute: cfg.Limits.DiscoveryPerMinute,
+			RepeatMax:          cfg.Limits.RepeatMax, RepeatWindow: cfg.Limits.RepeatWindow,
+		},
+	})
 	defer gw.Close()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -47,6 +47,8 @@ type Manager struct {
 	Registries []registry.Registry
 	// Stdio is the launch policy for local servers.
 	Stdio guard.Stdio
+	// Trust is the trust gate every entry passes before it is attached.
+	Trust guard.Trust
 	// HTTP makes every outgoing request (cards, remote MCP servers).
 	HTTP *http.Client
 	// AllowTypes lists the attachable media types.
@@ -71,7 +73,7 @@ type Manager struct {
 // New builds a Manager from the configuration.
 func New(cfg *config.Config, regs []registry.Registry, log *slog.Logger, version string) *Manager {
 	dialer := &guard.Dialer{AllowLocal: cfg.AllowLocalURLs}
-	return &Manager{
+	m := &Manager{
 		Registries:     regs,
 		Stdio:          guard.Stdio{AllowFrom: cfg.Stdio.AllowFrom, Launchers: cfg.Stdio.Launchers, PassEnv: cfg.Stdio.Env},
 		HTTP:           dialer.Client(),
@@ -83,6 +85,8 @@ func New(cfg *config.Config, regs []registry.Registry, log *slog.Logger, version
 		Version:        version,
 		Log:            log,
 	}
+	m.Trust = guard.Trust{Require: cfg.RequireTrust, Fetch: m.fetch}
+	return m
 }
 
 // Registry returns the registry with that id.
@@ -146,26 +150,38 @@ func KindOf(mediaType string) string {
 	return ""
 }
 
-// Attachable says whether an entry found in registryID can be attached,
-// without starting anything. Entries that reference their card by URL are
-// judged when the card is fetched at attach time.
-func (m *Manager) Attachable(e *registry.Entry, registryID string) error {
-	if err := m.checkType(e.Type); err != nil {
-		return err
+// Assessment is what the gateway can tell about an entry before starting
+// anything: the trust gate's report, and why it cannot be attached, if so.
+type Assessment struct {
+	Trust guard.TrustReport
+	// Err is nil when the entry looks attachable. Entries that reference
+	// their card by URL are judged when the card is fetched at attach time.
+	Err error
+}
+
+// Assess judges an entry found in registryID without touching the network.
+func (m *Manager) Assess(e *registry.Entry, registryID string) Assessment {
+	report, err := m.Trust.Check(e.Publisher(), e.TrustManifest)
+	a := Assessment{Trust: report, Err: err}
+	if a.Err == nil {
+		a.Err = m.checkType(e.Type)
 	}
-	if KindOf(e.Type) == KindA2AAgent {
-		return fmt.Errorf("%w: A2A agents (%s)", ErrNotImplemented, e.Type)
+	if a.Err == nil && KindOf(e.Type) == KindA2AAgent {
+		a.Err = fmt.Errorf("%w: A2A agents (%s)", ErrNotImplemented, e.Type)
+	}
+	if a.Err != nil {
+		return a
 	}
 	if len(e.Data) == 0 {
-		_, err := guard.CheckURL(e.URL)
-		return err
+		_, a.Err = guard.CheckURL(e.URL)
+		return a
 	}
 	card, err := decodeCard(e.Data)
-	if err != nil {
-		return err
+	if err == nil {
+		_, err = planFor(card, registryID, &m.Stdio)
 	}
-	_, err = planFor(card, registryID, &m.Stdio)
-	return err
+	a.Err = err
+	return a
 }
 
 func (m *Manager) checkType(mediaType string) error {
@@ -186,8 +202,11 @@ func decodeCard(data []byte) (*serverCard, error) {
 	return &c, nil
 }
 
-// maxCardSize bounds a fetched server card.
-const maxCardSize = 1 << 20
+// Size caps on documents fetched from registries' URLs.
+const (
+	maxCardSize        = 1 << 20
+	maxAttestationSize = 5 << 20
+)
 
 // card returns the entry's server card: inline data, or fetched from its
 // URL through the guarded client.
@@ -195,32 +214,45 @@ func (m *Manager) card(ctx context.Context, e *registry.Entry) (*serverCard, err
 	if len(e.Data) > 0 {
 		return decodeCard(e.Data)
 	}
-	if _, err := guard.CheckURL(e.URL); err != nil {
+	data, err := m.fetchLimited(ctx, e.URL, maxCardSize)
+	if err != nil {
+		return nil, fmt.Errorf("fetch server card: %w", err)
+	}
+	return decodeCard(data)
+}
+
+func (m *Manager) fetch(ctx context.Context, url string) ([]byte, error) {
+	return m.fetchLimited(ctx, url, maxAttestationSize)
+}
+
+// fetchLimited GETs url through the guarded client, refusing bodies over
+// limit bytes.
+func (m *Manager) fetchLimited(ctx context.Context, url string, limit int64) ([]byte, error) {
+	if _, err := guard.CheckURL(url); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.URL, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Accept", "application/json")
 	resp, err := m.HTTP.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("fetch server card: %w", err)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("fetch server card %s: HTTP %d", e.URL, resp.StatusCode)
+		return nil, fmt.Errorf("%s: HTTP %d", url, resp.StatusCode)
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxCardSize+1))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("fetch server card: %w", err)
+		return nil, err
 	}
-	if len(data) > maxCardSize {
-		return nil, fmt.Errorf("server card %s is larger than %d KiB", e.URL, maxCardSize>>10)
+	if int64(len(data)) > limit {
+		return nil, &guard.Refusal{Rule: "size_limit", Reason: fmt.Sprintf("%s is larger than %d KiB", url, limit>>10)}
 	}
-	return decodeCard(data)
+	return data, nil
 }
 
 // NewSession starts tracking a client session. Pinned servers start

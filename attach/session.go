@@ -47,6 +47,9 @@ type Attachment struct {
 	Pinned     bool
 	AttachedAt time.Time
 
+	// Timeout overrides the manager's call timeout when set.
+	Timeout time.Duration
+
 	mu      sync.Mutex
 	up      *upstream // nil while a pinned server is starting
 	tools   []Tool
@@ -109,6 +112,7 @@ func newSession(m *Manager, id string) *Session {
 	s := &Session{ID: id, m: m, ctx: ctx, cancel: cancel, inflight: map[string]chan struct{}{}, reserved: map[string]bool{}}
 	for _, p := range m.Pinned {
 		a := &Attachment{URN: PinnedURN(p.Name), Name: p.Name, Kind: KindMCPServer, RegistryID: "config", Pinned: true, AttachedAt: time.Now()}
+		a.Timeout, _ = time.ParseDuration(p.Timeout) // validated by config
 		plan := m.pinnedPlan(p)
 		a.Endpoint = plan.Endpoint()
 		s.atts = append(s.atts, a)
@@ -265,6 +269,13 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 		return nil, err
 	}
 	if err := s.m.checkType(e.Type); err != nil {
+		return nil, err
+	}
+	report, err := s.m.Trust.Check(e.Publisher(), e.TrustManifest)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.m.Trust.VerifyDigests(ctx, e.TrustManifest, &report); err != nil {
 		return nil, err
 	}
 	if KindOf(e.Type) == KindA2AAgent {
@@ -469,7 +480,8 @@ func (s *Session) Call(ctx context.Context, name string, args any, meta *mcp.Met
 	if up == nil {
 		return nil, fmt.Errorf("%s is still starting; try again shortly", att.Name)
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.m.CallTimeout)
+	timeout := cmp.Or(att.Timeout, s.m.CallTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	res, err := up.call(ctx, tool.Upstream.Name, args, meta, onProgress)
 	switch {
@@ -478,7 +490,7 @@ func (s *Session) Call(ctx context.Context, name string, args any, meta *mcp.Met
 	case errors.Is(err, ErrUpstreamDown):
 		return nil, fmt.Errorf("%s: %w; attach_resource %s again to restart it", att.Name, err, att.URN)
 	case ctx.Err() == context.DeadlineExceeded && !errors.Is(context.Cause(ctx), context.Canceled):
-		return nil, fmt.Errorf("%w: %s did not answer %s within %s", ErrTimeout, att.Name, tool.Upstream.Name, s.m.CallTimeout)
+		return nil, fmt.Errorf("%w: %s did not answer %s within %s", ErrTimeout, att.Name, tool.Upstream.Name, timeout)
 	}
 	return nil, err
 }

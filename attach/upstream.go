@@ -45,9 +45,6 @@ type upstream struct {
 // probe, which costs old servers a 5 s wait.
 const upstreamProtocol = mcp.LATEST_LEGACY_PROTOCOL_VERSION
 
-// maxFrame bounds one JSON-RPC message read from an upstream's stdout.
-const maxFrame = 10 << 20
-
 // dial starts or connects to the upstream and completes the MCP handshake.
 func dial(ctx context.Context, plan Plan, hc *http.Client, log *slog.Logger, version string) (*upstream, error) {
 	u := &upstream{log: log, progress: map[string]func(mcp.JSONRPCNotification){}}
@@ -138,7 +135,7 @@ func (u *upstream) startProcess(plan Plan) (*transport.Stdio, error) {
 		u.markDown(why)
 		close(u.exited)
 	}()
-	return transport.NewIO(&frameLimit{r: outR, max: maxFrame}, inW, nil), nil
+	return transport.NewIO(guard.LimitFrames(outR, guard.MaxMessage), inW, nil), nil
 }
 
 func describeExit(err error) string {
@@ -396,24 +393,4 @@ func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return strings.TrimSpace(string(t.buf))
-}
-
-// frameLimit fails a read once a line grows past max bytes, so a flooding
-// upstream cannot grow the gateway's memory without bound.
-type frameLimit struct {
-	r    io.Reader
-	max  int
-	line int
-}
-
-func (f *frameLimit) Read(p []byte) (int, error) {
-	n, err := f.r.Read(p)
-	for _, b := range p[:n] {
-		if b == '\n' {
-			f.line = 0
-		} else if f.line++; f.line > f.max {
-			return 0, fmt.Errorf("upstream sent a message larger than %d MiB", f.max>>20)
-		}
-	}
-	return n, err
 }

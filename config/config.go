@@ -65,6 +65,10 @@ type Config struct {
 	AllowLocalURLs bool
 	// CallTimeout bounds one proxied tool call.
 	CallTimeout time.Duration
+	// MaxResultBytes caps the content of one proxied tool result.
+	MaxResultBytes int
+	// Limits are per-session rate limits and the loop guard.
+	Limits Limits
 	// Stdio is the launch policy for local (stdio) upstream servers.
 	Stdio Stdio
 	// Servers are pinned MCP servers, attached to every session at start.
@@ -108,6 +112,21 @@ type Server struct {
 	Env     []string          `json:"env,omitempty"`
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	// Timeout overrides call_timeout for this server ("120s").
+	Timeout string `json:"timeout,omitempty"`
+}
+
+// Limits are per-session budgets. Zero means no limit.
+type Limits struct {
+	// CallsPerSecond and CallBurst bound every tool call of a session.
+	CallsPerSecond float64 `json:"calls_per_second"`
+	CallBurst      int     `json:"call_burst"`
+	// DiscoveryPerMinute bounds discover_resources and attach_resource.
+	DiscoveryPerMinute float64 `json:"discovery_per_minute"`
+	// RepeatMax refuses the same discover or attach more often than this
+	// within RepeatWindow.
+	RepeatMax    int           `json:"repeat_max"`
+	RepeatWindow time.Duration `json:"-"`
 }
 
 // Agent is a pinned A2A agent.
@@ -121,7 +140,12 @@ const (
 	DefaultAddr           = "127.0.0.1:7333"
 	DefaultMaxAttachments = 5
 	DefaultCallTimeout    = 60 * time.Second
+	DefaultMaxResultBytes = 8 << 20
 )
+
+// DefaultLimits leave proxied calls alone (they are the upstream's
+// business) and bound what costs the gateway: discovery and attaching.
+var DefaultLimits = Limits{DiscoveryPerMinute: 120, RepeatMax: 10, RepeatWindow: time.Minute}
 
 // DefaultAllowAttachTypes is the media types attachable by default.
 var DefaultAllowAttachTypes = []string{MediaMCPServerCard, MediaMCPServerOld, MediaA2AAgentCard}

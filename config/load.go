@@ -31,7 +31,12 @@ type file struct {
 	MaxAttachments   *int       `json:"max_attachments"`
 	AllowLocalURLs   *bool      `json:"allow_local_urls"`
 	CallTimeout      *string    `json:"call_timeout"`
-	Stdio            *struct {
+	MaxResultBytes   *int       `json:"max_result_bytes"`
+	Limits           *struct {
+		Limits
+		RepeatWindow string `json:"repeat_window"`
+	} `json:"limits"`
+	Stdio *struct {
 		AllowFrom []string `json:"allow_from"`
 		Launchers []string `json:"launchers"`
 		Env       []string `json:"env"`
@@ -114,6 +119,8 @@ func Load(flags Flags, environ []string) (*Config, error) {
 		MaxAttachments:   DefaultMaxAttachments,
 		AllowLocalURLs:   false,
 		CallTimeout:      DefaultCallTimeout,
+		MaxResultBytes:   DefaultMaxResultBytes,
+		Limits:           DefaultLimits,
 		Servers:          f.Servers,
 		Agents:           f.Agents,
 	}
@@ -130,6 +137,20 @@ func Load(flags Flags, environ []string) (*Config, error) {
 			errs = append(errs, fieldError("call_timeout", "%q is not a duration like \"60s\"", *f.CallTimeout))
 		}
 		c.CallTimeout = d
+	}
+	if f.MaxResultBytes != nil {
+		c.MaxResultBytes = *f.MaxResultBytes
+	}
+	if f.Limits != nil {
+		c.Limits = f.Limits.Limits
+		c.Limits.RepeatWindow = DefaultLimits.RepeatWindow
+		if f.Limits.RepeatWindow != "" {
+			d, err := time.ParseDuration(f.Limits.RepeatWindow)
+			if err != nil || d <= 0 {
+				errs = append(errs, fieldError("limits.repeat_window", "%q is not a positive duration like \"60s\"", f.Limits.RepeatWindow))
+			}
+			c.Limits.RepeatWindow = d
+		}
 	}
 
 	// Registries: the file's list (or builtin alone), then one catalog
@@ -255,6 +276,12 @@ func (c *Config) validate() []error {
 	if c.CallTimeout <= 0 || c.CallTimeout > time.Hour {
 		add("call_timeout", "%s is outside (0, 1h]", c.CallTimeout)
 	}
+	if c.MaxResultBytes < 1024 || c.MaxResultBytes > 64<<20 {
+		add("max_result_bytes", "%d is outside 1024..%d", c.MaxResultBytes, 64<<20)
+	}
+	if l := c.Limits; l.CallsPerSecond < 0 || l.CallBurst < 0 || l.DiscoveryPerMinute < 0 || l.RepeatMax < 0 {
+		add("limits", "values may not be negative")
+	}
 	for i, t := range c.AllowAttachTypes {
 		if !slices.Contains(DefaultAllowAttachTypes, t) {
 			add(fmt.Sprintf("allow_attach_types[%d]", i), "%q is not one of %s", t, strings.Join(DefaultAllowAttachTypes, ", "))
@@ -336,6 +363,11 @@ func (c *Config) validate() []error {
 		for j, v := range s.Env {
 			if !envPattern.MatchString(v) {
 				add(fmt.Sprintf("%s.env[%d]", f, j), "%q is not a variable name", v)
+			}
+		}
+		if s.Timeout != "" {
+			if d, err := time.ParseDuration(s.Timeout); err != nil || d <= 0 || d > time.Hour {
+				add(f+".timeout", "%q is not a duration in (0, 1h]", s.Timeout)
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -33,6 +34,9 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
+	}
+	if numericSpelling(host) {
+		return nil, refuse("ssrf", "%q is an IP address in an unusual spelling", host)
 	}
 	var ips []netip.Addr
 	if ip, err := netip.ParseAddr(host); err == nil {
@@ -122,8 +126,37 @@ func CheckURL(raw string) (*url.URL, error) {
 		return nil, refuse("url", "%q carries credentials in the URL", raw)
 	case u.Hostname() == "":
 		return nil, refuse("url", "%q has no host", raw)
+	case numericSpelling(u.Hostname()):
+		return nil, refuse("url", "%q names an IP address in an unusual spelling (decimal, octal, hex or short form)", raw)
 	}
 	return u, nil
+}
+
+// numericSpelling reports hosts that some resolvers read as IPv4 addresses
+// although they are not in dotted-quad form: 2130706433, 0x7f.1, 0177.0.0.1,
+// 127.1. Refused outright, so no resolver gets to read them its own way.
+func numericSpelling(host string) bool {
+	if _, err := netip.ParseAddr(host); err == nil {
+		return false // canonical IPv4 or IPv6
+	}
+	parts := strings.Split(strings.ToLower(strings.TrimSuffix(host, ".")), ".")
+	if len(parts) > 4 {
+		return false
+	}
+	for _, p := range parts {
+		digits := p
+		if rest, ok := strings.CutPrefix(p, "0x"); ok {
+			digits = rest
+			if strings.Trim(digits, "0123456789abcdef") != "" {
+				return false
+			}
+			continue
+		}
+		if digits == "" || strings.Trim(digits, "0123456789") != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // maxRedirects bounds redirect chains; each hop is dialled, so checked.

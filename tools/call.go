@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -38,7 +40,91 @@ func (g *Gateway) forward(ctx context.Context, req mcp.CallToolRequest, name str
 		}
 		return fromError(err)
 	}
-	return res
+	return capResult(res, g.opts.MaxResultBytes)
+}
+
+// limit is the middleware every tool call passes: the session's rate
+// limit, and for discover and attach the discovery budget and loop guard.
+func (g *Gateway) limit(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		s := g.current(ctx)
+		if s == nil {
+			return next(ctx, req)
+		}
+		if err := s.limiter.AllowCall(); err != nil {
+			return fromError(err), nil
+		}
+		if name := req.Params.Name; name == "discover_resources" || name == "attach_resource" {
+			key := name + "\x00" + canonicalArgs(req)
+			if err := s.limiter.AllowDiscovery(key, time.Now()); err != nil {
+				g.log.Warn("refused", "session", s.att.ID, "tool", name, "err", err)
+				return fromError(err), nil
+			}
+		}
+		return next(ctx, req)
+	}
+}
+
+// canonicalArgs renders arguments so that the same request, however its
+// JSON was spaced or ordered, gives the same key.
+func canonicalArgs(req mcp.CallToolRequest) string {
+	var v any
+	if err := json.Unmarshal(req.Params.RawArguments, &v); err != nil {
+		v = req.Params.Arguments
+	}
+	b, _ := json.Marshal(v) // maps marshal with sorted keys
+	return string(b)
+}
+
+// capResult keeps a result's content within max bytes: text past the cap
+// is cut, other content past it dropped, and a note says what went.
+func capResult(res *mcp.CallToolResult, max int) *mcp.CallToolResult {
+	size := len(res.RawStructuredContent)
+	for _, c := range res.Content {
+		size += contentSize(c)
+	}
+	if size <= max {
+		return res
+	}
+	budget := max - len(res.RawStructuredContent)
+	out := *res
+	out.Content = nil
+	dropped := 0
+	for _, c := range res.Content {
+		n := contentSize(c)
+		switch {
+		case n <= budget:
+			out.Content = append(out.Content, c)
+			budget -= n
+		case budget > 0:
+			if tc, ok := c.(mcp.TextContent); ok {
+				tc.Text = strings.ToValidUTF8(tc.Text[:budget], "")
+				out.Content = append(out.Content, tc)
+				budget = 0
+				dropped += n - len(tc.Text)
+				continue
+			}
+			dropped += n
+		default:
+			dropped += n
+		}
+	}
+	out.Content = append(out.Content, mcp.NewTextContent(fmt.Sprintf(
+		"[ardgate: this result was %d bytes, over the %d-byte cap (max_result_bytes); %d bytes were cut]", size, max, dropped)))
+	return &out
+}
+
+func contentSize(c mcp.Content) int {
+	switch t := c.(type) {
+	case mcp.TextContent:
+		return len(t.Text)
+	case mcp.ImageContent:
+		return len(t.Data)
+	case mcp.AudioContent:
+		return len(t.Data)
+	}
+	b, _ := json.Marshal(c)
+	return len(b)
 }
 
 const callSchema = `{

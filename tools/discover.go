@@ -65,16 +65,17 @@ type discoverResult struct {
 }
 
 type discoveredEntry struct {
-	URN              string `json:"urn"`
-	DisplayName      string `json:"displayName"`
-	Type             string `json:"type"`
-	Score            int    `json:"score"`
-	Source           string `json:"source"`
-	RegistryID       string `json:"registry_id"`
-	Description      string `json:"description"`
-	Publisher        string `json:"publisher"`
-	Attachable       bool   `json:"attachable"`
-	WhyNotAttachable string `json:"why_not_attachable,omitempty"`
+	URN              string             `json:"urn"`
+	DisplayName      string             `json:"displayName"`
+	Type             string             `json:"type"`
+	Score            int                `json:"score"`
+	Source           string             `json:"source"`
+	RegistryID       string             `json:"registry_id"`
+	Description      string             `json:"description"`
+	Publisher        string             `json:"publisher"`
+	Attachable       bool               `json:"attachable"`
+	WhyNotAttachable string             `json:"why_not_attachable,omitempty"`
+	Trust            *guard.TrustReport `json:"trust,omitempty"`
 }
 
 type referral struct {
@@ -194,10 +195,14 @@ func (g *Gateway) describe(r registry.Result, registryID string) discoveredEntry
 		Description: guard.Text(r.Description, maxDescRunes),
 		Publisher:   r.Publisher(),
 	}
-	if err := g.manager.Attachable(&r.Entry, registryID); err != nil {
-		e.WhyNotAttachable = guard.Text(err.Error(), maxDescRunes)
+	a := g.manager.Assess(&r.Entry, registryID)
+	if a.Err != nil {
+		e.WhyNotAttachable = guard.Text(a.Err.Error(), maxDescRunes)
 	} else {
 		e.Attachable = true
+	}
+	if len(r.TrustManifest) > 0 || len(a.Trust.Required) > 0 {
+		e.Trust = &a.Trust
 	}
 	return e
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/ardgate/ardgate/attach"
+	"github.com/ardgate/ardgate/config"
+	"github.com/ardgate/ardgate/guard"
 )
 
 // Gateway is the MCP server clients connect to. Build it with New.
@@ -22,17 +24,29 @@ type Gateway struct {
 	mcp     *server.MCPServer
 	manager *attach.Manager
 	log     *slog.Logger
+	opts    Options
 	started time.Time
-	version string
 
 	mu       sync.Mutex
 	sessions map[string]*session
 }
 
+// Options are the gateway's own settings.
+type Options struct {
+	// Version is reported to clients.
+	Version string
+	// MaxResultBytes caps the content of one proxied tool result; zero
+	// means config.DefaultMaxResultBytes.
+	MaxResultBytes int
+	// Limits are each session's rate limits and loop guard.
+	Limits guard.Limits
+}
+
 // session ties an MCP client session to its attachments and remembers
 // which proxied tools are registered for it.
 type session struct {
-	att *attach.Session
+	att     *attach.Session
+	limiter *guard.Limiter
 	// perSession is true when the transport keeps tools per session
 	// (streamable HTTP); stdio has one session per process, and its tools
 	// are the server's own.
@@ -42,18 +56,22 @@ type session struct {
 }
 
 // New builds the gateway's MCP server over manager.
-func New(manager *attach.Manager, log *slog.Logger, version string) *Gateway {
-	g := &Gateway{manager: manager, log: log, started: time.Now(), version: version, sessions: map[string]*session{}}
+func New(manager *attach.Manager, log *slog.Logger, opts Options) *Gateway {
+	if opts.MaxResultBytes == 0 {
+		opts.MaxResultBytes = config.DefaultMaxResultBytes
+	}
+	g := &Gateway{manager: manager, log: log, started: time.Now(), opts: opts, sessions: map[string]*session{}}
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(g.onRegister)
 	hooks.AddOnUnregisterSession(g.onUnregister)
 	hooks.AddOnError(func(_ context.Context, id any, method mcp.MCPMethod, _ any, err error) {
 		g.log.Debug("mcp error", "method", method, "id", id, "err", err)
 	})
-	g.mcp = server.NewMCPServer("ardgate", version,
+	g.mcp = server.NewMCPServer("ardgate", opts.Version,
 		server.WithToolCapabilities(true),
 		server.WithHooks(hooks),
 		server.WithRecovery(),
+		server.WithToolHandlerMiddleware(g.limit),
 		server.WithInstructions(instructions),
 	)
 	g.mcp.AddTools(
@@ -99,7 +117,7 @@ func (g *Gateway) session(id string, perSession bool) *session {
 	if s, ok := g.sessions[id]; ok {
 		return s
 	}
-	s := &session{att: g.manager.NewSession(id), perSession: perSession, registered: map[string]mcp.Tool{}}
+	s := &session{att: g.manager.NewSession(id), limiter: g.opts.Limits.NewLimiter(), perSession: perSession, registered: map[string]mcp.Tool{}}
 	s.att.OnChange = func() { g.sync(id, s) }
 	g.sessions[id] = s
 	return s

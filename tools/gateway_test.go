@@ -66,7 +66,7 @@ func newGateway(t *testing.T, callTimeout time.Duration, entries ...registry.Ent
 		StartTimeout:   10 * time.Second,
 		Log:            log,
 	}
-	g := New(m, log, "test")
+	g := New(m, log, Options{Version: "test"})
 	h := g.NewHTTP(HTTPOptions{AuthToken: ""})
 	ts := httptest.NewServer(h)
 	t.Cleanup(func() {
@@ -290,7 +290,7 @@ func TestConcurrentAttachOneURN(t *testing.T) {
 
 func TestHTTPAccessRules(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	g := New(&attach.Manager{Log: log, MaxAttachments: 1}, log, "test")
+	g := New(&attach.Manager{Log: log, MaxAttachments: 1}, log, Options{Version: "test"})
 	h := g.NewHTTP(HTTPOptions{AuthToken: "s3cret"})
 	ts := httptest.NewServer(h)
 	defer func() { _ = h.Shutdown(context.Background()); ts.Close(); g.Close() }()

@@ -35,7 +35,7 @@ func (g *Gateway) health(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		Registries  []reg          `json:"registries"`
 		Attachments map[string]int `json:"attachments"`
 	}{
-		Version:     g.version,
+		Version:     g.opts.Version,
 		UptimeSec:   int64(time.Since(g.started).Seconds()),
 		Sessions:    len(g.manager.Sessions()),
 		Attachments: map[string]int{attach.StatusUp: 0, attach.StatusStarting: 0, attach.StatusDown: 0},

@@ -52,6 +52,10 @@ func fromError(err error) *mcp.CallToolResult {
 	msg := err.Error()
 	var refusal *guard.Refusal
 	switch {
+	case errors.As(err, &refusal) && refusal.Rule == "rate_limit":
+		return failure("rate_limited", "%s", msg)
+	case errors.As(err, &refusal) && refusal.Rule == "loop_guard":
+		return failure("loop_guard", "%s", msg)
 	case errors.As(err, &refusal):
 		return failure("refused", "%s", msg)
 	case errors.Is(err, registry.ErrBadURN):

@@ -14,6 +14,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/ardgate/ardgate/guard"
 )
 
 // ServeStdio serves one client over in and out until in ends or ctx is
@@ -22,11 +24,10 @@ import (
 func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	s := server.NewStdioServer(g.mcp)
 	s.SetErrorLogger(slog.NewLogLogger(g.log.Handler(), slog.LevelError))
-	return s.Listen(ctx, in, out)
+	// An over-size frame is cut, so it gets a parse error and the session
+	// goes on, instead of growing memory without bound.
+	return s.Listen(ctx, guard.TruncateFrames(in, guard.MaxMessage), out)
 }
-
-// maxHTTPBody caps one HTTP request to the gateway.
-const maxHTTPBody = 10 << 20
 
 // HTTP serves MCP over streamable HTTP at /mcp, with /healthz.
 type HTTP struct {
@@ -98,7 +99,7 @@ func (h *HTTP) guard(next http.Handler) http.Handler {
 				return
 			}
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxHTTPBody)
+		r.Body = http.MaxBytesReader(w, r.Body, guard.MaxMessage)
 		next.ServeHTTP(w, r)
 	})
 }
@@ -124,7 +125,7 @@ func (h *HTTP) healthz(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"status":   "ok",
-		"version":  h.g.version,
+		"version":  h.g.opts.Version,
 		"sessions": len(h.g.manager.Sessions()),
 		"uptime_s": int64(time.Since(h.g.started).Seconds()),
 	})

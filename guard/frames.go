@@ -1,0 +1,62 @@
+package guard
+
+import (
+	"fmt"
+	"io"
+)
+
+// MaxMessage is the size cap on one JSON-RPC message, on every transport.
+const MaxMessage = 10 << 20
+
+// LimitFrames fails the stream once a line (a stdio frame) grows past max
+// bytes: an upstream that floods is cut off rather than let grow the
+// gateway's memory.
+func LimitFrames(r io.Reader, max int) io.Reader { return &frameLimit{r: r, max: max} }
+
+type frameLimit struct {
+	r    io.Reader
+	max  int
+	line int
+}
+
+func (f *frameLimit) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	for _, b := range p[:n] {
+		if b == '\n' {
+			f.line = 0
+		} else if f.line++; f.line > f.max {
+			return 0, fmt.Errorf("a message is larger than the %d MiB cap", f.max>>20)
+		}
+	}
+	return n, err
+}
+
+// TruncateFrames cuts every line longer than max bytes down to max bytes,
+// dropping the rest of that line. The cut frame no longer parses, so the
+// reader's peer answers it with a parse error and the stream goes on.
+func TruncateFrames(r io.Reader, max int) io.Reader { return &frameTruncate{r: r, max: max} }
+
+type frameTruncate struct {
+	r    io.Reader
+	max  int
+	line int
+}
+
+func (f *frameTruncate) Read(p []byte) (int, error) {
+	for {
+		n, err := f.r.Read(p)
+		out := 0
+		for _, b := range p[:n] {
+			if b == '\n' {
+				f.line = 0
+			} else if f.line++; f.line > f.max {
+				continue // past the cap: dropped
+			}
+			p[out] = b
+			out++
+		}
+		if out > 0 || err != nil {
+			return out, err
+		}
+	}
+}
