@@ -38,6 +38,9 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 	if numericSpelling(host) {
 		return nil, refuse("ssrf", "%q is an IP address in an unusual spelling", host)
 	}
+	if name := strings.TrimSuffix(strings.ToLower(host), "."); !d.AllowLocal && (name == "localhost" || strings.HasSuffix(name, ".localhost")) {
+		return nil, refuse("ssrf", "%s always means this machine (allow_local_urls is off)", host)
+	}
 	var ips []netip.Addr
 	if ip, err := netip.ParseAddr(host); err == nil {
 		ips = []netip.Addr{ip}
@@ -52,24 +55,27 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 			return nil, err
 		}
 	}
+	if len(ips) == 0 {
+		return nil, fmt.Errorf("%s: no addresses", host)
+	}
+	// One forbidden answer refuses the name: a round-robin mix of public
+	// and private addresses is a rebinding trick, not an accident.
+	for _, ip := range ips {
+		if err := d.CheckIP(ip); err != nil {
+			return nil, fmt.Errorf("%s (%s): %w", host, ip, err)
+		}
+	}
 	connect := d.Connect
 	if connect == nil {
 		connect = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	}
 	var errs []error
 	for _, ip := range ips {
-		if err := d.CheckIP(ip); err != nil {
-			errs = append(errs, fmt.Errorf("%s (%s): %w", host, ip, err))
-			continue
-		}
 		conn, err := connect(ctx, network, net.JoinHostPort(ip.Unmap().String(), port))
 		if err == nil {
 			return conn, nil
 		}
 		errs = append(errs, err)
-	}
-	if len(errs) == 0 {
-		return nil, fmt.Errorf("%s: no addresses", host)
 	}
 	return nil, errors.Join(errs...)
 }
