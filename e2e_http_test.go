@@ -220,3 +220,50 @@ func TestHTTPHealthz(t *testing.T) {
 		t.Fatalf("unknown session: HTTP %d, want 404", resp2.StatusCode)
 	}
 }
+
+// With ARDGATE_AUTH_TOKEN set, a request without it gets 401 and one from
+// a foreign Origin 403; neither makes a session or reaches a tool.
+func TestHTTPAuthAndOrigin(t *testing.T) {
+	url, _ := startHTTP(t, env(false, "ARDGATE_AUTH_TOKEN=t0ken"))
+	post := func(auth, origin string) int {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	sessions := func() int {
+		resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var h struct{ Sessions int }
+		_ = json.NewDecoder(resp.Body).Decode(&h)
+		return h.Sessions
+	}
+	if code := post("", ""); code != http.StatusUnauthorized {
+		t.Fatalf("no token: HTTP %d", code)
+	}
+	if code := post("Bearer t0ken", "https://attacker.example"); code != http.StatusForbidden {
+		t.Fatalf("foreign origin: HTTP %d", code)
+	}
+	if n := sessions(); n != 0 {
+		t.Fatalf("refused requests made %d sessions", n)
+	}
+	if code := post("Bearer t0ken", ""); code != http.StatusOK {
+		t.Fatalf("with token: HTTP %d", code)
+	}
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+func writeJSON(t *testing.T, path string, v any) string {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func npmCard(id string) map[string]any {
+	return map[string]any{"name": id, "packages": []any{map[string]any{
+		"registryType": "npm", "identifier": "@ardgate-test/" + id, "version": "1.0.0", "transport": map[string]any{"type": "stdio"},
+		"packageArguments": []any{map[string]any{"type": "positional", "value": "--transport=stdio"}},
+	}}}
+}
+
+// Each safety rule refuses with an isError result that names the rule,
+// and the session goes on.
+func TestGuardRefusalsEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	var hits atomic.Int64
+	big := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		w.Write([]byte(`{"name":"big","description":"` + strings.Repeat("x", 2<<20) + `"}`))
+	}))
+	defer big.Close()
+
+	entry := func(name, typ string, data any) map[string]any {
+		return map[string]any{"identifier": "urn:air:ardgate.test:mcp:" + name, "displayName": name, "type": typ, "data": data}
+	}
+	card := "application/mcp-server-card+json"
+	impostor := entry("impostor", card, npmCard("fixture"))
+	impostor["trustManifest"] = map[string]any{"identity": "did:web:evil.example"}
+	unattested := entry("unattested", card, npmCard("fixture"))
+	unattested["trustManifest"] = map[string]any{"identity": "did:web:ardgate.test", "attestations": []any{
+		map[string]any{"type": "ISO27001", "uri": "https://ardgate.test/iso.pdf", "mediaType": "application/pdf"}}}
+	attested := entry("attested", card, npmCard("fixture"))
+	attested["trustManifest"] = map[string]any{"identity": "https://tools.ardgate.test", "attestations": []any{
+		map[string]any{"type": "SOC2-Type2", "uri": "https://ardgate.test/soc2.pdf", "mediaType": "application/pdf"}}}
+	loopback := entry("loopback-remote", card, map[string]any{"remotes": []any{map[string]any{"type": "streamable-http", "url": big.URL + "/mcp"}}})
+	loopback["trustManifest"] = attested["trustManifest"] // so that the address is what stops it
+	hostile := writeJSON(t, filepath.Join(dir, "hostile.json"), map[string]any{"specVersion": "1.0", "entries": []any{
+		loopback,
+		impostor, unattested, attested,
+		entry("old-type", "application/mcp-server+json", npmCard("fixture")),
+		map[string]any{"identifier": "urn:air:ardgate.test:mcp:oversize", "displayName": "oversize", "type": card, "url": big.URL + "/card.json"},
+	}})
+	cfg := writeJSON(t, filepath.Join(dir, "ardgate.json"), map[string]any{
+		"registries": []any{
+			map[string]any{"id": "hostile", "kind": "catalog", "path": hostile},
+			map[string]any{"id": "team", "kind": "catalog", "path": mustAbs(t, "testdata/catalogs/fixture.json")},
+		},
+		"require_trust":      []string{"soc2"},
+		"allow_attach_types": []string{card},
+		"stdio":              map[string]any{"allow_from": []string{"hostile"}},
+	})
+
+	// allow_local_urls off: the loopback remote must be refused at dial.
+	g := startStdio(t, env(true), "--config", cfg)
+	cases := []struct{ urn, code, rule string }{
+		{"urn:air:ardgate.test:mcp:loopback-remote", "refused", "ssrf"},
+		{"urn:air:ardgate.test:mcp:impostor", "refused", "trust.identity"},
+		{"urn:air:ardgate.test:mcp:unattested", "refused", "require_trust"},
+		{"urn:air:ardgate.test:mcp:old-type", "refused", "allow_attach_types"},
+		{"urn:air:ardgate.test:mcp:fixture", "refused", "require_trust"}, // no manifest at all
+	}
+	for _, c := range cases {
+		msg := g.fails("attach_resource", map[string]any{"urn": c.urn}, c.code)
+		if !strings.Contains(msg, "refused by "+c.rule) {
+			t.Errorf("%s: message %q does not name rule %s", c.urn, msg, c.rule)
+		}
+	}
+	if hits.Load() != 0 {
+		t.Fatalf("the loopback server was reached %d times", hits.Load())
+	}
+	// Discovery shows the trust report: what is checked, what is claimed.
+	var d struct {
+		Results []struct {
+			URN   string
+			Trust struct {
+				IdentityMatchesPublisher bool     `json:"identity_matches_publisher"`
+				Claimed                  []string `json:"claimed_attestations"`
+				Note                     string
+			}
+			Attachable bool
+		}
+	}
+	g.ok("discover_resources", map[string]any{"text": "attested", "registry_id": "hostile"}, &d)
+	if r := d.Results[0]; r.URN != "urn:air:ardgate.test:mcp:attested" || !r.Attachable || !r.Trust.IdentityMatchesPublisher ||
+		len(r.Trust.Claimed) != 1 || !strings.Contains(r.Trust.Note, "claims") {
+		t.Fatalf("attested entry: %+v", r)
+	}
+	// The attested entry passes every rule and attaches.
+	g.ok("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:attested"}, nil)
+
+	// A registry outside stdio.allow_from may not start processes; an
+	// over-size card is refused (this gateway allows local URLs, so the
+	// size cap is what stops it).
+	cfg2 := writeJSON(t, filepath.Join(dir, "ardgate2.json"), map[string]any{
+		"registries": []any{
+			map[string]any{"id": "hostile", "kind": "catalog", "path": hostile},
+			map[string]any{"id": "team", "kind": "catalog", "path": mustAbs(t, "testdata/catalogs/fixture.json")},
+		},
+		"allow_local_urls": true,
+		"stdio":            map[string]any{"allow_from": []string{"hostile"}},
+	})
+	g2 := startStdio(t, env(true), "--config", cfg2)
+	msg := g2.fails("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}, "not_attachable")
+	if !strings.Contains(msg, "refused by stdio.allow_from") {
+		t.Errorf("allow_from message %q", msg)
+	}
+	msg = g2.fails("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:oversize"}, "refused")
+	if !strings.Contains(msg, "refused by size_limit") {
+		t.Errorf("over-size message %q", msg)
+	}
+	g2.ok("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:old-type"}, nil)
+}
