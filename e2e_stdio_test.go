@@ -391,6 +391,16 @@ func TestStdioMalformedFrame(t *testing.T) {
 	if m := read(); m["id"].(float64) != 3 || m["result"] == nil {
 		t.Fatalf("after a bad frame, tools/list = %v", m)
 	}
+	// A frame over the 10 MiB cap is cut and answered with a parse error;
+	// the gateway neither dies nor buffers it whole.
+	send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"discover_resources","arguments":{"text":"` + strings.Repeat("a", 11<<20) + `"}}}`)
+	if m := read(); m["error"] == nil {
+		t.Fatalf("over-size frame answered %.200v, want a parse error", m)
+	}
+	send(`{"jsonrpc":"2.0","id":5,"method":"tools/list"}`)
+	if m := read(); m["id"].(float64) != 5 || m["result"] == nil {
+		t.Fatalf("after an over-size frame, tools/list = %v", m)
+	}
 	in.Close()
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("gateway exit: %v (stderr: %s)", err, stderr.String())
