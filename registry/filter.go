@@ -81,6 +81,17 @@ func (c clause) match(e *Entry) bool {
 	return false
 }
 
+// Values returns the scalar values at a dot path in the entry (as a filter
+// or facet reads them), flattening arrays; "publisher" is derived from the
+// identifier.
+func (e *Entry) Values(path string) []string {
+	parts := strings.Split(path, ".")
+	if slices.Contains(parts, "") {
+		return nil
+	}
+	return fieldValues(e, parts)
+}
+
 // fieldValues returns the scalar values found at path in e, flattening
 // arrays on the way. Fields that hold no typed Go value (data,
 // trustManifest, metadata) are walked as JSON.

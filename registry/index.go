@@ -132,6 +132,28 @@ func (ix *Index) Entries() []Entry {
 	return out
 }
 
+// Match returns every entry q's text and filter match, best first, with no
+// paging (for facets and listings).
+func (ix *Index) Match(q Query) ([]Result, error) {
+	q.PageSize, q.PageToken = MaxPageSize, ""
+	var out []Result
+	for {
+		p, err := ix.Search(q)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p.Results...)
+		if p.PageToken == "" {
+			return out, nil
+		}
+		q.PageToken = p.PageToken
+	}
+}
+
+// Referrals returns the registry entries (application/ai-registry+json) of
+// the indexed catalogs.
+func (ix *Index) Referrals() []Entry { return ix.referrals }
+
 // Search ranks entries against q.
 func (ix *Index) Search(q Query) (Page, error) {
 	size := q.PageSize
