@@ -135,26 +135,22 @@ func (ix *Index) Entries() []Entry {
 // Match returns every entry q's text and filter match, best first, with no
 // paging (for facets and listings).
 func (ix *Index) Match(q Query) ([]Result, error) {
-	q.PageSize, q.PageToken = MaxPageSize, ""
-	var out []Result
-	for {
-		p, err := ix.Search(q)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p.Results...)
-		if p.PageToken == "" {
-			return out, nil
-		}
-		q.PageToken = p.PageToken
+	hits, ranked, err := ix.rank(q)
+	if err != nil {
+		return nil, err
 	}
+	out := make([]Result, len(hits))
+	for i, h := range hits {
+		out[i] = ix.result(h, ranked)
+	}
+	return out, nil
 }
 
 // Referrals returns the registry entries (application/ai-registry+json) of
 // the indexed catalogs.
 func (ix *Index) Referrals() []Entry { return ix.referrals }
 
-// Search ranks entries against q.
+// Search ranks entries against q and returns one page.
 func (ix *Index) Search(q Query) (Page, error) {
 	size := q.PageSize
 	switch {
@@ -163,24 +159,47 @@ func (ix *Index) Search(q Query) (Page, error) {
 	case size < 0 || size > MaxPageSize:
 		return Page{}, fmt.Errorf("%w: pageSize %d is outside 1..%d", ErrInvalidArgument, size, MaxPageSize)
 	}
-	filter, err := compileFilter(q.Filter)
-	if err != nil {
-		return Page{}, err
-	}
 	fp := fingerprint(q)
 	offset, err := decodePageToken(q.PageToken, fp)
 	if err != nil {
 		return Page{}, err
 	}
-
-	terms := uniqueTerms(q.Text)
-	type hit struct {
-		doc   int32
-		score float64
+	hits, ranked, err := ix.rank(q)
+	if err != nil {
+		return Page{}, err
 	}
-	var hits []hit
+	page := Page{Results: []Result{}, Referrals: ix.referrals}
+	offset = min(offset, len(hits))
+	end := min(offset+size, len(hits))
+	for _, h := range hits[offset:end] {
+		page.Results = append(page.Results, ix.result(h, ranked))
+	}
+	if end < len(hits) {
+		page.PageToken = encodePageToken(end, fp)
+	}
+	return page, nil
+}
+
+type hit struct {
+	doc   int32
+	score float64
+}
+
+func (ix *Index) result(h hit, ranked bool) Result {
+	d := &ix.docs[h.doc]
+	return Result{Entry: d.entry, Score: scaleScore(h.score, ranked), Source: d.source}
+}
+
+// rank returns the entries matching q, best first. ranked is false when
+// the text held no searchable word: then every entry the filter allows
+// matches, ordered by name.
+func (ix *Index) rank(q Query) (hits []hit, ranked bool, err error) {
+	filter, err := compileFilter(q.Filter)
+	if err != nil {
+		return nil, false, err
+	}
+	terms := uniqueTerms(q.Text)
 	if len(terms) == 0 {
-		// No searchable words: list what the filter allows, by name.
 		for i := range ix.docs {
 			if filter.match(&ix.docs[i].entry) {
 				hits = append(hits, hit{doc: int32(i)})
@@ -189,53 +208,40 @@ func (ix *Index) Search(q Query) (Page, error) {
 		slices.SortFunc(hits, func(a, b hit) int {
 			return cmp.Compare(ix.docs[a.doc].entry.DisplayName, ix.docs[b.doc].entry.DisplayName)
 		})
-	} else {
-		sp := ix.scratch.Get().(*[]float32)
-		scores := *sp
-		var touched []int32
-		var ideal float64
-		n := float64(len(ix.docs))
-		for _, t := range terms {
-			list := ix.postings[t]
-			idf := math.Log(1 + (n-float64(len(list))+0.5)/(float64(len(list))+0.5))
-			ideal += idf * (bm25K1 + 1)
-			for _, p := range list {
-				if scores[p.doc] == 0 {
-					touched = append(touched, p.doc)
-				}
-				tf := float64(p.tf)
-				scores[p.doc] += float32(idf * tf * (bm25K1 + 1) / (tf + bm25K1))
+		return hits, false, nil
+	}
+	sp := ix.scratch.Get().(*[]float32)
+	scores := *sp
+	var touched []int32
+	var ideal float64
+	n := float64(len(ix.docs))
+	for _, t := range terms {
+		list := ix.postings[t]
+		idf := math.Log(1 + (n-float64(len(list))+0.5)/(float64(len(list))+0.5))
+		ideal += idf * (bm25K1 + 1)
+		for _, p := range list {
+			if scores[p.doc] == 0 {
+				touched = append(touched, p.doc)
 			}
+			tf := float64(p.tf)
+			scores[p.doc] += float32(idf * tf * (bm25K1 + 1) / (tf + bm25K1))
 		}
-		for _, d := range touched {
-			s := float64(scores[d])
-			scores[d] = 0 // leave the scratch clean for the next search
-			if filter.match(&ix.docs[d].entry) {
-				hits = append(hits, hit{doc: d, score: s / ideal})
-			}
+	}
+	for _, d := range touched {
+		s := float64(scores[d])
+		scores[d] = 0 // leave the scratch clean for the next search
+		if filter.match(&ix.docs[d].entry) {
+			hits = append(hits, hit{doc: d, score: s / ideal})
 		}
-		ix.scratch.Put(sp)
-		slices.SortFunc(hits, func(a, b hit) int {
-			if c := cmp.Compare(b.score, a.score); c != 0 {
-				return c
-			}
-			return cmp.Compare(ix.docs[a.doc].entry.Identifier, ix.docs[b.doc].entry.Identifier)
-		})
 	}
-
-	page := Page{Results: []Result{}, Referrals: ix.referrals}
-	if offset > len(hits) {
-		offset = len(hits)
-	}
-	end := min(offset+size, len(hits))
-	for _, h := range hits[offset:end] {
-		d := &ix.docs[h.doc]
-		page.Results = append(page.Results, Result{Entry: d.entry, Score: scaleScore(h.score, len(terms) > 0), Source: d.source})
-	}
-	if end < len(hits) {
-		page.PageToken = encodePageToken(end, fp)
-	}
-	return page, nil
+	ix.scratch.Put(sp)
+	slices.SortFunc(hits, func(a, b hit) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		return cmp.Compare(ix.docs[a.doc].entry.Identifier, ix.docs[b.doc].entry.Identifier)
+	})
+	return hits, true, nil
 }
 
 // scaleScore maps the fraction of the query's ideal BM25 mass that a
