@@ -86,16 +86,18 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		log.Warn("allow_local_urls is on: endpoints may resolve to loopback and private addresses; use it for local testing only")
 	}
 
+	// One guarded client makes every outgoing request.
+	hc := (&guard.Dialer{AllowLocal: cfg.AllowLocalURLs}).Client()
 	var regs []registry.Registry
 	for _, rc := range cfg.Registries {
-		r, err := registry.Open(rc, log)
+		r, err := registry.Open(rc, registry.OpenOptions{HTTP: hc, Log: log})
 		if err != nil {
 			fmt.Fprintln(stderr, "ardgate:", err)
 			return 1
 		}
 		regs = append(regs, r)
 	}
-	manager := attach.New(cfg, regs, log, buildVersion())
+	manager := attach.New(cfg, regs, hc, log, buildVersion())
 	gw := tools.New(manager, log, tools.Options{
 		Version:        buildVersion(),
 		MaxResultBytes: cfg.MaxResultBytes,

@@ -70,13 +70,13 @@ type Manager struct {
 	sessions map[*Session]struct{}
 }
 
-// New builds a Manager from the configuration.
-func New(cfg *config.Config, regs []registry.Registry, log *slog.Logger, version string) *Manager {
-	dialer := &guard.Dialer{AllowLocal: cfg.AllowLocalURLs}
+// New builds a Manager from the configuration. hc must be the guarded
+// client: it makes every outgoing request.
+func New(cfg *config.Config, regs []registry.Registry, hc *http.Client, log *slog.Logger, version string) *Manager {
 	m := &Manager{
 		Registries:     regs,
 		Stdio:          guard.Stdio{AllowFrom: cfg.Stdio.AllowFrom, Launchers: cfg.Stdio.Launchers, PassEnv: cfg.Stdio.Env},
-		HTTP:           dialer.Client(),
+		HTTP:           hc,
 		AllowTypes:     cfg.AllowAttachTypes,
 		MaxAttachments: cfg.MaxAttachments,
 		CallTimeout:    cfg.CallTimeout,

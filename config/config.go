@@ -91,6 +91,9 @@ type Registry struct {
 	TokenEnv string `json:"token_env,omitempty"`
 	// Hosts are the origins of a "well-known" registry.
 	Hosts []string `json:"hosts,omitempty"`
+	// Token is the bearer token for this registry, read from TokenEnv (or
+	// ARD_REGISTRY_TOKEN for ARD registries) when the config is loaded.
+	Token string `json:"-"`
 }
 
 // Stdio is the policy for launching local upstream servers.

@@ -20,29 +20,33 @@ import (
 // file is the JSON config file. Pointers tell "absent" from "zero", so that
 // a field the file does not set never overrides a default.
 type file struct {
-	Transport        *string    `json:"transport"`
-	Addr             *string    `json:"addr"`
-	LogLevel         *string    `json:"log_level"`
-	LogFormat        *string    `json:"log_format"`
-	Catalogs         []string   `json:"catalogs"`
-	Registries       []Registry `json:"registries"`
-	RequireTrust     []string   `json:"require_trust"`
-	AllowAttachTypes []string   `json:"allow_attach_types"`
-	MaxAttachments   *int       `json:"max_attachments"`
-	AllowLocalURLs   *bool      `json:"allow_local_urls"`
-	CallTimeout      *string    `json:"call_timeout"`
-	MaxResultBytes   *int       `json:"max_result_bytes"`
-	Limits           *struct {
-		Limits
-		RepeatWindow string `json:"repeat_window"`
-	} `json:"limits"`
-	Stdio *struct {
+	Transport        *string     `json:"transport"`
+	Addr             *string     `json:"addr"`
+	LogLevel         *string     `json:"log_level"`
+	LogFormat        *string     `json:"log_format"`
+	Catalogs         []string    `json:"catalogs"`
+	Registries       []Registry  `json:"registries"`
+	RequireTrust     []string    `json:"require_trust"`
+	AllowAttachTypes []string    `json:"allow_attach_types"`
+	MaxAttachments   *int        `json:"max_attachments"`
+	AllowLocalURLs   *bool       `json:"allow_local_urls"`
+	CallTimeout      *string     `json:"call_timeout"`
+	MaxResultBytes   *int        `json:"max_result_bytes"`
+	Limits           *fileLimits `json:"limits"`
+	Stdio            *struct {
 		AllowFrom []string `json:"allow_from"`
 		Launchers []string `json:"launchers"`
 		Env       []string `json:"env"`
 	} `json:"stdio"`
 	Servers []Server `json:"servers"`
 	Agents  []Agent  `json:"agents"`
+}
+
+// fileLimits is the "limits" object. readFile starts it from DefaultLimits,
+// so that a field the file leaves out keeps its default.
+type fileLimits struct {
+	Limits
+	RepeatWindow string `json:"repeat_window"`
 }
 
 // environment is the ARDGATE_* variables; nil means unset.
@@ -135,8 +139,9 @@ func Load(flags Flags, environ []string) (*Config, error) {
 		d, err := time.ParseDuration(*f.CallTimeout)
 		if err != nil {
 			errs = append(errs, fieldError("call_timeout", "%q is not a duration like \"60s\"", *f.CallTimeout))
+		} else {
+			c.CallTimeout = d
 		}
-		c.CallTimeout = d
 	}
 	if f.MaxResultBytes != nil {
 		c.MaxResultBytes = *f.MaxResultBytes
@@ -165,7 +170,16 @@ func Load(flags Flags, environ []string) (*Config, error) {
 			r.Path = filepath.Join(base, r.Path) // relative to the config file, not the cwd
 		}
 	}
-	for _, p := range firstList(flags.Catalogs, e.Catalogs, f.Catalogs) {
+	catalogs := firstList(flags.Catalogs, e.Catalogs)
+	if catalogs == nil {
+		for _, p := range f.Catalogs {
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(base, p) // relative to the config file, like registry paths
+			}
+			catalogs = append(catalogs, p)
+		}
+	}
+	for _, p := range catalogs {
 		c.Registries = append(c.Registries, Registry{ID: catalogID(p, c.Registries), Kind: KindCatalog, Path: p})
 	}
 
@@ -216,7 +230,7 @@ func (e *Error) Unwrap() []error { return e.Problems }
 const maxConfigSize = 4 << 20
 
 func readFile(path string) (file, error) {
-	var f file
+	f := file{Limits: &fileLimits{Limits: DefaultLimits}}
 	fh, err := os.Open(path)
 	if err != nil {
 		return f, fmt.Errorf("config file: %w", err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 
 	"github.com/ardgate/ardgate/config"
 )
@@ -30,10 +31,24 @@ var builtinCatalog []byte
 // BuiltinCatalog returns the embedded catalog document.
 func BuiltinCatalog() []byte { return builtinCatalog }
 
+// OpenOptions are what Open needs besides the registry's config.
+type OpenOptions struct {
+	// HTTP is the gateway's guarded client, for remote registries.
+	HTTP *http.Client
+	// Log receives warnings about catalog entries left out.
+	Log *slog.Logger
+}
+
 // Open builds the registry a config entry describes. Entries a catalog
 // file holds that break the rules are logged and left out.
-func Open(rc config.Registry, log *slog.Logger) (Registry, error) {
+func Open(rc config.Registry, o OpenOptions) (Registry, error) {
+	log := o.Log
+	remote := RemoteOptions{HTTP: o.HTTP, Token: rc.Token}
 	switch rc.Kind {
+	case config.KindARD:
+		return NewARD(rc.ID, rc.URL, rc.Federation, remote)
+	case config.KindMCPRegistry:
+		return NewMCPRegistry(rc.ID, rc.URL, remote)
 	case config.KindCatalog:
 		var (
 			entries []Entry

@@ -1,0 +1,206 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// MCPRegistry is a client of the official MCP Registry API
+// (GET /v0.1/servers). Its server.json documents become entries:
+// identifier urn:air:<reversed namespace>:mcp:<name> (io.github.foo/bar →
+// urn:air:foo.github.io:mcp:bar), type application/mcp-server-card+json,
+// the server.json inline as data. Servers whose official status is not
+// "active" are dropped.
+type MCPRegistry struct {
+	*remote
+}
+
+// NewMCPRegistry returns a client for the MCP Registry at baseURL.
+func NewMCPRegistry(id, baseURL string, o RemoteOptions) (*MCPRegistry, error) {
+	r, err := newRemote(id, baseURL, o)
+	if err != nil {
+		return nil, err
+	}
+	return &MCPRegistry{remote: r}, nil
+}
+
+// ID implements Registry.
+func (m *MCPRegistry) ID() string { return m.id }
+
+type serverListResponse struct {
+	Servers  []serverResponse `json:"servers"`
+	Metadata struct {
+		NextCursor string `json:"nextCursor"`
+	} `json:"metadata"`
+}
+
+type serverResponse struct {
+	Server json.RawMessage `json:"server"`
+	Meta   struct {
+		Official struct {
+			Status    string `json:"status"`
+			UpdatedAt string `json:"updatedAt"`
+		} `json:"io.modelcontextprotocol.registry/official"`
+	} `json:"_meta"`
+}
+
+// Search implements Registry. The registry's own search is a name match,
+// so the page it returns is ranked here with the same BM25F scoring as
+// local catalogs, and filters are applied here.
+func (m *MCPRegistry) Search(ctx context.Context, q Query) (Page, error) {
+	size := q.PageSize
+	if size == 0 {
+		size = DefaultPageSize
+	}
+	if size < 0 || size > MaxPageSize {
+		return Page{}, fmt.Errorf("%w: pageSize %d is outside 1..%d", ErrInvalidArgument, size, MaxPageSize)
+	}
+	filter, err := compileFilter(q.Filter)
+	if err != nil {
+		return Page{}, err
+	}
+	params := url.Values{"limit": {strconv.Itoa(size)}, "version": {"latest"}}
+	if s := searchTerm(q.Text); s != "" {
+		params.Set("search", s)
+	}
+	if q.PageToken != "" {
+		params.Set("cursor", q.PageToken)
+	}
+	data, err := m.do(ctx, http.MethodGet, "/v0.1/servers", params, nil)
+	if err != nil {
+		return Page{}, err
+	}
+	var resp serverListResponse
+	if err := json.Unmarshal(data, &resp); err != nil {
+		return Page{}, fmt.Errorf("registry %s: malformed server list: %w", m.id, err)
+	}
+	var entries []Entry
+	for _, s := range resp.Servers {
+		if e, ok := serverEntry(s); ok && filter.match(&e) {
+			entries = append(entries, e)
+		}
+	}
+	m.remember(entries)
+	ranked, err := NewIndex(m.base.String(), entries).Match(Query{Text: q.Text})
+	if err != nil {
+		return Page{}, err
+	}
+	// Entries the text does not match at all still came back from the
+	// registry's own search: keep them, after the ranked ones.
+	for _, e := range entries {
+		if !slices.ContainsFunc(ranked, func(r Result) bool { return r.Identifier == e.Identifier }) {
+			ranked = append(ranked, Result{Entry: e, Source: m.base.String()})
+		}
+	}
+	return Page{Results: ranked, PageToken: resp.Metadata.NextCursor}, nil
+}
+
+// searchTerm picks what to send as the registry's name search: its
+// search matches names, so the query's longest word does best.
+func searchTerm(text string) string {
+	var best string
+	for _, w := range strings.Fields(strings.ToLower(text)) {
+		w = strings.Trim(w, `.,;:!?"'()`)
+		if len(w) > len(best) && !stopWords[w] {
+			best = w
+		}
+	}
+	return best
+}
+
+// Lookup implements Registry: the server named by the URN, latest version.
+func (m *MCPRegistry) Lookup(ctx context.Context, urn string) (Entry, error) {
+	name, err := ServerName(urn)
+	if err != nil {
+		return Entry{}, err
+	}
+	data, err := m.do(ctx, http.MethodGet, "/v0.1/servers/"+url.PathEscape(name)+"/versions/latest", nil, nil)
+	if err == nil {
+		var s serverResponse
+		if json.Unmarshal(data, &s) == nil {
+			if e, ok := serverEntry(s); ok {
+				return e, nil
+			}
+		}
+	}
+	if e, ok := m.recall(urn); ok {
+		return e, nil
+	}
+	var se *StatusError
+	if err != nil && !(errors.As(err, &se) && se.Status == http.StatusNotFound) {
+		return Entry{}, err
+	}
+	return Entry{}, fmt.Errorf("registry %s: %s: %w", m.id, urn, ErrNotFound)
+}
+
+// serverEntry maps one registry record to an entry; ok is false for
+// records that are not active or cannot be named.
+func serverEntry(s serverResponse) (Entry, bool) {
+	if st := s.Meta.Official.Status; st != "" && st != "active" {
+		return Entry{}, false
+	}
+	var sj struct {
+		Name        string `json:"name"`
+		Title       string `json:"title"`
+		Description string `json:"description"`
+		Version     string `json:"version"`
+	}
+	if json.Unmarshal(s.Server, &sj) != nil {
+		return Entry{}, false
+	}
+	urn, err := ServerURN(sj.Name)
+	if err != nil {
+		return Entry{}, false
+	}
+	display := sj.Title
+	if display == "" {
+		_, display, _ = strings.Cut(sj.Name, "/")
+		display = strings.ReplaceAll(display, "-", " ")
+	}
+	e := Entry{Identifier: urn, DisplayName: display, Type: "application/mcp-server-card+json",
+		Data: s.Server, Description: sj.Description, Version: sj.Version, UpdatedAt: s.Meta.Official.UpdatedAt}
+	return e, checkEntry(&e) == nil
+}
+
+// ServerURN maps an MCP Registry server name (reverse-DNS namespace, a
+// slash, a name) to its URN: io.github.foo/bar → urn:air:foo.github.io:mcp:bar.
+func ServerURN(name string) (string, error) {
+	ns, n, ok := strings.Cut(name, "/")
+	if !ok || ns == "" || n == "" {
+		return "", fmt.Errorf("%w: server name %q is not namespace/name", ErrBadURN, name)
+	}
+	labels := strings.Split(ns, ".")
+	slices.Reverse(labels)
+	seg := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-' {
+			return r
+		}
+		return '-'
+	}, n)
+	u := "urn:air:" + strings.Join(labels, ".") + ":mcp:" + seg
+	if _, err := ParseURN(u); err != nil {
+		return "", err
+	}
+	return u, nil
+}
+
+// ServerName is ServerURN's inverse, for URNs of the mcp namespace.
+func ServerName(urn string) (string, error) {
+	u, err := ParseURN(urn)
+	if err != nil {
+		return "", err
+	}
+	if len(u.Namespace) != 1 || u.Namespace[0] != "mcp" {
+		return "", fmt.Errorf("%w: %s is not an MCP Registry server (urn:air:<publisher>:mcp:<name>)", ErrNotFound, urn)
+	}
+	labels := strings.Split(u.Publisher, ".")
+	slices.Reverse(labels)
+	return strings.Join(labels, ".") + "/" + u.Name, nil
+}

@@ -1,0 +1,287 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+)
+
+// remote is what every HTTP registry client shares: the guarded HTTP
+// client, the bearer token and where it may go, retries, a short response
+// cache, and the entries seen in results (for Lookup when the registry has
+// no lookup route).
+type remote struct {
+	id      string
+	base    *url.URL
+	token   string
+	http    *http.Client
+	ttl     time.Duration
+	retries int
+	maxBody int64
+
+	flight singleflight.Group
+	mu     sync.Mutex
+	cache  map[string]cached
+	seen   map[string]Entry
+}
+
+type cached struct {
+	body    []byte
+	expires time.Time
+}
+
+// RemoteOptions configure a remote registry client.
+type RemoteOptions struct {
+	// HTTP makes the requests; it must be the gateway's guarded client.
+	HTTP *http.Client
+	// Token, if set, is sent as a bearer token to the registry's own
+	// origin only.
+	Token string
+	// TTL is how long identical responses are reused (default 30s).
+	TTL time.Duration
+	// Retries on 429 and 5xx (default 2).
+	Retries int
+}
+
+// Limits of a remote registry client.
+const (
+	maxRegistryResponse = 8 << 20
+	maxCachedResponses  = 256
+	maxSeenEntries      = 10000
+	maxBackoff          = 5 * time.Second
+)
+
+func newRemote(id, baseURL string, o RemoteOptions) (*remote, error) {
+	u, err := url.Parse(strings.TrimSuffix(baseURL, "/"))
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("registry %s: %q is not an http(s) base URL", id, baseURL)
+	}
+	if o.HTTP == nil {
+		return nil, fmt.Errorf("registry %s: no HTTP client", id)
+	}
+	r := &remote{id: id, base: u, token: o.Token, ttl: o.TTL, retries: o.Retries, maxBody: maxRegistryResponse,
+		cache: map[string]cached{}, seen: map[string]Entry{}}
+	if r.ttl == 0 {
+		r.ttl = 30 * time.Second
+	}
+	if o.Retries == 0 {
+		r.retries = 2
+	}
+	// The token goes to the registry's origin only: a redirect elsewhere
+	// loses it, whatever the standard library's own rule would do.
+	c := *o.HTTP
+	next := c.CheckRedirect
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if !sameOrigin(req.URL, r.base) {
+			req.Header.Del("Authorization")
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 5 {
+			return errors.New("too many redirects")
+		}
+		return nil
+	}
+	r.http = &c
+	return r, nil
+}
+
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Host, b.Host)
+}
+
+// StatusError is a registry's non-2xx answer, with its message decoded
+// from whichever error body the registry speaks.
+type StatusError struct {
+	Registry string
+	Status   int
+	Code     string
+	Message  string
+}
+
+func (e *StatusError) Error() string {
+	msg := e.Message
+	if msg == "" {
+		msg = http.StatusText(e.Status)
+	}
+	if e.Code != "" {
+		return fmt.Sprintf("registry %s: HTTP %d %s: %s", e.Registry, e.Status, e.Code, msg)
+	}
+	return fmt.Sprintf("registry %s: HTTP %d: %s", e.Registry, e.Status, msg)
+}
+
+// Unwrap maps statuses onto the package's sentinels.
+func (e *StatusError) Unwrap() error {
+	switch e.Status {
+	case http.StatusBadRequest, http.StatusUnprocessableEntity:
+		return ErrInvalidArgument
+	case http.StatusNotFound:
+		return ErrNotFound
+	}
+	return nil
+}
+
+// do sends one request (GET when body is nil) to path under the base URL,
+// retrying 429 and 5xx with backoff that honours Retry-After, and returns
+// the body of a 2xx answer. Identical requests within the TTL share one
+// answer; identical requests in flight share one round trip.
+func (r *remote) do(ctx context.Context, method, path string, query url.Values, body []byte) ([]byte, error) {
+	u := *r.base
+	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	u.RawQuery = query.Encode()
+	key := method + " " + u.String() + "\x00" + string(body)
+
+	r.mu.Lock()
+	if c, ok := r.cache[key]; ok && time.Now().Before(c.expires) {
+		r.mu.Unlock()
+		return c.body, nil
+	}
+	r.mu.Unlock()
+
+	v, err, _ := r.flight.Do(key, func() (any, error) {
+		var last error
+		for attempt := 0; ; attempt++ {
+			out, retryAfter, err := r.once(ctx, method, u.String(), body)
+			if err == nil {
+				r.mu.Lock()
+				if len(r.cache) >= maxCachedResponses {
+					clear(r.cache)
+				}
+				r.cache[key] = cached{body: out, expires: time.Now().Add(r.ttl)}
+				r.mu.Unlock()
+				return out, nil
+			}
+			last = err
+			var se *StatusError
+			retryable := errors.As(err, &se) && (se.Status == http.StatusTooManyRequests || se.Status >= 500)
+			if !retryable || attempt >= r.retries {
+				return nil, last
+			}
+			wait := retryAfter
+			if wait == 0 {
+				wait = time.Duration(200<<attempt)*time.Millisecond + time.Duration(rand.IntN(100))*time.Millisecond
+			}
+			select {
+			case <-time.After(min(wait, maxBackoff)):
+			case <-ctx.Done():
+				return nil, fmt.Errorf("%w (after %v)", ctx.Err(), last)
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]byte), nil
+}
+
+func (r *remote) once(ctx context.Context, method, u string, body []byte) ([]byte, time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
+	if err != nil {
+		return nil, 0, err
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if r.token != "" {
+		req.Header.Set("Authorization", "Bearer "+r.token)
+	}
+	resp, err := r.http.Do(req)
+	if err != nil {
+		return nil, 0, fmt.Errorf("registry %s: %w", r.id, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, r.maxBody+1))
+	if err != nil {
+		return nil, 0, fmt.Errorf("registry %s: reading the response: %w", r.id, err)
+	}
+	if int64(len(data)) > r.maxBody {
+		return nil, 0, fmt.Errorf("registry %s: response larger than %d MiB refused", r.id, r.maxBody>>20)
+	}
+	if resp.StatusCode/100 == 2 {
+		return data, 0, nil
+	}
+	return nil, retryAfter(resp.Header.Get("Retry-After")), decodeError(r.id, resp.StatusCode, data)
+}
+
+// decodeError reads {errorCode, message} (ARD), {detail} (FastAPI, 422
+// lists), or plain text.
+func decodeError(id string, status int, body []byte) error {
+	e := &StatusError{Registry: id, Status: status}
+	var ard struct {
+		ErrorCode string          `json:"errorCode"`
+		Message   string          `json:"message"`
+		Detail    json.RawMessage `json:"detail"`
+	}
+	if json.Unmarshal(body, &ard) == nil {
+		e.Code, e.Message = ard.ErrorCode, ard.Message
+		if e.Message == "" && len(ard.Detail) > 0 {
+			var s string
+			var list []struct {
+				Msg string `json:"msg"`
+				Loc []any  `json:"loc"`
+			}
+			switch {
+			case json.Unmarshal(ard.Detail, &s) == nil:
+				e.Message = s
+			case json.Unmarshal(ard.Detail, &list) == nil:
+				var parts []string
+				for _, d := range list {
+					parts = append(parts, fmt.Sprintf("%v: %s", d.Loc, d.Msg))
+				}
+				e.Message = strings.Join(parts, "; ")
+			}
+		}
+	} else if len(body) > 0 && len(body) < 512 {
+		e.Message = strings.TrimSpace(string(body))
+	}
+	if len(e.Message) > 500 {
+		e.Message = e.Message[:500]
+	}
+	return e
+}
+
+func retryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}
+
+// remember keeps entries from results for Lookup.
+func (r *remote) remember(entries []Entry) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.seen)+len(entries) > maxSeenEntries {
+		clear(r.seen)
+	}
+	for _, e := range entries {
+		r.seen[CanonicalURN(e.Identifier)] = e
+	}
+}
+
+func (r *remote) recall(urn string) (Entry, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.seen[CanonicalURN(urn)]
+	return e, ok
+}
