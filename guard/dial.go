@@ -91,7 +91,12 @@ var (
 
 // CheckIP refuses addresses an outgoing connection must not reach.
 func (d *Dialer) CheckIP(ip netip.Addr) error {
-	ip = ip.Unmap() // ::ffff:127.0.0.1 is 127.0.0.1
+	if !ip.IsValid() {
+		return refuse("ssrf", "no valid address")
+	}
+	// A zone (fe80::1%eth0) only picks the interface, and a prefix never
+	// contains a zoned address: drop it before checking.
+	ip = ip.WithZone("").Unmap() // ::ffff:127.0.0.1 is 127.0.0.1
 	if nat64.Contains(ip) {
 		// The IPv4 address embedded in the last 32 bits is the real target.
 		b := ip.As16()
@@ -103,7 +108,7 @@ func (d *Dialer) CheckIP(ip netip.Addr) error {
 		}
 	}
 	for _, p := range neverPrefixes {
-		if p.Contains(ip) {
+		if p.Contains(ip) && ip != netip.IPv6Loopback() { // ::1 is in ::/96 but is loopback, checked below
 			return refuse("ssrf", "%s is in reserved range %s", ip, p)
 		}
 	}
@@ -185,7 +190,7 @@ func (d *Dialer) Client() *http.Client {
 	return &http.Client{
 		Transport: t,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= maxRedirects {
+			if len(via) > maxRedirects { // via holds one request per redirect so far
 				return refuse("redirects", "more than %d redirects", maxRedirects)
 			}
 			if _, err := CheckURL(req.URL.String()); err != nil {

@@ -1,0 +1,652 @@
+package config_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ardgate/ardgate/config"
+)
+
+// writeConfig writes a config file into a fresh temporary directory and
+// returns its path.
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "ardgate.json")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// problems returns the individual problems of a *config.Error, failing the
+// test if err is not one.
+func problems(t *testing.T, err error) []string {
+	t.Helper()
+	var ce *config.Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("error is %T (%v), want *config.Error", err, err)
+	}
+	var out []string
+	for _, p := range ce.Problems {
+		out = append(out, p.Error())
+	}
+	return out
+}
+
+// hasField reports whether some problem is about exactly that field path.
+func hasField(probs []string, field string) bool {
+	return slices.ContainsFunc(probs, func(p string) bool { return strings.HasPrefix(p, field+": ") })
+}
+
+func ids(rs []config.Registry) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.ID)
+	}
+	return out
+}
+
+func TestLoadDefaults(t *testing.T) {
+	for _, environ := range [][]string{nil, {}, {"HOME=/home/x", "PATH=/bin", "NOT_ARDGATE_TRANSPORT=http"}} {
+		c, err := config.Load(config.Flags{}, environ)
+		if err != nil {
+			t.Fatalf("Load(%q): %v", environ, err)
+		}
+		if c.Transport != config.TransportStdio || c.Addr != config.DefaultAddr || c.LogLevel != "info" || c.LogFormat != "text" {
+			t.Errorf("defaults: transport=%q addr=%q level=%q format=%q", c.Transport, c.Addr, c.LogLevel, c.LogFormat)
+		}
+		if c.File != "" || c.AuthToken != "" || c.ARDRegistryToken != "" || c.AllowLocalURLs {
+			t.Errorf("defaults: file=%q auth=%q ardtoken=%q allowlocal=%v", c.File, c.AuthToken, c.ARDRegistryToken, c.AllowLocalURLs)
+		}
+		want := []config.Registry{{ID: config.BuiltinRegistryID, Kind: config.KindCatalog}}
+		if !slices.EqualFunc(c.Registries, want, registryEqual) {
+			t.Errorf("registries = %+v, want only builtin", c.Registries)
+		}
+		if !slices.Equal(c.Stdio.AllowFrom, []string{config.BuiltinRegistryID}) {
+			t.Errorf("stdio.allow_from = %q, want [builtin]", c.Stdio.AllowFrom)
+		}
+		if !slices.Equal(c.Stdio.Launchers, config.DefaultLaunchers) || len(c.Stdio.Env) != 0 {
+			t.Errorf("stdio = %+v", c.Stdio)
+		}
+		if c.MaxAttachments != config.DefaultMaxAttachments || c.CallTimeout != config.DefaultCallTimeout ||
+			c.MaxResultBytes != config.DefaultMaxResultBytes || c.Limits != config.DefaultLimits {
+			t.Errorf("numeric defaults: max=%d timeout=%s result=%d limits=%+v", c.MaxAttachments, c.CallTimeout, c.MaxResultBytes, c.Limits)
+		}
+		if !slices.Equal(c.AllowAttachTypes, config.DefaultAllowAttachTypes) || len(c.RequireTrust) != 0 {
+			t.Errorf("types=%q trust=%q", c.AllowAttachTypes, c.RequireTrust)
+		}
+		if len(c.Servers) != 0 || len(c.Agents) != 0 {
+			t.Errorf("servers=%v agents=%v", c.Servers, c.Agents)
+		}
+	}
+}
+
+func registryEqual(a, b config.Registry) bool {
+	return a.ID == b.ID && a.Kind == b.Kind && a.Path == b.Path && a.URL == b.URL &&
+		a.Federation == b.Federation && a.TokenEnv == b.TokenEnv && slices.Equal(a.Hosts, b.Hosts)
+}
+
+// TestLoadPrecedence checks flags > env > file > defaults for every value
+// that all three sources can set.
+func TestLoadPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ardgate.json")
+	fileBody := `{"transport": "http", "addr": "127.0.0.1:1001", "log_level": "debug",
+		"log_format": "json", "catalogs": ["/file/fromfile.json"]}`
+	if err := os.WriteFile(path, []byte(fileBody), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{
+		"ARDGATE_TRANSPORT=stdio", "ARDGATE_ADDR=127.0.0.1:1002", "ARDGATE_LOG_LEVEL=warn",
+		"ARDGATE_LOG_FORMAT=text", "ARDGATE_CATALOGS=/env/one.json,/env/two.json",
+	}
+	flags := config.Flags{Transport: "http", Addr: "127.0.0.1:1003", LogLevel: "error", LogFormat: "json",
+		Catalogs: []string{"/flag/fromflag.json"}}
+
+	type want struct {
+		transport, addr, level, format string
+		catalogs                       []string
+	}
+	tests := []struct {
+		name  string
+		flags config.Flags
+		env   []string
+		file  bool
+		want  want
+	}{
+		{"defaults", config.Flags{}, nil, false,
+			want{"stdio", config.DefaultAddr, "info", "text", nil}},
+		{"file", config.Flags{}, nil, true,
+			want{"http", "127.0.0.1:1001", "debug", "json", []string{"/file/fromfile.json"}}},
+		{"env over file", config.Flags{}, env, true,
+			want{"stdio", "127.0.0.1:1002", "warn", "text", []string{"/env/one.json", "/env/two.json"}}},
+		{"env over defaults", config.Flags{}, env, false,
+			want{"stdio", "127.0.0.1:1002", "warn", "text", []string{"/env/one.json", "/env/two.json"}}},
+		{"flags over env and file", flags, env, true,
+			want{"http", "127.0.0.1:1003", "error", "json", []string{"/flag/fromflag.json"}}},
+		{"flags over file", flags, nil, true,
+			want{"http", "127.0.0.1:1003", "error", "json", []string{"/flag/fromflag.json"}}},
+		{"empty env values fall through", config.Flags{}, []string{"ARDGATE_TRANSPORT=", "ARDGATE_ADDR=", "ARDGATE_LOG_LEVEL="}, true,
+			want{"http", "127.0.0.1:1001", "debug", "json", []string{"/file/fromfile.json"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fl := tt.flags
+			if tt.file {
+				fl.Config = path
+			}
+			c, err := config.Load(fl, tt.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := want{c.Transport, c.Addr, c.LogLevel, c.LogFormat, nil}
+			for _, r := range c.Registries[1:] {
+				if r.Kind != config.KindCatalog {
+					t.Errorf("catalog registry %+v has kind %q", r, r.Kind)
+				}
+				got.catalogs = append(got.catalogs, r.Path)
+			}
+			if got.transport != tt.want.transport || got.addr != tt.want.addr || got.level != tt.want.level ||
+				got.format != tt.want.format || !slices.Equal(got.catalogs, tt.want.catalogs) {
+				t.Errorf("got  %+v\nwant %+v", got, tt.want)
+			}
+			if c.Registries[0].ID != config.BuiltinRegistryID {
+				t.Errorf("first registry = %+v, want builtin", c.Registries[0])
+			}
+		})
+	}
+}
+
+func TestLoadConfigFileNamedByEnvAndFlag(t *testing.T) {
+	envFile := writeConfig(t, `{"addr": "127.0.0.1:2001"}`)
+	flagFile := writeConfig(t, `{"addr": "127.0.0.1:2002"}`)
+	tests := []struct {
+		name     string
+		flags    config.Flags
+		env      []string
+		wantFile string
+		wantAddr string
+	}{
+		{"ARDGATE_CONFIG", config.Flags{}, []string{"ARDGATE_CONFIG=" + envFile}, envFile, "127.0.0.1:2001"},
+		{"--config", config.Flags{Config: flagFile}, nil, flagFile, "127.0.0.1:2002"},
+		{"--config over ARDGATE_CONFIG", config.Flags{Config: flagFile}, []string{"ARDGATE_CONFIG=" + envFile}, flagFile, "127.0.0.1:2002"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := config.Load(tt.flags, tt.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.File != tt.wantFile || c.Addr != tt.wantAddr {
+				t.Errorf("file=%q addr=%q, want %q %q", c.File, c.Addr, tt.wantFile, tt.wantAddr)
+			}
+		})
+	}
+
+	t.Run("missing file", func(t *testing.T) {
+		missing := filepath.Join(t.TempDir(), "nope.json")
+		_, err := config.Load(config.Flags{}, []string{"ARDGATE_CONFIG=" + missing})
+		if err == nil || !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("err = %v, want one wrapping os.ErrNotExist", err)
+		}
+	})
+}
+
+func TestLoadEnvOverridesFile(t *testing.T) {
+	path := writeConfig(t, `{"max_attachments": 7, "allow_local_urls": true, "require_trust": ["soc2"]}`)
+	tests := []struct {
+		name       string
+		env        []string
+		wantMax    int
+		wantLocal  bool
+		wantTrust  []string
+		wantAuth   string
+		wantARDTok string
+	}{
+		{"file only", nil, 7, true, []string{"soc2"}, "", ""},
+		{"env max", []string{"ARDGATE_MAX_ATTACHMENTS=3"}, 3, true, []string{"soc2"}, "", ""},
+		{"env allow_local false beats file true", []string{"ARDGATE_ALLOW_LOCAL_URLS=false"}, 7, false, []string{"soc2"}, "", ""},
+		{"env require_trust list", []string{"ARDGATE_REQUIRE_TRUST=iso27001,slsa"}, 7, true, []string{"iso27001", "slsa"}, "", ""},
+		{"tokens", []string{"ARDGATE_AUTH_TOKEN=s3cret", "ARD_REGISTRY_TOKEN=reg-tok"}, 7, true, []string{"soc2"}, "s3cret", "reg-tok"},
+		{"ARD_REGISTRY_TOKEN has no prefix", []string{"ARDGATE_ARD_REGISTRY_TOKEN=wrong"}, 7, true, []string{"soc2"}, "", ""},
+		{"token value with =", []string{"ARD_REGISTRY_TOKEN=a=b=c"}, 7, true, []string{"soc2"}, "", "a=b=c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := config.Load(config.Flags{Config: path}, tt.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.MaxAttachments != tt.wantMax || c.AllowLocalURLs != tt.wantLocal || !slices.Equal(c.RequireTrust, tt.wantTrust) ||
+				c.AuthToken != tt.wantAuth || c.ARDRegistryToken != tt.wantARDTok {
+				t.Errorf("max=%d local=%v trust=%q auth=%q ardtok=%q", c.MaxAttachments, c.AllowLocalURLs, c.RequireTrust, c.AuthToken, c.ARDRegistryToken)
+			}
+		})
+	}
+
+	t.Run("env allow_local true without file", func(t *testing.T) {
+		c, err := config.Load(config.Flags{}, []string{"ARDGATE_ALLOW_LOCAL_URLS=true", "ARDGATE_MAX_ATTACHMENTS=100"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !c.AllowLocalURLs || c.MaxAttachments != 100 {
+			t.Errorf("local=%v max=%d", c.AllowLocalURLs, c.MaxAttachments)
+		}
+	})
+}
+
+func TestLoadEnvErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		env   []string
+		field string // a problem about this field; "" means a parse error naming want
+		want  string
+	}{
+		{"max not a number", []string{"ARDGATE_MAX_ATTACHMENTS=five"}, "", "MaxAttachments"},
+		{"allow_local not a bool", []string{"ARDGATE_ALLOW_LOCAL_URLS=yes please"}, "", "AllowLocalURLs"},
+		{"max out of range", []string{"ARDGATE_MAX_ATTACHMENTS=0"}, "max_attachments", ""},
+		{"max too big", []string{"ARDGATE_MAX_ATTACHMENTS=101"}, "max_attachments", ""},
+		{"bad transport", []string{"ARDGATE_TRANSPORT=carrier-pigeon"}, "transport", ""},
+		{"bad log level", []string{"ARDGATE_LOG_LEVEL=loud"}, "log_level", ""},
+		{"bad log format", []string{"ARDGATE_LOG_FORMAT=xml"}, "log_format", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := config.Load(config.Flags{}, tt.env)
+			if err == nil {
+				t.Fatalf("no error; config %+v", c)
+			}
+			if c != nil {
+				t.Errorf("a config was returned with the error")
+			}
+			if tt.field == "" {
+				if !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("error %q does not mention %q", err, tt.want)
+				}
+				return
+			}
+			if probs := problems(t, err); !hasField(probs, tt.field) {
+				t.Errorf("problems %q do not name %q", probs, tt.field)
+			}
+		})
+	}
+}
+
+func TestLoadFileErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want []string // substrings of the error
+	}{
+		{"unknown top-level field", `{"transport": "stdio", "max_attachment": 3}`, []string{`"max_attachment"`}},
+		{"unknown registry field", `{"registries": [{"id": "builtin", "kind": "catalog", "pathh": "x"}]}`, []string{`"pathh"`}},
+		{"unknown stdio field", `{"stdio": {"allow_form": ["builtin"]}}`, []string{`"allow_form"`}},
+		{"malformed JSON line 4", "{\n  \"transport\": \"stdio\",\n  \"addr\": \"x\"\n  \"log_level\": \"info\"\n}", []string{"line 4"}},
+		{"malformed JSON line 1", `{"transport" "stdio"}`, []string{"line 1"}},
+		{"trailing comma", "{\n\"transport\": \"stdio\",\n}", []string{"line 3"}},
+		{"wrong type names field", `{"max_attachments": "five"}`, []string{"max_attachments"}},
+		{"trailing data", `{} {}`, []string{"trailing data"}},
+		{"empty file", ``, []string{"ardgate.json"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeConfig(t, tt.body)
+			c, err := config.Load(config.Flags{Config: path}, nil)
+			if err == nil {
+				t.Fatalf("no error; config %+v", c)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			if !strings.Contains(err.Error(), path) {
+				t.Errorf("error %q does not name the file %s", err, path)
+			}
+		})
+	}
+}
+
+// TestLoadValidation checks that each rule names the offending field path.
+func TestLoadValidation(t *testing.T) {
+	tests := []struct {
+		name  string
+		body  string
+		field string
+	}{
+		{"transport", `{"transport": "tcp"}`, "transport"},
+		{"log_level", `{"log_level": "verbose"}`, "log_level"},
+		{"log_format", `{"log_format": "xml"}`, "log_format"},
+		{"max_attachments zero", `{"max_attachments": 0}`, "max_attachments"},
+		{"max_attachments negative", `{"max_attachments": -1}`, "max_attachments"},
+		{"max_attachments too many", `{"max_attachments": 101}`, "max_attachments"},
+		{"call_timeout not a duration", `{"call_timeout": "soon"}`, "call_timeout"},
+		{"call_timeout zero", `{"call_timeout": "0s"}`, "call_timeout"},
+		{"call_timeout negative", `{"call_timeout": "-5s"}`, "call_timeout"},
+		{"call_timeout too long", `{"call_timeout": "2h"}`, "call_timeout"},
+		{"max_result_bytes small", `{"max_result_bytes": 10}`, "max_result_bytes"},
+		{"max_result_bytes big", `{"max_result_bytes": 1000000000}`, "max_result_bytes"},
+		{"limits negative", `{"limits": {"calls_per_second": -1}}`, "limits"},
+		{"limits repeat_window", `{"limits": {"repeat_window": "often"}}`, "limits.repeat_window"},
+		{"limits repeat_window negative", `{"limits": {"repeat_window": "-1m"}}`, "limits.repeat_window"},
+		{"allow_attach_types", `{"allow_attach_types": ["application/mcp-server-card+json", "text/html"]}`, "allow_attach_types[1]"},
+		{"registry id pattern", `{"registries": [{"id": "Team One", "kind": "catalog", "path": "t.json"}]}`, "registries[0].id"},
+		{"registry id empty", `{"registries": [{"kind": "catalog", "path": "t.json"}]}`, "registries[0].id"},
+		{"registry id duplicate", `{"registries": [{"id": "builtin", "kind": "catalog"}, {"id": "builtin", "kind": "catalog", "path": "x.json"}]}`, "registries[1].id"},
+		{"catalog needs path", `{"registries": [{"id": "builtin", "kind": "catalog"}, {"id": "team", "kind": "catalog"}]}`, "registries[1].path"},
+		{"ard needs url", `{"registries": [{"id": "builtin", "kind": "catalog"}, {"id": "pub", "kind": "ard"}]}`, "registries[1].url"},
+		{"ard url scheme", `{"registries": [{"id": "builtin", "kind": "catalog"}, {"id": "pub", "kind": "ard", "url": "ftp://r.example.com"}]}`, "registries[1].url"},
+		{"mcp-registry needs url", `{"registries": [{"id": "mcp", "kind": "mcp-registry"}]}`, "registries[0].url"},
+		{"well-known needs hosts", `{"registries": [{"id": "hosts", "kind": "well-known"}]}`, "registries[0].hosts"},
+		{"kind unknown", `{"registries": [{"id": "x", "kind": "sql"}]}`, "registries[0].kind"},
+		{"kind missing", `{"registries": [{"id": "x"}]}`, "registries[0].kind"},
+		{"federation", `{"registries": [{"id": "pub", "kind": "ard", "url": "https://r.example.com", "federation": "all"}]}`, "registries[0].federation"},
+		{"token_env", `{"registries": [{"id": "pub", "kind": "ard", "url": "https://r.example.com", "token_env": "MY-TOKEN"}]}`, "registries[0].token_env"},
+		{"stdio.allow_from unknown id", `{"stdio": {"allow_from": ["builtin", "nope"]}}`, "stdio.allow_from[1]"},
+		{"stdio.allow_from first", `{"stdio": {"allow_from": ["public"]}}`, "stdio.allow_from[0]"},
+		{"stdio.launchers shell", `{"stdio": {"launchers": ["npx", "sh -c"]}}`, "stdio.launchers[1]"},
+		{"stdio.launchers empty", `{"stdio": {"launchers": [""]}}`, "stdio.launchers[0]"},
+		{"stdio.launchers metachar", `{"stdio": {"launchers": ["npx;id"]}}`, "stdio.launchers[0]"},
+		{"stdio.env", `{"stdio": {"env": ["HOME", "A=B"]}}`, "stdio.env[1]"},
+		{"server needs command or url", `{"servers": [{"name": "files"}]}`, "servers[0]"},
+		{"server with both", `{"servers": [{"name": "files", "command": "npx", "url": "https://x.example.com/mcp"}]}`, "servers[0]"},
+		{"server url scheme", `{"servers": [{"name": "files", "url": "file:///srv/mcp"}]}`, "servers[0].url"},
+		{"server name", `{"servers": [{"name": "Files!", "command": "npx"}]}`, "servers[0].name"},
+		{"server name duplicate", `{"servers": [{"name": "a", "command": "npx"}, {"name": "a", "command": "uvx"}]}`, "servers[1].name"},
+		{"server env", `{"servers": [{"name": "a", "command": "npx", "env": ["OK", "1BAD"]}]}`, "servers[0].env[1]"},
+		{"server timeout", `{"servers": [{"name": "a", "command": "npx", "timeout": "2h"}]}`, "servers[0].timeout"},
+		{"server timeout not duration", `{"servers": [{"name": "a", "command": "npx", "timeout": "long"}]}`, "servers[0].timeout"},
+		{"agent url", `{"agents": [{"name": "research", "url": "research.example.com"}]}`, "agents[0].url"},
+		{"agent name", `{"agents": [{"name": "", "url": "https://research.example.com"}]}`, "agents[0].name"},
+		{"agent and server share names", `{"servers": [{"name": "r", "command": "npx"}], "agents": [{"name": "r", "url": "https://r.example.com"}]}`, "agents[0].name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeConfig(t, tt.body)
+			c, err := config.Load(config.Flags{Config: path}, nil)
+			if err == nil {
+				t.Fatalf("no error; config %+v", c)
+			}
+			if c != nil {
+				t.Error("a config was returned with the error")
+			}
+			probs := problems(t, err)
+			if !hasField(probs, tt.field) {
+				t.Errorf("problems %q do not name %q", probs, tt.field)
+			}
+			if len(probs) != 1 {
+				t.Errorf("want exactly one problem, got %d: %q", len(probs), probs)
+			}
+			var ce *config.Error
+			if errors.As(err, &ce) && ce.Source != path {
+				t.Errorf("Source = %q, want %q", ce.Source, path)
+			}
+		})
+	}
+}
+
+func TestLoadReportsAllProblems(t *testing.T) {
+	path := writeConfig(t, `{
+		"transport": "tcp",
+		"max_attachments": 0,
+		"call_timeout": "forever",
+		"registries": [
+			{"id": "builtin", "kind": "catalog"},
+			{"id": "pub", "kind": "ard", "url": "gopher://r.example.com"}
+		],
+		"stdio": {"allow_from": ["builtin", "ghost"]},
+		"servers": [{"name": "files"}]
+	}`)
+	_, err := config.Load(config.Flags{Config: path}, nil)
+	probs := problems(t, err)
+	for _, f := range []string{"transport", "max_attachments", "call_timeout", "registries[1].url", "stdio.allow_from[1]", "servers[0]"} {
+		if !hasField(probs, f) {
+			t.Errorf("problems do not name %q:\n%s", f, strings.Join(probs, "\n"))
+		}
+	}
+	if len(probs) != 6 {
+		t.Errorf("got %d problems, want 6:\n%s", len(probs), strings.Join(probs, "\n"))
+	}
+	// One line per problem after the heading.
+	if lines := strings.Split(err.Error(), "\n"); len(lines) != len(probs)+1 || !strings.Contains(lines[0], path) {
+		t.Errorf("Error() = %q", err)
+	}
+	// Unwrap exposes the problems to errors.Is / errors.As.
+	var ce *config.Error
+	errors.As(err, &ce)
+	if !errors.Is(err, ce.Problems[0]) {
+		t.Error("errors.Is does not reach the problems")
+	}
+}
+
+func TestLoadDesignExample(t *testing.T) {
+	c, err := config.Load(config.Flags{Config: "testdata/design.json"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ids(c.Registries), []string{"builtin", "team", "public", "mcp", "hosts"}; !slices.Equal(got, want) {
+		t.Errorf("registries = %q, want %q", got, want)
+	}
+	if want := filepath.Join("testdata", "catalogs", "team.json"); c.Registries[1].Path != want {
+		t.Errorf("team path = %q, want %q", c.Registries[1].Path, want)
+	}
+	if !slices.Equal(c.Stdio.AllowFrom, []string{"builtin", "team"}) || !slices.Equal(c.Stdio.Launchers, []string{"npx", "uvx"}) {
+		t.Errorf("stdio = %+v", c.Stdio)
+	}
+	if len(c.Servers) != 2 || c.Servers[1].Headers["X-Team"] != "a" || len(c.Agents) != 1 {
+		t.Errorf("servers=%+v agents=%+v", c.Servers, c.Agents)
+	}
+	if r, ok := c.RegistryByID("public"); !ok || r.Federation != "none" || r.TokenEnv != "ARD_REGISTRY_TOKEN" {
+		t.Errorf("RegistryByID(public) = %+v, %v", r, ok)
+	}
+	if _, ok := c.RegistryByID("nope"); ok {
+		t.Error("RegistryByID(nope) found something")
+	}
+}
+
+func TestLoadDurationsAndLimits(t *testing.T) {
+	tests := []struct {
+		name        string
+		body        string
+		wantTimeout time.Duration
+		wantLimits  config.Limits
+	}{
+		{"defaults", `{}`, config.DefaultCallTimeout, config.DefaultLimits},
+		{"call_timeout", `{"call_timeout": "90s"}`, 90 * time.Second, config.DefaultLimits},
+		{"full limits", `{"limits": {"calls_per_second": 5, "call_burst": 10, "discovery_per_minute": 30, "repeat_max": 3, "repeat_window": "30s"}}`,
+			config.DefaultCallTimeout, config.Limits{CallsPerSecond: 5, CallBurst: 10, DiscoveryPerMinute: 30, RepeatMax: 3, RepeatWindow: 30 * time.Second}},
+		// A field the file does not set keeps its default.
+		{"partial limits keep defaults", `{"limits": {"repeat_max": 3}}`,
+			config.DefaultCallTimeout, config.Limits{DiscoveryPerMinute: 120, RepeatMax: 3, RepeatWindow: time.Minute}},
+		{"explicit zero disables", `{"limits": {"discovery_per_minute": 0, "repeat_max": 0}}`,
+			config.DefaultCallTimeout, config.Limits{RepeatWindow: time.Minute}},
+		{"null limits", `{"limits": null}`, config.DefaultCallTimeout, config.DefaultLimits},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := config.Load(config.Flags{Config: writeConfig(t, tt.body)}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.CallTimeout != tt.wantTimeout || c.Limits != tt.wantLimits {
+				t.Errorf("timeout=%s limits=%+v, want %s %+v", c.CallTimeout, c.Limits, tt.wantTimeout, tt.wantLimits)
+			}
+		})
+	}
+}
+
+func TestLoadRelativeCatalogPaths(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "etc", "ardgate")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	abs := filepath.Join(dir, "abs.json")
+	body := `{
+		"registries": [
+			{"id": "builtin", "kind": "catalog"},
+			{"id": "team", "kind": "catalog", "path": "catalogs/team.json"},
+			{"id": "up", "kind": "catalog", "path": "../shared.json"},
+			{"id": "abs", "kind": "catalog", "path": "` + filepath.ToSlash(abs) + `"}
+		],
+		"catalogs": ["extra.json"]
+	}`
+	path := filepath.Join(sub, "ardgate.json")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(config.Flags{Config: path}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"builtin": "",
+		"team":    filepath.Join(sub, "catalogs", "team.json"),
+		"up":      filepath.Join(dir, "etc", "shared.json"),
+		"abs":     abs,
+		"extra":   filepath.Join(sub, "extra.json"), // file-named catalogs too
+	}
+	if len(c.Registries) != len(want) {
+		t.Fatalf("registries = %+v", c.Registries)
+	}
+	for _, r := range c.Registries {
+		if w, ok := want[r.ID]; !ok || r.Path != w {
+			t.Errorf("%s: path %q, want %q", r.ID, r.Path, w)
+		}
+	}
+
+	// Catalogs named on the command line or in the environment are
+	// relative to the working directory, as a shell user expects.
+	c, err = config.Load(config.Flags{Config: path, Catalogs: []string{"cwd.json"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := c.Registries[len(c.Registries)-1]; r.Path != "cwd.json" {
+		t.Errorf("--catalog path = %q, want it unchanged", r.Path)
+	}
+	c, err = config.Load(config.Flags{Config: path}, []string{"ARDGATE_CATALOGS=envcwd.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := c.Registries[len(c.Registries)-1]; r.Path != "envcwd.json" {
+		t.Errorf("ARDGATE_CATALOGS path = %q, want it unchanged", r.Path)
+	}
+}
+
+var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+
+func TestLoadCatalogFlagIDs(t *testing.T) {
+	tests := []struct {
+		name     string
+		catalogs []string
+		want     []string // ids after builtin
+	}{
+		{"one", []string{"/srv/team.json"}, []string{"team"}},
+		{"same base name twice", []string{"/a/team.json", "/b/team.json", "/c/team.json"}, []string{"team", "team-2", "team-3"}},
+		{"clashes with builtin", []string{"/x/builtin.json", "/y/Builtin.JSON"}, []string{"builtin-2", "builtin-3"}},
+		{"odd characters", []string{"/x/My Catalog (v2).json"}, []string{"my-catalog--v2"}},
+		{"upper case and dots", []string{"/x/Team.Catalog.JSON"}, []string{"team-catalog"}},
+		{"nothing usable", []string{"/x/.json", "/y/___.json", "/z/€€€.json"}, []string{"catalog", "catalog-2", "catalog-3"}},
+		{"long name is cut", []string{"/x/" + strings.Repeat("abcdefghij", 5) + ".json"}, []string{"abcdefghijabcdefghijabcd"}},
+		{"long names stay unique", []string{"/x/" + strings.Repeat("a", 40) + ".json", "/y/" + strings.Repeat("a", 50) + ".json"},
+			[]string{strings.Repeat("a", 24), strings.Repeat("a", 24) + "-2"}},
+		{"no extension", []string{"/x/catalog"}, []string{"catalog"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := config.Load(config.Flags{Catalogs: tt.catalogs}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ids(c.Registries)
+			if want := append([]string{"builtin"}, tt.want...); !slices.Equal(got, want) {
+				t.Errorf("ids = %q, want %q", got, want)
+			}
+			for i, r := range c.Registries[1:] {
+				if r.Kind != config.KindCatalog || r.Path != tt.catalogs[i] || !idPattern.MatchString(r.ID) {
+					t.Errorf("registry %+v", r)
+				}
+			}
+			// Default stdio.allow_from: builtin and every named catalog.
+			if !slices.Equal(c.Stdio.AllowFrom, got) {
+				t.Errorf("stdio.allow_from = %q, want %q", c.Stdio.AllowFrom, got)
+			}
+		})
+	}
+
+	t.Run("ids avoid file registries", func(t *testing.T) {
+		path := writeConfig(t, `{"registries": [{"id": "builtin", "kind": "catalog"},
+			{"id": "team", "kind": "catalog", "path": "/srv/team.json"},
+			{"id": "team-2", "kind": "ard", "url": "https://r.example.com"}]}`)
+		c, err := config.Load(config.Flags{Config: path, Catalogs: []string{"/other/team.json"}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := ids(c.Registries), []string{"builtin", "team", "team-2", "team-3"}; !slices.Equal(got, want) {
+			t.Errorf("ids = %q, want %q", got, want)
+		}
+	})
+}
+
+func TestLoadDefaultAllowFrom(t *testing.T) {
+	remote := `{"id": "builtin", "kind": "catalog"},
+		{"id": "team", "kind": "catalog", "path": "/srv/team.json"},
+		{"id": "public", "kind": "ard", "url": "https://registry.example.com/api/v1"},
+		{"id": "mcp", "kind": "mcp-registry", "url": "https://registry.modelcontextprotocol.io"},
+		{"id": "hosts", "kind": "well-known", "hosts": ["https://agents.example.com"]}`
+	tests := []struct {
+		name     string
+		body     string
+		catalogs []string
+		want     []string
+	}{
+		{"catalog kinds only, never remote", `{"registries": [` + remote + `]}`, nil, []string{"builtin", "team"}},
+		{"plus --catalog", `{"registries": [` + remote + `]}`, []string{"/x/extra.json"}, []string{"builtin", "team", "extra"}},
+		{"stdio without allow_from still defaults", `{"registries": [` + remote + `], "stdio": {"launchers": ["npx"]}}`, nil, []string{"builtin", "team"}},
+		{"explicit allow_from wins", `{"registries": [` + remote + `], "stdio": {"allow_from": ["public"]}}`, []string{"/x/extra.json"}, []string{"public"}},
+		{"explicit empty allow_from", `{"registries": [` + remote + `], "stdio": {"allow_from": []}}`, nil, []string{}},
+		{"no builtin configured", `{"registries": [{"id": "pub", "kind": "ard", "url": "https://r.example.com"}]}`, nil, nil},
+		{"no registries at all", `{"registries": []}`, []string{"/x/only.json"}, []string{"only"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := config.Load(config.Flags{Config: writeConfig(t, tt.body), Catalogs: tt.catalogs}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(c.Stdio.AllowFrom, tt.want) {
+				t.Errorf("stdio.allow_from = %q, want %q", c.Stdio.AllowFrom, tt.want)
+			}
+			for _, id := range c.Stdio.AllowFrom {
+				if r, _ := c.RegistryByID(id); r.Kind != config.KindCatalog && !strings.Contains(tt.body, `"allow_from"`) {
+					t.Errorf("default allow_from has %s registry %q", r.Kind, id)
+				}
+			}
+		})
+	}
+}
+
+func TestFlagSet(t *testing.T) {
+	var f config.Flags
+	fs := config.FlagSet("serve", &f)
+	fs.SetOutput(new(strings.Builder))
+	err := fs.Parse([]string{"--transport", "http", "--addr", "127.0.0.1:9", "--config", "c.json",
+		"--catalog", "a.json", "--catalog", "b.json", "--log-level", "debug", "--log-format", "json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Flags{Transport: "http", Addr: "127.0.0.1:9", Config: "c.json", Catalogs: []string{"a.json", "b.json"}, LogLevel: "debug", LogFormat: "json"}
+	if f.Transport != want.Transport || f.Addr != want.Addr || f.Config != want.Config || !slices.Equal(f.Catalogs, want.Catalogs) ||
+		f.LogLevel != want.LogLevel || f.LogFormat != want.LogFormat {
+		t.Errorf("flags = %+v, want %+v", f, want)
+	}
+	if err := fs.Parse([]string{"--bogus"}); err == nil {
+		t.Error("unknown flag accepted")
+	}
+}

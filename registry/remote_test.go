@@ -1,0 +1,401 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// quirkServer answers /search with body for every request and counts them.
+func quirkServer(t *testing.T, handler http.HandlerFunc) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		handler(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	return ts, &n
+}
+
+func newTestARD(t *testing.T, url string) *ARD {
+	t.Helper()
+	a, err := NewARD("reg", url, "", RemoteOptions{HTTP: &http.Client{}, TTL: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func jsonReply(status int, body string, headers ...string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		for i := 0; i+1 < len(headers); i += 2 {
+			w.Header().Set(headers[i], headers[i+1])
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}
+}
+
+const oneEntry = `{"identifier":"urn:air:acme.com:mcp:weather","displayName":"Weather","type":"application/mcp-server-card+json","url":"https://acme.com/w.json"`
+
+func TestARDQuirks(t *testing.T) {
+	ctx := context.Background()
+	t.Run("score as int, float or string", func(t *testing.T) {
+		ts, _ := quirkServer(t, jsonReply(200, `{"results":[`+oneEntry+`,"score":95,"source":"x"},`+
+			strings.Replace(oneEntry, "weather", "wind", 1)+`,"score":87.6},`+
+			strings.Replace(oneEntry, "weather", "rain", 1)+`,"score":"70"}]}`))
+		p, err := newTestARD(t, ts.URL).Search(ctx, Query{Text: "w"})
+		if err != nil || len(p.Results) != 3 {
+			t.Fatalf("%v %+v", err, p)
+		}
+		if p.Results[0].Score != 95 || p.Results[1].Score != 88 || p.Results[2].Score != 70 {
+			t.Fatalf("scores %d %d %d", p.Results[0].Score, p.Results[1].Score, p.Results[2].Score)
+		}
+		if p.Results[1].Source != ts.URL {
+			t.Fatalf("missing source not filled in: %q", p.Results[1].Source)
+		}
+	})
+	t.Run("pageToken null and optional fields missing", func(t *testing.T) {
+		ts, _ := quirkServer(t, jsonReply(200, `{"results":[`+oneEntry+`}],"pageToken":null}`))
+		p, err := newTestARD(t, ts.URL).Search(ctx, Query{Text: "w"})
+		if err != nil || len(p.Results) != 1 || p.PageToken != "" || p.Results[0].Score != 0 {
+			t.Fatalf("%v %+v", err, p)
+		}
+	})
+	t.Run("hostile results dropped, the rest kept", func(t *testing.T) {
+		ts, _ := quirkServer(t, jsonReply(200, `{"results":[{"identifier":"javascript:alert(1)","displayName":"x","type":"t","url":"u"},
+			{"identifier":"urn:air:acme.com:mcp:x","type":42},`+oneEntry+`,"score":1}]}`))
+		p, err := newTestARD(t, ts.URL).Search(ctx, Query{Text: "w"})
+		if err != nil || len(p.Results) != 1 || p.Results[0].Identifier != "urn:air:acme.com:mcp:weather" {
+			t.Fatalf("%v %+v", err, p)
+		}
+	})
+	t.Run("ARD error body", func(t *testing.T) {
+		ts, _ := quirkServer(t, jsonReply(400, `{"errorCode":"INVALID_ARGUMENT","message":"filter key bogus"}`))
+		_, err := newTestARD(t, ts.URL).Search(ctx, Query{Text: "w"})
+		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "filter key bogus") || !strings.Contains(err.Error(), "INVALID_ARGUMENT") {
+			t.Fatalf("%v", err)
+		}
+	})
+	t.Run("FastAPI detail string", func(t *testing.T) {
+		ts, _ := quirkServer(t, jsonReply(404, `{"detail":"Not Found"}`))
+		_, err := newTestARD(t, ts.URL).Search(ctx, Query{Text: "w"})
+		if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "Not Found") {
+			t.Fatalf("%v", err)
+		}
+	})
+	t.Run("FastAPI 422 detail list", func(t *testing.T) {
+		ts, _ := quirkServer(t, jsonReply(422, `{"detail":[{"loc":["body","query","text"],"msg":"field required","type":"missing"}]}`))
+		_, err := newTestARD(t, ts.URL).Search(ctx, Query{Text: "w"})
+		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "field required") || !strings.Contains(err.Error(), "text") {
+			t.Fatalf("%v", err)
+		}
+	})
+	t.Run("429 honours Retry-After, then succeeds", func(t *testing.T) {
+		var calls atomic.Int64
+		ts, _ := quirkServer(t, func(w http.ResponseWriter, r *http.Request) {
+			if calls.Add(1) == 1 {
+				jsonReply(429, `{"errorCode":"RESOURCE_EXHAUSTED","message":"slow down"}`, "Retry-After", "1")(w, r)
+				return
+			}
+			jsonReply(200, `{"results":[]}`)(w, r)
+		})
+		start := time.Now()
+		if _, err := newTestARD(t, ts.URL).Search(ctx, Query{Text: "w"}); err != nil {
+			t.Fatal(err)
+		}
+		if calls.Load() != 2 || time.Since(start) < 900*time.Millisecond {
+			t.Fatalf("calls %d after %s; want 2 after Retry-After's second", calls.Load(), time.Since(start))
+		}
+	})
+	t.Run("5xx retried, then reported", func(t *testing.T) {
+		ts, n := quirkServer(t, jsonReply(503, `upstream unavailable`))
+		_, err := newTestARD(t, ts.URL).Search(ctx, Query{Text: "w"})
+		var se *StatusError
+		if !errors.As(err, &se) || se.Status != 503 || n.Load() != 3 || !strings.Contains(err.Error(), "upstream unavailable") {
+			t.Fatalf("%v after %d calls", err, n.Load())
+		}
+	})
+	t.Run("4xx not retried", func(t *testing.T) {
+		ts, n := quirkServer(t, jsonReply(401, `{"errorCode":"UNAUTHENTICATED","message":"token"}`))
+		_, _ = newTestARD(t, ts.URL).Search(ctx, Query{Text: "w"})
+		if n.Load() != 1 {
+			t.Fatalf("401 sent %d times", n.Load())
+		}
+	})
+	t.Run("over-size response refused", func(t *testing.T) {
+		ts, _ := quirkServer(t, func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = w.Write(bytes.Repeat([]byte(" "), maxRegistryResponse+10))
+		})
+		_, err := newTestARD(t, ts.URL).Search(ctx, Query{Text: "w"})
+		if err == nil || !strings.Contains(err.Error(), "larger than") {
+			t.Fatalf("%v", err)
+		}
+	})
+}
+
+// Only the fields the API defines are sent; glob filters stay here.
+func TestARDSendsOnlySpecifiedFields(t *testing.T) {
+	type spec struct {
+		Query struct {
+			Text   string              `json:"text"`
+			Filter map[string][]string `json:"filter"`
+		} `json:"query"`
+		Federation string `json:"federation"`
+		PageSize   int    `json:"pageSize"`
+		PageToken  string `json:"pageToken"`
+	}
+	var got spec
+	ts, _ := quirkServer(t, func(w http.ResponseWriter, r *http.Request) {
+		dec := json.NewDecoder(r.Body)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&got); err != nil || r.URL.Path != "/api/v1/search" || r.Method != http.MethodPost {
+			jsonReply(400, `{"errorCode":"INVALID_ARGUMENT","message":"bad request"}`)(w, r)
+			return
+		}
+		jsonReply(200, `{"results":[`+oneEntry+`,"tags":["kubernetes-ops"],"score":9},`+
+			strings.Replace(oneEntry, "weather", "other", 1)+`,"tags":["x"],"score":8}],"pageToken":"p2"}`)(w, r)
+	})
+	a, _ := NewARD("reg", ts.URL+"/api/v1/", "referrals", RemoteOptions{HTTP: &http.Client{}})
+	p, err := a.Search(context.Background(), Query{Text: "kube", Filter: map[string][]string{"type": {"application/mcp-server-card+json"}, "tags": {"kubernetes-*"}}, PageSize: 5, PageToken: "p1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Query.Text != "kube" || got.Federation != "referrals" || got.PageSize != 5 || got.PageToken != "p1" {
+		t.Fatalf("sent %+v", got)
+	}
+	if _, sent := got.Query.Filter["tags"]; sent || len(got.Query.Filter["type"]) != 1 {
+		t.Fatalf("glob filter sent to the registry: %+v", got.Query.Filter)
+	}
+	if len(p.Results) != 1 || p.Results[0].Identifier != "urn:air:acme.com:mcp:weather" || p.PageToken != "p2" {
+		t.Fatalf("glob not applied here: %+v", p)
+	}
+}
+
+// Parallel identical searches make one request; a repeat within the TTL
+// makes none.
+func TestARDSingleflightAndCache(t *testing.T) {
+	release := make(chan struct{})
+	ts, n := quirkServer(t, func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		jsonReply(200, `{"results":[`+oneEntry+`,"score":5}]}`)(w, r)
+	})
+	a, _ := NewARD("reg", ts.URL, "", RemoteOptions{HTTP: &http.Client{}, TTL: time.Minute})
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			if _, err := a.Search(context.Background(), Query{Text: "weather"}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	time.Sleep(100 * time.Millisecond) // let all ten join the flight
+	close(release)
+	wg.Wait()
+	if _, err := a.Search(context.Background(), Query{Text: "weather"}); err != nil {
+		t.Fatal(err)
+	}
+	if n.Load() != 1 {
+		t.Fatalf("%d requests for 11 identical searches", n.Load())
+	}
+	if _, err := a.Search(context.Background(), Query{Text: "wind"}); err != nil || n.Load() != 2 {
+		t.Fatalf("a different search was not sent: %v, %d", err, n.Load())
+	}
+}
+
+func TestARDLookup(t *testing.T) {
+	var lookupStatus atomic.Int64
+	lookupStatus.Store(200)
+	ts, _ := quirkServer(t, func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/search":
+			jsonReply(200, `{"results":[`+strings.Replace(oneEntry, "weather", "seen", 1)+`,"score":5}]}`)(w, r)
+		case r.URL.EscapedPath() == "/agents/urn:air:acme.com:mcp:weather" && lookupStatus.Load() == 200:
+			jsonReply(200, oneEntry+`}`)(w, r)
+		default:
+			jsonReply(int(lookupStatus.Load()), `{"errorCode":"NOT_FOUND","message":"no"}`)(w, r)
+		}
+	})
+	a := newTestARD(t, ts.URL)
+	ctx := context.Background()
+	if e, err := a.Lookup(ctx, "urn:air:acme.com:mcp:weather"); err != nil || e.DisplayName != "Weather" {
+		t.Fatalf("lookup: %v %+v", err, e)
+	}
+	for _, status := range []int64{404, 501} {
+		lookupStatus.Store(status)
+		a := newTestARD(t, ts.URL) // nothing seen yet
+		if _, err := a.Lookup(ctx, "urn:air:acme.com:mcp:seen"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("%d before search: %v", status, err)
+		}
+		if _, err := a.Search(ctx, Query{Text: fmt.Sprint("seen", status)}); err != nil {
+			t.Fatal(err)
+		}
+		if e, err := a.Lookup(ctx, "urn:ai:ACME.com:mcp:seen"); err != nil || e.Identifier != "urn:air:acme.com:mcp:seen" {
+			t.Fatalf("%d after search: falls back to seen entries: %v", status, err)
+		}
+	}
+}
+
+// The bearer token goes to the registry's origin and nowhere else, not
+// even when the registry redirects.
+func TestARDTokenStaysHome(t *testing.T) {
+	var leaked atomic.Value
+	leaked.Store("")
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked.Store(r.Header.Get("Authorization"))
+		jsonReply(200, `{"results":[]}`)(w, r)
+	}))
+	defer other.Close()
+	var sawToken atomic.Value
+	home, _ := quirkServer(t, func(w http.ResponseWriter, r *http.Request) {
+		sawToken.Store(r.Header.Get("Authorization"))
+		http.Redirect(w, r, other.URL+"/search", http.StatusTemporaryRedirect)
+	})
+	a, _ := NewARD("reg", home.URL, "", RemoteOptions{HTTP: &http.Client{}, Token: "s3cret"})
+	if _, err := a.Search(context.Background(), Query{Text: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if sawToken.Load() != "Bearer s3cret" {
+		t.Fatalf("registry got %q", sawToken.Load())
+	}
+	if leaked.Load() != "" {
+		t.Fatalf("token leaked to another origin: %q", leaked.Load())
+	}
+}
+
+// mcpRegistryFixture serves the recorded MCP Registry page the way the
+// registry does: name search, limit and cursor, and per-server lookup.
+func mcpRegistryFixture(t *testing.T) *httptest.Server {
+	t.Helper()
+	data, err := os.ReadFile("../testdata/mcpregistry/servers.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page struct {
+		Servers []json.RawMessage `json:"servers"`
+	}
+	if err := json.Unmarshal(data, &page); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if name, ok := strings.CutPrefix(r.URL.Path, "/v0.1/servers/"); ok {
+			name = strings.TrimSuffix(name, "/versions/latest")
+			for _, s := range page.Servers {
+				var rec struct{ Server struct{ Name string } }
+				_ = json.Unmarshal(s, &rec)
+				if rec.Server.Name == name {
+					_, _ = w.Write(s)
+					return
+				}
+			}
+			w.WriteHeader(404)
+			_, _ = io.WriteString(w, `{"detail":"Server not found"}`)
+			return
+		}
+		q := strings.ToLower(r.URL.Query().Get("search"))
+		var matched []json.RawMessage
+		for _, s := range page.Servers {
+			var rec struct{ Server struct{ Name string } }
+			_ = json.Unmarshal(s, &rec)
+			if strings.Contains(strings.ToLower(rec.Server.Name), q) {
+				matched = append(matched, s)
+			}
+		}
+		start := 0
+		fmt.Sscan(r.URL.Query().Get("cursor"), &start)
+		limit := 30
+		fmt.Sscan(r.URL.Query().Get("limit"), &limit)
+		end := min(start+limit, len(matched))
+		out := map[string]any{"servers": matched[min(start, end):end], "metadata": map[string]any{"count": end - start}}
+		if end < len(matched) {
+			out["metadata"].(map[string]any)["nextCursor"] = fmt.Sprint(end)
+		}
+		_ = json.NewEncoder(w).Encode(out)
+	}))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+func TestMCPRegistry(t *testing.T) {
+	ts := mcpRegistryFixture(t)
+	m, err := NewMCPRegistry("mcp", ts.URL, RemoteOptions{HTTP: &http.Client{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	p, err := m.Search(ctx, Query{Text: "github issues", PageSize: 5})
+	if err != nil || len(p.Results) == 0 {
+		t.Fatalf("search: %v %+v", err, p)
+	}
+	for _, r := range p.Results {
+		if _, err := ParseURN(r.Identifier); err != nil || r.Type != "application/mcp-server-card+json" || len(r.Data) == 0 {
+			t.Fatalf("bad mapped entry %+v", r)
+		}
+	}
+	if p.PageToken == "" {
+		t.Fatal("no cursor for a search with more results")
+	}
+	p2, err := m.Search(ctx, Query{Text: "github issues", PageSize: 5, PageToken: p.PageToken})
+	if err != nil || len(p2.Results) == 0 || p2.Results[0].Identifier == p.Results[0].Identifier {
+		t.Fatalf("second page: %v %+v", err, p2)
+	}
+	e, err := m.Lookup(ctx, "urn:air:21st-dev.github.io:mcp:magic-mcp")
+	if err != nil || e.DisplayName == "" {
+		t.Fatalf("lookup: %v %+v", err, e)
+	}
+	if _, err := m.Lookup(ctx, "urn:air:nobody.example:mcp:ghost"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown lookup: %v", err)
+	}
+}
+
+func TestServerURNMapping(t *testing.T) {
+	cases := map[string]string{
+		"io.github.foo/bar":         "urn:air:foo.github.io:mcp:bar",
+		"io.github.21st-dev/magic":  "urn:air:21st-dev.github.io:mcp:magic",
+		"com.example/weather@v2":    "urn:air:example.com:mcp:weather-v2",
+		"ai.smithery/some.server_x": "urn:air:smithery.ai:mcp:some.server_x",
+	}
+	for name, want := range cases {
+		got, err := ServerURN(name)
+		if err != nil || got != want {
+			t.Errorf("ServerURN(%q) = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	for _, bad := range []string{"noslash", "/x", "a/", "..x/y"} {
+		if _, err := ServerURN(bad); err == nil {
+			t.Errorf("ServerURN(%q) accepted", bad)
+		}
+	}
+	if n, err := ServerName("urn:air:foo.github.io:mcp:bar"); err != nil || n != "io.github.foo/bar" {
+		t.Errorf("ServerName = %q %v", n, err)
+	}
+}
+
+// Inactive servers are dropped.
+func TestMCPRegistryDropsInactive(t *testing.T) {
+	body := `{"servers":[
+	 {"server":{"name":"io.github.a/live","description":"weather live"},"_meta":{"io.modelcontextprotocol.registry/official":{"status":"active"}}},
+	 {"server":{"name":"io.github.a/gone","description":"weather gone"},"_meta":{"io.modelcontextprotocol.registry/official":{"status":"deleted"}}},
+	 {"server":{"name":"io.github.a/old","description":"weather old"},"_meta":{"io.modelcontextprotocol.registry/official":{"status":"deprecated"}}}],
+	 "metadata":{}}`
+	ts, _ := quirkServer(t, jsonReply(200, body))
+	m, _ := NewMCPRegistry("mcp", ts.URL, RemoteOptions{HTTP: &http.Client{}})
+	p, err := m.Search(context.Background(), Query{Text: "weather"})
+	if err != nil || len(p.Results) != 1 || !strings.HasSuffix(p.Results[0].Identifier, ":live") {
+		t.Fatalf("%v %+v", err, p.Results)
+	}
+}
