@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -95,8 +96,9 @@ func Load(flags Flags, environ []string) (*Config, error) {
 	vars := envMap(environ)
 	var e environment
 	if err := env.ParseWithOptions(&e, env.Options{Prefix: "ARDGATE_", Environment: vars}); err != nil {
-		return nil, fmt.Errorf("environment: %w", err)
+		return nil, envError(err)
 	}
+	e.Catalogs, e.RequireTrust = trimAll(e.Catalogs), trimAll(e.RequireTrust)
 	if tok, ok := vars["ARD_REGISTRY_TOKEN"]; ok {
 		e.ARDRegistryToken = &tok
 	}
@@ -206,6 +208,41 @@ func Load(flags Flags, environ []string) (*Config, error) {
 		return nil, &Error{Source: src, Problems: errs}
 	}
 	return c, nil
+}
+
+// envError names the variable, not the Go field, in a parse error.
+func envError(err error) error {
+	var agg env.AggregateError
+	if !errors.As(err, &agg) {
+		return &Error{Source: "environment", Problems: []error{err}}
+	}
+	var problems []error
+	for _, e := range agg.Errors {
+		var pe env.ParseError
+		if errors.As(e, &pe) {
+			if f, ok := reflect.TypeFor[environment]().FieldByName(pe.Name); ok {
+				problems = append(problems, fmt.Errorf("ARDGATE_%s: %w", f.Tag.Get("env"), pe.Err))
+				continue
+			}
+		}
+		problems = append(problems, e)
+	}
+	return &Error{Source: "environment", Problems: problems}
+}
+
+// trimAll trims the items of a comma list ("soc2, iso27001") and drops
+// empty ones.
+func trimAll(list []string) []string {
+	if list == nil {
+		return nil
+	}
+	out := []string{}
+	for _, s := range list {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Error lists every problem found in the configuration, one per line.

@@ -248,8 +248,8 @@ func TestLoadEnvErrors(t *testing.T) {
 		field string // a problem about this field; "" means a parse error naming want
 		want  string
 	}{
-		{"max not a number", []string{"ARDGATE_MAX_ATTACHMENTS=five"}, "", "MaxAttachments"},
-		{"allow_local not a bool", []string{"ARDGATE_ALLOW_LOCAL_URLS=yes please"}, "", "AllowLocalURLs"},
+		{"max not a number", []string{"ARDGATE_MAX_ATTACHMENTS=five"}, "", "ARDGATE_MAX_ATTACHMENTS"},
+		{"allow_local not a bool", []string{"ARDGATE_ALLOW_LOCAL_URLS=yes please"}, "", "ARDGATE_ALLOW_LOCAL_URLS"},
 		{"max out of range", []string{"ARDGATE_MAX_ATTACHMENTS=0"}, "max_attachments", ""},
 		{"max too big", []string{"ARDGATE_MAX_ATTACHMENTS=101"}, "max_attachments", ""},
 		{"bad transport", []string{"ARDGATE_TRANSPORT=carrier-pigeon"}, "transport", ""},

@@ -83,11 +83,30 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 var (
 	metadataAddrs = []netip.Addr{netip.MustParseAddr("169.254.169.254"), netip.MustParseAddr("fd00:ec2::254"), netip.MustParseAddr("100.100.100.200")}
 	localPrefixes = mustPrefixes("127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16",
-		"100.64.0.0/10", "::1/128", "fc00::/7", "fe80::/10")
+		"100.64.0.0/10", "::1/128", "fc00::/7", "fe80::/10", "fec0::/10")
 	neverPrefixes = mustPrefixes("0.0.0.0/8", "192.0.0.0/24", "192.0.2.0/24", "198.18.0.0/15", "198.51.100.0/24",
-		"203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4", "::/128", "ff00::/8", "2001:db8::/32", "::/96")
-	nat64 = netip.MustParsePrefix("64:ff9b::/96")
+		"203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4", "::/128", "ff00::/8", "2001:db8::/32", "::/96",
+		"64:ff9b:1::/48") // local-use NAT64: its mapping is the site's own
+	nat64     = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFour = netip.MustParsePrefix("2002::/16")
+	teredo    = netip.MustParsePrefix("2001::/32")
 )
+
+// embeddedIPv4 returns the IPv4 address an IPv6 transition address
+// carries, which is where packets really go: NAT64 (last 32 bits), 6to4
+// (bits 16–48), Teredo (the client address, last 32 bits inverted).
+func embeddedIPv4(ip netip.Addr) (netip.Addr, bool) {
+	b := ip.As16()
+	switch {
+	case nat64.Contains(ip):
+		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
+	case sixToFour.Contains(ip):
+		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true
+	case teredo.Contains(ip):
+		return netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]}), true
+	}
+	return ip, false
+}
 
 // CheckIP refuses addresses an outgoing connection must not reach.
 func (d *Dialer) CheckIP(ip netip.Addr) error {
@@ -97,10 +116,8 @@ func (d *Dialer) CheckIP(ip netip.Addr) error {
 	// A zone (fe80::1%eth0) only picks the interface, and a prefix never
 	// contains a zoned address: drop it before checking.
 	ip = ip.WithZone("").Unmap() // ::ffff:127.0.0.1 is 127.0.0.1
-	if nat64.Contains(ip) {
-		// The IPv4 address embedded in the last 32 bits is the real target.
-		b := ip.As16()
-		ip = netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+	if v4, ok := embeddedIPv4(ip); ok {
+		ip = v4
 	}
 	for _, m := range metadataAddrs {
 		if ip == m {

@@ -649,3 +649,25 @@ func TestCheckURL(t *testing.T) {
 		})
 	}
 }
+
+// IPv6 transition addresses are judged by the IPv4 address they carry.
+func TestEmbeddedIPv4(t *testing.T) {
+	d := &guard.Dialer{}
+	for _, s := range []string{
+		"2002:7f00:1::",                        // 6to4 of 127.0.0.1
+		"2002:a9fe:a9fe::1",                    // 6to4 of 169.254.169.254
+		"2001:0:4136:e378:8000:63bf:80ff:fffe", // Teredo, client 127.0.0.1 (inverted)
+		"64:ff9b:1::a00:1",                     // local-use NAT64
+		"fec0::1",                              // deprecated site-local
+	} {
+		if err := d.CheckIP(netip.MustParseAddr(s)); !errors.Is(err, guard.ErrRefused) {
+			t.Errorf("%s allowed", s)
+		}
+	}
+	// Transition addresses of public IPv4 addresses are fine.
+	for _, s := range []string{"2002:5db8:d822::1", "2001:0:4136:e378:8000:63bf:a247:27dd"} {
+		if err := d.CheckIP(netip.MustParseAddr(s)); err != nil {
+			t.Errorf("%s refused: %v", s, err)
+		}
+	}
+}

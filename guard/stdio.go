@@ -43,7 +43,9 @@ func (p *Stdio) CheckLauncher(launcher string) error {
 // smuggling options ("-e…", "--yes") into the launcher's argument list.
 var packageRules = map[string]struct{ name, version *regexp.Regexp }{
 	"npm": {
-		name:    regexp.MustCompile(`^(@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]{0,213}$`),
+		// Upper case only for legacy names (JSONStream); never a leading
+		// '-', '.' or '_', so no name reads as an option.
+		name:    regexp.MustCompile(`^(@[a-z0-9][a-z0-9._~-]*/)?[A-Za-z0-9][A-Za-z0-9._~-]{0,213}$`),
 		version: regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}$`),
 	},
 	"pypi": {

@@ -146,7 +146,8 @@ func TestCheckPackage(t *testing.T) {
 		{"npm", "github:user/repo", "", false},
 		{"npm", "git+https://x.example.com/r.git", "", false},
 		{"npm", "foo@1.0.0", "", false},
-		{"npm", "Foo", "", false},
+		{"npm", "JSONStream", "", true}, // legacy upper-case names exist
+		{"npm", "_private", "", false},
 		{"npm", "", "", false},
 		{"npm", strings.Repeat("a", 215), "", false},
 		{"pypi", "pkg==1.0", "", false},
