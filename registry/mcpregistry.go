@@ -2,14 +2,17 @@ package registry
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // MCPRegistry is a client of the official MCP Registry API
@@ -51,9 +54,11 @@ type serverResponse struct {
 	} `json:"_meta"`
 }
 
-// Search implements Registry. The registry's own search is a name match,
-// so the page it returns is ranked here with the same BM25F scoring as
-// local catalogs, and filters are applied here.
+// Search implements Registry. The registry's own search matches server
+// names only, so one natural-language query becomes up to three name
+// searches, one per most specific word, made in parallel; their pages are
+// merged, ranked here with the same BM25F scoring as local catalogs, and
+// filtered here. The page token carries each word's cursor.
 func (m *MCPRegistry) Search(ctx context.Context, q Query) (Page, error) {
 	size := q.PageSize
 	if size == 0 {
@@ -66,26 +71,66 @@ func (m *MCPRegistry) Search(ctx context.Context, q Query) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	params := url.Values{"limit": {strconv.Itoa(size)}, "version": {"latest"}}
-	if s := searchTerm(q.Text); s != "" {
-		params.Set("search", s)
-	}
+	cursors := map[string]string{}
 	if q.PageToken != "" {
-		params.Set("cursor", q.PageToken)
-	}
-	data, err := m.do(ctx, http.MethodGet, "/v0.1/servers", params, nil)
-	if err != nil {
-		return Page{}, err
-	}
-	var resp serverListResponse
-	if err := json.Unmarshal(data, &resp); err != nil {
-		return Page{}, fmt.Errorf("registry %s: malformed server list: %w", m.id, err)
-	}
-	var entries []Entry
-	for _, s := range resp.Servers {
-		if e, ok := serverEntry(s); ok && filter.match(&e) {
-			entries = append(entries, e)
+		raw, err := base64.RawURLEncoding.DecodeString(q.PageToken)
+		if err != nil || json.Unmarshal(raw, &cursors) != nil {
+			return Page{}, fmt.Errorf("%w: pageToken is not one this registry issued", ErrInvalidArgument)
 		}
+	}
+	words := searchWords(q.Text, 3)
+	if q.PageToken != "" {
+		words = slices.Collect(maps.Keys(cursors)) // continue only what had more
+		slices.Sort(words)
+	}
+
+	type answer struct {
+		list serverListResponse
+		err  error
+	}
+	answers := make([]answer, len(words))
+	var wg sync.WaitGroup
+	for i, w := range words {
+		wg.Go(func() {
+			params := url.Values{"limit": {strconv.Itoa(size)}, "version": {"latest"}}
+			if w != "" {
+				params.Set("search", w)
+			}
+			if c := cursors[w]; c != "" {
+				params.Set("cursor", c)
+			}
+			data, err := m.do(ctx, http.MethodGet, "/v0.1/servers", params, nil)
+			if err == nil {
+				if uerr := json.Unmarshal(data, &answers[i].list); uerr != nil {
+					err = fmt.Errorf("registry %s: malformed server list: %w", m.id, uerr)
+				}
+			}
+			answers[i].err = err
+		})
+	}
+	wg.Wait()
+
+	var entries []Entry
+	seen := map[string]bool{}
+	next := map[string]string{}
+	var errs []error
+	for i, a := range answers {
+		if a.err != nil {
+			errs = append(errs, a.err)
+			continue
+		}
+		for _, s := range a.list.Servers {
+			if e, ok := serverEntry(s); ok && !seen[e.Identifier] && filter.match(&e) {
+				seen[e.Identifier] = true
+				entries = append(entries, e)
+			}
+		}
+		if c := a.list.Metadata.NextCursor; c != "" {
+			next[words[i]] = c
+		}
+	}
+	if len(errs) == len(answers) && len(errs) > 0 {
+		return Page{}, errors.Join(errs...)
 	}
 	m.remember(entries)
 	ranked, err := NewIndex(m.base.String(), entries).Match(Query{Text: q.Text})
@@ -99,20 +144,30 @@ func (m *MCPRegistry) Search(ctx context.Context, q Query) (Page, error) {
 			ranked = append(ranked, Result{Entry: e, Source: m.base.String()})
 		}
 	}
-	return Page{Results: ranked, PageToken: resp.Metadata.NextCursor}, nil
+	page := Page{Results: ranked}
+	if len(next) > 0 {
+		tok, _ := json.Marshal(next)
+		page.PageToken = base64.RawURLEncoding.EncodeToString(tok)
+	}
+	return page, nil
 }
 
-// searchTerm picks what to send as the registry's name search: its
-// search matches names, so the query's longest word does best.
-func searchTerm(text string) string {
-	var best string
+// searchWords picks up to n words to send as name searches: the longest,
+// as the most specific, stop words left out. No words means one search
+// with no term (the registry's listing).
+func searchWords(text string, n int) []string {
+	var words []string
 	for _, w := range strings.Fields(strings.ToLower(text)) {
 		w = strings.Trim(w, `.,;:!?"'()`)
-		if len(w) > len(best) && !stopWords[w] {
-			best = w
+		if len(w) >= 3 && !stopWords[w] && !slices.Contains(words, w) {
+			words = append(words, w)
 		}
 	}
-	return best
+	slices.SortStableFunc(words, func(a, b string) int { return len(b) - len(a) })
+	if len(words) == 0 {
+		return []string{""}
+	}
+	return words[:min(n, len(words))]
 }
 
 // Lookup implements Registry: the server named by the URN, latest version.

@@ -139,8 +139,12 @@ func (e *StatusError) Unwrap() error {
 // the body of a 2xx answer. Identical requests within the TTL share one
 // answer; identical requests in flight share one round trip.
 func (r *remote) do(ctx context.Context, method, path string, query url.Values, body []byte) ([]byte, error) {
-	u := *r.base
-	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	// path is already escaped (a server name's "/" is %2F): parse, do not
+	// assign, so it is not escaped twice.
+	u, err := url.Parse(strings.TrimSuffix(r.base.String(), "/") + path)
+	if err != nil {
+		return nil, fmt.Errorf("registry %s: %w", r.id, err)
+	}
 	u.RawQuery = query.Encode()
 	key := method + " " + u.String() + "\x00" + string(body)
 

@@ -9,12 +9,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ardgate/ardgate/testdata/registryfixture"
 )
 
 // quirkServer answers /search with body for every request and counts them.
@@ -276,56 +277,14 @@ func TestARDTokenStaysHome(t *testing.T) {
 	}
 }
 
-// mcpRegistryFixture serves the recorded MCP Registry page the way the
-// registry does: name search, limit and cursor, and per-server lookup.
+// mcpRegistryFixture serves the recorded MCP Registry page.
 func mcpRegistryFixture(t *testing.T) *httptest.Server {
 	t.Helper()
-	data, err := os.ReadFile("../testdata/mcpregistry/servers.json")
+	h, err := registryfixture.MCPRegistry("../testdata/mcpregistry/servers.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var page struct {
-		Servers []json.RawMessage `json:"servers"`
-	}
-	if err := json.Unmarshal(data, &page); err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		if name, ok := strings.CutPrefix(r.URL.Path, "/v0.1/servers/"); ok {
-			name = strings.TrimSuffix(name, "/versions/latest")
-			for _, s := range page.Servers {
-				var rec struct{ Server struct{ Name string } }
-				_ = json.Unmarshal(s, &rec)
-				if rec.Server.Name == name {
-					_, _ = w.Write(s)
-					return
-				}
-			}
-			w.WriteHeader(404)
-			_, _ = io.WriteString(w, `{"detail":"Server not found"}`)
-			return
-		}
-		q := strings.ToLower(r.URL.Query().Get("search"))
-		var matched []json.RawMessage
-		for _, s := range page.Servers {
-			var rec struct{ Server struct{ Name string } }
-			_ = json.Unmarshal(s, &rec)
-			if strings.Contains(strings.ToLower(rec.Server.Name), q) {
-				matched = append(matched, s)
-			}
-		}
-		start := 0
-		fmt.Sscan(r.URL.Query().Get("cursor"), &start)
-		limit := 30
-		fmt.Sscan(r.URL.Query().Get("limit"), &limit)
-		end := min(start+limit, len(matched))
-		out := map[string]any{"servers": matched[min(start, end):end], "metadata": map[string]any{"count": end - start}}
-		if end < len(matched) {
-			out["metadata"].(map[string]any)["nextCursor"] = fmt.Sprint(end)
-		}
-		_ = json.NewEncoder(w).Encode(out)
-	}))
+	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	return ts
 }
