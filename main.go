@@ -97,6 +97,13 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 		regs = append(regs, r)
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	for _, r := range regs {
+		if runner, ok := r.(registry.Runner); ok {
+			go runner.Run(ctx)
+		}
+	}
 	manager := attach.New(cfg, regs, hc, log, buildVersion())
 	gw := tools.New(manager, log, tools.Options{
 		Version:        buildVersion(),
@@ -108,9 +115,6 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		},
 	})
 	defer gw.Close()
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 
 	if cfg.Transport == config.TransportStdio {
 		log.Info("serving MCP on stdio", "registries", len(regs))

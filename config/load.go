@@ -364,6 +364,11 @@ func (c *Config) validate() []error {
 			if len(r.Hosts) == 0 {
 				add(f+".hosts", "required for kind %q", r.Kind)
 			}
+			for j, h := range r.Hosts {
+				if !strings.HasPrefix(h, "https://") && !strings.HasPrefix(h, "http://") || len(h) <= len("https://") {
+					add(fmt.Sprintf("%s.hosts[%d]", f, j), "%q is not an http(s) origin", h)
+				}
+			}
 		default:
 			add(f+".kind", "%q is not catalog, ard, mcp-registry or well-known", r.Kind)
 		}

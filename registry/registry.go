@@ -22,6 +22,12 @@ type Registry interface {
 	Lookup(ctx context.Context, urn string) (Entry, error)
 }
 
+// Runner is implemented by registries that refresh in the background
+// (well-known hosts); Run returns when ctx ends.
+type Runner interface {
+	Run(ctx context.Context)
+}
+
 // ErrUnsupportedKind reports a registry kind this build cannot open.
 var ErrUnsupportedKind = errors.New("registry kind not supported by this build")
 
@@ -49,6 +55,8 @@ func Open(rc config.Registry, o OpenOptions) (Registry, error) {
 		return NewARD(rc.ID, rc.URL, rc.Federation, remote)
 	case config.KindMCPRegistry:
 		return NewMCPRegistry(rc.ID, rc.URL, remote)
+	case config.KindWellKnown:
+		return NewWellKnown(rc.ID, rc.Hosts, remote, log)
 	case config.KindCatalog:
 		var (
 			entries []Entry

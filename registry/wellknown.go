@@ -1,0 +1,255 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// WellKnown is a registry made of what configured hosts publish under
+// /.well-known/: an ARD catalog (ai-catalog.json, or ard.json) and an A2A
+// agent card (agent-card.json, or agent.json on A2A v0.2 hosts). It is
+// indexed locally and refreshed by Run.
+type WellKnown struct {
+	id      string
+	hosts   []*remote
+	log     *slog.Logger
+	index   atomic.Pointer[Index]
+	mu      sync.Mutex
+	health  map[string]HostHealth
+	refresh time.Duration
+	// ready closes after the first refresh: searches made at start-up wait
+	// for it instead of finding an empty index.
+	ready     chan struct{}
+	readyOnce sync.Once
+}
+
+// HostHealth is the state of one well-known host.
+type HostHealth struct {
+	Host      string    `json:"host"`
+	OK        bool      `json:"ok"`
+	Entries   int       `json:"entries"`
+	Error     string    `json:"error,omitempty"`
+	CheckedAt time.Time `json:"checked_at"`
+}
+
+// NewWellKnown returns a registry over hosts (origins such as
+// https://agents.example.com). It holds nothing until Refresh or Run.
+func NewWellKnown(id string, hosts []string, o RemoteOptions, log *slog.Logger) (*WellKnown, error) {
+	w := &WellKnown{id: id, log: log, health: map[string]HostHealth{}, refresh: 5 * time.Minute, ready: make(chan struct{})}
+	for _, h := range hosts {
+		o.TTL = time.Nanosecond // Run decides when to fetch again
+		r, err := newRemote(id, h, o)
+		if err != nil {
+			return nil, err
+		}
+		w.hosts = append(w.hosts, r)
+	}
+	w.index.Store(NewIndex(id, nil))
+	return w, nil
+}
+
+// ID implements Registry.
+func (w *WellKnown) ID() string { return w.id }
+
+// Search implements Registry.
+func (w *WellKnown) Search(ctx context.Context, q Query) (Page, error) {
+	if err := w.wait(ctx); err != nil {
+		return Page{}, err
+	}
+	return w.index.Load().Search(q)
+}
+
+// Lookup implements Registry.
+func (w *WellKnown) Lookup(ctx context.Context, urn string) (Entry, error) {
+	if err := w.wait(ctx); err != nil {
+		return Entry{}, err
+	}
+	return w.index.Load().Lookup(urn)
+}
+
+func (w *WellKnown) wait(ctx context.Context) error {
+	select {
+	case <-w.ready:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("registry %s: hosts not fetched yet: %w", w.id, ctx.Err())
+	}
+}
+
+// Health returns each host's state from the last refresh.
+func (w *WellKnown) Health() []HostHealth {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]HostHealth, 0, len(w.hosts))
+	for _, h := range w.hosts {
+		out = append(out, w.health[h.base.String()])
+	}
+	return out
+}
+
+// Run refreshes now and then every refresh interval until ctx ends.
+func (w *WellKnown) Run(ctx context.Context) {
+	t := time.NewTicker(w.refresh)
+	defer t.Stop()
+	for {
+		w.Refresh(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Refresh fetches every host in parallel and swaps in a new index. A host
+// that fails keeps the entries it had, and its health says why.
+func (w *WellKnown) Refresh(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	fresh := make([][]Entry, len(w.hosts))
+	errs := make([]error, len(w.hosts))
+	var wg sync.WaitGroup
+	for i, h := range w.hosts {
+		wg.Go(func() { fresh[i], errs[i] = fetchHost(ctx, h) })
+	}
+	wg.Wait()
+
+	old := w.index.Load()
+	var all []Entry
+	w.mu.Lock()
+	for i, h := range w.hosts {
+		key := h.base.String()
+		hh := HostHealth{Host: key, OK: errs[i] == nil, Entries: len(fresh[i]), CheckedAt: time.Now()}
+		if errs[i] != nil {
+			hh.Error = errs[i].Error()
+			hh.Entries = 0
+			// Keep what this host published last time.
+			for _, e := range old.Entries() {
+				if hostOf(e) == key {
+					fresh[i] = append(fresh[i], e)
+					hh.Entries++
+				}
+			}
+			if w.log != nil {
+				w.log.Warn("well-known host failed", "registry", w.id, "host", key, "err", errs[i])
+			}
+		}
+		w.health[key] = hh
+		all = append(all, fresh[i]...)
+	}
+	w.mu.Unlock()
+	w.index.Store(NewIndex(w.id, all))
+	w.readyOnce.Do(func() { close(w.ready) })
+}
+
+// hostOf reads the origin a well-known entry was fetched from.
+func hostOf(e Entry) string {
+	if s, ok := e.Metadata["wellKnownHost"].(string); ok {
+		return s
+	}
+	return ""
+}
+
+// fetchHost reads a host's catalog and agent card; either may be absent,
+// but a host publishing neither is an error.
+func fetchHost(ctx context.Context, h *remote) ([]Entry, error) {
+	var entries []Entry
+	var problems []string
+	catalog, err := firstFound(ctx, h, "/.well-known/ai-catalog.json", "/.well-known/ard.json")
+	switch {
+	case err == nil:
+		list, skipped, err := LoadCatalogBytes(catalog, ".")
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+		problems = append(problems, skipped...)
+		entries = append(entries, list...)
+	case !errors.Is(err, ErrNotFound):
+		problems = append(problems, err.Error())
+	}
+	card, err := firstFound(ctx, h, "/.well-known/agent-card.json", "/.well-known/agent.json")
+	switch {
+	case err == nil:
+		e, cerr := agentCardEntry(h.base, card)
+		if cerr != nil {
+			problems = append(problems, cerr.Error())
+		} else {
+			entries = append(entries, e)
+		}
+	case !errors.Is(err, ErrNotFound):
+		problems = append(problems, err.Error())
+	}
+	for i := range entries {
+		if entries[i].Metadata == nil {
+			entries[i].Metadata = map[string]any{}
+		}
+		entries[i].Metadata["wellKnownHost"] = h.base.String()
+	}
+	if len(entries) == 0 {
+		if len(problems) == 0 {
+			problems = append(problems, "publishes neither /.well-known/ai-catalog.json nor an agent card")
+		}
+		return nil, errors.New(strings.Join(problems, "; "))
+	}
+	return entries, nil
+}
+
+func firstFound(ctx context.Context, h *remote, paths ...string) ([]byte, error) {
+	var last error
+	for _, p := range paths {
+		data, err := h.do(ctx, http.MethodGet, p, nil, nil)
+		if err == nil {
+			return data, nil
+		}
+		last = err
+		if !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+	}
+	return nil, last
+}
+
+// agentCardEntry makes an entry of an A2A agent card published by host.
+func agentCardEntry(host *url.URL, data []byte) (Entry, error) {
+	var card struct {
+		Name        string `json:"name"`
+		Description string `json:"description"`
+		Version     string `json:"version"`
+		Skills      []struct {
+			ID   string   `json:"id"`
+			Name string   `json:"name"`
+			Tags []string `json:"tags"`
+		} `json:"skills"`
+	}
+	if err := json.Unmarshal(data, &card); err != nil || card.Name == "" {
+		return Entry{}, fmt.Errorf("agent card of %s is malformed or has no name", host)
+	}
+	slug := strings.Trim(strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(card.Name)), "-")
+	e := Entry{
+		Identifier:  "urn:air:" + strings.ToLower(host.Hostname()) + ":agent:" + slug,
+		DisplayName: card.Name, Type: "application/a2a-agent-card+json", Data: data,
+		Description: card.Description, Version: card.Version,
+	}
+	for _, s := range card.Skills {
+		e.Capabilities = append(e.Capabilities, s.ID)
+		e.Tags = append(e.Tags, s.Tags...)
+	}
+	if err := checkEntry(&e); err != nil {
+		return Entry{}, fmt.Errorf("agent card of %s: %w", host, err)
+	}
+	return e, nil
+}
