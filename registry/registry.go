@@ -28,6 +28,12 @@ type Runner interface {
 	Run(ctx context.Context)
 }
 
+// HealthReporter is implemented by registries that reach hosts over the
+// network; local catalogs are always reachable.
+type HealthReporter interface {
+	Health() []HostHealth
+}
+
 // ErrUnsupportedKind reports a registry kind this build cannot open.
 var ErrUnsupportedKind = errors.New("registry kind not supported by this build")
 

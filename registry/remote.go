@@ -35,6 +35,7 @@ type remote struct {
 	mu     sync.Mutex
 	cache  map[string]cached
 	seen   map[string]Entry
+	last   HostHealth // outcome of the latest round trip
 }
 
 type cached struct {
@@ -159,6 +160,7 @@ func (r *remote) do(ctx context.Context, method, path string, query url.Values, 
 		var last error
 		for attempt := 0; ; attempt++ {
 			out, retryAfter, err := r.once(ctx, method, u.String(), body)
+			r.record(err)
 			if err == nil {
 				r.mu.Lock()
 				if len(r.cache) >= maxCachedResponses {
@@ -269,6 +271,29 @@ func retryAfter(v string) time.Duration {
 		return max(time.Until(t), 0)
 	}
 	return 0
+}
+
+// record notes a round trip's outcome for Health. A registry answering
+// 4xx is reachable; only transport failures and 5xx count against it.
+func (r *remote) record(err error) {
+	var se *StatusError
+	ok := err == nil || errors.As(err, &se) && se.Status < 500
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.last = HostHealth{Host: r.base.String(), OK: ok, CheckedAt: time.Now()}
+	if !ok {
+		r.last.Error = err.Error()
+	}
+}
+
+// Health reports the latest round trip; a registry not asked yet is
+// reported unchecked (zero CheckedAt).
+func (r *remote) Health() []HostHealth {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := r.last
+	h.Host = r.base.String()
+	return []HostHealth{h}
 }
 
 // remember keeps entries from results for Lookup.

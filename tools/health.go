@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/ardgate/ardgate/attach"
+	"github.com/ardgate/ardgate/registry"
 )
 
 func (g *Gateway) healthTool() server.ServerTool {
@@ -25,8 +26,9 @@ func (g *Gateway) health(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		return invalid("gateway_health", err), nil
 	}
 	type reg struct {
-		ID        string `json:"id"`
-		Reachable bool   `json:"reachable"`
+		ID        string                `json:"id"`
+		Reachable bool                  `json:"reachable"`
+		Hosts     []registry.HostHealth `json:"hosts,omitempty"`
 	}
 	out := struct {
 		Version     string         `json:"version"`
@@ -40,9 +42,15 @@ func (g *Gateway) health(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		Sessions:    len(g.manager.Sessions()),
 		Attachments: map[string]int{attach.StatusUp: 0, attach.StatusStarting: 0, attach.StatusDown: 0},
 	}
-	// Local catalogs are in memory: reachable by construction.
 	for _, r := range g.manager.Registries {
-		out.Registries = append(out.Registries, reg{ID: r.ID(), Reachable: true})
+		entry := reg{ID: r.ID(), Reachable: true} // local catalogs are in memory
+		if hr, ok := r.(registry.HealthReporter); ok {
+			entry.Hosts = hr.Health()
+			for _, h := range entry.Hosts {
+				entry.Reachable = entry.Reachable && (h.OK || h.CheckedAt.IsZero())
+			}
+		}
+		out.Registries = append(out.Registries, entry)
 	}
 	if s := g.current(ctx); s != nil {
 		for _, a := range s.att.Attachments() {
