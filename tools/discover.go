@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -28,7 +30,8 @@ const discoverSchema = `{
     },
     "registry_id": {"type": "string", "description": "Search only this configured registry; omit to search all."},
     "page_size": {"type": "integer", "minimum": 1, "maximum": 100, "description": "Results per registry (default 10)."},
-    "page_token": {"type": "string", "description": "page_token from the previous result, to get the next page."}
+    "page_token": {"type": "string", "description": "page_token from the previous result, to get the next page."},
+    "follow_referrals": {"type": "boolean", "description": "Also search registries that results refer to, when they are configured here (never others)."}
   },
   "required": ["text"],
   "additionalProperties": false
@@ -52,6 +55,7 @@ type discoverArgs struct {
 	RegistryID string                     `json:"registry_id"`
 	PageSize   int                        `json:"page_size"`
 	PageToken  string                     `json:"page_token"`
+	Follow     bool                       `json:"follow_referrals"`
 }
 
 type discoverResult struct {
@@ -129,35 +133,46 @@ func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	if err != nil {
 		return invalid("discover_resources", err), nil
 	}
-
-	// Each registry is asked in parallel; one failing does not fail the
-	// call. Without registry_id, page_size applies per registry and the
-	// page token carries one token per registry.
-	type answer struct {
-		id   string
-		page registry.Page
-		err  error
-	}
-	answers := make([]answer, len(regs))
-	var wg sync.WaitGroup
-	for i, r := range regs {
-		tok, more := tokens[r.ID()]
-		if a.PageToken != "" && !more {
-			answers[i] = answer{id: r.ID()} // that registry has no more pages
-			continue
+	if a.PageToken != "" {
+		// A continuation asks exactly the registries that had more.
+		regs = nil
+		for id := range tokens {
+			if r, ok := g.manager.Registry(id); ok {
+				regs = append(regs, r)
+			}
 		}
-		wg.Go(func() {
-			page, err := r.Search(ctx, registry.Query{Text: a.Text, Filter: filter, PageSize: a.PageSize, PageToken: tok})
-			answers[i] = answer{id: r.ID(), page: page, err: err}
-		})
+		slices.SortFunc(regs, func(x, y registry.Registry) int { return cmp.Compare(x.ID(), y.ID()) })
 	}
-	wg.Wait()
+	query := registry.Query{Text: a.Text, Filter: filter, PageSize: a.PageSize}
+	answers := g.searchAll(ctx, regs, query, tokens)
+	if a.Follow && a.PageToken == "" {
+		asked := map[string]bool{}
+		for _, r := range regs {
+			asked[r.ID()] = true
+		}
+		for depth, from := 0, answers; depth < maxReferralDepth; depth++ {
+			var more []registry.Registry
+			for _, ans := range from {
+				for _, ref := range ans.page.Referrals {
+					if r, ok := g.registryAt(ref.URL); ok && !asked[r.ID()] {
+						asked[r.ID()] = true
+						more = append(more, r)
+					}
+				}
+			}
+			if len(more) == 0 {
+				break
+			}
+			from = g.searchAll(ctx, more, query, nil)
+			answers = append(answers, from...)
+		}
+	}
 
 	next := map[string]string{}
 	seen := map[string]bool{}
 	for _, ans := range answers {
 		if ans.err != nil {
-			if errors.Is(ans.err, registry.ErrInvalidArgument) && len(regs) == 1 {
+			if errors.Is(ans.err, registry.ErrInvalidArgument) && len(answers) == 1 {
 				return fromError(ans.err), nil
 			}
 			out.Errors = append(out.Errors, registryError{RegistryID: ans.id, Error: ans.err.Error()})
@@ -182,6 +197,56 @@ func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	out.Count = len(out.Results)
 	out.PageToken = encodeTokens(next)
 	return result(out), nil
+}
+
+// Discovery bounds: one slow registry does not hold up the others, and
+// referrals are followed only so far.
+const (
+	registryDeadline = 10 * time.Second
+	maxReferralDepth = 2
+)
+
+type answer struct {
+	id   string
+	page registry.Page
+	err  error
+}
+
+// searchAll asks each registry in parallel, each within the deadline; a
+// registry failing does not fail the others.
+func (g *Gateway) searchAll(ctx context.Context, regs []registry.Registry, q registry.Query, tokens map[string]string) []answer {
+	answers := make([]answer, len(regs))
+	var wg sync.WaitGroup
+	for i, r := range regs {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, registryDeadline)
+			defer cancel()
+			rq := q
+			rq.PageToken = tokens[r.ID()]
+			page, err := r.Search(ctx, rq)
+			if errors.Is(err, context.DeadlineExceeded) {
+				err = fmt.Errorf("registry %s did not answer within %s", r.ID(), registryDeadline)
+			}
+			answers[i] = answer{id: r.ID(), page: page, err: err}
+		})
+	}
+	wg.Wait()
+	return answers
+}
+
+// registryAt returns the configured registry whose base URL a referral
+// names; a referral to anywhere else is only reported, never followed.
+func (g *Gateway) registryAt(raw string) (registry.Registry, bool) {
+	norm := func(s string) string {
+		s = strings.TrimSuffix(strings.ToLower(s), "/")
+		return strings.TrimSuffix(s, "/search")
+	}
+	for _, r := range g.manager.Registries {
+		if b, ok := r.(interface{ BaseURL() string }); ok && norm(b.BaseURL()) == norm(raw) {
+			return r, true
+		}
+	}
+	return nil, false
 }
 
 func (g *Gateway) describe(r registry.Result, registryID string) discoveredEntry {
