@@ -1,0 +1,110 @@
+package tools
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/ardgate/ardgate/attach"
+	"github.com/ardgate/ardgate/config"
+	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/registry"
+
+	"log/slog"
+)
+
+// An ARD registry answering every search with one entry.
+func fakeARD(t *testing.T, urn string, status int) *httptest.Server {
+	t.Helper()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		if status != 200 {
+			_, _ = io.WriteString(w, `{"errorCode":"INTERNAL","message":"registry exploded"}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"results":[{"identifier":"`+urn+`","displayName":"Remote weather","type":"application/mcp-server-card+json","url":"https://weather.example/card.json","description":"weather forecasts","score":77.5}]}`)
+	}))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+func TestDiscoverAcrossRegistries(t *testing.T) {
+	remote := fakeARD(t, "urn:air:weather.example:mcp:forecast", 200)
+	referred := fakeARD(t, "urn:air:other.example:mcp:rain", 200)
+	broken := fakeARD(t, "", 500)
+	hc := (&guard.Dialer{AllowLocal: true}).Client()
+	ard := func(id, url string) registry.Registry {
+		r, err := registry.NewARD(id, url, "", registry.RemoteOptions{HTTP: hc, Retries: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	local := registry.NewLocal("local", registry.NewIndex("local", []registry.Entry{
+		{Identifier: "urn:air:acme.com:mcp:weather-local", DisplayName: "Local weather", Type: config.MediaMCPServerCard, URL: "https://acme.com/w.json", Description: "weather here"},
+		{Identifier: "urn:air:acme.com:registry:other", DisplayName: "Other registry", Type: registry.MediaRegistry, URL: referred.URL + "/search"},
+		{Identifier: "urn:air:acme.com:registry:stranger", DisplayName: "Not configured", Type: registry.MediaRegistry, URL: "https://stranger.example/search"},
+	}))
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	m := &attach.Manager{
+		Registries: []registry.Registry{local, ard("remote", remote.URL), ard("broken", broken.URL), ard("other", referred.URL)},
+		HTTP:       hc, AllowTypes: config.DefaultAllowAttachTypes, MaxAttachments: 5, CallTimeout: time.Second, StartTimeout: time.Second, Log: log,
+	}
+	g := New(m, log, Options{Version: "test"})
+	h := g.NewHTTP(HTTPOptions{})
+	ts := httptest.NewServer(h)
+	t.Cleanup(func() { _ = h.Shutdown(t.Context()); ts.Close(); g.Close(); hc.CloseIdleConnections() })
+	s := (&testGateway{g: g, h: h, url: ts.URL + "/mcp"}).connect(t)
+
+	type out struct {
+		Count   int
+		Results []struct {
+			URN        string
+			Score      int
+			RegistryID string `json:"registry_id"`
+		}
+		Referrals []struct{ URN, URL string }
+		Errors    []struct {
+			RegistryID string `json:"registry_id"`
+			Error      string
+		}
+	}
+	var all out
+	res := s.call("discover_resources", map[string]any{"text": "weather"})
+	if res.IsError {
+		t.Fatalf("one broken registry failed the call: %s", firstText(res))
+	}
+	_ = json.Unmarshal(res.RawStructuredContent, &all)
+	ids := map[string]bool{}
+	for _, r := range all.Results {
+		ids[r.RegistryID] = true
+	}
+	if !ids["local"] || !ids["remote"] || !ids["other"] {
+		t.Fatalf("results from %v, want local, remote and other: %+v", ids, all.Results)
+	}
+	if len(all.Errors) != 1 || all.Errors[0].RegistryID != "broken" {
+		t.Fatalf("errors %+v, want broken reported", all.Errors)
+	}
+	for i := 1; i < len(all.Results); i++ {
+		if all.Results[i].Score > all.Results[i-1].Score {
+			t.Fatalf("not merged by score: %+v", all.Results)
+		}
+	}
+
+	// Only the local registry, but following its referrals: "other" is
+	// configured, so it is searched; "stranger" is not, so it is only
+	// reported.
+	var followed out
+	_ = json.Unmarshal(s.call("discover_resources", map[string]any{"text": "weather", "registry_id": "local", "follow_referrals": true}).RawStructuredContent, &followed)
+	got := map[string]bool{}
+	for _, r := range followed.Results {
+		got[r.RegistryID] = true
+	}
+	if !got["local"] || !got["other"] || got["remote"] || len(followed.Referrals) != 2 {
+		t.Fatalf("follow_referrals: results from %v, referrals %+v", got, followed.Referrals)
+	}
+}
