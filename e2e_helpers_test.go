@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +17,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/testdata/proctest"
 )
 
 // Paths of the binaries TestMain builds: the gateway, and the Go fixture
@@ -315,40 +316,17 @@ func (g *gateway) pidOf(name string) int {
 	return 0
 }
 
-// groupMembers returns the live (non-zombie) processes of group pgid.
-func groupMembers(pgid int) []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// Fields after the command (which may hold spaces) in parentheses.
-		rest := string(stat[strings.LastIndexByte(string(stat), ')')+2:])
-		f := strings.Fields(rest)
-		if len(f) > 2 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
 // waitGroupGone waits until no process of group pgid is alive.
 func waitGroupGone(t *testing.T, pgid int, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
-		if len(groupMembers(pgid)) == 0 {
+		if len(proctest.GroupMembers(pgid)) == 0 {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("processes of group %d still alive: %v", pgid, groupMembers(pgid))
+	t.Fatalf("processes of group %d still alive: %v", pgid, proctest.GroupMembers(pgid))
 }
 
 // startFixtureHTTP runs the fixture as a streamable HTTP server and

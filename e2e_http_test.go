@@ -16,6 +16,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/testdata/proctest"
 )
 
 // startHTTP runs the gateway binary in HTTP mode on a free loopback port
@@ -156,7 +158,7 @@ func TestHTTPTwoSessionsIsolated(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGroupGone(t, aPid, 10*time.Second)
-	if len(groupMembers(bPid)) == 0 {
+	if len(proctest.GroupMembers(bPid)) == 0 {
 		t.Fatal("closing session A killed session B's upstream")
 	}
 	if got := text(b.call("mcp_fixture__echo", map[string]any{"message": "still here"})); got != "still here" {

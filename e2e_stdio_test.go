@@ -14,6 +14,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/ardgate/ardgate/testdata/mcpfixture"
+
+	"github.com/ardgate/ardgate/testdata/proctest"
 )
 
 var gatewayTools = []string{"attach_resource", "call_attached_tool", "detach_resource", "discover_resources", "gateway_health", "list_attached_resources"}
@@ -180,7 +182,7 @@ func TestStdioFixtureEndToEnd(t *testing.T) {
 		ChildPID int `json:"child_pid"`
 	}
 	decode(t, g.call("mcp_fixture__spawn_child", map[string]any{}), &child)
-	if !slices.Contains(groupMembers(pid), child.ChildPID) {
+	if !slices.Contains(proctest.GroupMembers(pid), child.ChildPID) {
 		t.Fatalf("grandchild %d not in group %d", child.ChildPID, pid)
 	}
 	g.ok("detach_resource", map[string]any{"name": "fixture"}, nil)

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/ardgate/ardgate/guard"
+
+	"github.com/ardgate/ardgate/testdata/proctest"
 )
 
 // wantRefusal asserts err is a *guard.Refusal by rule, wrapping
@@ -373,48 +375,6 @@ func TestCommand(t *testing.T) {
 	})
 }
 
-// procState is one process in /proc: its state letter and group.
-type procState struct {
-	pid   int
-	state byte
-	pgrp  int
-}
-
-// groupMembers lists the processes of group pgid that are not zombies
-// (a zombie is dead; only its parent's wait is missing).
-func groupMembers(t *testing.T, pgid int) []procState {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Skipf("no /proc: %v", err)
-	}
-	var out []procState
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue // exited meanwhile
-		}
-		// pid (comm) state ppid pgrp ...; comm may hold spaces and parens.
-		i := strings.LastIndexByte(string(data), ')')
-		if i < 0 {
-			continue
-		}
-		fields := strings.Fields(string(data[i+1:]))
-		if len(fields) < 3 {
-			continue
-		}
-		pgrp, _ := strconv.Atoi(fields[2])
-		if pgrp == pgid && fields[0][0] != 'Z' && fields[0][0] != 'X' {
-			out = append(out, procState{pid: pid, state: fields[0][0], pgrp: pgrp})
-		}
-	}
-	return out
-}
-
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -459,7 +419,7 @@ func TestKillGroup(t *testing.T) {
 
 			// The grandchild (backgrounded sleep) and the second sleep (or sh
 			// waiting for it) are in the group.
-			waitFor(t, "two processes in the group", func() bool { return len(groupMembers(t, pid)) >= 2 })
+			waitFor(t, "two processes in the group", func() bool { return len(proctest.GroupMembers(pid)) >= 2 })
 
 			if err := tt.kill(pid); err != nil {
 				t.Fatalf("kill: %v", err)
@@ -470,7 +430,7 @@ func TestKillGroup(t *testing.T) {
 			if !errors.As(werr, &exit) {
 				t.Errorf("Wait = %v, want the child killed by a signal", werr)
 			}
-			waitFor(t, "the group to die", func() bool { return len(groupMembers(t, pid)) == 0 })
+			waitFor(t, "the group to die", func() bool { return len(proctest.GroupMembers(pid)) == 0 })
 
 			// A group that is already gone is not an error.
 			if err := tt.kill(pid); err != nil {

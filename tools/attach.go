@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -25,13 +24,10 @@ const attachSchema = `{
 }`
 
 func (g *Gateway) attachTool() server.ServerTool {
-	t := mcp.NewToolWithRawSchema("attach_resource",
+	return newTool("attach_resource", "Attach resource",
 		"Attach an MCP server to this session by URN. Its tools appear as mcp_<name>__<tool> (the client is told the tool list changed) "+
 			"and can be called on the next turn, or through call_attached_tool. Attaching the same URN again is harmless.",
-		json.RawMessage(attachSchema))
-	f, tr := false, true
-	t.Annotations = mcp.ToolAnnotation{Title: "Attach resource", ReadOnlyHint: &f, DestructiveHint: &f, IdempotentHint: &tr, OpenWorldHint: &tr}
-	return server.ServerTool{Tool: t, Handler: g.attach}
+		attachSchema, hints{idempotent: true, openWorld: true}, g.attach)
 }
 
 type attachArgs struct {
@@ -122,12 +118,9 @@ const detachSchema = `{
 }`
 
 func (g *Gateway) detachTool() server.ServerTool {
-	t := mcp.NewToolWithRawSchema("detach_resource",
+	return newTool("detach_resource", "Detach resource",
 		"Detach an attached resource by urn or name: its tools go away and its process or connection is closed.",
-		json.RawMessage(detachSchema))
-	f, tr := false, true
-	t.Annotations = mcp.ToolAnnotation{Title: "Detach resource", ReadOnlyHint: &f, DestructiveHint: &tr, IdempotentHint: &f, OpenWorldHint: &f}
-	return server.ServerTool{Tool: t, Handler: g.detach}
+		detachSchema, hints{destructive: true}, g.detach)
 }
 
 func (g *Gateway) detach(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -153,11 +146,9 @@ func (g *Gateway) detach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 }
 
 func (g *Gateway) listTool() server.ServerTool {
-	t := mcp.NewToolWithRawSchema("list_attached_resources",
+	return newTool("list_attached_resources", "List attached resources",
 		"List this session's attachments with their status (up, starting, down) and tool counts.",
-		json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`))
-	t.Annotations = readOnly("List attached resources")
-	return server.ServerTool{Tool: t, Handler: g.list}
+		noArguments, hints{readOnly: true, idempotent: true}, g.list)
 }
 
 type listedAttachment struct {

@@ -138,12 +138,9 @@ const callSchema = `{
 }`
 
 func (g *Gateway) callTool() server.ServerTool {
-	t := mcp.NewToolWithRawSchema("call_attached_tool",
+	return newTool("call_attached_tool", "Call attached tool",
 		"Call a tool of an attached resource by its exposed name. Use it when attached tools do not show up in your tool list.",
-		json.RawMessage(callSchema))
-	f, tr := false, true
-	t.Annotations = mcp.ToolAnnotation{Title: "Call attached tool", ReadOnlyHint: &f, DestructiveHint: &tr, IdempotentHint: &f, OpenWorldHint: &tr}
-	return server.ServerTool{Tool: t, Handler: g.call}
+		callSchema, hints{destructive: true, openWorld: true}, g.call)
 }
 
 func (g *Gateway) call(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -13,11 +12,9 @@ import (
 )
 
 func (g *Gateway) healthTool() server.ServerTool {
-	t := mcp.NewToolWithRawSchema("gateway_health",
+	return newTool("gateway_health", "Gateway health",
 		"Report the gateway's health: version, uptime, configured registries, and this session's attachments by status.",
-		json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`))
-	t.Annotations = readOnly("Gateway health")
-	return server.ServerTool{Tool: t, Handler: g.health}
+		noArguments, hints{readOnly: true, idempotent: true}, g.health)
 }
 
 func (g *Gateway) health(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
