@@ -112,8 +112,13 @@ func TestGuardRefusalsEndToEnd(t *testing.T) {
 	// A registry outside stdio.allow_from may not start processes; an
 	// over-size card is refused (this gateway allows local URLs, so the
 	// size cap is what stops it).
+	huge := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte(`{"results":[],"pad":"` + strings.Repeat("x", 9<<20) + `"}`))
+	}))
+	defer huge.Close()
 	cfg2 := writeJSON(t, filepath.Join(dir, "ardgate2.json"), map[string]any{
 		"registries": []any{
+			map[string]any{"id": "huge", "kind": "ard", "url": huge.URL},
 			map[string]any{"id": "hostile", "kind": "catalog", "path": hostile},
 			map[string]any{"id": "team", "kind": "catalog", "path": mustAbs(t, "testdata/catalogs/fixture.json")},
 		},
@@ -130,4 +135,8 @@ func TestGuardRefusalsEndToEnd(t *testing.T) {
 		t.Errorf("over-size message %q", msg)
 	}
 	g2.ok("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:old-type"}, nil)
+	msg = g2.fails("discover_resources", map[string]any{"text": "anything", "registry_id": "huge"}, "refused")
+	if !strings.Contains(msg, "refused by size_limit") {
+		t.Errorf("over-size registry response: %q", msg)
+	}
 }

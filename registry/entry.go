@@ -83,6 +83,8 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrInvalidArgument: the query is malformed (bad filter, page token…).
 	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrTooLarge: a registry's answer was over the size cap.
+	ErrTooLarge = errors.New("response over the size cap")
 )
 
 // Page size bounds from the ARD registry API.

@@ -215,7 +215,7 @@ func (r *remote) once(ctx context.Context, method, u string, body []byte) ([]byt
 		return nil, 0, fmt.Errorf("registry %s: reading the response: %w", r.id, err)
 	}
 	if int64(len(data)) > r.maxBody {
-		return nil, 0, fmt.Errorf("registry %s: response larger than %d MiB refused", r.id, r.maxBody>>20)
+		return nil, 0, fmt.Errorf("registry %s: %w: larger than %d MiB", r.id, ErrTooLarge, r.maxBody>>20)
 	}
 	if resp.StatusCode/100 == 2 {
 		return data, 0, nil

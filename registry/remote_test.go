@@ -142,7 +142,7 @@ func TestARDQuirks(t *testing.T) {
 			_, _ = w.Write(bytes.Repeat([]byte(" "), maxRegistryResponse+10))
 		})
 		_, err := newTestARD(t, ts.URL).Search(ctx, Query{Text: "w"})
-		if err == nil || !strings.Contains(err.Error(), "larger than") {
+		if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "larger than") {
 			t.Fatalf("%v", err)
 		}
 	})

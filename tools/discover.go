@@ -191,10 +191,25 @@ func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 			next[ans.id] = ans.page.PageToken
 		}
 	}
+	if len(out.Errors) == len(answers) && len(answers) > 0 {
+		// Nothing answered: say so as an error, not as "no results".
+		if len(answers) == 1 {
+			return fromError(answers[0].err), nil
+		}
+		return failure("registry_error", "no registry answered: %s", joinErrors(out.Errors)), nil
+	}
 	slices.SortStableFunc(out.Results, func(x, y discoveredEntry) int { return cmp.Compare(y.Score, x.Score) })
 	out.Count = len(out.Results)
 	out.PageToken = encodeTokens(next)
 	return result(out), nil
+}
+
+func joinErrors(errs []registryError) string {
+	parts := make([]string, len(errs))
+	for i, e := range errs {
+		parts[i] = e.Error
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Discovery bounds: one slow registry does not hold up the others, and
