@@ -166,10 +166,13 @@ func (m *Manager) Assess(e *registry.Entry, registryID string) Assessment {
 	if a.Err == nil {
 		a.Err = m.checkType(e.Type)
 	}
-	if a.Err == nil && KindOf(e.Type) == KindA2AAgent {
-		a.Err = fmt.Errorf("%w: A2A agents (%s)", ErrNotImplemented, e.Type)
-	}
 	if a.Err != nil {
+		return a
+	}
+	if KindOf(e.Type) == KindA2AAgent {
+		if len(e.Data) == 0 {
+			_, a.Err = guard.CheckURL(e.URL)
+		}
 		return a
 	}
 	if len(e.Data) == 0 {

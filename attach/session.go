@@ -29,6 +29,8 @@ type Session struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // attaches in flight and pinned starts
 
+	tasks taskStore
+
 	mu       sync.Mutex
 	atts     []*Attachment
 	inflight map[string]chan struct{} // URN → closed when that attach ends
@@ -51,7 +53,8 @@ type Attachment struct {
 	Timeout time.Duration
 
 	mu      sync.Mutex
-	up      *upstream // nil while a pinned server is starting
+	up      *upstream  // MCP servers; nil while a pinned server is starting
+	agent   *agentConn // A2A agents
 	tools   []Tool
 	failure string // why a pinned server failed to start
 }
@@ -81,6 +84,8 @@ func (a *Attachment) Status() (status, why string) {
 	switch {
 	case a.failure != "":
 		return StatusDown, a.failure
+	case a.agent != nil:
+		return StatusUp, ""
 	case a.up == nil:
 		return StatusStarting, ""
 	}
@@ -88,6 +93,25 @@ func (a *Attachment) Status() (status, why string) {
 		return StatusDown, why
 	}
 	return StatusUp, ""
+}
+
+// Skills returns an agent's skills.
+func (a *Attachment) Skills() []Skill {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.agent == nil {
+		return nil
+	}
+	return a.agent.skills()
+}
+
+func (a *Attachment) agentConn() (*agentConn, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.agent == nil {
+		return nil, fmt.Errorf("%w: agent %s was detached", ErrUpstreamDown, a.Name)
+	}
+	return a.agent, nil
 }
 
 // PID returns the process id of a stdio upstream, or 0.
@@ -109,7 +133,8 @@ func (a *Attachment) Tools() []Tool {
 
 func newSession(m *Manager, id string) *Session {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Session{ID: id, m: m, ctx: ctx, cancel: cancel, inflight: map[string]chan struct{}{}, reserved: map[string]bool{}}
+	s := &Session{ID: id, m: m, ctx: ctx, cancel: cancel, inflight: map[string]chan struct{}{}, reserved: map[string]bool{},
+		tasks: taskStore{max: DefaultMaxTasks}}
 	for _, p := range m.Pinned {
 		a := &Attachment{URN: PinnedURN(p.Name), Name: p.Name, Kind: KindMCPServer, RegistryID: "config", Pinned: true, AttachedAt: time.Now()}
 		a.Timeout, _ = time.ParseDuration(p.Timeout) // validated by config
@@ -279,7 +304,17 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 		return nil, err
 	}
 	if KindOf(e.Type) == KindA2AAgent {
-		return nil, fmt.Errorf("%w: A2A agents", ErrNotImplemented)
+		progress("fetching card")
+		data, err := s.m.agentCard(ctx, &e)
+		if err != nil {
+			return nil, err
+		}
+		conn, err := s.m.dialAgent(ctx, data)
+		if err != nil {
+			return nil, err
+		}
+		return &Attachment{URN: urn, Name: name, Kind: KindA2AAgent, MediaType: e.Type, RegistryID: regID,
+			Endpoint: conn.card.URL, AttachedAt: time.Now(), agent: conn}, nil
 	}
 	progress("fetching card")
 	card, err := s.m.card(ctx, &e)
@@ -432,10 +467,14 @@ func (s *Session) Detach(urnOrName string) (*Attachment, error) {
 
 func (a *Attachment) close() {
 	a.mu.Lock()
-	up := a.up
+	up, agent := a.up, a.agent
+	a.agent = nil
 	a.mu.Unlock()
 	if up != nil {
 		up.close()
+	}
+	if agent != nil {
+		agent.close()
 	}
 }
 
@@ -505,6 +544,9 @@ func (s *Session) Close() {
 		return
 	}
 	s.closed = true
+	s.mu.Unlock()
+	s.cancelUnfinished() // while the agents are still attached
+	s.mu.Lock()
 	atts := s.atts
 	s.atts = nil
 	s.mu.Unlock()

@@ -43,7 +43,8 @@ type attachResult struct {
 	URN        string         `json:"urn"`
 	RegistryID string         `json:"registry_id"`
 	Endpoint   string         `json:"endpoint"`
-	Tools      []attachedTool `json:"tools"`
+	Tools      []attachedTool `json:"tools,omitempty"`
+	Skills     []attach.Skill `json:"skills,omitempty"`
 }
 
 type attachedTool struct {
@@ -78,7 +79,11 @@ func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	if already {
 		status = "already_attached"
 	}
-	out := attachResult{Status: status, Kind: att.Kind, Name: att.Name, URN: att.URN, RegistryID: att.RegistryID, Endpoint: att.Endpoint, Tools: []attachedTool{}}
+	out := attachResult{Status: status, Kind: att.Kind, Name: att.Name, URN: att.URN, RegistryID: att.RegistryID, Endpoint: att.Endpoint,
+		Skills: att.Skills()}
+	if att.Kind == attach.KindMCPServer {
+		out.Tools = []attachedTool{}
+	}
 	for _, t := range att.Tools() {
 		out.Tools = append(out.Tools, attachedTool{Name: t.Name, Description: guard.Text(t.Upstream.Description, 200)})
 	}

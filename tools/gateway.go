@@ -82,6 +82,7 @@ func New(manager *attach.Manager, log *slog.Logger, opts Options) *Gateway {
 		g.callTool(),
 		g.healthTool(),
 	)
+	g.mcp.AddTools(g.taskTools()...)
 	return g
 }
 

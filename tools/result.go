@@ -90,6 +90,12 @@ func fromError(err error) *mcp.CallToolResult {
 		return failure("unknown_tool", "%s. list_attached_resources shows what is attached.", msg)
 	case errors.Is(err, attach.ErrNotImplemented):
 		return failure("not_implemented", "%s", msg)
+	case errors.Is(err, attach.ErrTaskNotFound):
+		return failure("unknown_task", "%s", msg)
+	case errors.Is(err, attach.ErrNoAgent):
+		return failure("unknown_agent", "%s", msg)
+	case errors.Is(err, attach.ErrStoreFull):
+		return failure("task_store_full", "%s", msg)
 	case errors.Is(err, attach.ErrSessionClosed):
 		return failure("session_closed", "%s", msg)
 	}

@@ -1,0 +1,451 @@
+package attach
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/a2aproject/a2a-go/a2a"
+
+	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/registry"
+)
+
+// Errors of the task tools.
+var (
+	ErrTaskNotFound = errors.New("no such task in this session")
+	ErrNoAgent      = errors.New("no such agent")
+	ErrStoreFull    = errors.New("task store full")
+)
+
+// TaskView is a task as the tools show it.
+type TaskView struct {
+	ID        string         `json:"task_id"`
+	Agent     string         `json:"agent"`
+	ContextID string         `json:"context_id,omitempty"`
+	State     string         `json:"state"`
+	Final     bool           `json:"final"`
+	Messages  []TaskMessage  `json:"messages"`
+	Artifacts []TaskArtifact `json:"artifacts"`
+}
+
+// TaskMessage is one message of a task, its parts rendered as text.
+type TaskMessage struct {
+	Role string `json:"role"`
+	Text string `json:"text"`
+}
+
+// TaskArtifact is one artifact, its parts rendered as text; file and data
+// parts are described, not inlined.
+type TaskArtifact struct {
+	Name  string   `json:"name,omitempty"`
+	Parts []string `json:"parts"`
+}
+
+// task is one task the session started, bound to the agent that runs it.
+type task struct {
+	id        string
+	agent     *Attachment
+	contextID string
+	direct    bool // the agent answered with a message: there is no remote task
+
+	mu   sync.Mutex
+	last *a2a.Task
+}
+
+// taskStore keeps a session's tasks, up to max; when full, the oldest
+// finished task goes; unfinished tasks are never dropped.
+type taskStore struct {
+	mu    sync.Mutex
+	max   int
+	order []string
+	byID  map[string]*task
+}
+
+// DefaultMaxTasks bounds each session's task store.
+const DefaultMaxTasks = 1000
+
+func (s *taskStore) add(t *task) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byID == nil {
+		s.byID = map[string]*task{}
+	}
+	if len(s.order) >= s.max {
+		i := slices.IndexFunc(s.order, func(id string) bool { return s.byID[id].final() })
+		if i < 0 {
+			return fmt.Errorf("%w: %d tasks are unfinished; cancel some with cancel_task", ErrStoreFull, len(s.order))
+		}
+		delete(s.byID, s.order[i])
+		s.order = slices.Delete(s.order, i, i+1)
+	}
+	s.byID[t.id] = t
+	s.order = append(s.order, t.id)
+	return nil
+}
+
+func (s *taskStore) get(id string) (*task, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.byID[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q (unknown, or evicted as one of the oldest finished tasks); list_tasks shows the session's tasks", ErrTaskNotFound, id)
+	}
+	return t, nil
+}
+
+func (s *taskStore) all() []*task {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*task, 0, len(s.order))
+	for _, id := range s.order {
+		out = append(out, s.byID[id])
+	}
+	return out
+}
+
+func (t *task) final() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last != nil && t.last.Status.State.Terminal()
+}
+
+// apply records a fresh view of the task; it reports whether anything a
+// caller would see changed.
+func (t *task) apply(next *a2a.Task) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	changed := t.last == nil || t.last.Status.State != next.Status.State || len(t.last.Artifacts) != len(next.Artifacts) ||
+		len(t.last.History) != len(next.History) || (next.Status.Message != nil && (t.last.Status.Message == nil || t.last.Status.Message.ID != next.Status.Message.ID))
+	t.last = next
+	return changed
+}
+
+// applyEvent folds one streamed event into the task.
+func (t *task) applyEvent(ev a2a.Event) bool {
+	t.mu.Lock()
+	cur := t.last
+	t.mu.Unlock()
+	next := &a2a.Task{ID: a2a.TaskID(t.id), ContextID: t.contextID}
+	if cur != nil {
+		c := *cur
+		next = &c
+	}
+	switch e := ev.(type) {
+	case *a2a.Task:
+		next = e
+	case *a2a.TaskStatusUpdateEvent:
+		if next.Status.Message != nil {
+			next.History = append(slices.Clone(next.History), next.Status.Message)
+		}
+		next.Status = e.Status
+	case *a2a.TaskArtifactUpdateEvent:
+		next.Artifacts = mergeArtifact(next.Artifacts, e)
+	default:
+		return false
+	}
+	return t.apply(next)
+}
+
+func mergeArtifact(list []*a2a.Artifact, e *a2a.TaskArtifactUpdateEvent) []*a2a.Artifact {
+	list = slices.Clone(list)
+	for i, a := range list {
+		if a.ID == e.Artifact.ID {
+			if e.Append {
+				merged := *a
+				merged.Parts = append(slices.Clone(a.Parts), e.Artifact.Parts...)
+				list[i] = &merged
+			} else {
+				list[i] = e.Artifact
+			}
+			return list
+		}
+	}
+	return append(list, e.Artifact)
+}
+
+// Bounds of what a task view carries to the model.
+const (
+	maxPartText = 4000
+	maxMessages = 20
+)
+
+func (t *task) view() TaskView {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	v := TaskView{ID: t.id, Agent: t.agent.Name, ContextID: t.contextID, State: string(a2a.TaskStateSubmitted), Messages: []TaskMessage{}, Artifacts: []TaskArtifact{}}
+	if t.last == nil {
+		return v
+	}
+	v.State, v.Final = string(t.last.Status.State), t.last.Status.State.Terminal()
+	msgs := slices.Clone(t.last.History)
+	if m := t.last.Status.Message; m != nil && !slices.ContainsFunc(msgs, func(h *a2a.Message) bool { return h.ID == m.ID }) {
+		msgs = append(msgs, m)
+	}
+	if len(msgs) > maxMessages {
+		msgs = msgs[len(msgs)-maxMessages:]
+	}
+	for _, m := range msgs {
+		v.Messages = append(v.Messages, TaskMessage{Role: string(m.Role), Text: partsText(m.Parts)})
+	}
+	for _, a := range t.last.Artifacts {
+		ta := TaskArtifact{Name: guard.Text(a.Name, 120), Parts: []string{}}
+		for _, p := range a.Parts {
+			ta.Parts = append(ta.Parts, partText(p))
+		}
+		v.Artifacts = append(v.Artifacts, ta)
+	}
+	return v
+}
+
+func partsText(parts a2a.ContentParts) string {
+	var out []string
+	for _, p := range parts {
+		out = append(out, partText(p))
+	}
+	return strings.Join(out, "\n")
+}
+
+// partText renders a part for the model: text as text (sanitised and
+// bounded: it is another party's output), files and data described.
+func partText(p a2a.Part) string {
+	switch v := p.(type) {
+	case a2a.TextPart:
+		return guard.Text(v.Text, maxPartText)
+	case a2a.DataPart:
+		b, _ := json.Marshal(v.Data)
+		return "[data] " + guard.Text(string(b), maxPartText)
+	case a2a.FilePart:
+		switch f := v.File.(type) {
+		case a2a.FileURI:
+			return fmt.Sprintf("[file %q (%s) at %s]", guard.Text(f.Name, 120), guard.Text(f.MimeType, 80), guard.Text(f.URI, 300))
+		case a2a.FileBytes:
+			return fmt.Sprintf("[file %q (%s), %d bytes inline, not shown]", guard.Text(f.Name, 120), guard.Text(f.MimeType, 80), len(f.Bytes)*3/4)
+		}
+	}
+	return "[part of an unknown kind]"
+}
+
+// agentFor picks the agent a spawn names (attachment name or URN); with
+// no name and exactly one agent attached, that one.
+func (s *Session) agentFor(name string) (*Attachment, error) {
+	var agents []*Attachment
+	for _, a := range s.Attachments() {
+		if a.Kind == KindA2AAgent {
+			agents = append(agents, a)
+		}
+	}
+	names := func() string {
+		var n []string
+		for _, a := range agents {
+			n = append(n, a.Name)
+		}
+		if len(n) == 0 {
+			return "none are attached; attach an A2A agent with attach_resource first"
+		}
+		return "attached agents: " + strings.Join(n, ", ")
+	}
+	if name == "" {
+		if len(agents) == 1 {
+			return agents[0], nil
+		}
+		return nil, fmt.Errorf("%w: say which agent (%s)", ErrNoAgent, names())
+	}
+	key := registry.CanonicalURN(name)
+	for _, a := range agents {
+		if a.Name == name || a.URN == key {
+			return a, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %q (%s)", ErrNoAgent, name, names())
+}
+
+// Spawn sends message to an agent without waiting and returns the task.
+// An agent that answers with a message, not a task, gives a task that is
+// already completed.
+func (s *Session) Spawn(ctx context.Context, agentName, message, contextID string) (TaskView, error) {
+	a, err := s.agentFor(agentName)
+	if err != nil {
+		return TaskView{}, err
+	}
+	conn, err := a.agentConn()
+	if err != nil {
+		return TaskView{}, err
+	}
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: message})
+	msg.ContextID = contextID
+	res, err := conn.client.SendMessage(ctx, &a2a.MessageSendParams{Message: msg})
+	if err != nil {
+		return TaskView{}, fmt.Errorf("%s: %w", a.Name, describeA2AError(err))
+	}
+	t := &task{agent: a}
+	switch r := res.(type) {
+	case *a2a.Task:
+		t.id, t.contextID = string(r.ID), r.ContextID
+		t.apply(r)
+	case *a2a.Message:
+		t.id, t.contextID, t.direct = "msg-"+r.ID, r.ContextID, true
+		t.apply(&a2a.Task{ID: a2a.TaskID(t.id), ContextID: r.ContextID,
+			History: []*a2a.Message{msg, r}, Status: a2a.TaskStatus{State: a2a.TaskStateCompleted}})
+	default:
+		return TaskView{}, fmt.Errorf("%s: the agent answered neither a task nor a message", a.Name)
+	}
+	if err := s.tasks.add(t); err != nil {
+		return TaskView{}, err
+	}
+	return t.view(), nil
+}
+
+// Wait waits up to timeout for a task to finish or to need input,
+// following the agent's stream when it streams and polling when not.
+// onUpdate hears every change on the way.
+func (s *Session) Wait(ctx context.Context, id string, timeout time.Duration, onUpdate func(TaskView)) (TaskView, error) {
+	t, err := s.tasks.get(id)
+	if err != nil {
+		return TaskView{}, err
+	}
+	if t.direct || t.final() {
+		return t.view(), nil
+	}
+	conn, err := t.agent.agentConn()
+	if err != nil {
+		return t.view(), fmt.Errorf("task %s is bound to %s: %w", id, t.agent.Name, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	settled := func() bool {
+		v := t.view()
+		return v.Final || v.State == string(a2a.TaskStateInputRequired) || v.State == string(a2a.TaskStateAuthRequired)
+	}
+	refresh := func() error {
+		cur, err := conn.client.GetTask(ctx, &a2a.TaskQueryParams{ID: a2a.TaskID(id)})
+		if err != nil {
+			return describeA2AError(err)
+		}
+		if t.apply(cur) && onUpdate != nil {
+			onUpdate(t.view())
+		}
+		return nil
+	}
+	if err := refresh(); err != nil {
+		return t.view(), s.waitError(ctx, t, err)
+	}
+	if conn.streaming && !settled() {
+		for ev, err := range conn.client.ResubscribeToTask(ctx, &a2a.TaskIDParams{ID: a2a.TaskID(id)}) {
+			if err != nil {
+				break // fall back to polling
+			}
+			if t.applyEvent(ev) && onUpdate != nil {
+				onUpdate(t.view())
+			}
+			if settled() {
+				break
+			}
+		}
+	}
+	for !settled() {
+		select {
+		case <-ctx.Done():
+			return t.view(), s.waitError(ctx, t, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+		if err := refresh(); err != nil {
+			return t.view(), s.waitError(ctx, t, err)
+		}
+	}
+	return t.view(), nil
+}
+
+// waitError says why a wait ended early: its own deadline (not an error
+// the model must handle: the task still runs), or the agent.
+func (s *Session) waitError(ctx context.Context, t *task, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return nil // the view says the task is still running
+	}
+	return fmt.Errorf("task %s on %s: %w", t.id, t.agent.Name, err)
+}
+
+// Reply continues a task (one that asked for input) in its context, then
+// waits like Wait.
+func (s *Session) Reply(ctx context.Context, id, message string, timeout time.Duration, onUpdate func(TaskView)) (TaskView, error) {
+	t, err := s.tasks.get(id)
+	if err != nil {
+		return TaskView{}, err
+	}
+	if t.direct {
+		return TaskView{}, fmt.Errorf("task %s was a direct reply; start a new one with spawn_agent (context_id %s keeps the conversation)", id, t.contextID)
+	}
+	if t.final() {
+		return t.view(), fmt.Errorf("task %s has finished (%s); start a new one with spawn_agent and context_id %s", id, t.view().State, t.contextID)
+	}
+	conn, err := t.agent.agentConn()
+	if err != nil {
+		return t.view(), fmt.Errorf("task %s is bound to %s: %w", id, t.agent.Name, err)
+	}
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: message})
+	msg.TaskID, msg.ContextID = a2a.TaskID(id), t.contextID
+	res, err := conn.client.SendMessage(ctx, &a2a.MessageSendParams{Message: msg})
+	if err != nil {
+		return t.view(), fmt.Errorf("%s: %w", t.agent.Name, describeA2AError(err))
+	}
+	if cur, ok := res.(*a2a.Task); ok {
+		t.apply(cur)
+	}
+	return s.Wait(ctx, id, timeout, onUpdate)
+}
+
+// Cancel asks the task's agent to cancel it.
+func (s *Session) Cancel(ctx context.Context, id string) (TaskView, error) {
+	t, err := s.tasks.get(id)
+	if err != nil {
+		return TaskView{}, err
+	}
+	if t.direct || t.final() {
+		return t.view(), nil
+	}
+	conn, err := t.agent.agentConn()
+	if err != nil {
+		return t.view(), fmt.Errorf("task %s is bound to %s: %w", id, t.agent.Name, err)
+	}
+	cur, err := conn.client.CancelTask(ctx, &a2a.TaskIDParams{ID: a2a.TaskID(id)})
+	if err != nil {
+		return t.view(), fmt.Errorf("%s: %w", t.agent.Name, describeA2AError(err))
+	}
+	t.apply(cur)
+	return t.view(), nil
+}
+
+// Tasks lists the session's tasks, oldest first.
+func (s *Session) Tasks() []TaskView {
+	var out []TaskView
+	for _, t := range s.tasks.all() {
+		out = append(out, t.view())
+	}
+	return out
+}
+
+// cancelUnfinished cancels, best effort and in parallel, every task of
+// the session still running upstream: the session is ending.
+func (s *Session) cancelUnfinished() {
+	var wg sync.WaitGroup
+	for _, t := range s.tasks.all() {
+		if t.direct || t.final() {
+			continue
+		}
+		conn, err := t.agent.agentConn()
+		if err != nil {
+			continue
+		}
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_, _ = conn.client.CancelTask(ctx, &a2a.TaskIDParams{ID: a2a.TaskID(t.id)})
+		})
+	}
+	wg.Wait()
+}

@@ -1,0 +1,161 @@
+package attach
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2aclient"
+
+	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/registry"
+)
+
+// Skill is one skill an attached agent advertises.
+type Skill struct {
+	ID          string   `json:"id"`
+	Name        string   `json:"name"`
+	Description string   `json:"description,omitempty"`
+	Tags        []string `json:"tags,omitempty"`
+}
+
+// agentConn is one live A2A agent connection.
+type agentConn struct {
+	card      *a2a.AgentCard
+	client    *a2aclient.Client
+	streaming bool
+}
+
+// agentCardPaths are where hosts publish their card: v0.3, then v0.2.
+var agentCardPaths = []string{"/.well-known/agent-card.json", "/.well-known/agent.json"}
+
+// agentCard returns the card of an A2A entry: inline data, or fetched from
+// its URL (a card document, or a host whose well-known path serves one).
+func (m *Manager) agentCard(ctx context.Context, e *registry.Entry) ([]byte, error) {
+	if len(e.Data) > 0 {
+		return e.Data, nil
+	}
+	return m.fetchCard(ctx, e.URL)
+}
+
+// fetchCard fetches a card from url; a bare origin is looked up at the
+// well-known paths.
+func (m *Manager) fetchCard(ctx context.Context, url string) ([]byte, error) {
+	u, err := guard.CheckURL(url)
+	if err != nil {
+		return nil, err
+	}
+	if u.Path != "" && u.Path != "/" {
+		return m.fetchLimited(ctx, url, maxCardSize)
+	}
+	var last error
+	for _, p := range agentCardPaths {
+		data, err := m.fetchLimited(ctx, strings.TrimSuffix(url, "/")+p, maxCardSize)
+		if err == nil {
+			return data, nil
+		}
+		last = err
+	}
+	return nil, fmt.Errorf("no agent card at %s: %w", url, last)
+}
+
+// dialAgent validates a card and builds the client for it. It speaks A2A
+// v0.3 JSON-RPC through the guarded client; a card that offers only v1.0
+// interfaces, or no JSON-RPC, is refused with the versions it offers.
+func (m *Manager) dialAgent(ctx context.Context, data []byte) (*agentConn, error) {
+	var card a2a.AgentCard
+	if err := json.Unmarshal(data, &card); err != nil {
+		return nil, notAttachable("the agent card is malformed: %v", err)
+	}
+	var v1 struct {
+		SupportedInterfaces []struct {
+			URL             string `json:"url"`
+			ProtocolBinding string `json:"protocolBinding"`
+			ProtocolVersion string `json:"protocolVersion"`
+		} `json:"supportedInterfaces"`
+	}
+	_ = json.Unmarshal(data, &v1)
+	if card.URL == "" && len(v1.SupportedInterfaces) > 0 {
+		// A v1.0 card: take a v0.3 JSON-RPC interface if it offers one.
+		var offered []string
+		for _, it := range v1.SupportedInterfaces {
+			offered = append(offered, it.ProtocolBinding+" "+it.ProtocolVersion)
+			if strings.EqualFold(it.ProtocolBinding, "JSONRPC") && strings.HasPrefix(it.ProtocolVersion, "0.3") {
+				card.URL, card.PreferredTransport = it.URL, a2a.TransportProtocolJSONRPC
+			}
+		}
+		if card.URL == "" {
+			return nil, fmt.Errorf("%w: the agent offers only %s; this build speaks A2A v0.3 JSON-RPC", ErrNotImplemented, strings.Join(offered, ", "))
+		}
+	}
+	switch {
+	case card.Name == "":
+		return nil, notAttachable("the agent card has no name")
+	case card.URL == "":
+		return nil, notAttachable("the agent card has no endpoint url")
+	}
+	if _, err := guard.CheckURL(card.URL); err != nil {
+		return nil, err
+	}
+	if card.PreferredTransport == "" {
+		card.PreferredTransport = a2a.TransportProtocolJSONRPC
+	}
+	// Only JSON-RPC, and only through the guarded client: every
+	// connection is checked at dial time.
+	var ifaces []a2a.AgentInterface
+	for _, it := range append([]a2a.AgentInterface{{Transport: card.PreferredTransport, URL: card.URL}}, card.AdditionalInterfaces...) {
+		if it.Transport == a2a.TransportProtocolJSONRPC {
+			if _, err := guard.CheckURL(it.URL); err == nil {
+				ifaces = append(ifaces, it)
+			}
+		}
+	}
+	if len(ifaces) == 0 {
+		return nil, fmt.Errorf("%w: the agent offers no JSON-RPC interface (preferred: %s)", ErrNotImplemented, card.PreferredTransport)
+	}
+	client, err := a2aclient.NewFromEndpoints(ctx, ifaces,
+		a2aclient.WithDefaultsDisabled(),
+		a2aclient.WithJSONRPCTransport(m.HTTP),
+		a2aclient.WithConfig(a2aclient.Config{Polling: true}))
+	if err != nil {
+		return nil, fmt.Errorf("connect to agent %s: %w", card.Name, err)
+	}
+	return &agentConn{card: &card, client: client, streaming: card.Capabilities.Streaming}, nil
+}
+
+// skills lists the card's skills, text sanitised: it is registry data.
+func (c *agentConn) skills() []Skill {
+	out := make([]Skill, 0, len(c.card.Skills))
+	for _, s := range c.card.Skills {
+		sk := Skill{ID: guard.Text(s.ID, 100), Name: guard.Text(s.Name, 120), Description: guard.Text(s.Description, 300)}
+		for _, t := range s.Tags {
+			sk.Tags = append(sk.Tags, guard.Text(t, 60))
+		}
+		out = append(out, sk)
+	}
+	return out
+}
+
+func (c *agentConn) close() {
+	if c.client != nil {
+		_ = c.client.Destroy()
+	}
+}
+
+// describeA2AError turns A2A protocol errors into sentences.
+func describeA2AError(err error) error {
+	switch {
+	case errors.Is(err, a2a.ErrTaskNotFound):
+		return fmt.Errorf("%w: the agent does not know this task (it may have expired)", ErrTaskNotFound)
+	case errors.Is(err, a2a.ErrTaskNotCancelable):
+		return fmt.Errorf("the task can no longer be cancelled (it has finished): %w", err)
+	case errors.Is(err, a2a.ErrUnsupportedOperation):
+		return fmt.Errorf("the agent does not support this operation: %w", err)
+	case errors.Is(err, a2a.ErrUnsupportedContentType):
+		return fmt.Errorf("the agent does not accept this content type: %w", err)
+	}
+	return err
+}

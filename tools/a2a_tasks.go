@@ -1,0 +1,204 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/ardgate/ardgate/attach"
+)
+
+// Task waits: the default, and the most one call may wait.
+const (
+	defaultWait = 30 * time.Second
+	maxWait     = 5 * time.Minute
+)
+
+const spawnSchema = `{
+  "type": "object",
+  "properties": {
+    "agent": {"type": "string", "description": "Attached agent, by name or URN; may be omitted when exactly one agent is attached."},
+    "message": {"type": "string", "description": "What to ask the agent."},
+    "context_id": {"type": "string", "description": "Continue an earlier conversation with this agent (context_id of an earlier task)."}
+  },
+  "required": ["message"],
+  "additionalProperties": false
+}`
+
+const waitSchema = `{
+  "type": "object",
+  "properties": {
+    "task_id": {"type": "string"},
+    "timeout_seconds": {"type": "number", "minimum": 0, "maximum": 300, "description": "How long to wait for the task to finish or ask for input (default 30)."}
+  },
+  "required": ["task_id"],
+  "additionalProperties": false
+}`
+
+const messageSchema = `{
+  "type": "object",
+  "properties": {
+    "task_id": {"type": "string"},
+    "message": {"type": "string", "description": "The answer the task asked for."},
+    "timeout_seconds": {"type": "number", "minimum": 0, "maximum": 300}
+  },
+  "required": ["task_id", "message"],
+  "additionalProperties": false
+}`
+
+const taskIDSchema = `{
+  "type": "object",
+  "properties": {"task_id": {"type": "string"}},
+  "required": ["task_id"],
+  "additionalProperties": false
+}`
+
+func (g *Gateway) taskTools() []server.ServerTool {
+	return []server.ServerTool{
+		newTool("spawn_agent", "Spawn agent task",
+			"Send a message to an attached A2A agent and return at once with a task_id; use wait_task to get the result.",
+			spawnSchema, hints{openWorld: true}, g.spawn),
+		newTool("wait_task", "Wait for task",
+			"Wait for an agent task to finish or to ask for input, up to timeout_seconds; returns its state, messages and artifacts. "+
+				"A task still running after the wait is not an error: call wait_task again.",
+			waitSchema, hints{readOnly: true, idempotent: true, openWorld: true}, g.wait),
+		newTool("message_task", "Message task",
+			"Answer a task that asked for input (state input-required), in its context, then wait like wait_task.",
+			messageSchema, hints{openWorld: true}, g.message),
+		newTool("cancel_task", "Cancel task", "Ask the agent to cancel a running task.",
+			taskIDSchema, hints{destructive: true, openWorld: true}, g.cancelTask),
+		newTool("list_tasks", "List tasks", "List this session's agent tasks, oldest first, with their states.",
+			noArguments, hints{readOnly: true, idempotent: true}, g.listTasks),
+	}
+}
+
+func (g *Gateway) spawn(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var a struct {
+		Agent     string `json:"agent"`
+		Message   string `json:"message"`
+		ContextID string `json:"context_id"`
+	}
+	if err := decodeArgs(req, &a); err != nil {
+		return invalid("spawn_agent", err), nil
+	}
+	if a.Message == "" {
+		return invalid("spawn_agent", errors.New(`"message" is required`)), nil
+	}
+	s := g.current(ctx)
+	if s == nil {
+		return failure("internal", "no session"), nil
+	}
+	v, err := s.att.Spawn(ctx, a.Agent, a.Message, a.ContextID)
+	if err != nil {
+		return fromError(err), nil
+	}
+	return result(v), nil
+}
+
+type waitArgs struct {
+	TaskID  string   `json:"task_id"`
+	Message string   `json:"message"`
+	Timeout *float64 `json:"timeout_seconds"`
+}
+
+func (a waitArgs) timeout() time.Duration {
+	if a.Timeout == nil {
+		return defaultWait
+	}
+	return min(max(time.Duration(*a.Timeout*float64(time.Second)), 0), maxWait)
+}
+
+func (g *Gateway) wait(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var a waitArgs
+	if err := decodeArgs(req, &a); err != nil || a.Message != "" {
+		if err == nil {
+			err = errors.New(`unknown argument "message"; use message_task to answer a task`)
+		}
+		return invalid("wait_task", err), nil
+	}
+	s := g.current(ctx)
+	if s == nil {
+		return failure("internal", "no session"), nil
+	}
+	v, err := s.att.Wait(ctx, a.TaskID, a.timeout(), g.taskProgress(ctx, req))
+	if err != nil {
+		return fromError(err), nil
+	}
+	return result(v), nil
+}
+
+func (g *Gateway) message(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var a waitArgs
+	if err := decodeArgs(req, &a); err != nil {
+		return invalid("message_task", err), nil
+	}
+	if a.TaskID == "" || a.Message == "" {
+		return invalid("message_task", errors.New(`"task_id" and "message" are required`)), nil
+	}
+	s := g.current(ctx)
+	if s == nil {
+		return failure("internal", "no session"), nil
+	}
+	v, err := s.att.Reply(ctx, a.TaskID, a.Message, a.timeout(), g.taskProgress(ctx, req))
+	if err != nil {
+		return fromError(err), nil
+	}
+	return result(v), nil
+}
+
+func (g *Gateway) cancelTask(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var a struct {
+		TaskID string `json:"task_id"`
+	}
+	if err := decodeArgs(req, &a); err != nil {
+		return invalid("cancel_task", err), nil
+	}
+	s := g.current(ctx)
+	if s == nil {
+		return failure("internal", "no session"), nil
+	}
+	v, err := s.att.Cancel(ctx, a.TaskID)
+	if err != nil {
+		return fromError(err), nil
+	}
+	return result(map[string]any{"task_id": v.ID, "state": v.State, "final": v.Final}), nil
+}
+
+func (g *Gateway) listTasks(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var none struct{}
+	if err := decodeArgs(req, &none); err != nil {
+		return invalid("list_tasks", err), nil
+	}
+	s := g.current(ctx)
+	if s == nil {
+		return failure("internal", "no session"), nil
+	}
+	tasks := s.att.Tasks()
+	if tasks == nil {
+		tasks = []attach.TaskView{}
+	}
+	return result(map[string]any{"count": len(tasks), "tasks": tasks}), nil
+}
+
+// taskProgress relays each task update as notifications/progress when the
+// caller gave a progress token.
+func (g *Gateway) taskProgress(ctx context.Context, req mcp.CallToolRequest) func(attach.TaskView) {
+	if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
+		return nil
+	}
+	token := req.Params.Meta.ProgressToken
+	n := 0
+	return func(v attach.TaskView) {
+		n++
+		msg := v.State
+		if len(v.Messages) > 0 {
+			msg += ": " + v.Messages[len(v.Messages)-1].Text
+		}
+		_ = g.mcp.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), map[string]any{
+			"progressToken": token, "progress": n, "message": msg,
+		})
+	}
+}
