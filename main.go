@@ -105,6 +105,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	manager := attach.New(cfg, regs, hc, log, buildVersion())
+	go manager.Run(ctx) // agent health checks
 	gw := tools.New(manager, log, tools.Options{
 		Version:        buildVersion(),
 		MaxResultBytes: cfg.MaxResultBytes,

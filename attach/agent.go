@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
@@ -118,12 +122,55 @@ func (m *Manager) dialAgent(ctx context.Context, data []byte) (*agentConn, error
 	}
 	client, err := a2aclient.NewFromEndpoints(ctx, ifaces,
 		a2aclient.WithDefaultsDisabled(),
-		a2aclient.WithJSONRPCTransport(m.HTTP),
+		a2aclient.WithJSONRPCTransport(m.agentHTTP(card.URL)),
 		a2aclient.WithConfig(a2aclient.Config{Polling: true}))
 	if err != nil {
 		return nil, fmt.Errorf("connect to agent %s: %w", card.Name, err)
 	}
 	return &agentConn{card: &card, client: client, streaming: card.Capabilities.Streaming}, nil
+}
+
+// agentHTTP returns the client for an agent endpoint: the guarded client,
+// plus the bearer token of a configured agent at the same origin, sent to
+// that origin only (also across redirects).
+func (m *Manager) agentHTTP(endpoint string) *http.Client {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return m.HTTP
+	}
+	for _, a := range m.Agents {
+		au, err := url.Parse(a.URL)
+		if err != nil || a.Token == "" || !sameOrigin(au, u) {
+			continue
+		}
+		c := *m.HTTP
+		next := c.Transport
+		if next == nil {
+			next = http.DefaultTransport
+		}
+		c.Transport = bearerFor{origin: u, token: a.Token, next: next}
+		return &c
+	}
+	return m.HTTP
+}
+
+// bearerFor adds a bearer token to requests for one origin only.
+type bearerFor struct {
+	origin *url.URL
+	token  string
+	next   http.RoundTripper
+}
+
+func (b bearerFor) RoundTrip(r *http.Request) (*http.Response, error) {
+	if sameOrigin(r.URL, b.origin) {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	return b.next.RoundTrip(r)
+}
+
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Host, b.Host)
 }
 
 // skills lists the card's skills, text sanitised: it is registry data.
@@ -143,6 +190,52 @@ func (c *agentConn) close() {
 	if c.client != nil {
 		_ = c.client.Destroy()
 	}
+}
+
+// AgentCheckInterval is how often Run checks attached agents.
+const AgentCheckInterval = time.Minute
+
+// Run checks the attached agents of every session until ctx ends.
+func (m *Manager) Run(ctx context.Context) {
+	t := time.NewTicker(AgentCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			m.CheckAgents(ctx)
+		}
+	}
+}
+
+// CheckAgents fetches the card of every attached agent that has a card
+// URL and records whether it answered; listings show an agent that did
+// not as down, with the reason.
+func (m *Manager) CheckAgents(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, s := range m.Sessions() {
+		for _, a := range s.Attachments() {
+			a.mu.Lock()
+			check := a.agent != nil && a.cardURL != ""
+			a.mu.Unlock()
+			if !check {
+				continue
+			}
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				_, err := m.fetchCard(ctx, a.cardURL)
+				a.mu.Lock()
+				a.unwell = ""
+				if err != nil {
+					a.unwell = "health check failed: " + err.Error()
+				}
+				a.mu.Unlock()
+			})
+		}
+	}
+	wg.Wait()
 }
 
 // describeA2AError turns A2A protocol errors into sentences.

@@ -61,6 +61,9 @@ type Manager struct {
 	StartTimeout time.Duration
 	// Pinned servers are attached to every session.
 	Pinned []config.Server
+	// Agents are pinned A2A agents; their tokens also serve agents attached
+	// from registries at the same origin.
+	Agents []config.Agent
 	// Version is reported to upstreams as the client version.
 	Version string
 	// Log receives lifecycle events.
@@ -82,6 +85,7 @@ func New(cfg *config.Config, regs []registry.Registry, hc *http.Client, log *slo
 		CallTimeout:    cfg.CallTimeout,
 		StartTimeout:   2 * time.Minute,
 		Pinned:         cfg.Servers,
+		Agents:         cfg.Agents,
 		Version:        version,
 		Log:            log,
 	}

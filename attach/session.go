@@ -51,10 +51,14 @@ type Attachment struct {
 
 	// Timeout overrides the manager's call timeout when set.
 	Timeout time.Duration
+	// cardURL is where an agent's card can be fetched again, for health
+	// checks; empty for inline cards.
+	cardURL string
 
 	mu      sync.Mutex
 	up      *upstream  // MCP servers; nil while a pinned server is starting
 	agent   *agentConn // A2A agents
+	unwell  string     // why the last health check of an agent failed
 	tools   []Tool
 	failure string // why a pinned server failed to start
 }
@@ -84,6 +88,8 @@ func (a *Attachment) Status() (status, why string) {
 	switch {
 	case a.failure != "":
 		return StatusDown, a.failure
+	case a.agent != nil && a.unwell != "":
+		return StatusDown, a.unwell
 	case a.agent != nil:
 		return StatusUp, ""
 	case a.up == nil:
@@ -140,10 +146,59 @@ func newSession(m *Manager, id string) *Session {
 		a.Timeout, _ = time.ParseDuration(p.Timeout) // validated by config
 		plan := m.pinnedPlan(p)
 		a.Endpoint = plan.Endpoint()
-		s.atts = append(s.atts, a)
-		s.wg.Go(func() { s.startPinned(a, plan) })
+		s.pin(a, func(ctx context.Context) error {
+			up, tools, err := s.connect(ctx, a, plan, nil)
+			if err == nil {
+				a.mu.Lock()
+				a.up, a.tools = up, tools
+				a.mu.Unlock()
+			}
+			return err
+		})
+	}
+	for _, p := range m.Agents {
+		a := &Attachment{URN: "config:agents/" + p.Name, Name: p.Name, Kind: KindA2AAgent, RegistryID: "config", Pinned: true,
+			Endpoint: p.URL, AttachedAt: time.Now(), cardURL: p.URL}
+		s.pin(a, func(ctx context.Context) error {
+			data, err := m.fetchCard(ctx, p.URL)
+			if err != nil {
+				return err
+			}
+			conn, err := m.dialAgent(ctx, data)
+			if err == nil {
+				a.mu.Lock()
+				a.agent, a.Endpoint = conn, conn.card.URL
+				a.mu.Unlock()
+			}
+			return err
+		})
 	}
 	return s
+}
+
+// pin adds a pinned attachment and starts it in the background; until
+// start returns it is listed as starting, and a failure is kept as the
+// reason it is down.
+func (s *Session) pin(a *Attachment, start func(ctx context.Context) error) {
+	s.atts = append(s.atts, a)
+	s.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(s.ctx, s.m.StartTimeout)
+		defer cancel()
+		if err := start(ctx); err != nil {
+			a.mu.Lock()
+			a.failure = "did not start: " + err.Error()
+			a.mu.Unlock()
+			s.m.Log.Error("pinned attachment did not start", "session", s.ID, "name", a.Name, "err", err)
+		}
+		s.mu.Lock()
+		closed := s.closed
+		s.mu.Unlock()
+		if closed {
+			a.close() // Close ran while we were starting
+			return
+		}
+		s.changed()
+	})
 }
 
 // PinnedURN names a pinned server in listings.
@@ -154,28 +209,6 @@ func (m *Manager) pinnedPlan(p config.Server) Plan {
 		return Plan{Transport: TransportStreamableHTTP, URL: p.URL, Headers: p.Headers}
 	}
 	return Plan{Transport: TransportStdio, Program: p.Command, Args: p.Args, Env: m.Stdio.Env(p.Env)}
-}
-
-func (s *Session) startPinned(a *Attachment, plan Plan) {
-	ctx, cancel := context.WithTimeout(s.ctx, s.m.StartTimeout)
-	defer cancel()
-	up, tools, err := s.connect(ctx, a, plan, nil)
-	a.mu.Lock()
-	if err != nil {
-		a.failure = "did not start: " + err.Error()
-		s.m.Log.Error("pinned server did not start", "session", s.ID, "server", a.Name, "err", err)
-	} else {
-		a.up, a.tools = up, tools
-	}
-	a.mu.Unlock()
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed && up != nil {
-		up.close() // Close ran while we were starting
-		return
-	}
-	s.changed()
 }
 
 // Request asks for one attachment.
@@ -314,7 +347,7 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 			return nil, err
 		}
 		return &Attachment{URN: urn, Name: name, Kind: KindA2AAgent, MediaType: e.Type, RegistryID: regID,
-			Endpoint: conn.card.URL, AttachedAt: time.Now(), agent: conn}, nil
+			Endpoint: conn.card.URL, AttachedAt: time.Now(), agent: conn, cardURL: e.URL}, nil
 	}
 	progress("fetching card")
 	card, err := s.m.card(ctx, &e)

@@ -135,7 +135,15 @@ type Limits struct {
 // Agent is a pinned A2A agent.
 type Agent struct {
 	Name string `json:"name"`
-	URL  string `json:"url"`
+	// URL is the agent's origin (its card is at /.well-known/agent-card.json)
+	// or its card's URL.
+	URL string `json:"url"`
+	// TokenEnv names the variable holding a bearer token for this agent. It
+	// is sent only to the agent's own origin, also when the same agent is
+	// attached from a registry.
+	TokenEnv string `json:"token_env,omitempty"`
+	// Token is read from TokenEnv when the config is loaded.
+	Token string `json:"-"`
 }
 
 // Defaults used when no source sets a value.

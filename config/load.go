@@ -172,6 +172,20 @@ func Load(flags Flags, environ []string) (*Config, error) {
 			r.Path = filepath.Join(base, r.Path) // relative to the config file, not the cwd
 		}
 	}
+	// Tokens are read here, with the rest of the environment.
+	for i := range c.Registries {
+		switch r := &c.Registries[i]; {
+		case r.TokenEnv != "":
+			r.Token = vars[r.TokenEnv]
+		case r.Kind == KindARD:
+			r.Token = c.ARDRegistryToken
+		}
+	}
+	for i := range c.Agents {
+		if a := &c.Agents[i]; a.TokenEnv != "" {
+			a.Token = vars[a.TokenEnv]
+		}
+	}
 	catalogs := firstList(flags.Catalogs, e.Catalogs)
 	if catalogs == nil {
 		for _, p := range f.Catalogs {
@@ -432,6 +446,9 @@ func (c *Config) validate() []error {
 		checkName(f, a.Name)
 		if !strings.HasPrefix(a.URL, "https://") && !strings.HasPrefix(a.URL, "http://") {
 			add(f+".url", "%q is not an http(s) URL", a.URL)
+		}
+		if a.TokenEnv != "" && !envPattern.MatchString(a.TokenEnv) {
+			add(f+".token_env", "%q is not a variable name", a.TokenEnv)
 		}
 	}
 	return errs

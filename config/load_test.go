@@ -650,3 +650,33 @@ func TestFlagSet(t *testing.T) {
 		t.Error("unknown flag accepted")
 	}
 }
+
+// Registry and agent tokens are read from the variables the config names;
+// ARD registries without token_env get ARD_REGISTRY_TOKEN.
+func TestTokensFromEnvironment(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.json")
+	if err := os.WriteFile(path, []byte(`{
+	  "registries": [
+	    {"id": "a", "kind": "ard", "url": "https://a.example"},
+	    {"id": "b", "kind": "ard", "url": "https://b.example", "token_env": "B_TOKEN"},
+	    {"id": "m", "kind": "mcp-registry", "url": "https://m.example"}
+	  ],
+	  "agents": [{"name": "research", "url": "https://r.example", "token_env": "R_TOKEN"}]
+	}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(config.Flags{Config: path}, []string{"ARD_REGISTRY_TOKEN=default", "B_TOKEN=bee", "R_TOKEN=arr"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range c.Registries {
+		got[r.ID] = r.Token
+	}
+	if got["a"] != "default" || got["b"] != "bee" || got["m"] != "" {
+		t.Fatalf("registry tokens %v", got)
+	}
+	if c.Agents[0].Token != "arr" {
+		t.Fatalf("agent token %q", c.Agents[0].Token)
+	}
+}
