@@ -36,8 +36,8 @@ func searchBench(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "search: %d base entries from %s, %d queries x %d rounds, %s, GOMAXPROCS=%d\n",
-		len(base), *corpus, len(benchQueries), *rounds, runtime.Version(), runtime.GOMAXPROCS(0))
+	fmt.Fprintf(out, "search: %d base entries from %s, %d queries x %d rounds; %s\n",
+		len(base), *corpus, len(benchQueries), *rounds, machine())
 	fmt.Fprintf(out, "%8s  %10s  %10s  %9s  %9s  %9s  %9s\n", "entries", "build", "heap MiB", "p50", "p99", "max", "mean")
 	for _, f := range strings.Split(*sizes, ",") {
 		var n int
@@ -78,6 +78,20 @@ func searchBench(args []string, out io.Writer) error {
 	return nil
 }
 
+// machine describes where a run happened.
+func machine() string {
+	model := "unknown CPU"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if name, ok := strings.CutPrefix(line, "model name"); ok {
+				model = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(name), ":"))
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%s, %d CPUs, GOMAXPROCS=%d, %s", model, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
+}
+
 // replicate makes n entries from base: copies with distinct identifiers
 // and a varied word, so the index sees n documents, not n duplicates.
 func replicate(base []registry.Entry, n int) []registry.Entry {
@@ -101,13 +115,15 @@ func pct(sorted []time.Duration, p int) time.Duration {
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: go run ./testdata/bench search [-sizes 1000,10000,100000] [-rounds 50]")
+		fmt.Fprintln(os.Stderr, "usage: go run ./testdata/bench search|proxy [flags]")
 		os.Exit(2)
 	}
 	var err error
 	switch os.Args[1] {
 	case "search":
 		err = searchBench(os.Args[2:], os.Stdout)
+	case "proxy":
+		err = proxyBench(os.Args[2:], os.Stdout)
 	default:
 		err = fmt.Errorf("unknown benchmark %q", os.Args[1])
 	}

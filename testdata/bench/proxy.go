@@ -1,0 +1,311 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// proxyBench runs the same workloads against the Go fixture directly and
+// through ardgate (the fixture pinned as an upstream), in one run, for
+// stdio and streamable HTTP, and prints the ratios.
+func proxyBench(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
+	calls := fs.Int("calls", 20000, "sequential calls per case")
+	clients := fs.Int("clients", 64, "concurrent clients")
+	concCalls := fs.Int("conc-calls", 200, "calls per concurrent client")
+	bigCalls := fs.Int("big-calls", 200, "1 MiB results per case")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "ardgate-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	gw, fx := filepath.Join(dir, "ardgate"), filepath.Join(dir, "mcpfixture")
+	for _, b := range [][]string{{gw, "."}, {fx, "./testdata/mcpfixture/cmd/mcpfixture"}} {
+		if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
+			return fmt.Errorf("build %s: %v\n%s", b[1], err, out)
+		}
+	}
+	fmt.Fprintf(out, "proxy: %d sequential calls, %d clients x %d calls, %d x 1 MiB; %s\n", *calls, *clients, *concCalls, *bigCalls, machine())
+
+	for _, transportName := range []string{"stdio", "http"} {
+		direct, stopDirect, err := startDirect(transportName, fx)
+		if err != nil {
+			return err
+		}
+		via, stopVia, err := startViaGateway(transportName, gw, fx, dir)
+		if err != nil {
+			stopDirect()
+			return err
+		}
+		cases := []struct {
+			name string
+			run  func(c target) (stats, error)
+		}{
+			{"sequential echo", func(c target) (stats, error) { return sequential(c, *calls, "echo", map[string]any{"message": "ping"}) }},
+			{fmt.Sprintf("%d concurrent", *clients), func(c target) (stats, error) { return concurrent(c, *clients, *concCalls) }},
+			{"1 MiB results", func(c target) (stats, error) { return sequential(c, *bigCalls, "big", map[string]any{"bytes": 1 << 20}) }},
+		}
+		fmt.Fprintf(out, "\n%s upstream, %s client\n", transportName, transportName)
+		fmt.Fprintf(out, "%-16s %-8s %9s %9s %9s %10s\n", "workload", "path", "p50", "p99", "max", "calls/s")
+		for _, c := range cases {
+			d, err := c.run(direct)
+			if err != nil {
+				return fmt.Errorf("%s direct: %w", c.name, err)
+			}
+			v, err := c.run(via)
+			if err != nil {
+				return fmt.Errorf("%s via ardgate: %w", c.name, err)
+			}
+			fmt.Fprintf(out, "%-16s %-8s %9s %9s %9s %10.0f\n", c.name, "direct", d.p50, d.p99, d.max, d.rate)
+			fmt.Fprintf(out, "%-16s %-8s %9s %9s %9s %10.0f\n", "", "ardgate", v.p50, v.p99, v.max, v.rate)
+			fmt.Fprintf(out, "%-16s %-8s %8.2fx %8.2fx %9s %9.2fx   (+%s at p50)\n", "", "ratio",
+				ratio(v.p50, d.p50), ratio(v.p99, d.p99), "", v.rate/d.rate, (v.p50 - d.p50).Round(time.Microsecond))
+		}
+		stopVia()
+		stopDirect()
+	}
+	return nil
+}
+
+// target is a pool of connected clients: one for stdio (requests are
+// multiplexed on the pipe), one session each for HTTP.
+type target struct {
+	clients []*client.Client
+	tool    func(string) string // fixture tool name → name on this path
+}
+
+type stats struct {
+	p50, p99, max time.Duration
+	rate          float64
+}
+
+func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
+
+func summarize(lat []time.Duration, wall time.Duration) stats {
+	slices.Sort(lat)
+	return stats{p50: pct(lat, 50), p99: pct(lat, 99), max: lat[len(lat)-1].Round(time.Microsecond), rate: float64(len(lat)) / wall.Seconds()}
+}
+
+func call(c *client.Client, name string, args map[string]any) error {
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	res, err := c.CallTool(context.Background(), req)
+	if err != nil {
+		return err
+	}
+	if res.IsError {
+		return fmt.Errorf("%s: tool error %v", name, res.Content)
+	}
+	return nil
+}
+
+func sequential(t target, n int, tool string, args map[string]any) (stats, error) {
+	c, name := t.clients[0], t.tool(tool)
+	lat := make([]time.Duration, 0, n)
+	start := time.Now()
+	for range n {
+		s := time.Now()
+		if err := call(c, name, args); err != nil {
+			return stats{}, err
+		}
+		lat = append(lat, time.Since(s))
+	}
+	return summarize(lat, time.Since(start)), nil
+}
+
+func concurrent(t target, clients, per int) (stats, error) {
+	var mu sync.Mutex
+	var lat []time.Duration
+	var firstErr error
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range clients {
+		c := t.clients[i%len(t.clients)]
+		wg.Go(func() {
+			local := make([]time.Duration, 0, per)
+			for range per {
+				s := time.Now()
+				if err := call(c, t.tool("echo"), map[string]any{"message": "ping"}); err != nil {
+					mu.Lock()
+					firstErr = err
+					mu.Unlock()
+					return
+				}
+				local = append(local, time.Since(s))
+			}
+			mu.Lock()
+			lat = append(lat, local...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return stats{}, firstErr
+	}
+	return summarize(lat, time.Since(start)), nil
+}
+
+const sessions = 64
+
+func startDirect(kind, fixture string) (target, func(), error) {
+	if kind == "stdio" {
+		c, stop, err := stdioClient(fixture, nil, "--transport=stdio")
+		return target{clients: []*client.Client{c}, tool: func(s string) string { return s }}, stop, err
+	}
+	url, stopFx, err := startFixtureHTTP(fixture)
+	if err != nil {
+		return target{}, nil, err
+	}
+	cs, stop, err := httpClients(url, sessions)
+	return target{clients: cs, tool: func(s string) string { return s }}, func() { stop(); stopFx() }, err
+}
+
+func startViaGateway(kind, gateway, fixture, dir string) (target, func(), error) {
+	via := func(s string) string { return "mcp_fx__" + s }
+	server := map[string]any{"name": "fx", "command": fixture, "args": []string{"--transport=stdio"}}
+	var stopFx func()
+	if kind == "http" {
+		url, stop, err := startFixtureHTTP(fixture)
+		if err != nil {
+			return target{}, nil, err
+		}
+		server, stopFx = map[string]any{"name": "fx", "url": url}, stop
+	}
+	cfg := filepath.Join(dir, "bench-"+kind+".json")
+	data, _ := json.Marshal(map[string]any{"servers": []any{server}, "allow_local_urls": true, "max_result_bytes": 8 << 20})
+	if err := os.WriteFile(cfg, data, 0o600); err != nil {
+		return target{}, nil, err
+	}
+	var t target
+	var stop func()
+	var err error
+	if kind == "stdio" {
+		var c *client.Client
+		c, stop, err = stdioClient(gateway, nil, "serve", "--config", cfg, "--log-level", "error")
+		t = target{clients: []*client.Client{c}, tool: via}
+	} else {
+		var url string
+		url, stop, err = startGatewayHTTP(gateway, cfg)
+		if err == nil {
+			var stopClients func()
+			t.clients, stopClients, err = httpClients(url, sessions)
+			t.tool = via
+			prev := stop
+			stop = func() { stopClients(); prev() }
+		}
+	}
+	if err != nil {
+		return target{}, nil, err
+	}
+	// Pinned servers attach in the background: wait until every session
+	// can call the tool.
+	for _, c := range t.clients {
+		deadline := time.Now().Add(30 * time.Second)
+		for call(c, via("echo"), map[string]any{"message": "ready?"}) != nil {
+			if time.Now().After(deadline) {
+				return target{}, nil, fmt.Errorf("the pinned fixture never became callable through ardgate (%s)", kind)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	all := stop
+	if stopFx != nil {
+		all = func() { stop(); stopFx() }
+	}
+	return t, all, nil
+}
+
+func stdioClient(bin string, env []string, args ...string) (*client.Client, func(), error) {
+	tr := transport.NewStdioWithOptions(bin, env, args, transport.WithCommandFunc(func(_ context.Context, cmd string, _ []string, args []string) (*exec.Cmd, error) {
+		c := exec.Command(cmd, args...)
+		c.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+		c.Stderr = io.Discard
+		return c, nil
+	}))
+	c := client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	if err := c.Start(context.Background()); err != nil {
+		return nil, nil, err
+	}
+	if _, err := c.Initialize(context.Background(), mcp.InitializeRequest{}); err != nil {
+		return nil, nil, err
+	}
+	return c, func() { _ = c.Close() }, nil
+}
+
+func httpClients(url string, n int) ([]*client.Client, func(), error) {
+	var cs []*client.Client
+	stop := func() {
+		for _, c := range cs {
+			_ = c.Close()
+		}
+	}
+	for range n {
+		tr, err := transport.NewStreamableHTTP(url)
+		if err != nil {
+			return nil, stop, err
+		}
+		c := client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+		if err := c.Start(context.Background()); err != nil {
+			return nil, stop, err
+		}
+		if _, err := c.Initialize(context.Background(), mcp.InitializeRequest{}); err != nil {
+			return nil, stop, err
+		}
+		cs = append(cs, c)
+	}
+	return cs, stop, nil
+}
+
+// startFixtureHTTP runs the fixture over streamable HTTP on loopback.
+func startFixtureHTTP(fixture string) (string, func(), error) {
+	cmd := exec.Command(fixture, "--transport=http", "--addr=127.0.0.1:0")
+	return readyURL(cmd, cmd.StdoutPipe, func(line string) (string, bool) { return strings.CutPrefix(line, "READY ") })
+}
+
+// startGatewayHTTP runs ardgate over streamable HTTP on loopback.
+func startGatewayHTTP(gateway, cfg string) (string, func(), error) {
+	cmd := exec.Command(gateway, "serve", "--transport", "http", "--addr", "127.0.0.1:0", "--config", cfg, "--log-format", "json")
+	return readyURL(cmd, cmd.StderrPipe, func(line string) (string, bool) {
+		var rec struct{ URL string }
+		return rec.URL, json.Unmarshal([]byte(line), &rec) == nil && rec.URL != ""
+	})
+}
+
+func readyURL(cmd *exec.Cmd, pipe func() (io.ReadCloser, error), parse func(string) (string, bool)) (string, func(), error) {
+	r, err := pipe()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if url, ok := parse(sc.Text()); ok {
+			go io.Copy(io.Discard, r)
+			return url, stop, nil
+		}
+	}
+	stop()
+	return "", nil, fmt.Errorf("%s did not say where it listens", cmd.Path)
+}
