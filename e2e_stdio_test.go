@@ -19,7 +19,7 @@ import (
 )
 
 var gatewayTools = []string{"attach_resource", "call_attached_tool", "cancel_task", "detach_resource", "discover_resources",
-	"gateway_health", "list_attached_resources", "list_tasks", "message_task", "spawn_agent", "wait_task"}
+	"gateway_health", "list_attached_resources", "list_tasks", "message_task", "spawn_agent", "tool_search", "wait_task"}
 
 type discovered struct {
 	Count   int

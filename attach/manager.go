@@ -57,6 +57,9 @@ type Manager struct {
 	MaxAttachments int
 	// CallTimeout bounds one proxied tool call.
 	CallTimeout time.Duration
+	// Deferred keeps attached tools out of tools/list by default (they are
+	// found with tool_search); pinned servers may say otherwise.
+	Deferred bool
 	// StartTimeout bounds starting an upstream (npx may download first).
 	StartTimeout time.Duration
 	// Pinned servers are attached to every session.
@@ -84,6 +87,7 @@ func New(cfg *config.Config, regs []registry.Registry, hc *http.Client, log *slo
 		MaxAttachments: cfg.MaxAttachments,
 		CallTimeout:    cfg.CallTimeout,
 		StartTimeout:   2 * time.Minute,
+		Deferred:       cfg.ToolMode == config.ToolModeDeferred,
 		Pinned:         cfg.Servers,
 		Agents:         cfg.Agents,
 		Version:        version,

@@ -48,6 +48,8 @@ type Attachment struct {
 	Endpoint   string
 	Pinned     bool
 	AttachedAt time.Time
+	// Deferred attachments' tools are not listed; tool_search finds them.
+	Deferred bool
 
 	// Timeout overrides the manager's call timeout when set.
 	Timeout time.Duration
@@ -144,6 +146,10 @@ func newSession(m *Manager, id string) *Session {
 	for _, p := range m.Pinned {
 		a := &Attachment{URN: PinnedURN(p.Name), Name: p.Name, Kind: KindMCPServer, RegistryID: "config", Pinned: true, AttachedAt: time.Now()}
 		a.Timeout, _ = time.ParseDuration(p.Timeout) // validated by config
+		a.Deferred = m.Deferred
+		if p.ToolMode != "" {
+			a.Deferred = p.ToolMode == config.ToolModeDeferred
+		}
 		plan := m.pinnedPlan(p)
 		a.Endpoint = plan.Endpoint()
 		s.pin(a, func(ctx context.Context) error {
@@ -358,7 +364,8 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 	if err != nil {
 		return nil, err
 	}
-	a := &Attachment{URN: urn, Name: name, Kind: KindMCPServer, MediaType: e.Type, RegistryID: regID, Endpoint: plan.Endpoint(), AttachedAt: time.Now()}
+	a := &Attachment{URN: urn, Name: name, Kind: KindMCPServer, MediaType: e.Type, RegistryID: regID, Endpoint: plan.Endpoint(),
+		AttachedAt: time.Now(), Deferred: s.m.Deferred}
 	progress("starting")
 	ctx, cancel := context.WithTimeout(ctx, s.m.StartTimeout)
 	defer cancel()
@@ -518,11 +525,23 @@ func (s *Session) Attachments() []*Attachment {
 	return slices.Clone(s.atts)
 }
 
-// Tools returns every exposed tool of the session.
+// Tools returns every exposed tool of the session, deferred ones too.
 func (s *Session) Tools() []Tool {
 	var out []Tool
 	for _, a := range s.Attachments() {
 		out = append(out, a.Tools()...)
+	}
+	return out
+}
+
+// ListedTools returns the tools that belong in tools/list: those of
+// attachments not in deferred mode.
+func (s *Session) ListedTools() []Tool {
+	var out []Tool
+	for _, a := range s.Attachments() {
+		if !a.Deferred {
+			out = append(out, a.Tools()...)
+		}
 	}
 	return out
 }

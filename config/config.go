@@ -67,6 +67,11 @@ type Config struct {
 	CallTimeout time.Duration
 	// MaxResultBytes caps the content of one proxied tool result.
 	MaxResultBytes int
+	// ToolMode is "listed" (attached tools appear in tools/list) or
+	// "deferred" (they do not; tool_search finds them and
+	// call_attached_tool calls them), for clients that degrade with many
+	// tools or ignore tools/list_changed.
+	ToolMode string
 	// Limits are per-session rate limits and the loop guard.
 	Limits Limits
 	// Stdio is the launch policy for local (stdio) upstream servers.
@@ -117,6 +122,8 @@ type Server struct {
 	Headers map[string]string `json:"headers,omitempty"`
 	// Timeout overrides call_timeout for this server ("120s").
 	Timeout string `json:"timeout,omitempty"`
+	// ToolMode overrides tool_mode for this server.
+	ToolMode string `json:"tool_mode,omitempty"`
 }
 
 // Limits are per-session budgets. Zero means no limit.
@@ -145,6 +152,12 @@ type Agent struct {
 	// Token is read from TokenEnv when the config is loaded.
 	Token string `json:"-"`
 }
+
+// Tool modes.
+const (
+	ToolModeListed   = "listed"
+	ToolModeDeferred = "deferred"
+)
 
 // Defaults used when no source sets a value.
 const (

@@ -33,6 +33,7 @@ type file struct {
 	AllowLocalURLs   *bool       `json:"allow_local_urls"`
 	CallTimeout      *string     `json:"call_timeout"`
 	MaxResultBytes   *int        `json:"max_result_bytes"`
+	ToolMode         *string     `json:"tool_mode"`
 	Limits           *fileLimits `json:"limits"`
 	Stdio            *struct {
 		AllowFrom []string `json:"allow_from"`
@@ -126,6 +127,7 @@ func Load(flags Flags, environ []string) (*Config, error) {
 		AllowLocalURLs:   false,
 		CallTimeout:      DefaultCallTimeout,
 		MaxResultBytes:   DefaultMaxResultBytes,
+		ToolMode:         first(deref(f.ToolMode), ToolModeListed),
 		Limits:           DefaultLimits,
 		Servers:          f.Servers,
 		Agents:           f.Agents,
@@ -341,6 +343,9 @@ func (c *Config) validate() []error {
 	if c.CallTimeout <= 0 || c.CallTimeout > time.Hour {
 		add("call_timeout", "%s is outside (0, 1h]", c.CallTimeout)
 	}
+	if c.ToolMode != ToolModeListed && c.ToolMode != ToolModeDeferred {
+		add("tool_mode", "%q is not listed or deferred", c.ToolMode)
+	}
 	if c.MaxResultBytes < 1024 || c.MaxResultBytes > 64<<20 {
 		add("max_result_bytes", "%d is outside 1024..%d", c.MaxResultBytes, 64<<20)
 	}
@@ -434,6 +439,9 @@ func (c *Config) validate() []error {
 			if !envPattern.MatchString(v) {
 				add(fmt.Sprintf("%s.env[%d]", f, j), "%q is not a variable name", v)
 			}
+		}
+		if s.ToolMode != "" && s.ToolMode != ToolModeListed && s.ToolMode != ToolModeDeferred {
+			add(f+".tool_mode", "%q is not listed or deferred", s.ToolMode)
 		}
 		if s.Timeout != "" {
 			if d, err := time.ParseDuration(s.Timeout); err != nil || d <= 0 || d > time.Hour {

@@ -83,6 +83,7 @@ func New(manager *attach.Manager, log *slog.Logger, opts Options) *Gateway {
 		g.healthTool(),
 	)
 	g.mcp.AddTools(g.taskTools()...)
+	g.mcp.AddTools(g.toolSearchTool())
 	return g
 }
 
@@ -155,7 +156,7 @@ func (g *Gateway) sync(id string, s *session) {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	want := map[string]attach.Tool{}
-	for _, t := range s.att.Tools() {
+	for _, t := range s.att.ListedTools() {
 		want[t.Name] = t
 	}
 	var gone []string

@@ -1,0 +1,102 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/attach"
+	"github.com/ardgate/ardgate/config"
+	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/registry"
+)
+
+// tenServers serves a gateway whose catalog has ten fixture servers.
+func tenServers(t *testing.T, deferred bool) (*clientSession, []string) {
+	t.Helper()
+	up := upstream(t)
+	var entries []registry.Entry
+	var urns []string
+	for i := range 10 {
+		urn := fmt.Sprintf("urn:air:ardgate.test:mcp:server%d", i)
+		entries = append(entries, remoteEntry(urn, up.URL))
+		urns = append(urns, urn)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	hc := (&guard.Dialer{AllowLocal: true}).Client()
+	m := &attach.Manager{
+		Registries: []registry.Registry{registry.NewLocal("test", registry.NewIndex("test", entries))},
+		HTTP:       hc, AllowTypes: config.DefaultAllowAttachTypes, MaxAttachments: 20, CallTimeout: 10 * time.Second,
+		StartTimeout: 10 * time.Second, Log: log, Deferred: deferred,
+	}
+	g := New(m, log, Options{Version: "test"})
+	h := g.NewHTTP(HTTPOptions{})
+	ts := httptest.NewServer(h)
+	t.Cleanup(func() { _ = h.Shutdown(context.Background()); ts.Close(); g.Close(); hc.CloseIdleConnections() })
+	s := (&testGateway{g: g, h: h, url: ts.URL + "/mcp"}).connect(t)
+	for _, urn := range urns {
+		if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
+			t.Fatalf("attach %s: %s", urn, firstText(res))
+		}
+	}
+	return s, urns
+}
+
+func toolsListBytes(t *testing.T, s *clientSession) int {
+	t.Helper()
+	res, err := s.c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(res)
+	return len(b)
+}
+
+// In deferred mode attached tools stay out of tools/list, tool_search
+// finds them, and call_attached_tool calls them. The sizes of tools/list
+// with ten attached servers are logged for BENCHMARKS.md.
+func TestDeferredToolMode(t *testing.T) {
+	listed, _ := tenServers(t, false)
+	deferred, _ := tenServers(t, true)
+
+	if n := len(listed.tools()); n != 12+80 {
+		t.Fatalf("listed mode lists %d tools, want 12 gateway + 80 attached", n)
+	}
+	names := deferred.tools()
+	if slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "mcp_") }) || len(names) != 12 {
+		t.Fatalf("deferred mode lists attached tools: %v", names)
+	}
+	lb, db := toolsListBytes(t, listed), toolsListBytes(t, deferred)
+	t.Logf("tools/list with 10 attached servers (8 tools each): listed %d bytes (~%d tokens), deferred %d bytes (~%d tokens), %.1fx smaller",
+		lb, lb/4, db, db/4, float64(lb)/float64(db))
+	if db*5 > lb {
+		t.Fatalf("deferred tools/list (%d bytes) is not much smaller than listed (%d bytes)", db, lb)
+	}
+
+	var found struct {
+		Tools []struct {
+			Name        string
+			InputSchema json.RawMessage
+		}
+	}
+	res := deferred.call("tool_search", map[string]any{"query": "add two numbers", "limit": 3})
+	if err := json.Unmarshal(res.RawStructuredContent, &found); err != nil || len(found.Tools) == 0 {
+		t.Fatalf("tool_search: %v %s", err, firstText(res))
+	}
+	if !strings.HasSuffix(found.Tools[0].Name, "__add") || !strings.Contains(string(found.Tools[0].InputSchema), `"a"`) {
+		t.Fatalf("tool_search first result %+v", found.Tools[0])
+	}
+	res = deferred.call("call_attached_tool", map[string]any{"name": found.Tools[0].Name, "arguments": map[string]any{"a": 2, "b": 3}})
+	if res.IsError || !strings.Contains(string(res.RawStructuredContent), `"sum":5`) {
+		t.Fatalf("calling a deferred tool: %s", firstText(res))
+	}
+}
