@@ -61,7 +61,9 @@ func proxyBench(args []string, out io.Writer) error {
 		}{
 			{"sequential echo", func(c target) (stats, error) { return sequential(c, *calls, "echo", map[string]any{"message": "ping"}) }},
 			{fmt.Sprintf("%d concurrent", *clients), func(c target) (stats, error) { return concurrent(c, *clients, *concCalls) }},
-			{"1 MiB results", func(c target) (stats, error) { return sequential(c, *bigCalls, "big", map[string]any{"bytes": 1 << 20}) }},
+			{"1 MiB results", func(c target) (stats, error) {
+				return sequential(c, *bigCalls, "big", map[string]any{"bytes": 1 << 20})
+			}},
 		}
 		fmt.Fprintf(out, "\n%s upstream, %s client\n", transportName, transportName)
 		fmt.Fprintf(out, "%-16s %-8s %9s %9s %9s %10s\n", "workload", "path", "p50", "p99", "max", "calls/s")
