@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,6 +23,7 @@ import (
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/registry"
+	"github.com/ardgate/ardgate/registry/ardserver"
 	"github.com/ardgate/ardgate/tools"
 )
 
@@ -52,8 +54,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "catalog":
 		return catalog(args, stdout, stderr)
 	case "registry":
-		fmt.Fprintln(stderr, "ardgate registry serve: not available in this build yet")
-		return 2
+		if len(args) == 0 || args[0] != "serve" {
+			fmt.Fprintf(stderr, "usage: ardgate registry serve --catalog FILE... [--addr 127.0.0.1:7334]\n")
+			return 2
+		}
+		return registryServe(args[1:], stderr)
 	case "version":
 		fmt.Fprintln(stdout, "ardgate", buildVersion())
 		return 0
@@ -149,6 +154,52 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("http shutdown", "err", err)
 	}
+	return 0
+}
+
+// registryServe serves catalog files as an ARD registry.
+func registryServe(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ardgate registry serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var catalogs []string
+	fs.Func("catalog", "catalog file to serve (repeatable)", func(s string) error { catalogs = append(catalogs, s); return nil })
+	addr := fs.String("addr", "127.0.0.1:7334", "listen address")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logFormat := fs.String("log-format", "text", "text or json")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if len(catalogs) == 0 {
+		fmt.Fprintln(stderr, "ardgate registry serve: give at least one --catalog FILE")
+		return 2
+	}
+	log := newLogger(&config.Config{LogLevel: *logLevel, LogFormat: *logFormat}, stderr)
+	srv := &ardserver.Server{Catalogs: catalogs, Log: log}
+	if err := srv.Load(); err != nil {
+		fmt.Fprintln(stderr, "ardgate:", err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintln(stderr, "ardgate:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go srv.Watch(ctx)
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	log.Info("serving an ARD registry", "url", "http://"+ln.Addr().String()+"/", "catalogs", len(catalogs))
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		log.Error("registry server ended", "err", err)
+		return 1
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
 	return 0
 }
 
