@@ -1,13 +1,26 @@
 package main
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/ardgate/ardgate/testdata/mcpfixture"
 	"github.com/ardgate/ardgate/testdata/registryfixture"
 )
 
@@ -58,4 +71,112 @@ func TestMCPRegistryDiscoverAndAttach(t *testing.T) {
 	if !strings.Contains(b.Endpoint, "@circleci/mcp-server-circleci@0.7.1") {
 		t.Fatalf("launched %q", b.Endpoint)
 	}
+}
+
+// headerRecorder wraps a handler and remembers every Authorization header
+// it was sent.
+type headerRecorder struct {
+	mu   sync.Mutex
+	seen []string
+	next http.Handler
+}
+
+func (h *headerRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.mu.Lock()
+	h.seen = append(h.seen, r.Header.Get("Authorization"))
+	h.mu.Unlock()
+	h.next.ServeHTTP(w, r)
+}
+
+func (h *headerRecorder) sawToken(tok string) (yes bool, requests int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, a := range h.seen {
+		yes = yes || strings.Contains(a, tok)
+	}
+	return yes, len(h.seen)
+}
+
+// `ardgate registry serve` as a real ARD registry for the gateway: search
+// and lookup go through it with the registry's token, which never reaches
+// the host serving the artifact nor the attached server.
+func TestRegistryServeAndTokenScope(t *testing.T) {
+	// Servers are closed by t.Cleanup registered before the gateway starts,
+	// so they close after it: its open event streams would block Close.
+	mcpHandler := server.NewStreamableHTTPServer(mcpfixture.New("up"))
+	upstream := &headerRecorder{next: mcpHandler}
+	up := httptest.NewServer(upstream)
+	t.Cleanup(func() { _ = mcpHandler.Shutdown(context.Background()); up.Close() })
+	artifacts := &headerRecorder{next: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"name":"team/tools","remotes":[{"type":"streamable-http","url":"`+up.URL+`"}]}`)
+	})}
+	art := httptest.NewServer(artifacts)
+	t.Cleanup(art.Close)
+
+	dir := t.TempDir()
+	catalog := writeJSON(t, filepath.Join(dir, "team.json"), map[string]any{"specVersion": "1.0", "entries": []any{
+		map[string]any{"identifier": "urn:air:team.example:mcp:toolbox", "displayName": "Team toolbox", "type": "application/mcp-server-card+json",
+			"url": art.URL + "/cards/toolbox.json", "description": "echo and add tools of the team"},
+	}})
+	regURL, stopReg := startRegistryServe(t, catalog)
+	t.Cleanup(stopReg)
+	registryProxy := &headerRecorder{next: httputil.NewSingleHostReverseProxy(mustURL(t, regURL))}
+	reg := httptest.NewServer(registryProxy)
+	t.Cleanup(reg.Close)
+
+	cfg := writeJSON(t, filepath.Join(dir, "ardgate.json"), map[string]any{
+		"registries":       []any{map[string]any{"id": "team", "kind": "ard", "url": reg.URL, "token_env": "TEAM_TOKEN"}},
+		"allow_local_urls": true,
+	})
+	g := startStdio(t, env(false, "TEAM_TOKEN=s3cret-team-token"), "--config", cfg)
+	var d discovered
+	g.ok("discover_resources", map[string]any{"text": "team toolbox echo"}, &d)
+	if len(d.Results) != 1 || d.Results[0].URN != "urn:air:team.example:mcp:toolbox" || !d.Results[0].Attachable {
+		t.Fatalf("discover through registry serve: %+v", d)
+	}
+	g.ok("attach_resource", map[string]any{"urn": "urn:air:team.example:mcp:toolbox"}, nil)
+	if got := text(g.call("mcp_toolbox__echo", map[string]any{"message": "scoped"})); got != "scoped" {
+		t.Fatalf("echo = %q", got)
+	}
+	if yes, n := registryProxy.sawToken("s3cret-team-token"); !yes {
+		t.Fatalf("the registry never got its token (%d requests)", n)
+	}
+	for name, h := range map[string]*headerRecorder{"artifact host": artifacts, "attached server": upstream} {
+		if yes, n := h.sawToken("s3cret"); yes || n == 0 {
+			t.Fatalf("%s: token seen %v in %d requests", name, yes, n)
+		}
+	}
+}
+
+func startRegistryServe(t *testing.T, catalogs ...string) (string, func()) {
+	t.Helper()
+	args := []string{"registry", "serve", "--addr", "127.0.0.1:0", "--log-format", "json"}
+	for _, c := range catalogs {
+		args = append(args, "--catalog", c)
+	}
+	cmd := exec.Command(gatewayBin, args...)
+	cmd.Env = env(false)
+	pipe, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(pipe)
+	for sc.Scan() {
+		var rec struct{ URL string }
+		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.URL != "" {
+			go io.Copy(io.Discard, pipe)
+			return strings.TrimSuffix(rec.URL, "/"), func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }
+		}
+	}
+	_ = cmd.Wait()
+	t.Fatal("registry serve did not start")
+	return "", nil
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

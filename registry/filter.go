@@ -37,10 +37,10 @@ func compileFilter(m map[string][]string) (filter, error) {
 	f := make(filter, 0, len(m))
 	for _, k := range keys {
 		vals := m[k]
-		path := strings.Split(k, ".")
-		if slices.Contains(path, "") {
-			return nil, fmt.Errorf("%w: filter key %q is not a dot path like \"tags\" or \"trustManifest.identity\"", ErrInvalidArgument, k)
+		if err := CheckFieldPath(k); err != nil {
+			return nil, fmt.Errorf("filter: %w", err)
 		}
+		path := strings.Split(k, ".")
 		if len(vals) == 0 {
 			return nil, fmt.Errorf("%w: filter key %q has no values", ErrInvalidArgument, k)
 		}
@@ -79,6 +79,29 @@ func (c clause) match(e *Entry) bool {
 		}
 	}
 	return false
+}
+
+// Field paths an entry has: fields holding scalars or lists of them, and
+// fields holding objects, under which any dot path is allowed. Keep them
+// in step with fieldValues.
+var (
+	scalarFields = []string{"identifier", "displayName", "type", "url", "description", "version", "updatedAt",
+		"publisher", "tags", "capabilities", "representativeQueries"}
+	objectFields = []string{"metadata", "data", "trustManifest"}
+)
+
+// CheckFieldPath refuses dot paths that name no field of an entry, with
+// ErrInvalidArgument and a sentence listing what exists.
+func CheckFieldPath(path string) error {
+	parts := strings.Split(path, ".")
+	switch {
+	case slices.Contains(parts, ""):
+		return fmt.Errorf("%w: %q is not a dot path like \"tags\" or \"trustManifest.identity\"", ErrInvalidArgument, path)
+	case slices.Contains(scalarFields, parts[0]) && len(parts) == 1, slices.Contains(objectFields, parts[0]) && len(parts) > 1:
+		return nil
+	}
+	return fmt.Errorf("%w: field %q does not exist; use one of %s, or a path under %s (e.g. \"metadata.owner\")",
+		ErrInvalidArgument, path, strings.Join(scalarFields, ", "), strings.Join(objectFields, ", "))
 }
 
 // Values returns the scalar values at a dot path in the entry (as a filter
