@@ -115,7 +115,7 @@ func pct(sorted []time.Duration, p int) time.Duration {
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: go run ./testdata/bench search|proxy [flags]")
+		fmt.Fprintln(os.Stderr, "usage: go run ./testdata/bench search|proxy|registry [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -124,6 +124,8 @@ func main() {
 		err = searchBench(os.Args[2:], os.Stdout)
 	case "proxy":
 		err = proxyBench(os.Args[2:], os.Stdout)
+	case "registry":
+		err = registryBench(os.Args[2:], os.Stdout)
 	default:
 		err = fmt.Errorf("unknown benchmark %q", os.Args[1])
 	}
