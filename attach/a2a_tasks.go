@@ -309,6 +309,14 @@ func (s *Session) Wait(ctx context.Context, id string, timeout time.Duration, on
 	if err != nil {
 		return TaskView{}, err
 	}
+	return s.wait(ctx, t, timeout, onUpdate, "")
+}
+
+// wait is Wait on a task; answered, if set, is the status message of a
+// question just answered: until the agent moves past it, the task is not
+// waiting for input again, only not yet updated.
+func (s *Session) wait(ctx context.Context, t *task, timeout time.Duration, onUpdate func(TaskView), answered string) (TaskView, error) {
+	id := t.id
 	if t.direct || t.final() {
 		return t.view(), nil
 	}
@@ -320,7 +328,13 @@ func (s *Session) Wait(ctx context.Context, id string, timeout time.Duration, on
 	defer cancel()
 	settled := func() bool {
 		v := t.view()
-		return v.Final || v.State == string(a2a.TaskStateInputRequired) || v.State == string(a2a.TaskStateAuthRequired)
+		if v.Final {
+			return true
+		}
+		if v.State != string(a2a.TaskStateInputRequired) && v.State != string(a2a.TaskStateAuthRequired) {
+			return false
+		}
+		return answered == "" || t.statusMessageID() != answered
 	}
 	refresh := func() error {
 		cur, err := conn.client.GetTask(ctx, &a2a.TaskQueryParams{ID: a2a.TaskID(id)})
@@ -387,6 +401,7 @@ func (s *Session) Reply(ctx context.Context, id, message string, timeout time.Du
 	if err != nil {
 		return t.view(), fmt.Errorf("task %s is bound to %s: %w", id, t.agent.Name, err)
 	}
+	answered := t.statusMessageID()
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: message})
 	msg.TaskID, msg.ContextID = a2a.TaskID(id), t.contextID
 	res, err := conn.client.SendMessage(ctx, &a2a.MessageSendParams{Message: msg})
@@ -396,7 +411,18 @@ func (s *Session) Reply(ctx context.Context, id, message string, timeout time.Du
 	if cur, ok := res.(*a2a.Task); ok {
 		t.apply(cur)
 	}
-	return s.Wait(ctx, id, timeout, onUpdate)
+	return s.wait(ctx, t, timeout, onUpdate, answered)
+}
+
+// statusMessageID identifies the task's current status message ("" when
+// it has none).
+func (t *task) statusMessageID() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.last == nil || t.last.Status.Message == nil {
+		return ""
+	}
+	return t.last.Status.Message.ID
 }
 
 // Cancel asks the task's agent to cancel it.

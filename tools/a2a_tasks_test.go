@@ -1,0 +1,290 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2aclient"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/attach"
+	"github.com/ardgate/ardgate/config"
+	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/registry"
+	"github.com/ardgate/ardgate/testdata/a2afixture"
+)
+
+// agentGateway serves a gateway whose catalog lists the agent at url.
+func agentGateway(t *testing.T, allowLocal bool, entries ...registry.Entry) *testGateway {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	hc := (&guard.Dialer{AllowLocal: allowLocal}).Client()
+	m := &attach.Manager{
+		Registries: []registry.Registry{registry.NewLocal("test", registry.NewIndex("test", entries))},
+		HTTP:       hc, AllowTypes: config.DefaultAllowAttachTypes, MaxAttachments: 5, CallTimeout: 10 * time.Second,
+		StartTimeout: 10 * time.Second, Log: log,
+	}
+	g := New(m, log, Options{Version: "test"})
+	h := g.NewHTTP(HTTPOptions{})
+	ts := httptest.NewServer(h)
+	t.Cleanup(func() { _ = h.Shutdown(context.Background()); ts.Close(); g.Close(); hc.CloseIdleConnections() })
+	return &testGateway{g: g, h: h, url: ts.URL + "/mcp"}
+}
+
+func agentEntry(urn, cardURL string) registry.Entry {
+	return registry.Entry{Identifier: urn, DisplayName: "Test agent", Type: config.MediaA2AAgentCard, URL: cardURL}
+}
+
+func (s *clientSession) callWithToken(name string, args any, token string) *mcp.CallToolResult {
+	s.t.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	req.Params.Meta = &mcp.Meta{ProgressToken: token}
+	res, err := s.c.CallTool(context.Background(), req)
+	if err != nil {
+		s.t.Fatalf("call %s: %v", name, err)
+	}
+	return res
+}
+
+func (s *clientSession) progressFor(token string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, n := range s.notes {
+		if n.Method == string(mcp.MethodNotificationProgress) && n.Params.AdditionalFields["progressToken"] == token {
+			out = append(out, n.Params.AdditionalFields["message"].(string))
+		}
+	}
+	return out
+}
+
+type taskView struct {
+	TaskID    string `json:"task_id"`
+	Agent     string
+	ContextID string `json:"context_id"`
+	State     string
+	Final     bool
+	Messages  []struct{ Role, Text string }
+	Artifacts []struct {
+		Name  string
+		Parts []string
+	}
+}
+
+func (s *clientSession) task(res *mcp.CallToolResult) taskView {
+	s.t.Helper()
+	if res.IsError {
+		s.t.Fatalf("task tool failed: %s", firstText(res))
+	}
+	var v taskView
+	if err := json.Unmarshal(res.RawStructuredContent, &v); err != nil {
+		s.t.Fatal(err)
+	}
+	return v
+}
+
+func (v taskView) said(text string) bool {
+	for _, m := range v.Messages {
+		if strings.Contains(m.Text, text) {
+			return true
+		}
+	}
+	for _, a := range v.Artifacts {
+		for _, p := range a.Parts {
+			if strings.Contains(p, text) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// One agent, every behaviour, driven only through the MCP task tools.
+func TestAgentTasks(t *testing.T) {
+	agent := a2afixture.Start(t)
+	tg := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:helper", agent.URL+"/.well-known/agent-card.json"))
+	s := tg.connect(t)
+
+	var att struct {
+		Kind, Name string
+		Skills     []struct {
+			ID   string
+			Tags []string
+		}
+	}
+	res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:helper"})
+	if err := json.Unmarshal(res.RawStructuredContent, &att); err != nil || res.IsError || att.Kind != "a2a_agent" || len(att.Skills) != 6 {
+		t.Fatalf("attach agent: %s", firstText(res))
+	}
+
+	// A direct reply is a completed task.
+	v := s.task(s.call("spawn_agent", map[string]any{"agent": "helper", "message": "reply hello"}))
+	if v.State != "completed" || !v.Final || !v.said("echo: hello") {
+		t.Fatalf("reply: %+v", v)
+	}
+
+	// Streamed progress, then an artifact with a data part described.
+	v = s.task(s.call("spawn_agent", map[string]any{"message": "stream 4"}))
+	if v.TaskID == "" || v.Final {
+		t.Fatalf("spawn returned a finished task or none: %+v", v)
+	}
+	v = s.task(s.callWithToken("wait_task", map[string]any{"task_id": v.TaskID, "timeout_seconds": 10}, "w1"))
+	if v.State != "completed" || !v.said("done after 4 steps") || !v.said(`[data] {"steps":4}`) {
+		t.Fatalf("stream: %+v", v)
+	}
+	if p := s.progressFor("w1"); len(p) == 0 {
+		t.Fatal("no progress notifications while waiting")
+	}
+
+	// Input required, answered in the task's context.
+	v = s.task(s.call("spawn_agent", map[string]any{"message": "ask"}))
+	v = s.task(s.call("wait_task", map[string]any{"task_id": v.TaskID}))
+	if v.State != "input-required" || !v.said("what is your name?") {
+		t.Fatalf("ask: %+v", v)
+	}
+	v = s.task(s.call("message_task", map[string]any{"task_id": v.TaskID, "message": "Ada"}))
+	if v.State != "completed" || !v.said("hello Ada") {
+		t.Fatalf("after message_task: %+v", v)
+	}
+
+	// A wait that times out is not an error; cancel ends the task.
+	v = s.task(s.call("spawn_agent", map[string]any{"message": "wait"}))
+	v = s.task(s.call("wait_task", map[string]any{"task_id": v.TaskID, "timeout_seconds": 0.3}))
+	if v.Final || v.State != "working" {
+		t.Fatalf("wait past timeout: %+v", v)
+	}
+	res = s.call("cancel_task", map[string]any{"task_id": v.TaskID})
+	if res.IsError || !strings.Contains(string(res.RawStructuredContent), `"canceled"`) {
+		t.Fatalf("cancel: %s", firstText(res))
+	}
+
+	// Failure is reported as the task's state.
+	v = s.task(s.call("spawn_agent", map[string]any{"message": "fail"}))
+	v = s.task(s.call("wait_task", map[string]any{"task_id": v.TaskID}))
+	if v.State != "failed" || !v.said("the fixture failed as asked") {
+		t.Fatalf("fail: %+v", v)
+	}
+
+	var list struct{ Count int }
+	_ = json.Unmarshal(s.call("list_tasks", map[string]any{}).RawStructuredContent, &list)
+	if list.Count != 5 {
+		t.Fatalf("list_tasks count %d, want 5", list.Count)
+	}
+	if code := s.code(s.call("wait_task", map[string]any{"task_id": "nope"})); code != "unknown_task" {
+		t.Fatalf("unknown task: %s", code)
+	}
+	res = s.call("spawn_agent", map[string]any{"agent": "ghost", "message": "reply x"})
+	if s.code(res) != "unknown_agent" || !strings.Contains(firstText(res), "helper") {
+		t.Fatalf("unknown agent: %s", firstText(res))
+	}
+}
+
+// Tasks still running when the session ends are cancelled at the agent.
+func TestAgentTasksCancelledAtSessionEnd(t *testing.T) {
+	agent := a2afixture.Start(t)
+	tg := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:helper", agent.URL+"/.well-known/agent-card.json"))
+	s := tg.connect(t)
+	s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:helper"})
+	v := s.task(s.call("spawn_agent", map[string]any{"message": "wait"}))
+	_ = s.c.Close()
+
+	direct, err := a2aclient.NewFromCard(context.Background(), agent.Card, a2aclient.WithDefaultsDisabled(), a2aclient.WithJSONRPCTransport(agent.HTTPClient()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = direct.Destroy() }()
+	task, err := direct.GetTask(context.Background(), &a2a.TaskQueryParams{ID: a2a.TaskID(v.TaskID)})
+	if err != nil || task.Status.State != a2a.TaskStateCanceled {
+		t.Fatalf("after session end the task is %v (%v), want canceled", task, err)
+	}
+}
+
+// Faults: the agent dies mid-task, its card is garbage, its endpoint is
+// a forbidden address. Each is a clear error and the session goes on.
+func TestAgentFaults(t *testing.T) {
+	agent := a2afixture.Start(t)
+	garbage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `<html>not a card</html>`)
+	}))
+	defer garbage.Close()
+	tg := agentGateway(t, true,
+		agentEntry("urn:air:agents.test:agent:helper", agent.URL+"/.well-known/agent-card.json"),
+		agentEntry("urn:air:agents.test:agent:garbage", garbage.URL+"/card.json"))
+	s := tg.connect(t)
+
+	res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:garbage"})
+	if s.code(res) != "not_attachable" || !strings.Contains(firstText(res), "malformed") {
+		t.Fatalf("garbage card: %s", firstText(res))
+	}
+	s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:helper"})
+	v := s.task(s.call("spawn_agent", map[string]any{"message": "wait"}))
+	agent.Close()
+	res = s.call("wait_task", map[string]any{"task_id": v.TaskID, "timeout_seconds": 5})
+	if !res.IsError || !strings.Contains(firstText(res), "helper") {
+		t.Fatalf("wait on a dead agent: %s", firstText(res))
+	}
+	if res := s.call("list_tasks", map[string]any{}); res.IsError {
+		t.Fatalf("session unusable: %s", firstText(res))
+	}
+
+	// With allow_local_urls off, a card whose endpoint is loopback is
+	// refused at dial time: here the card itself is fetched from loopback,
+	// so that is what the guard stops.
+	agent2 := a2afixture.Start(t)
+	strict := agentGateway(t, false, agentEntry("urn:air:agents.test:agent:local", agent2.URL+"/.well-known/agent-card.json")).connect(t)
+	res = strict.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:local"})
+	if strict.code(res) != "refused" || !strings.Contains(firstText(res), "ssrf") {
+		t.Fatalf("loopback agent with allow_local_urls off: %s", firstText(res))
+	}
+}
+
+// 200 tasks at once, across 20 sessions, against one agent: all complete,
+// and nothing is left running afterwards (goleak, in TestMain).
+func TestAgentTasksUnderLoad(t *testing.T) {
+	agent := a2afixture.Start(t)
+	tg := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:helper", agent.URL+"/.well-known/agent-card.json"))
+	const sessions, perSession = 20, 10
+	var wg sync.WaitGroup
+	errs := make(chan string, sessions*perSession)
+	for range sessions {
+		s := tg.connect(t)
+		if res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:helper"}); res.IsError {
+			t.Fatalf("attach: %s", firstText(res))
+		}
+		for i := range perSession {
+			wg.Go(func() {
+				msg := "stream 2"
+				if i%2 == 1 {
+					msg = "reply " + strconv.Itoa(i)
+				}
+				spawned := s.call("spawn_agent", map[string]any{"message": msg})
+				var v taskView
+				if spawned.IsError || json.Unmarshal(spawned.RawStructuredContent, &v) != nil {
+					errs <- "spawn: " + firstText(spawned)
+					return
+				}
+				done := s.call("wait_task", map[string]any{"task_id": v.TaskID, "timeout_seconds": 30})
+				if done.IsError || json.Unmarshal(done.RawStructuredContent, &v) != nil || v.State != "completed" {
+					errs <- "wait: " + firstText(done)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
