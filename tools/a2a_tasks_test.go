@@ -288,3 +288,31 @@ func TestAgentTasksUnderLoad(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// An agent that stops answering its card is listed down after a health
+// check, with the reason.
+func TestAgentHealthCheck(t *testing.T) {
+	agent := a2afixture.Start(t)
+	tg := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:helper", agent.URL+"/.well-known/agent-card.json"))
+	s := tg.connect(t)
+	s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:helper"})
+	status := func() (string, string) {
+		var l struct {
+			Attachments []struct {
+				Status  string
+				WhyDown string `json:"why_down"`
+			}
+		}
+		_ = json.Unmarshal(s.call("list_attached_resources", map[string]any{}).RawStructuredContent, &l)
+		return l.Attachments[0].Status, l.Attachments[0].WhyDown
+	}
+	tg.g.manager.CheckAgents(context.Background())
+	if st, why := status(); st != "up" {
+		t.Fatalf("healthy agent listed %s: %s", st, why)
+	}
+	agent.Close()
+	tg.g.manager.CheckAgents(context.Background())
+	if st, why := status(); st != "down" || !strings.Contains(why, "health check failed") {
+		t.Fatalf("dead agent listed %s: %s", st, why)
+	}
+}
