@@ -467,3 +467,18 @@ func TestStdioSessionEndKillsChildren(t *testing.T) {
 		})
 	}
 }
+
+// An upstream that floods its stdout past the 10 MiB frame cap is cut off
+// and reported down; attaching it again brings a fresh one.
+func TestStdioUpstreamFlood(t *testing.T) {
+	g := startStdio(t, env(true), "--catalog", "testdata/catalogs/fixture.json")
+	g.ok("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}, nil)
+	msg := g.fails("mcp_fixture__big", map[string]any{"bytes": 11 << 20}, "upstream_down")
+	if !strings.Contains(msg, "cap") {
+		t.Fatalf("flood message %q", msg)
+	}
+	g.ok("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}, nil)
+	if got := text(g.call("mcp_fixture__echo", map[string]any{"message": "after the flood"})); got != "after the flood" {
+		t.Fatalf("after re-attach: %q", got)
+	}
+}

@@ -135,7 +135,7 @@ func (u *upstream) startProcess(plan Plan) (*transport.Stdio, error) {
 		u.markDown(why)
 		close(u.exited)
 	}()
-	return transport.NewIO(guard.LimitFrames(outR, guard.MaxMessage), inW, nil), nil
+	return transport.NewIO(&noteErrors{r: guard.LimitFrames(outR, guard.MaxMessage), u: u}, inW, nil), nil
 }
 
 func describeExit(err error) string {
@@ -370,6 +370,22 @@ func (u *upstream) close() {
 	_ = guard.KillGroup(pid)
 	<-u.exited
 	_ = u.stdout.Close()
+}
+
+// noteErrors records why reading the child's stdout failed (an over-size
+// frame, above all) as the reason the upstream is down: the transport only
+// says "closed".
+type noteErrors struct {
+	r io.Reader
+	u *upstream
+}
+
+func (n *noteErrors) Read(p []byte) (int, error) {
+	c, err := n.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
+		n.u.markDown("the server " + err.Error())
+	}
+	return c, err
 }
 
 // tail keeps the last max bytes written to it.

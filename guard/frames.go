@@ -25,10 +25,17 @@ func (f *frameLimit) Read(p []byte) (int, error) {
 		if b == '\n' {
 			f.line = 0
 		} else if f.line++; f.line > f.max {
-			return 0, fmt.Errorf("a message is larger than the %d MiB cap", f.max>>20)
+			return 0, fmt.Errorf("sent a message larger than the %s cap", size(f.max))
 		}
 	}
 	return n, err
+}
+
+func size(n int) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // TruncateFrames cuts every line longer than max bytes down to max bytes,
