@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strings"
 	"time"
 
@@ -124,9 +125,10 @@ func originAllowed(origin, host string) bool {
 func (h *HTTP) healthz(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{
-		"status":   "ok",
-		"version":  h.g.opts.Version,
-		"sessions": len(h.g.manager.Sessions()),
-		"uptime_s": int64(time.Since(h.g.started).Seconds()),
+		"status":     "ok",
+		"version":    h.g.opts.Version,
+		"sessions":   len(h.g.manager.Sessions()),
+		"goroutines": runtime.NumGoroutine(),
+		"uptime_s":   int64(time.Since(h.g.started).Seconds()),
 	})
 }

@@ -206,7 +206,7 @@ func startViaGateway(kind, gateway, fixture, dir string) (target, func(), error)
 		t = target{clients: []*client.Client{c}, tool: via}
 	} else {
 		var url string
-		url, stop, err = startGatewayHTTP(gateway, cfg)
+		url, stop, _, err = startGatewayHTTP(gateway, cfg)
 		if err == nil {
 			var stopClients func()
 			t.clients, stopClients, err = httpClients(url, sessions)
@@ -280,11 +280,13 @@ func httpClients(url string, n int) ([]*client.Client, func(), error) {
 // startFixtureHTTP runs the fixture over streamable HTTP on loopback.
 func startFixtureHTTP(fixture string) (string, func(), error) {
 	cmd := exec.Command(fixture, "--transport=http", "--addr=127.0.0.1:0")
-	return readyURL(cmd, cmd.StdoutPipe, func(line string) (string, bool) { return strings.CutPrefix(line, "READY ") })
+	url, stop, _, err := readyURL(cmd, cmd.StdoutPipe, func(line string) (string, bool) { return strings.CutPrefix(line, "READY ") })
+	return url, stop, err
 }
 
-// startGatewayHTTP runs ardgate over streamable HTTP on loopback.
-func startGatewayHTTP(gateway, cfg string) (string, func(), error) {
+// startGatewayHTTP runs ardgate over streamable HTTP on loopback and
+// returns its URL, a stop function and its pid.
+func startGatewayHTTP(gateway, cfg string) (string, func(), int, error) {
 	cmd := exec.Command(gateway, "serve", "--transport", "http", "--addr", "127.0.0.1:0", "--config", cfg, "--log-format", "json")
 	return readyURL(cmd, cmd.StderrPipe, func(line string) (string, bool) {
 		var rec struct{ URL string }
@@ -292,22 +294,22 @@ func startGatewayHTTP(gateway, cfg string) (string, func(), error) {
 	})
 }
 
-func readyURL(cmd *exec.Cmd, pipe func() (io.ReadCloser, error), parse func(string) (string, bool)) (string, func(), error) {
+func readyURL(cmd *exec.Cmd, pipe func() (io.ReadCloser, error), parse func(string) (string, bool)) (string, func(), int, error) {
 	r, err := pipe()
 	if err != nil {
-		return "", nil, err
+		return "", nil, 0, err
 	}
 	if err := cmd.Start(); err != nil {
-		return "", nil, err
+		return "", nil, 0, err
 	}
 	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		if url, ok := parse(sc.Text()); ok {
 			go io.Copy(io.Discard, r)
-			return url, stop, nil
+			return url, stop, cmd.Process.Pid, nil
 		}
 	}
 	stop()
-	return "", nil, fmt.Errorf("%s did not say where it listens", cmd.Path)
+	return "", nil, 0, fmt.Errorf("%s did not say where it listens", cmd.Path)
 }

@@ -115,7 +115,7 @@ func pct(sorted []time.Duration, p int) time.Duration {
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: go run ./testdata/bench search|proxy|registry [flags]")
+		fmt.Fprintln(os.Stderr, "usage: go run ./testdata/bench search|proxy|registry|sessions|coldstart [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -126,6 +126,10 @@ func main() {
 		err = proxyBench(os.Args[2:], os.Stdout)
 	case "registry":
 		err = registryBench(os.Args[2:], os.Stdout)
+	case "sessions":
+		err = scaleBench(os.Args[2:], os.Stdout)
+	case "coldstart":
+		err = coldStartBench(os.Args[2:], os.Stdout)
 	default:
 		err = fmt.Errorf("unknown benchmark %q", os.Args[1])
 	}
