@@ -316,7 +316,7 @@ func (s *Session) Attach(ctx context.Context, req Request) (a *Attachment, alrea
 	}
 	s.atts = append(s.atts, a)
 	s.mu.Unlock()
-	s.m.Log.Info("attached", "session", s.ID, "urn", key, "name", name, "endpoint", a.Endpoint, "tools", len(a.Tools()))
+	s.m.Log.Debug("attached", "session", s.ID, "urn", key, "name", name, "endpoint", a.Endpoint, "tools", len(a.Tools()))
 	s.changed()
 	return a, false, nil
 }
@@ -500,7 +500,7 @@ func (s *Session) Detach(urnOrName string) (*Attachment, error) {
 	s.atts = slices.Delete(s.atts, i, i+1)
 	s.mu.Unlock()
 	a.close()
-	s.m.Log.Info("detached", "session", s.ID, "urn", a.URN, "name", a.Name)
+	s.m.Log.Debug("detached", "session", s.ID, "urn", a.URN, "name", a.Name)
 	s.changed()
 	return a, nil
 }

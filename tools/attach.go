@@ -71,10 +71,12 @@ func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		URN: a.URN, RegistryID: a.RegistryID, Name: a.Name,
 		Progress: g.progress(ctx, req, attachStages),
 	})
+	g.audit("attach", s.att.ID, a.URN, err)
 	if err != nil {
-		g.log.Info("attach refused or failed", "session", s.att.ID, "urn", a.URN, "err", err)
+		g.metrics.attaches.WithLabelValues("", "error").Inc()
 		return fromError(err), nil
 	}
+	g.metrics.attaches.WithLabelValues(att.Kind, "ok").Inc()
 	status := "attached"
 	if already {
 		status = "already_attached"
@@ -144,6 +146,7 @@ func (g *Gateway) detach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		return failure("internal", "no session"), nil
 	}
 	att, err := s.att.Detach(a.URN + a.Name)
+	g.audit("detach", s.att.ID, a.URN+a.Name, err)
 	if err != nil {
 		return fromError(err), nil
 	}

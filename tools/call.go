@@ -11,6 +11,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/ardgate/ardgate/guard"
 )
 
 // proxy is the handler of one exposed upstream tool.
@@ -38,31 +40,57 @@ func (g *Gateway) forward(ctx context.Context, req mcp.CallToolRequest, name str
 		if ctx.Err() != nil {
 			return failure("cancelled", "the call to %s was cancelled: %v", name, context.Cause(ctx))
 		}
-		return fromError(err)
+		out := fromError(err)
+		var f failureBody
+		_ = json.Unmarshal(out.RawStructuredContent, &f)
+		upstream, _, _ := strings.Cut(strings.TrimPrefix(name, "mcp_"), "__")
+		g.metrics.upstream.WithLabelValues(upstream, f.Code).Inc()
+		return out
 	}
 	return capResult(res, g.opts.MaxResultBytes)
 }
 
 // limit is the middleware every tool call passes: the session's rate
 // limit, and for discover and attach the discovery budget and loop guard.
+// It also times and counts every call for the metrics.
 func (g *Gateway) limit(next server.ToolHandlerFunc) server.ToolHandlerFunc {
-	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+		start := time.Now()
+		defer func() { g.metrics.observe(req.Params.Name, time.Since(start), err != nil || res == nil || res.IsError) }()
 		s := g.current(ctx)
 		if s == nil {
 			return next(ctx, req)
 		}
 		if err := s.limiter.AllowCall(); err != nil {
+			g.audit("refuse", s.att.ID, req.Params.Name, err)
 			return fromError(err), nil
 		}
 		if name := req.Params.Name; name == "discover_resources" || name == "attach_resource" {
 			key := name + "\x00" + canonicalArgs(req)
 			if err := s.limiter.AllowDiscovery(key, time.Now()); err != nil {
-				g.log.Warn("refused", "session", s.att.ID, "tool", name, "err", err)
+				g.audit("refuse", s.att.ID, name, err)
 				return fromError(err), nil
 			}
 		}
 		return next(ctx, req)
 	}
+}
+
+// audit writes the structured line kept for every attach, detach and
+// refusal: which session, what, and the rule that refused.
+func (g *Gateway) audit(event, session, what string, err error) {
+	attrs := []any{"audit", event, "session", session, "target", what}
+	var r *guard.Refusal
+	if errors.As(err, &r) {
+		attrs = append(attrs, "rule", r.Rule)
+		g.metrics.refused(err)
+	}
+	if err != nil {
+		attrs = append(attrs, "err", err.Error())
+		g.log.Warn("audit", attrs...)
+		return
+	}
+	g.log.Info("audit", attrs...)
 }
 
 // canonicalArgs renders arguments so that the same request, however its

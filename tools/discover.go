@@ -236,7 +236,13 @@ func (g *Gateway) searchAll(ctx context.Context, regs []registry.Registry, q reg
 			defer cancel()
 			rq := q
 			rq.PageToken = tokens[r.ID()]
+			start := time.Now()
 			page, err := r.Search(ctx, rq)
+			result := "ok"
+			if err != nil {
+				result = "error"
+			}
+			g.metrics.registry.WithLabelValues(r.ID(), result).Observe(time.Since(start).Seconds())
 			if errors.Is(err, context.DeadlineExceeded) {
 				err = fmt.Errorf("registry %s did not answer within %s", r.ID(), registryDeadline)
 			}

@@ -26,6 +26,7 @@ type Gateway struct {
 	log     *slog.Logger
 	opts    Options
 	started time.Time
+	metrics *metrics
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -60,7 +61,7 @@ func New(manager *attach.Manager, log *slog.Logger, opts Options) *Gateway {
 	if opts.MaxResultBytes == 0 {
 		opts.MaxResultBytes = config.DefaultMaxResultBytes
 	}
-	g := &Gateway{manager: manager, log: log, started: time.Now(), opts: opts, sessions: map[string]*session{}}
+	g := &Gateway{manager: manager, log: log, started: time.Now(), opts: opts, sessions: map[string]*session{}, metrics: newMetrics(manager)}
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(g.onRegister)
 	hooks.AddOnUnregisterSession(g.onUnregister)

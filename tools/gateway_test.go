@@ -334,3 +334,44 @@ func TestHTTPAccessRules(t *testing.T) {
 	}
 	http.DefaultClient.CloseIdleConnections()
 }
+
+// After a scripted session, /metrics exposes the named series.
+func TestMetricsAfterSession(t *testing.T) {
+	up := upstream(t)
+	tg := newGateway(t, 10*time.Second,
+		remoteEntry("urn:air:ardgate.test:mcp:remote", up.URL),
+		remoteEntry("urn:air:ardgate.test:mcp:metadata", "http://169.254.169.254/mcp"))
+	s := tg.connect(t)
+	s.call("discover_resources", map[string]any{"text": "fixture echo"})
+	s.call("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:remote"})
+	s.call("mcp_remote__echo", map[string]any{"message": "x"})
+	s.call("mcp_remote__slow", map[string]any{"ms": "not a number"})
+	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:metadata"}); !res.IsError {
+		t.Fatal("metadata address attached")
+	}
+
+	resp, err := http.Get(strings.TrimSuffix(tg.url, "/mcp") + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+	for _, want := range []string{
+		`ardgate_tool_calls_total{result="ok",tool="discover_resources"} 1`,
+		`ardgate_tool_calls_total{result="ok",tool="proxied"} 1`,
+		`ardgate_tool_calls_total{result="error",tool="proxied"} 1`,
+		`ardgate_tool_call_duration_seconds_bucket{tool="attach_resource",le=`,
+		`ardgate_attach_total{kind="mcp_server",result="ok"} 1`,
+		`ardgate_attach_total{kind="",result="error"} 1`,
+		`ardgate_refusals_total{rule="ssrf"} 1`,
+		`ardgate_registry_request_duration_seconds_count{registry="test",result="ok"} 1`,
+		`ardgate_sessions 1`,
+		`ardgate_attachments{kind="mcp_server",status="up"} 1`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}

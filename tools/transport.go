@@ -74,6 +74,7 @@ func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 	)
 	h.mux.Handle("/mcp", h.guard(h.streamable))
 	h.mux.HandleFunc("GET /healthz", h.healthz)
+	h.mux.Handle("GET /metrics", h.guard(g.metrics.handler()))
 	return h
 }
 

@@ -1,0 +1,100 @@
+package tools
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ardgate/ardgate/attach"
+	"github.com/ardgate/ardgate/guard"
+)
+
+// metrics are the gateway's Prometheus series, on a registry of its own.
+type metrics struct {
+	reg       *prometheus.Registry
+	calls     *prometheus.CounterVec
+	latency   *prometheus.HistogramVec
+	upstream  *prometheus.CounterVec
+	registry  *prometheus.HistogramVec
+	refusals  *prometheus.CounterVec
+	attaches  *prometheus.CounterVec
+	sessions  prometheus.GaugeFunc
+	attached  *prometheus.GaugeVec
+	collector prometheus.Collector
+}
+
+func newMetrics(m *attach.Manager) *metrics {
+	x := &metrics{
+		reg: prometheus.NewRegistry(),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ardgate_tool_calls_total",
+			Help: "Tool calls by tool (gateway tools by name, proxied tools as \"proxied\") and result."}, []string{"tool", "result"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ardgate_tool_call_duration_seconds",
+			Help: "Tool call latency.", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}, []string{"tool"}),
+		upstream: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ardgate_upstream_errors_total",
+			Help: "Failed proxied calls by attachment name and error code."}, []string{"upstream", "code"}),
+		registry: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ardgate_registry_request_duration_seconds",
+			Help: "Registry search latency by registry and result.", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}, []string{"registry", "result"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ardgate_refusals_total",
+			Help: "Requests a safety rule refused, by rule."}, []string{"rule"}),
+		attaches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ardgate_attach_total",
+			Help: "attach_resource calls by kind and result."}, []string{"kind", "result"}),
+		attached: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ardgate_attachments",
+			Help: "Current attachments by kind and status, over all sessions."}, []string{"kind", "status"}),
+	}
+	x.sessions = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ardgate_sessions", Help: "Open sessions."},
+		func() float64 { return float64(len(m.Sessions())) })
+	x.reg.MustRegister(x.calls, x.latency, x.upstream, x.registry, x.refusals, x.attaches, x.sessions,
+		attachmentsCollector{m: m, desc: x.attached},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return x
+}
+
+// attachmentsCollector counts attachments when scraped, so the gauge is
+// never out of step with the sessions.
+type attachmentsCollector struct {
+	m    *attach.Manager
+	desc *prometheus.GaugeVec
+}
+
+func (c attachmentsCollector) Describe(ch chan<- *prometheus.Desc) { c.desc.Describe(ch) }
+
+func (c attachmentsCollector) Collect(ch chan<- prometheus.Metric) {
+	c.desc.Reset()
+	for _, s := range c.m.Sessions() {
+		for _, a := range s.Attachments() {
+			st, _ := a.Status()
+			c.desc.WithLabelValues(a.Kind, st).Inc()
+		}
+	}
+	c.desc.Collect(ch)
+}
+
+// observe records one tool call.
+func (x *metrics) observe(tool string, took time.Duration, failed bool) {
+	if strings.HasPrefix(tool, "mcp_") {
+		tool = "proxied"
+	}
+	result := "ok"
+	if failed {
+		result = "error"
+	}
+	x.calls.WithLabelValues(tool, result).Inc()
+	x.latency.WithLabelValues(tool).Observe(took.Seconds())
+}
+
+// refused counts a refusal by its rule.
+func (x *metrics) refused(err error) {
+	var r *guard.Refusal
+	if errors.As(err, &r) {
+		x.refusals.WithLabelValues(r.Rule).Inc()
+	}
+}
+
+func (x *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(x.reg, promhttp.HandlerOpts{Registry: x.reg})
+}
