@@ -269,3 +269,53 @@ func TestHTTPAuthAndOrigin(t *testing.T) {
 		t.Fatalf("with token: HTTP %d", code)
 	}
 }
+
+// SIGTERM while a call runs: the call completes, then the gateway ends
+// its sessions (children killed) and exits cleanly.
+func TestHTTPGracefulDrain(t *testing.T) {
+	cmd := exec.Command(gatewayBin, "serve", "--transport", "http", "--addr", "127.0.0.1:0", "--log-format", "json",
+		"--catalog", "testdata/catalogs/fixture.json")
+	cmd.Env = env(true)
+	pipe, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	var url string
+	sc := bufio.NewScanner(pipe)
+	for sc.Scan() {
+		var rec struct{ URL string }
+		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.URL != "" {
+			url = rec.URL
+			break
+		}
+	}
+	go io.Copy(io.Discard, pipe)
+	g := connectHTTP(t, url, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	g.ok("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}, nil)
+	pid := g.pidOf("fixture")
+
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() { done <- g.call("mcp_fixture__slow", map[string]any{"ms": 1500}) }()
+	time.Sleep(300 * time.Millisecond)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case res := <-done:
+		if res.IsError || !strings.Contains(text(res), "slept 1500ms") {
+			t.Fatalf("the call in flight at SIGTERM: %s", text(res))
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the call in flight never finished")
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("exit: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no exit after the drain")
+	}
+	waitGroupGone(t, pid, 5*time.Second)
+}

@@ -124,7 +124,17 @@ func serve(args []string, stdout, stderr io.Writer) int {
 
 	if cfg.Transport == config.TransportStdio {
 		log.Info("serving MCP on stdio", "registries", len(regs))
-		if err := gw.ServeStdio(ctx, os.Stdin, stdout); err != nil && !errors.Is(err, context.Canceled) {
+		// On a signal, running calls finish first; then the session ends.
+		lctx, lcancel := context.WithCancel(context.Background())
+		defer lcancel()
+		go func() {
+			<-ctx.Done()
+			dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
+			gw.Drain(dctx)
+			dcancel()
+			lcancel()
+		}()
+		if err := gw.ServeStdio(lctx, os.Stdin, stdout); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("stdio ended", "err", err)
 			return 1
 		}
@@ -147,9 +157,12 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	case <-ctx.Done():
 	}
-	log.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	log.Info("shutting down: letting running calls finish")
+	sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	dctx, dcancel := context.WithTimeout(sctx, 10*time.Second)
+	gw.Drain(dctx)
+	dcancel()
 	_ = h.Shutdown(sctx) // ends sessions, releasing open event streams
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("http shutdown", "err", err)

@@ -55,6 +55,11 @@ func (g *Gateway) forward(ctx context.Context, req mcp.CallToolRequest, name str
 // It also times and counts every call for the metrics.
 func (g *Gateway) limit(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+		if g.draining.Load() {
+			return failure("shutting_down", "the gateway is shutting down; reconnect and try again"), nil
+		}
+		g.inflight.Add(1)
+		defer g.inflight.Done()
 		start := time.Now()
 		defer func() { g.metrics.observe(req.Params.Name, time.Since(start), err != nil || res == nil || res.IsError) }()
 		s := g.current(ctx)

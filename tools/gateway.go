@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -27,6 +28,9 @@ type Gateway struct {
 	opts    Options
 	started time.Time
 	metrics *metrics
+
+	inflight sync.WaitGroup // tool calls running, for Drain
+	draining atomic.Bool
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -221,6 +225,20 @@ func sameTool(a, b mcp.Tool) bool {
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)
 	return errA == nil && errB == nil && string(ja) == string(jb)
+}
+
+// Drain refuses new tool calls and waits for the running ones to finish,
+// until ctx ends. Shutdown calls it before ending the sessions, so calls
+// in flight at SIGTERM complete instead of failing.
+func (g *Gateway) Drain(ctx context.Context) {
+	g.draining.Store(true)
+	done := make(chan struct{})
+	go func() { g.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		g.log.Warn("shutdown: calls still running after the drain deadline; ending them")
+	}
 }
 
 // Close ends every session: upstream processes are killed and connections
