@@ -238,7 +238,7 @@ func TestStdioBadInput(t *testing.T) {
 		{"bad page token", "discover_resources", map[string]any{"text": "x", "page_token": "!!"}, "invalid_arguments", "page_token"},
 		{"unknown registry", "discover_resources", map[string]any{"text": "x", "registry_id": "nope"}, "unknown_registry", "configured registries"},
 		{"no endpoint", "attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:tools-only"}, "not_attachable", "no endpoint"},
-		{"A2A v1.0 only", "attach_resource", map[string]any{"urn": "urn:air:ardgate.test:agent:v1-only"}, "not_implemented", "JSONRPC 1.0"},
+		{"A2A over gRPC only", "attach_resource", map[string]any{"urn": "urn:air:ardgate.test:agent:v1-only"}, "not_implemented", "GRPC 1.0"},
 		{"exits at once", "attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture-exits"}, "start_failed", "exiting at start as asked"},
 		{"detach unknown", "detach_resource", map[string]any{"name": "ghost"}, "not_attached", "list_attached_resources"},
 		{"call unknown tool", "call_attached_tool", map[string]any{"name": "mcp_ghost__x"}, "unknown_tool", "attach_resource"},

@@ -29,8 +29,9 @@ type Skill struct {
 // agentConn is one live A2A agent connection.
 type agentConn struct {
 	card      *a2a.AgentCard
-	client    *a2aclient.Client
+	client    agentClient
 	streaming bool
+	protocol  string // "0.3" or "1.0"
 }
 
 // agentCardPaths are where hosts publish their card: v0.3, then v0.2.
@@ -83,16 +84,25 @@ func (m *Manager) dialAgent(ctx context.Context, data []byte) (*agentConn, error
 	}
 	_ = json.Unmarshal(data, &v1)
 	if card.URL == "" && len(v1.SupportedInterfaces) > 0 {
-		// A v1.0 card: take a v0.3 JSON-RPC interface if it offers one.
+		// A v1.0 card: prefer a v0.3 JSON-RPC interface (a2a-go), else
+		// speak v1.0 JSON-RPC with our own client.
 		var offered []string
+		var v1URL string
 		for _, it := range v1.SupportedInterfaces {
 			offered = append(offered, it.ProtocolBinding+" "+it.ProtocolVersion)
-			if strings.EqualFold(it.ProtocolBinding, "JSONRPC") && strings.HasPrefix(it.ProtocolVersion, "0.3") {
+			switch {
+			case !strings.EqualFold(it.ProtocolBinding, "JSONRPC"):
+			case strings.HasPrefix(it.ProtocolVersion, "0.3") && card.URL == "":
 				card.URL, card.PreferredTransport = it.URL, a2a.TransportProtocolJSONRPC
+			case strings.HasPrefix(it.ProtocolVersion, "1.") && v1URL == "":
+				v1URL = it.URL
 			}
 		}
+		if card.URL == "" && v1URL != "" {
+			return m.dialV1(&card, v1URL)
+		}
 		if card.URL == "" {
-			return nil, fmt.Errorf("%w: the agent offers only %s; this build speaks A2A v0.3 JSON-RPC", ErrNotImplemented, strings.Join(offered, ", "))
+			return nil, fmt.Errorf("%w: the agent offers only %s; ardgate speaks A2A JSON-RPC v0.3 and v1.0", ErrNotImplemented, strings.Join(offered, ", "))
 		}
 	}
 	switch {
@@ -127,7 +137,20 @@ func (m *Manager) dialAgent(ctx context.Context, data []byte) (*agentConn, error
 	if err != nil {
 		return nil, fmt.Errorf("connect to agent %s: %w", card.Name, err)
 	}
-	return &agentConn{card: &card, client: client, streaming: card.Capabilities.Streaming}, nil
+	return &agentConn{card: &card, client: client, streaming: card.Capabilities.Streaming, protocol: "0.3"}, nil
+}
+
+// dialV1 connects to an agent through its v1.0 JSON-RPC interface.
+func (m *Manager) dialV1(card *a2a.AgentCard, endpoint string) (*agentConn, error) {
+	if card.Name == "" {
+		return nil, notAttachable("the agent card has no name")
+	}
+	if _, err := guard.CheckURL(endpoint); err != nil {
+		return nil, err
+	}
+	card.URL = endpoint
+	return &agentConn{card: card, client: &v1Client{url: endpoint, http: m.agentHTTP(endpoint)},
+		streaming: card.Capabilities.Streaming, protocol: "1.0"}, nil
 }
 
 // agentHTTP returns the client for an agent endpoint: the guarded client,

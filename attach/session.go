@@ -103,6 +103,17 @@ func (a *Attachment) Status() (status, why string) {
 	return StatusUp, ""
 }
 
+// Protocol returns the A2A version an agent is spoken to in ("0.3",
+// "1.0"), or "" for MCP servers.
+func (a *Attachment) Protocol() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.agent == nil {
+		return ""
+	}
+	return a.agent.protocol
+}
+
 // Skills returns an agent's skills.
 func (a *Attachment) Skills() []Skill {
 	a.mu.Lock()

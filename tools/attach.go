@@ -45,6 +45,7 @@ type attachResult struct {
 	Endpoint   string         `json:"endpoint"`
 	Tools      []attachedTool `json:"tools,omitempty"`
 	Skills     []attach.Skill `json:"skills,omitempty"`
+	Protocol   string         `json:"a2a_protocol,omitempty"`
 }
 
 type attachedTool struct {
@@ -82,7 +83,7 @@ func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		status = "already_attached"
 	}
 	out := attachResult{Status: status, Kind: att.Kind, Name: att.Name, URN: att.URN, RegistryID: att.RegistryID, Endpoint: att.Endpoint,
-		Skills: att.Skills()}
+		Skills: att.Skills(), Protocol: att.Protocol()}
 	if att.Kind == attach.KindMCPServer {
 		out.Tools = []attachedTool{}
 	}
@@ -170,6 +171,7 @@ type listedAttachment struct {
 	WhyDown    string `json:"why_down,omitempty"`
 	ToolsCount int    `json:"tools_count"`
 	PID        int    `json:"pid,omitempty"`
+	Protocol   string `json:"a2a_protocol,omitempty"`
 	Pinned     bool   `json:"pinned"`
 	AttachedAt string `json:"attached_at"`
 }
@@ -193,7 +195,7 @@ func (g *Gateway) list(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 		status, why := a.Status()
 		out.Attachments = append(out.Attachments, listedAttachment{
 			URN: a.URN, Name: a.Name, Kind: a.Kind, MediaType: a.MediaType, RegistryID: a.RegistryID,
-			Endpoint: a.Endpoint, Status: status, WhyDown: guard.Text(why, 500), ToolsCount: len(a.Tools()), PID: a.PID(),
+			Endpoint: a.Endpoint, Status: status, WhyDown: guard.Text(why, 500), ToolsCount: len(a.Tools()), PID: a.PID(), Protocol: a.Protocol(),
 			Pinned: a.Pinned, AttachedAt: a.AttachedAt.UTC().Format(time.RFC3339),
 		})
 	}
