@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -315,4 +317,56 @@ func TestAgentHealthCheck(t *testing.T) {
 	if st, why := status(); st != "down" || !strings.Contains(why, "health check failed") {
 		t.Fatalf("dead agent listed %s: %s", st, why)
 	}
+}
+
+// A configured agent's token goes to that agent's origin only: not to the
+// host serving its card elsewhere, nor to another agent.
+func TestAgentTokenScope(t *testing.T) {
+	var seen sync.Map // host → Authorization
+	record := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			seen.Store(r.Host+" "+r.URL.Path, r.Header.Get("Authorization"))
+			next.ServeHTTP(w, r)
+		})
+	}
+	agent := a2afixture.Start(t)
+	proxy := httptest.NewServer(record(httputil.NewSingleHostReverseProxy(mustParse(t, agent.URL))))
+	defer proxy.Close()
+	// The card is served by another host; the endpoint is the proxy.
+	card, _ := json.Marshal(a2afixture.NewCard(proxy.URL + "/a2a"))
+	cards := httptest.NewServer(record(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(card) })))
+	defer cards.Close()
+
+	tg := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:helper", cards.URL+"/card.json"))
+	tg.g.manager.Agents = []config.Agent{{Name: "helper-creds", URL: proxy.URL, Token: "agent-s3cret"}}
+	s := tg.connect(t)
+	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:helper"}); res.IsError {
+		t.Fatalf("attach: %s", firstText(res))
+	}
+	// helper-creds is also attached (pinned); the one from the registry is asked.
+	if v := s.task(s.call("spawn_agent", map[string]any{"agent": "helper", "message": "reply x"})); v.State != "completed" {
+		t.Fatalf("reply through the proxy: %+v", v)
+	}
+	sawOnEndpoint, sawOnCards := false, false
+	seen.Range(func(k, v any) bool {
+		key, auth := k.(string), v.(string)
+		if strings.HasPrefix(key, strings.TrimPrefix(proxy.URL, "http://")) && auth == "Bearer agent-s3cret" {
+			sawOnEndpoint = true
+		}
+		if strings.HasPrefix(key, strings.TrimPrefix(cards.URL, "http://")) && auth != "" {
+			sawOnCards = true
+		}
+		return true
+	})
+	if !sawOnEndpoint || sawOnCards {
+		t.Fatalf("token on the agent endpoint %v, on the card host %v", sawOnEndpoint, sawOnCards)
+	}
+}
+
+func mustParse(t *testing.T, s string) *url.URL {
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
