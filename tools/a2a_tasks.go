@@ -81,15 +81,12 @@ func (g *Gateway) spawn(ctx context.Context, req mcp.CallToolRequest) (*mcp.Call
 		Message   string `json:"message"`
 		ContextID string `json:"context_id"`
 	}
-	if err := decodeArgs(req, &a); err != nil {
-		return invalid("spawn_agent", err), nil
+	s, fail := g.begin(ctx, req, "spawn_agent", &a)
+	if fail != nil {
+		return fail, nil
 	}
 	if a.Message == "" {
 		return invalid("spawn_agent", errors.New(`"message" is required`)), nil
-	}
-	s := g.current(ctx)
-	if s == nil {
-		return failure("internal", "no session"), nil
 	}
 	v, err := s.att.Spawn(ctx, a.Agent, a.Message, a.ContextID)
 	if err != nil {
@@ -132,15 +129,12 @@ func (g *Gateway) wait(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 
 func (g *Gateway) message(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var a waitArgs
-	if err := decodeArgs(req, &a); err != nil {
-		return invalid("message_task", err), nil
+	s, fail := g.begin(ctx, req, "message_task", &a)
+	if fail != nil {
+		return fail, nil
 	}
 	if a.TaskID == "" || a.Message == "" {
 		return invalid("message_task", errors.New(`"task_id" and "message" are required`)), nil
-	}
-	s := g.current(ctx)
-	if s == nil {
-		return failure("internal", "no session"), nil
 	}
 	v, err := s.att.Reply(ctx, a.TaskID, a.Message, a.timeout(), g.taskProgress(ctx, req))
 	if err != nil {
@@ -153,12 +147,9 @@ func (g *Gateway) cancelTask(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	var a struct {
 		TaskID string `json:"task_id"`
 	}
-	if err := decodeArgs(req, &a); err != nil {
-		return invalid("cancel_task", err), nil
-	}
-	s := g.current(ctx)
-	if s == nil {
-		return failure("internal", "no session"), nil
+	s, fail := g.begin(ctx, req, "cancel_task", &a)
+	if fail != nil {
+		return fail, nil
 	}
 	v, err := s.att.Cancel(ctx, a.TaskID)
 	if err != nil {
@@ -169,12 +160,9 @@ func (g *Gateway) cancelTask(ctx context.Context, req mcp.CallToolRequest) (*mcp
 
 func (g *Gateway) listTasks(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var none struct{}
-	if err := decodeArgs(req, &none); err != nil {
-		return invalid("list_tasks", err), nil
-	}
-	s := g.current(ctx)
-	if s == nil {
-		return failure("internal", "no session"), nil
+	s, fail := g.begin(ctx, req, "list_tasks", &none)
+	if fail != nil {
+		return fail, nil
 	}
 	tasks := s.att.Tasks()
 	if tasks == nil {

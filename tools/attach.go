@@ -58,15 +58,12 @@ var attachStages = []string{"resolving", "fetching card", "starting", "listing t
 
 func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var a attachArgs
-	if err := decodeArgs(req, &a); err != nil {
-		return invalid("attach_resource", err), nil
+	s, fail := g.begin(ctx, req, "attach_resource", &a)
+	if fail != nil {
+		return fail, nil
 	}
 	if a.URN == "" {
 		return invalid("attach_resource", errors.New(`"urn" is required`)), nil
-	}
-	s := g.current(ctx)
-	if s == nil {
-		return failure("internal", "no session"), nil
 	}
 	att, already, err := s.att.Attach(ctx, attach.Request{
 		URN: a.URN, RegistryID: a.RegistryID, Name: a.Name,
@@ -136,15 +133,12 @@ func (g *Gateway) detach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		URN  string `json:"urn"`
 		Name string `json:"name"`
 	}
-	if err := decodeArgs(req, &a); err != nil {
-		return invalid("detach_resource", err), nil
+	s, fail := g.begin(ctx, req, "detach_resource", &a)
+	if fail != nil {
+		return fail, nil
 	}
 	if (a.URN == "") == (a.Name == "") {
 		return invalid("detach_resource", errors.New(`give exactly one of "urn" and "name"`)), nil
-	}
-	s := g.current(ctx)
-	if s == nil {
-		return failure("internal", "no session"), nil
 	}
 	att, err := s.att.Detach(a.URN + a.Name)
 	g.audit("detach", s.att.ID, a.URN+a.Name, err)
@@ -178,12 +172,9 @@ type listedAttachment struct {
 
 func (g *Gateway) list(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var none struct{}
-	if err := decodeArgs(req, &none); err != nil {
-		return invalid("list_attached_resources", err), nil
-	}
-	s := g.current(ctx)
-	if s == nil {
-		return failure("internal", "no session"), nil
+	s, fail := g.begin(ctx, req, "list_attached_resources", &none)
+	if fail != nil {
+		return fail, nil
 	}
 	atts := s.att.Attachments()
 	out := struct {

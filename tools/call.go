@@ -181,18 +181,15 @@ func (g *Gateway) call(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
-	if err := decodeArgs(req, &a); err != nil {
-		return invalid("call_attached_tool", err), nil
+	s, fail := g.begin(ctx, req, "call_attached_tool", &a)
+	if fail != nil {
+		return fail, nil
 	}
 	if a.Name == "" {
 		return invalid("call_attached_tool", errors.New(`"name" is required`)), nil
 	}
 	if t := strings.TrimSpace(string(a.Arguments)); t != "" && t != "null" && !strings.HasPrefix(t, "{") {
 		return invalid("call_attached_tool", errors.New(`"arguments" must be an object`)), nil
-	}
-	s := g.current(ctx)
-	if s == nil {
-		return failure("internal", "no session"), nil
 	}
 	var names []string
 	for _, t := range s.att.Tools() {

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -147,6 +148,19 @@ func jsonKind(goKind string) string {
 		return "an array"
 	}
 	return goKind
+}
+
+// begin starts a gateway tool call: it decodes the arguments into args and
+// finds the caller's session; on failure it returns the result to send.
+func (g *Gateway) begin(ctx context.Context, req mcp.CallToolRequest, tool string, args any) (*session, *mcp.CallToolResult) {
+	if err := decodeArgs(req, args); err != nil {
+		return nil, invalid(tool, err)
+	}
+	s := g.current(ctx)
+	if s == nil {
+		return nil, failure("internal", "no session")
+	}
+	return s, nil
 }
 
 // invalid is the error result for arguments that do not fit.

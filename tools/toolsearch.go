@@ -44,18 +44,15 @@ func (g *Gateway) toolSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		Query string `json:"query"`
 		Limit int    `json:"limit"`
 	}
-	if err := decodeArgs(req, &a); err != nil {
-		return invalid("tool_search", err), nil
+	s, fail := g.begin(ctx, req, "tool_search", &a)
+	if fail != nil {
+		return fail, nil
 	}
 	if a.Query == "" {
 		return invalid("tool_search", errors.New(`"query" is required`)), nil
 	}
 	if a.Limit == 0 {
 		a.Limit = 5
-	}
-	s := g.current(ctx)
-	if s == nil {
-		return failure("internal", "no session"), nil
 	}
 	tools := s.att.Tools()
 	byURN := map[string]int{}

@@ -32,17 +32,11 @@ func proxyBench(args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "ardgate-bench-")
+	dir, gw, fx, err := buildBinaries()
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	gw, fx := filepath.Join(dir, "ardgate"), filepath.Join(dir, "mcpfixture")
-	for _, b := range [][]string{{gw, "."}, {fx, "./testdata/mcpfixture/cmd/mcpfixture"}} {
-		if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
-			return fmt.Errorf("build %s: %v\n%s", b[1], err, out)
-		}
-	}
 	fmt.Fprintf(out, "proxy: %d sequential calls, %d clients x %d calls, %d x 1 MiB; %s\n", *calls, *clients, *concCalls, *bigCalls, machine())
 
 	for _, transportName := range []string{"stdio", "http"} {
@@ -85,6 +79,22 @@ func proxyBench(args []string, out io.Writer) error {
 		stopDirect()
 	}
 	return nil
+}
+
+// buildBinaries builds the gateway and the fixture server into a new
+// temporary directory, which the caller removes.
+func buildBinaries() (dir, gateway, fixture string, err error) {
+	if dir, err = os.MkdirTemp("", "ardgate-bench-"); err != nil {
+		return "", "", "", err
+	}
+	gateway, fixture = filepath.Join(dir, "ardgate"), filepath.Join(dir, "mcpfixture")
+	for _, b := range [][]string{{gateway, "."}, {fixture, "./testdata/mcpfixture/cmd/mcpfixture"}} {
+		if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
+			os.RemoveAll(dir)
+			return "", "", "", fmt.Errorf("build %s: %v\n%s", b[1], err, out)
+		}
+	}
+	return dir, gateway, fixture, nil
 }
 
 // target is a pool of connected clients: one for stdio (requests are

@@ -30,17 +30,11 @@ func scaleBench(args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "ardgate-bench-")
+	dir, gw, fx, err := buildBinaries()
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	gw, fx := filepath.Join(dir, "ardgate"), filepath.Join(dir, "mcpfixture")
-	for _, b := range [][]string{{gw, "."}, {fx, "./testdata/mcpfixture/cmd/mcpfixture"}} {
-		if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
-			return fmt.Errorf("build %s: %v\n%s", b[1], err, out)
-		}
-	}
 	upURL, stopUp, err := startFixtureHTTP(fx)
 	if err != nil {
 		return err
@@ -173,15 +167,11 @@ func coldStartBench(args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "ardgate-bench-")
+	dir, gw, _, err := buildBinaries()
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	gw := filepath.Join(dir, "ardgate")
-	if out, err := exec.Command("go", "build", "-o", gw, ".").CombinedOutput(); err != nil {
-		return fmt.Errorf("build: %v\n%s", err, out)
-	}
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}` + "\n"
 	var lat []time.Duration
 	for range *runs {
