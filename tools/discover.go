@@ -212,12 +212,8 @@ func joinErrors(errs []registryError) string {
 	return strings.Join(parts, "; ")
 }
 
-// Discovery bounds: one slow registry does not hold up the others, and
-// referrals are followed only so far.
-const (
-	registryDeadline = 10 * time.Second
-	maxReferralDepth = 2
-)
+// Referrals are followed only so far.
+const maxReferralDepth = 2
 
 type answer struct {
 	id   string
@@ -232,7 +228,8 @@ func (g *Gateway) searchAll(ctx context.Context, regs []registry.Registry, q reg
 	var wg sync.WaitGroup
 	for i, r := range regs {
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(ctx, registryDeadline)
+			// One slow registry does not hold up the others.
+			ctx, cancel := context.WithTimeout(ctx, g.opts.RegistryDeadline)
 			defer cancel()
 			rq := q
 			rq.PageToken = tokens[r.ID()]
@@ -244,7 +241,7 @@ func (g *Gateway) searchAll(ctx context.Context, regs []registry.Registry, q reg
 			}
 			g.metrics.registry.WithLabelValues(r.ID(), result).Observe(time.Since(start).Seconds())
 			if errors.Is(err, context.DeadlineExceeded) {
-				err = fmt.Errorf("registry %s did not answer within %s", r.ID(), registryDeadline)
+				err = fmt.Errorf("registry %s did not answer within %s", r.ID(), g.opts.RegistryDeadline)
 			}
 			answers[i] = answer{id: r.ID(), page: page, err: err}
 		})

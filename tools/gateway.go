@@ -45,6 +45,9 @@ type Options struct {
 	MaxResultBytes int
 	// Limits are each session's rate limits and loop guard.
 	Limits guard.Limits
+	// RegistryDeadline bounds each registry's answer to one discovery;
+	// zero means 10 s.
+	RegistryDeadline time.Duration
 }
 
 // session ties an MCP client session to its attachments and remembers
@@ -64,6 +67,9 @@ type session struct {
 func New(manager *attach.Manager, log *slog.Logger, opts Options) *Gateway {
 	if opts.MaxResultBytes == 0 {
 		opts.MaxResultBytes = config.DefaultMaxResultBytes
+	}
+	if opts.RegistryDeadline == 0 {
+		opts.RegistryDeadline = 10 * time.Second
 	}
 	g := &Gateway{manager: manager, log: log, started: time.Now(), opts: opts, sessions: map[string]*session{}, metrics: newMetrics(manager)}
 	hooks := &server.Hooks{}
