@@ -482,3 +482,20 @@ func TestStdioUpstreamFlood(t *testing.T) {
 		t.Fatalf("after re-attach: %q", got)
 	}
 }
+
+// An upstream that writes malformed frames (non-JSON, a reply to no
+// request) does not confuse the gateway: the call's own reply arrives and
+// the upstream stays up.
+func TestStdioUpstreamMalformedFrames(t *testing.T) {
+	g := startStdio(t, env(true), "--catalog", "testdata/catalogs/fixture.json")
+	g.ok("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}, nil)
+	if got := text(g.call("mcp_fixture__garbage", map[string]any{})); got != "wrote garbage" {
+		t.Fatalf("garbage call: %q", got)
+	}
+	if got := text(g.call("mcp_fixture__echo", map[string]any{"message": "fine"})); got != "fine" {
+		t.Fatalf("after garbage: %q", got)
+	}
+	if l := g.list(); l.Attachments[0].Status != "up" {
+		t.Fatalf("listing after garbage: %+v", l.Attachments[0])
+	}
+}

@@ -19,6 +19,8 @@
 //   - spawn_child {}: starts "sleep 300" in the fixture's process group and
 //     returns {"child_pid": N}.
 //   - big {bytes: integer}: returns one text content of that many 'x' bytes.
+//   - garbage {}: on stdio, writes a line that is not JSON and a reply to
+//     a request nobody sent, then answers normally.
 //
 // Handlers never panic on missing or mistyped arguments: they return an
 // error result (isError: true) with a sentence saying what was wrong.
@@ -158,7 +160,18 @@ func New(name string) *server.MCPServer {
 		mcp.WithInteger("bytes", mcp.Required(), mcp.Min(0), mcp.Max(MaxBigBytes)),
 	), big)
 
+	s.AddTool(mcp.NewTool("garbage",
+		mcp.WithDescription("Writes malformed frames to stdout (stdio only), then answers."),
+	), garbage)
+
 	return s
+}
+
+// garbage writes frames a client must survive: one line of non-JSON and
+// a response with an id no request had. Meaningful only on stdio.
+func garbage(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	_, _ = os.Stdout.WriteString("this is not json\n{\"jsonrpc\":\"2.0\",\"id\":\"nobody-asked\",\"result\":{}}\n")
+	return mcp.NewToolResultText("wrote garbage"), nil
 }
 
 func echo(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
