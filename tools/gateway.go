@@ -80,6 +80,7 @@ func New(manager *attach.Manager, log *slog.Logger, opts Options) *Gateway {
 	})
 	g.mcp = server.NewMCPServer("ardgate", opts.Version,
 		server.WithToolCapabilities(true),
+		server.WithLogging(), // clients may set a level; conformance checks logging/setLevel
 		server.WithHooks(hooks),
 		server.WithRecovery(),
 		server.WithToolHandlerMiddleware(g.limit),
