@@ -36,7 +36,7 @@ func ParseURN(s string) (URN, error) {
 	rest, ok := cutPrefixFold(s, "urn:air:")
 	if !ok {
 		if rest, ok = cutPrefixFold(s, "urn:ai:"); !ok {
-			return URN{}, fmt.Errorf("%w: %q does not start with urn:air:", ErrBadURN, s)
+			return URN{}, fmt.Errorf("%w: %q does not start with \"urn:air\"", ErrBadURN, s)
 		}
 	}
 	parts := strings.Split(rest, ":")

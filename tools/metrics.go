@@ -16,16 +16,15 @@ import (
 
 // metrics are the gateway's Prometheus series, on a registry of its own.
 type metrics struct {
-	reg       *prometheus.Registry
-	calls     *prometheus.CounterVec
-	latency   *prometheus.HistogramVec
-	upstream  *prometheus.CounterVec
-	registry  *prometheus.HistogramVec
-	refusals  *prometheus.CounterVec
-	attaches  *prometheus.CounterVec
-	sessions  prometheus.GaugeFunc
-	attached  *prometheus.GaugeVec
-	collector prometheus.Collector
+	reg      *prometheus.Registry
+	calls    *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	upstream *prometheus.CounterVec
+	registry *prometheus.HistogramVec
+	refusals *prometheus.CounterVec
+	attaches *prometheus.CounterVec
+	sessions prometheus.GaugeFunc
+	attached *prometheus.GaugeVec
 }
 
 func newMetrics(m *attach.Manager) *metrics {
