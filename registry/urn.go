@@ -39,6 +39,11 @@ func ParseURN(s string) (URN, error) {
 			return URN{}, fmt.Errorf("%w: %q does not start with \"urn:air\"", ErrBadURN, s)
 		}
 	}
+	// Bound the canonical form too: a legacy "urn:ai:" identifier grows by
+	// one character when canonicalised, and must still parse afterwards.
+	if len("urn:air:")+len(rest) > maxURNLength {
+		return URN{}, fmt.Errorf("%w: longer than %d characters", ErrBadURN, maxURNLength)
+	}
 	parts := strings.Split(rest, ":")
 	if len(parts) < 2 {
 		return URN{}, fmt.Errorf("%w: %q needs a publisher and a name (urn:air:<publisher>:<name>)", ErrBadURN, s)

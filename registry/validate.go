@@ -41,6 +41,12 @@ var catalogSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
 // reference, unique identifiers. It returns one sentence per violation,
 // located by JSON path; none means valid.
 func ValidateCatalog(data []byte) []string {
+	// encoding/json locates every syntax error (empty, truncated, trailing
+	// data too), which the schema library's decoder does not.
+	if !json.Valid(data) {
+		var v any
+		return []string{"$: not JSON: " + config.JSONError(data, json.Unmarshal(data, &v)).Error()}
+	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {
 		return []string{"$: not JSON: " + config.JSONError(data, err).Error()}

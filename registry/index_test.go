@@ -1,0 +1,664 @@
+package registry
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+const corpusPath = "../../shared/corpus/mcp-servers-catalog.json"
+
+func builtinIndex(t testing.TB) *Index {
+	t.Helper()
+	entries, skipped, err := LoadCatalogBytes(BuiltinCatalog(), ".")
+	if err != nil || len(skipped) > 0 {
+		t.Fatalf("builtin catalog: %v %q", err, skipped)
+	}
+	return NewIndex("builtin", entries)
+}
+
+func corpusEntries(t testing.TB) []Entry {
+	t.Helper()
+	if _, err := os.Stat(corpusPath); err != nil {
+		t.Skipf("corpus not available: %v", err)
+	}
+	entries, skipped, err := LoadCatalogFile(corpusPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(skipped) > 0 {
+		t.Fatalf("corpus entries skipped: %q", skipped)
+	}
+	return entries
+}
+
+func identifiers(results []Result) []string {
+	out := make([]string, len(results))
+	for i, r := range results {
+		out[i] = r.Identifier
+	}
+	return out
+}
+
+func mcpEntry(id, name, desc string, tags ...string) Entry {
+	return Entry{Identifier: id, DisplayName: name, Type: "application/mcp-server-card+json",
+		URL: "https://example.com/card.json", Description: desc, Tags: tags}
+}
+
+// checkRanked asserts the invariants of a ranked page: scores in 1..100,
+// best first, equal scores ordered by identifier.
+func checkRanked(t *testing.T, query string, results []Result) {
+	t.Helper()
+	for i, r := range results {
+		if r.Score < 1 || r.Score > 100 {
+			t.Errorf("%q: %s has score %d, outside 1..100", query, r.Identifier, r.Score)
+		}
+		if i == 0 {
+			continue
+		}
+		prev := results[i-1]
+		if prev.Score < r.Score {
+			t.Errorf("%q: not sorted by score: %s (%d) before %s (%d)", query, prev.Identifier, prev.Score, r.Identifier, r.Score)
+		}
+	}
+}
+
+func TestSearchRankingBuiltin(t *testing.T) {
+	ix := builtinIndex(t)
+	tests := []struct {
+		query string
+		first string
+	}{
+		{"echo test tools", "urn:air:modelcontextprotocol.io:mcp:everything"},
+		{"read and write local files", "urn:air:modelcontextprotocol.io:mcp:filesystem"},
+		{"knowledge graph memory", "urn:air:modelcontextprotocol.io:mcp:memory"},
+		{"think step by step", "urn:air:modelcontextprotocol.io:mcp:sequential-thinking"},
+		{"take a screenshot of a web page", "urn:air:microsoft.com:mcp:playwright"},
+		{"up-to-date documentation for a library", "urn:air:upstash.com:mcp:context7"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			page, err := ix.Search(Query{Text: tt.query})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page.Results) == 0 {
+				t.Fatalf("%q: no results", tt.query)
+			}
+			if got := page.Results[0].Identifier; got != tt.first {
+				t.Errorf("%q: first is %s (score %d); want %s; all: %v", tt.query, got, page.Results[0].Score, tt.first, identifiers(page.Results))
+			}
+			checkRanked(t, tt.query, page.Results)
+			for _, r := range page.Results {
+				if r.Source != "builtin" {
+					t.Errorf("%s: source %q; want builtin", r.Identifier, r.Source)
+				}
+			}
+		})
+	}
+}
+
+func TestSearchScoresAndTies(t *testing.T) {
+	// Same words, same namespace and name: only the publisher (which is not
+	// indexed) differs, so the scores tie and the identifier decides.
+	entries := []Entry{
+		mcpEntry("urn:air:c.example:mcp:widget", "Widget", "makes widgets"),
+		mcpEntry("urn:air:a.example:mcp:widget", "Widget", "makes widgets"),
+		mcpEntry("urn:air:b.example:mcp:widget", "Widget", "makes widgets"),
+		mcpEntry("urn:air:z.example:mcp:gadget", "Gadget and widget", "a gadget with one widget among many other words here"),
+		mcpEntry("urn:air:y.example:mcp:other", "Other", "unrelated"),
+	}
+	ix := NewIndex("t", entries)
+	page, err := ix.Search(Query{Text: "widget"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"urn:air:a.example:mcp:widget", "urn:air:b.example:mcp:widget", "urn:air:c.example:mcp:widget", "urn:air:z.example:mcp:gadget"}
+	if got := identifiers(page.Results); !slices.Equal(got, want) {
+		t.Fatalf("order %v; want %v", got, want)
+	}
+	if s := page.Results; s[0].Score != s[1].Score || s[1].Score != s[2].Score || s[2].Score <= s[3].Score {
+		t.Fatalf("scores %d %d %d %d: want three equal, then lower", s[0].Score, s[1].Score, s[2].Score, s[3].Score)
+	}
+	checkRanked(t, "widget", page.Results)
+
+	// Over the builtin catalog and the corpus, every ranked page holds
+	// the invariants, ties included.
+	for _, ix := range []*Index{builtinIndex(t), NewIndex("corpus", corpusEntriesOrNil(t))} {
+		for _, q := range []string{"mcp", "server", "test", "files", "search the web", "database query", "xyzzy plugh"} {
+			all, err := ix.Match(Query{Text: q})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRanked(t, q, all)
+			// On the unrounded scores, ties are broken by identifier.
+			hits, ranked, err := ix.rank(Query{Text: q})
+			if err != nil || !ranked && len(hits) > 0 {
+				t.Fatalf("%q: rank: %v, ranked %v", q, err, ranked)
+			}
+			for i := 1; i < len(hits); i++ {
+				a, b := hits[i-1], hits[i]
+				ida, idb := ix.docs[a.doc].entry.Identifier, ix.docs[b.doc].entry.Identifier
+				if a.score < b.score || a.score == b.score && ida > idb {
+					t.Errorf("%q: %s (%v) ranked before %s (%v)", q, ida, a.score, idb, b.score)
+				}
+			}
+		}
+	}
+}
+
+func corpusEntriesOrNil(t *testing.T) []Entry {
+	if _, err := os.Stat(corpusPath); err != nil {
+		return nil
+	}
+	return corpusEntries(t)
+}
+
+func TestSearchStopWordsOnly(t *testing.T) {
+	ix := builtinIndex(t)
+	for _, text := range []string{"", "   ", "the", "what is the", "a an and of to", "?!", "I"} {
+		t.Run(fmt.Sprintf("%q", text), func(t *testing.T) {
+			page, err := ix.Search(Query{Text: text})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page.Results) != ix.Len() {
+				t.Fatalf("%d results; want all %d", len(page.Results), ix.Len())
+			}
+			for i, r := range page.Results {
+				if r.Score != 0 {
+					t.Errorf("%s: score %d; want 0 for an unranked listing", r.Identifier, r.Score)
+				}
+				if i > 0 && page.Results[i-1].DisplayName > r.DisplayName {
+					t.Errorf("not sorted by displayName: %q before %q", page.Results[i-1].DisplayName, r.DisplayName)
+				}
+			}
+		})
+	}
+	// With a filter, only the matching entries, still by name.
+	page, err := ix.Search(Query{Text: "the", Filter: map[string][]string{"publisher": {"modelcontextprotocol.io"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"urn:air:modelcontextprotocol.io:mcp:everything",          // Everything (MCP reference test server)
+		"urn:air:modelcontextprotocol.io:mcp:filesystem",          // Filesystem
+		"urn:air:modelcontextprotocol.io:mcp:memory",              // Memory (knowledge graph)
+		"urn:air:modelcontextprotocol.io:mcp:sequential-thinking", // Sequential Thinking
+	}
+	if got := identifiers(page.Results); !slices.Equal(got, want) {
+		t.Fatalf("filtered listing %v; want %v", got, want)
+	}
+}
+
+func TestSearchTokenization(t *testing.T) {
+	tests := []struct {
+		name  string
+		entry Entry
+		query string
+	}{
+		{"camelCase capability", Entry{Capabilities: []string{"WeatherTool", "ForecastTool"}}, "weather"},
+		{"camelCase second word", Entry{Capabilities: []string{"WeatherTool"}}, "tool"},
+		{"camelCase in name", Entry{DisplayName: "GitHubActions"}, "actions"},
+		{"snake_case capability", Entry{Capabilities: []string{"read_text_file"}}, "text"},
+		{"kebab-case tag", Entry{Tags: []string{"knowledge-graph"}}, "graph"},
+		{"plural query, singular text", Entry{Description: "reads a file"}, "files"},
+		{"singular query, plural text", Entry{Description: "lists files"}, "file"},
+		{"-ies plural", Entry{Description: "runs queries"}, "query"},
+		{"-ing form", Entry{Description: "file filing"}, "filed"},
+		{"-ed form", Entry{Description: "stored values"}, "store"},
+		{"doubled consonant", Entry{Description: "running jobs"}, "run"},
+		{"case-insensitive", Entry{DisplayName: "SLACK"}, "slack"},
+		{"URN name", Entry{}, "zebra"}, // urn:air:t.example:mcp:zebra-<i>
+		{"URN namespace", Entry{}, "mcp"},
+		{"representative query", Entry{RepresentativeQueries: []string{"book a flight", "cancel a flight"}}, "flights"},
+		{"digits", Entry{Description: "supports http2 and s3"}, "s3"},
+		{"non-ASCII", Entry{Description: "Bücher verwalten"}, "bücher"},
+	}
+	var entries []Entry
+	for i, tt := range tests {
+		e := tt.entry
+		e.Identifier = fmt.Sprintf("urn:air:t.example:mcp:zebra-%d", i)
+		if e.DisplayName == "" {
+			e.DisplayName = fmt.Sprintf("entry %d", i)
+		}
+		e.Type, e.URL = "application/mcp-server-card+json", "https://t.example/card.json"
+		entries = append(entries, e)
+	}
+	// Filler so that idf stays positive and meaningful.
+	for i := range 20 {
+		entries = append(entries, mcpEntry(fmt.Sprintf("urn:air:filler.example:x:f%d", i), "filler", "nothing to see"))
+	}
+	ix := NewIndex("t", entries)
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			page, err := ix.Search(Query{Text: tt.query, PageSize: MaxPageSize})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := fmt.Sprintf("urn:air:t.example:mcp:zebra-%d", i)
+			if !slices.Contains(identifiers(page.Results), want) {
+				t.Fatalf("%q does not find %s (%+v); got %v", tt.query, want, tt.entry, identifiers(page.Results))
+			}
+		})
+	}
+}
+
+func TestSearchPagination(t *testing.T) {
+	entries := corpusEntriesOrNil(t)
+	if entries == nil {
+		for i := range 57 {
+			entries = append(entries, mcpEntry(fmt.Sprintf("urn:air:p%d.example:mcp:server", i), fmt.Sprintf("server %d", i), "an mcp server for databases"))
+		}
+	}
+	ix := NewIndex("corpus", entries)
+	for _, q := range []Query{
+		{Text: "database server"},
+		{Text: "mcp server"}, // nearly everything, many ties
+		{Text: "the"},        // unranked listing
+		{Text: "server", Filter: map[string][]string{"data.packages.registryType": {"npm"}}},
+	} {
+		t.Run(fmt.Sprintf("%q %v", q.Text, q.Filter), func(t *testing.T) {
+			all, err := ix.Match(q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(all) < 5 {
+				t.Fatalf("only %d matches: pick a broader query", len(all))
+			}
+			var got []Result
+			seen := map[string]bool{}
+			q := q
+			q.PageSize = 2
+			for pages := 0; ; pages++ {
+				if pages > len(all) {
+					t.Fatal("paging does not end")
+				}
+				page, err := ix.Search(q)
+				if err != nil {
+					t.Fatalf("page %d: %v", pages, err)
+				}
+				if len(page.Results) > 2 {
+					t.Fatalf("page %d has %d results", pages, len(page.Results))
+				}
+				for _, r := range page.Results {
+					if seen[r.Identifier] {
+						t.Fatalf("page %d repeats %s", pages, r.Identifier)
+					}
+					seen[r.Identifier] = true
+				}
+				got = append(got, page.Results...)
+				if page.PageToken == "" {
+					break
+				}
+				if len(page.Results) != 2 {
+					t.Fatalf("page %d is short (%d) but has a token", pages, len(page.Results))
+				}
+				q.PageToken = page.PageToken
+			}
+			if !slices.Equal(identifiers(got), identifiers(all)) {
+				t.Fatalf("pages concatenated differ from one big listing:\n%v\n%v", identifiers(got), identifiers(all))
+			}
+			for i := range got {
+				if got[i].Score != all[i].Score {
+					t.Fatalf("%s: score %d paged, %d in one listing", got[i].Identifier, got[i].Score, all[i].Score)
+				}
+			}
+			// One big page (when it fits) agrees too, and has no token.
+			if len(all) <= MaxPageSize {
+				q.PageToken, q.PageSize = "", MaxPageSize
+				big, err := ix.Search(q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(identifiers(big.Results), identifiers(all)) || big.PageToken != "" {
+					t.Fatalf("one big page differs or has a token %q", big.PageToken)
+				}
+			}
+		})
+	}
+}
+
+func TestSearchPageTokenRefused(t *testing.T) {
+	ix := builtinIndex(t)
+	base := Query{Text: "mcp", PageSize: 1, Filter: map[string][]string{"tags": {"reference"}}}
+	first, err := ix.Search(base)
+	if err != nil || first.PageToken == "" {
+		t.Fatalf("no token to reuse: %v %+v", err, first)
+	}
+	tok := first.PageToken
+	// The same query, key order aside, with another page size: accepted.
+	same := base
+	same.PageToken, same.PageSize = tok, 3
+	if _, err := ix.Search(same); err != nil {
+		t.Fatalf("the token's own query refused: %v", err)
+	}
+	fp := fingerprint(base)
+	forged := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+	tests := []struct {
+		name string
+		q    Query
+	}{
+		{"other text", Query{Text: "memory", Filter: base.Filter}},
+		{"text differs in case", Query{Text: "MCP", Filter: base.Filter}},
+		{"no filter", Query{Text: "mcp"}},
+		{"other filter value", Query{Text: "mcp", Filter: map[string][]string{"tags": {"mcp"}}}},
+		{"extra filter value", Query{Text: "mcp", Filter: map[string][]string{"tags": {"reference", "mcp"}}}},
+		{"other filter key", Query{Text: "mcp", Filter: map[string][]string{"capabilities": {"reference"}}}},
+		{"extra filter key", Query{Text: "mcp", Filter: map[string][]string{"tags": {"reference"}, "type": {"x"}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.q.PageToken = tok
+			if _, err := ix.Search(tt.q); !errors.Is(err, ErrInvalidArgument) {
+				t.Fatalf("token of another query: %v; want ErrInvalidArgument", err)
+			}
+		})
+	}
+	for _, garbage := range []string{
+		"garbage", "!!!", "o", "=", "bzE", // "o1" without a fingerprint
+		forged("o1"), forged("x1." + fmt.Sprintf("%08x", fp)), forged("o-1." + fmt.Sprintf("%08x", fp)),
+		forged("o1.00000000"), forged("oone." + fmt.Sprintf("%08x", fp)), forged("o1." + fmt.Sprintf("%08X", fp)),
+		tok + "x", strings.ToUpper(tok),
+	} {
+		t.Run("garbage "+garbage, func(t *testing.T) {
+			q := base
+			q.PageToken = garbage
+			if _, err := ix.Search(q); !errors.Is(err, ErrInvalidArgument) {
+				t.Fatalf("token %q: %v; want ErrInvalidArgument", garbage, err)
+			}
+		})
+	}
+	// A well-formed token past the end is an empty last page, not an error.
+	q := base
+	q.PageToken = forged("o999." + fmt.Sprintf("%08x", fp))
+	page, err := ix.Search(q)
+	if err != nil || len(page.Results) != 0 || page.PageToken != "" {
+		t.Fatalf("token past the end: %v %+v", err, page)
+	}
+}
+
+func TestSearchPageSize(t *testing.T) {
+	var entries []Entry
+	for i := range 150 {
+		entries = append(entries, mcpEntry(fmt.Sprintf("urn:air:e%03d.example:mcp:widget", i), "Widget", "widget maker"))
+	}
+	ix := NewIndex("t", entries)
+	tests := []struct {
+		size    int
+		want    int
+		wantErr bool
+	}{
+		{0, DefaultPageSize, false},
+		{1, 1, false},
+		{10, 10, false},
+		{MaxPageSize, MaxPageSize, false},
+		{MaxPageSize + 1, 0, true},
+		{-1, 0, true},
+		{1 << 30, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.size), func(t *testing.T) {
+			page, err := ix.Search(Query{Text: "widget", PageSize: tt.size})
+			if tt.wantErr {
+				if !errors.Is(err, ErrInvalidArgument) {
+					t.Fatalf("pageSize %d: %v; want ErrInvalidArgument", tt.size, err)
+				}
+				return
+			}
+			if err != nil || len(page.Results) != tt.want || page.PageToken == "" {
+				t.Fatalf("pageSize %d: %v, %d results, token %q; want %d and a token", tt.size, err, len(page.Results), page.PageToken, tt.want)
+			}
+		})
+	}
+}
+
+func TestLookup(t *testing.T) {
+	entries := []Entry{
+		mcpEntry("urn:air:acme.com:mcp:weather", "First weather", "first"),
+		mcpEntry("urn:ai:ACME.com:mcp:weather", "Second weather (duplicate, legacy prefix)", "second"),
+		mcpEntry("urn:air:acme.com:mcp:weather", "Third weather (exact duplicate)", "third"),
+		mcpEntry("urn:ai:Example.ORG:agent:Travel", "Travel", "legacy prefix, mixed case"),
+		{Identifier: "urn:air:acme.com:registry:public", DisplayName: "Acme registry", Type: MediaRegistry, URL: "https://acme.com/ard"},
+		{Identifier: "urn:air:acme.com:registry:public", DisplayName: "Acme registry again", Type: MediaRegistry, URL: "https://acme.com/ard2"},
+	}
+	ix := NewIndex("t", entries)
+	if ix.Len() != 2 {
+		t.Fatalf("Len %d; want 2 (duplicates and registries left out)", ix.Len())
+	}
+	tests := []struct {
+		urn     string
+		display string // "" = not found
+	}{
+		{"urn:air:acme.com:mcp:weather", "First weather"},
+		{"urn:ai:acme.com:mcp:weather", "First weather"},
+		{"URN:AIR:ACME.COM:mcp:weather", "First weather"},
+		{"Urn:Ai:Acme.Com:mcp:weather", "First weather"},
+		{"urn:air:example.org:agent:Travel", "Travel"},
+		{"urn:ai:EXAMPLE.org:agent:Travel", "Travel"},
+		// Namespace and name are case-sensitive.
+		{"urn:air:acme.com:MCP:weather", ""},
+		{"urn:air:acme.com:mcp:Weather", ""},
+		{"urn:air:example.org:agent:travel", ""},
+		{"urn:air:acme.com:mcp:rain", ""},
+		{"urn:air:acme.com:weather", ""},
+		{"urn:air:acme.com:registry:public", ""}, // referrals are not entries
+		{"not a urn", ""},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.urn, func(t *testing.T) {
+			e, err := ix.Lookup(tt.urn)
+			if tt.display == "" {
+				if !errors.Is(err, ErrNotFound) {
+					t.Fatalf("Lookup(%q) = %+v, %v; want ErrNotFound", tt.urn, e, err)
+				}
+				if tt.urn != "" && !strings.Contains(err.Error(), tt.urn) {
+					t.Errorf("error %q does not name %q", err, tt.urn)
+				}
+				return
+			}
+			if err != nil || e.DisplayName != tt.display {
+				t.Fatalf("Lookup(%q) = %q, %v; want %q", tt.urn, e.DisplayName, err, tt.display)
+			}
+		})
+	}
+	// Search sees the first of the duplicates only.
+	page, err := ix.Search(Query{Text: "weather"})
+	if err != nil || len(page.Results) != 1 || page.Results[0].DisplayName != "First weather" {
+		t.Fatalf("duplicates in search: %v %+v", err, page.Results)
+	}
+	// Registries come back as referrals, on every page, never as results.
+	if len(page.Referrals) != 2 || page.Referrals[0].URL != "https://acme.com/ard" {
+		t.Fatalf("referrals %+v", page.Referrals)
+	}
+	page, err = ix.Search(Query{Text: "registry"})
+	if err != nil || len(page.Results) != 0 || len(page.Referrals) != 2 {
+		t.Fatalf("a registry entry surfaced as a result: %v %+v", err, page)
+	}
+	if got := ix.Referrals(); len(got) != 2 {
+		t.Fatalf("Referrals() = %+v", got)
+	}
+	if got := ix.Entries(); len(got) != 2 || got[0].DisplayName != "First weather" || got[1].DisplayName != "Travel" {
+		t.Fatalf("Entries() = %+v", got)
+	}
+}
+
+func TestSearchEmptyIndex(t *testing.T) {
+	for _, ix := range []*Index{NewIndex("empty", nil), NewIndex("empty", []Entry{})} {
+		for _, text := range []string{"", "weather"} {
+			page, err := ix.Search(Query{Text: text})
+			if err != nil || page.Results == nil || len(page.Results) != 0 || page.PageToken != "" {
+				t.Fatalf("empty index, %q: %v %+v", text, err, page)
+			}
+		}
+	}
+}
+
+func TestSearchConcurrent(t *testing.T) {
+	ix := builtinIndex(t)
+	queries := []string{"echo test tools", "read and write local files", "knowledge graph memory", "think step by step", "browser"}
+	want := map[string][]string{}
+	for _, q := range queries {
+		p, err := ix.Search(Query{Text: q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[q] = identifiers(p.Results)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				q := queries[(g+i)%len(queries)]
+				p, err := ix.Search(Query{Text: q})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if got := identifiers(p.Results); !slices.Equal(got, want[q]) {
+					t.Errorf("%q concurrently: %v; want %v", q, got, want[q])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// The 464 real servers of the corpus: obvious queries find the obvious
+// server in the top 3. Expectations were checked by reading the corpus
+// (it holds no Postgres server; MySQL stands in for it).
+func TestCorpusSearchSmoke(t *testing.T) {
+	ix := NewIndex("corpus", corpusEntries(t))
+	if ix.Len() != 464 {
+		t.Fatalf("corpus has %d entries; want 464", ix.Len())
+	}
+	tests := []struct {
+		query  string
+		expect []string
+	}{
+		{"run and monitor github actions workflows", []string{"urn:air:ko1ynnky.github.io:mcp:github-actions-mcp-server"}},
+		{"github enterprise repositories", []string{"urn:air:ddukbg.github.io:mcp:github-enterprise-mcp"}},
+		{"send a message to a slack channel", []string{"urn:air:korotovsky.github.io:mcp:slack-mcp-server"}},
+		{"query a mysql database", []string{"urn:air:benborla.github.io:mcp:mcp-server-mysql", "urn:air:designcomputer.github.io:mcp:mysql_mcp_server"}},
+		{"manage a kubernetes cluster", []string{"urn:air:razvanmacovei.github.io:mcp:k8s-multicluster-mcp",
+			"urn:air:flux159.github.io:mcp:mcp-server-kubernetes", "urn:air:manusa.github.io:mcp:kubernetes-mcp-server",
+			"urn:air:strowk.github.io:mcp:mcp-k8s-go", "urn:air:yanmxa.github.io:mcp:multicluster-mcp-server"}},
+		{"cache keys in redis", []string{"urn:air:redis.github.io:mcp:mcp-redis", "urn:air:redis.github.io:mcp:mcp-redis-cloud",
+			"urn:air:gongrzhe.github.io:mcp:redis-mcp-server", "urn:air:prajwalnayak7.github.io:mcp:mcp-server-redis"}},
+		{"play music on spotify", []string{"urn:air:varunneal.github.io:mcp:spotify-mcp"}},
+		{"mongodb collections", []string{"urn:air:mongodb-js.github.io:mcp:mongodb-mcp-server", "urn:air:kiliczsh.github.io:mcp:mcp-mongo-server", "urn:air:furey.github.io:mcp:mongodb-lens"}},
+		{"send emails with gmail", []string{"urn:air:gongrzhe.github.io:mcp:gmail-mcp-server", "urn:air:baryhuang.github.io:mcp:mcp-headless-gmail"}},
+		{"jira and confluence", []string{"urn:air:sooperset.github.io:mcp:mcp-atlassian"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			page, err := ix.Search(Query{Text: tt.query, PageSize: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRanked(t, tt.query, page.Results)
+			rank := slices.IndexFunc(page.Results, func(r Result) bool { return slices.Contains(tt.expect, r.Identifier) })
+			if rank < 0 || rank >= 3 {
+				top := page.Results[:min(3, len(page.Results))]
+				var desc []string
+				for _, r := range top {
+					desc = append(desc, fmt.Sprintf("%s (%d)", r.Identifier, r.Score))
+				}
+				t.Errorf("%q: expected one of %v in the top 3, rank %d; top: %v", tt.query, tt.expect, rank, desc)
+			}
+		})
+	}
+}
+
+// benchEntries replicates the corpus to n entries: each copy gets unique
+// identifiers, and a few words dropped from or added to its description
+// and name, drawn from the corpus's own vocabulary.
+func benchEntries(b *testing.B, n int) []Entry {
+	b.Helper()
+	base := corpusEntries(b)
+	var vocab []string
+	seen := map[string]bool{}
+	for _, e := range base {
+		for _, w := range strings.Fields(strings.ToLower(e.Description)) {
+			w = strings.Trim(w, `.,;:!?"'()`)
+			if len(w) > 3 && !seen[w] {
+				seen[w] = true
+				vocab = append(vocab, w)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	out := make([]Entry, 0, n)
+	for i := 0; len(out) < n; i++ {
+		e := base[i%len(base)]
+		copyNo := i / len(base)
+		if copyNo > 0 {
+			u, err := ParseURN(e.Identifier)
+			if err != nil {
+				b.Fatal(err)
+			}
+			u.Publisher = fmt.Sprintf("r%d.%s", copyNo, u.Publisher)
+			e.Identifier = u.String()
+			words := strings.Fields(e.Description)
+			if len(words) > 3 {
+				j := rng.IntN(len(words))
+				words = slices.Delete(words, j, j+1)
+			}
+			for range 1 + rng.IntN(3) {
+				words = append(words, vocab[rng.IntN(len(vocab))])
+			}
+			e.Description = strings.Join(words, " ")
+			if rng.IntN(4) == 0 {
+				e.DisplayName += " " + vocab[rng.IntN(len(vocab))]
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func BenchmarkSearch(b *testing.B) {
+	queries := []Query{
+		{Text: "send a message to my team's slack channel"},
+		{Text: "query a mysql database"},
+		{Text: "kubernetes"},
+		{Text: "automate a web browser to click buttons and fill forms"},
+		{Text: "mcp server"},                   // matches nearly everything
+		{Text: "find an mcp server for slack"}, // a natural phrasing with those words
+		{Text: "database", Filter: map[string][]string{"data.packages.registryType": {"npm"}}},
+		{Text: "the"}, // unranked listing sorted by name
+	}
+	names := []string{"slack", "mysql", "kubernetes", "browser", "mcp-server", "mcp-server-slack", "filter-data", "stopwords"}
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		ix := NewIndex("bench", benchEntries(b, n))
+		if ix.Len() != n {
+			b.Fatalf("%d unique entries; want %d", ix.Len(), n)
+		}
+		for i, q := range queries {
+			b.Run(fmt.Sprintf("n=%d/%s", n, names[i]), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := ix.Search(q); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+func BenchmarkNewIndex(b *testing.B) {
+	entries := benchEntries(b, 10_000)
+	b.ReportAllocs()
+	for b.Loop() {
+		NewIndex("bench", entries)
+	}
+}
