@@ -1,0 +1,99 @@
+// End-to-end check of ardgate with the official TypeScript MCP SDK client.
+//
+//   node client.mjs stdio <command> [args...]   spawn the gateway on stdio
+//   node client.mjs http <url>                  connect over streamable HTTP
+//
+// Runs discover -> attach -> tools/list_changed -> call -> detach and prints
+// "OK", or "FAIL: <reason>" and exits 1. Run by e2e_tsclient_test.go.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+
+const URN = 'urn:air:ardgate.test:mcp:fixture';
+const TOOL = 'mcp_fixture__echo';
+const MESSAGE = 'from typescript';
+
+function fail(reason) {
+  console.log(`FAIL: ${reason}`);
+  process.exit(1);
+}
+
+function makeTransport([mode, ...rest]) {
+  if (mode === 'stdio' && rest.length > 0) {
+    // Without env the SDK passes the gateway only a few safe variables; pass
+    // all of ours so it inherits exactly the environment the test set up
+    // (PATH with the stand-in npx first, HOME, ...).
+    return new StdioClientTransport({ command: rest[0], args: rest.slice(1), env: { ...process.env } });
+  }
+  if (mode === 'http' && rest.length === 1) {
+    return new StreamableHTTPClientTransport(new URL(rest[0]));
+  }
+  fail('usage: node client.mjs stdio <command> [args...] | node client.mjs http <url>');
+}
+
+// call calls a tool that must succeed and returns its result.
+async function call(client, name, args) {
+  const res = await client.callTool({ name, arguments: args });
+  if (res.isError) fail(`${name}: ${text(res)}`);
+  return res;
+}
+
+function text(res) {
+  return (res.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('');
+}
+
+async function toolNames(client) {
+  return (await client.listTools()).tools.map((t) => t.name);
+}
+
+function withTimeout(promise, ms, what) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+async function main() {
+  const transport = makeTransport(process.argv.slice(2));
+  const client = new Client({ name: 'ardgate-ts-e2e', version: '1.0.0' });
+
+  let listChanged;
+  const toolsChanged = new Promise((resolve) => { listChanged = resolve; });
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => listChanged());
+
+  await client.connect(transport);
+  if (transport.protocolVersion) console.error(`negotiated protocol ${transport.protocolVersion}`);
+
+  const before = await toolNames(client);
+  if (!before.includes('discover_resources')) fail(`no discover_resources in ${before}`);
+  if (before.includes(TOOL)) fail(`${TOOL} listed before attach`);
+
+  const found = await call(client, 'discover_resources', { text: 'fixture echo' });
+  const urns = (found.structuredContent?.results ?? []).map((r) => r.urn);
+  if (!urns.includes(URN)) fail(`discover_resources did not find ${URN}: ${text(found)}`);
+
+  await call(client, 'attach_resource', { urn: URN });
+  await withTimeout(toolsChanged, 10_000, 'notifications/tools/list_changed');
+
+  const after = await toolNames(client);
+  if (!after.includes(TOOL)) fail(`${TOOL} not listed after attach: ${after}`);
+
+  const echoed = text(await call(client, TOOL, { message: MESSAGE }));
+  if (echoed !== MESSAGE) fail(`${TOOL} returned ${JSON.stringify(echoed)}, want ${JSON.stringify(MESSAGE)}`);
+
+  await call(client, 'detach_resource', { name: 'fixture' });
+
+  if (transport instanceof StreamableHTTPClientTransport) await transport.terminateSession();
+  await client.close();
+  console.log('OK');
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    fail(err?.cause ? `${err.message}: ${err.cause.message ?? err.cause}` : String(err?.message ?? err));
+  },
+);
