@@ -7,15 +7,40 @@ import (
 	"testing"
 )
 
-// The intended server is in the top 3 for at least 27 of 30 natural-
-// language queries over the 464 real servers of the corpus. Queries and
-// expectations are in testdata/search-quality/queries.json.
+// Ranking quality over the 464 real servers of testdata/search-quality/
+// corpus.json, measured with three sets of 30 natural-language needs:
+//
+//   - queries.json: the set the ranking was tuned on;
+//   - queries-blind.json: written afterwards and never tuned against;
+//   - queries-heldout.json: written before any tuning on the blind set's
+//     misses, over servers the other two sets do not target, to be
+//     measured only before and after such tuning, never query by query.
+//
+// A hit is an intended server in the top 3. Each set has a floor of hits:
+// 90% for the tuned set, and for the others what was last measured, so any
+// regression fails.
 func TestSearchQuality(t *testing.T) {
 	entries, _, err := LoadCatalogFile("../testdata/search-quality/corpus.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile("../testdata/search-quality/queries.json")
+	ix := NewIndex("corpus", entries)
+	for _, set := range []struct {
+		file    string
+		minHits int
+	}{
+		{"queries.json", 27},
+		{"queries-blind.json", 21},
+		{"queries-heldout.json", 23},
+	} {
+		t.Run(set.file, func(t *testing.T) {
+			checkSearchQuality(t, ix, "../testdata/search-quality/"+set.file, set.minHits)
+		})
+	}
+}
+
+func checkSearchQuality(t *testing.T, ix *Index, path string, minHits int) {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +51,6 @@ func TestSearchQuality(t *testing.T) {
 	if err := json.Unmarshal(data, &queries); err != nil {
 		t.Fatal(err)
 	}
-	ix := NewIndex("corpus", entries)
 	hits := 0
 	var rr float64
 	for _, q := range queries {
@@ -52,7 +76,7 @@ func TestSearchQuality(t *testing.T) {
 	if len(queries) < 30 || ix.Len() < 200 {
 		t.Fatalf("the set is too small: %d queries, %d entries", len(queries), ix.Len())
 	}
-	if hits*10 < len(queries)*9 {
-		t.Fatalf("top-3 hit rate %d/%d is under 90%%", hits, len(queries))
+	if hits < minHits {
+		t.Fatalf("top-3 hit rate %d/%d is under the floor of %d", hits, len(queries), minHits)
 	}
 }
