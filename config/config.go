@@ -51,6 +51,10 @@ type Config struct {
 	AuthToken string
 	// ARDRegistryToken is the default bearer token for ARD registries.
 	ARDRegistryToken string
+	// OTelEndpoint is the OTLP/HTTP collector spans are exported to
+	// ("http://localhost:4318"; /v1/traces is appended to a URL without a
+	// path). Empty, the default, is tracing off.
+	OTelEndpoint string
 
 	// Registries are queried in this order.
 	Registries []Registry

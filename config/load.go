@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -25,6 +26,7 @@ type file struct {
 	Addr             *string     `json:"addr"`
 	LogLevel         *string     `json:"log_level"`
 	LogFormat        *string     `json:"log_format"`
+	OTelEndpoint     *string     `json:"otel_endpoint"`
 	Catalogs         []string    `json:"catalogs"`
 	Registries       []Registry  `json:"registries"`
 	RequireTrust     []string    `json:"require_trust"`
@@ -63,6 +65,7 @@ type environment struct {
 	MaxAttachments   *int     `env:"MAX_ATTACHMENTS"`
 	AllowLocalURLs   *bool    `env:"ALLOW_LOCAL_URLS"`
 	RequireTrust     []string `env:"REQUIRE_TRUST" envSeparator:","`
+	OTelEndpoint     *string  `env:"OTEL_ENDPOINT"`
 	ARDRegistryToken *string  // ARD_REGISTRY_TOKEN has no prefix; read by hand
 }
 
@@ -74,6 +77,8 @@ type Flags struct {
 	Catalogs  []string
 	LogLevel  string
 	LogFormat string
+	// OTelEndpoint is --otel-endpoint.
+	OTelEndpoint string
 }
 
 // FlagSet returns the flag set of `ardgate serve`, writing into f.
@@ -88,6 +93,7 @@ func FlagSet(name string, f *Flags) *flag.FlagSet {
 	})
 	fs.StringVar(&f.LogLevel, "log-level", "", "debug, info, warn or error (default info)")
 	fs.StringVar(&f.LogFormat, "log-format", "", "text or json (default text)")
+	fs.StringVar(&f.OTelEndpoint, "otel-endpoint", "", "OTLP/HTTP collector URL for traces, e.g. http://localhost:4318 (default: tracing off)")
 	return fs
 }
 
@@ -119,6 +125,7 @@ func Load(flags Flags, environ []string) (*Config, error) {
 		Addr:             first(flags.Addr, deref(e.Addr), deref(f.Addr), DefaultAddr),
 		LogLevel:         first(flags.LogLevel, deref(e.LogLevel), deref(f.LogLevel), "info"),
 		LogFormat:        first(flags.LogFormat, deref(e.LogFormat), deref(f.LogFormat), "text"),
+		OTelEndpoint:     first(flags.OTelEndpoint, deref(e.OTelEndpoint), deref(f.OTelEndpoint)),
 		AuthToken:        deref(e.AuthToken),
 		ARDRegistryToken: deref(e.ARDRegistryToken),
 		RequireTrust:     firstList(e.RequireTrust, f.RequireTrust),
@@ -336,6 +343,11 @@ func (c *Config) validate() []error {
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		add("log_format", "%q is not text or json", c.LogFormat)
+	}
+	if c.OTelEndpoint != "" {
+		if u, err := url.Parse(c.OTelEndpoint); err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+			add("otel_endpoint", "%q is not an http(s) URL", c.OTelEndpoint)
+		}
 	}
 	if c.MaxAttachments < 1 || c.MaxAttachments > 100 {
 		add("max_attachments", "%d is outside 1..100", c.MaxAttachments)

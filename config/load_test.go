@@ -362,6 +362,8 @@ func TestLoadValidation(t *testing.T) {
 		{"server env", `{"servers": [{"name": "a", "command": "npx", "env": ["OK", "1BAD"]}]}`, "servers[0].env[1]"},
 		{"server timeout", `{"servers": [{"name": "a", "command": "npx", "timeout": "2h"}]}`, "servers[0].timeout"},
 		{"server timeout not duration", `{"servers": [{"name": "a", "command": "npx", "timeout": "long"}]}`, "servers[0].timeout"},
+		{"otel_endpoint scheme", `{"otel_endpoint": "grpc://collector:4317"}`, "otel_endpoint"},
+		{"otel_endpoint no host", `{"otel_endpoint": "http://"}`, "otel_endpoint"},
 		{"agent url", `{"agents": [{"name": "research", "url": "research.example.com"}]}`, "agents[0].url"},
 		{"agent name", `{"agents": [{"name": "", "url": "https://research.example.com"}]}`, "agents[0].name"},
 		{"agent and server share names", `{"servers": [{"name": "r", "command": "npx"}], "agents": [{"name": "r", "url": "https://r.example.com"}]}`, "agents[0].name"},
@@ -678,5 +680,64 @@ func TestTokensFromEnvironment(t *testing.T) {
 	}
 	if c.Agents[0].Token != "arr" {
 		t.Fatalf("agent token %q", c.Agents[0].Token)
+	}
+}
+
+// Tracing is off unless an OTLP endpoint is set; --otel-endpoint beats
+// ARDGATE_OTEL_ENDPOINT beats otel_endpoint in the file, and a value that
+// is not an http(s) URL is refused naming the field, whichever source set
+// it.
+func TestLoadOTelEndpoint(t *testing.T) {
+	file := writeConfig(t, `{"otel_endpoint": "http://file.example:4318"}`)
+	env := []string{"ARDGATE_OTEL_ENDPOINT=https://env.example:4318/v1/traces"}
+	tests := []struct {
+		name  string
+		flags config.Flags
+		env   []string
+		want  string
+	}{
+		{"off by default", config.Flags{}, nil, ""},
+		{"file", config.Flags{Config: file}, nil, "http://file.example:4318"},
+		{"env over file", config.Flags{Config: file}, env, "https://env.example:4318/v1/traces"},
+		{"flag over env and file", config.Flags{Config: file, OTelEndpoint: "http://127.0.0.1:4318"}, env, "http://127.0.0.1:4318"},
+		{"empty env falls through", config.Flags{Config: file}, []string{"ARDGATE_OTEL_ENDPOINT="}, "http://file.example:4318"},
+		// The standard variable alone does not turn tracing on.
+		{"OTEL_EXPORTER_OTLP_ENDPOINT alone", config.Flags{}, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://x.example:4318"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := config.Load(tt.flags, tt.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.OTelEndpoint != tt.want {
+				t.Errorf("OTelEndpoint = %q, want %q", c.OTelEndpoint, tt.want)
+			}
+		})
+	}
+	for _, bad := range []struct {
+		name  string
+		flags config.Flags
+		env   []string
+	}{
+		{"env", config.Flags{}, []string{"ARDGATE_OTEL_ENDPOINT=collector:4318"}},
+		{"flag", config.Flags{OTelEndpoint: "udp://127.0.0.1:4318"}, nil},
+		{"flag not a URL", config.Flags{OTelEndpoint: "http://[::1"}, nil},
+	} {
+		t.Run("bad "+bad.name, func(t *testing.T) {
+			c, err := config.Load(bad.flags, bad.env)
+			if err == nil {
+				t.Fatalf("no error; config %+v", c)
+			}
+			if probs := problems(t, err); len(probs) != 1 || !hasField(probs, "otel_endpoint") {
+				t.Errorf("problems %q, want one naming otel_endpoint", probs)
+			}
+		})
+	}
+	var f config.Flags
+	fs := config.FlagSet("serve", &f)
+	fs.SetOutput(new(strings.Builder))
+	if err := fs.Parse([]string{"--otel-endpoint", "http://127.0.0.1:4318"}); err != nil || f.OTelEndpoint != "http://127.0.0.1:4318" {
+		t.Errorf("--otel-endpoint: %v, %q", err, f.OTelEndpoint)
 	}
 }
