@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -91,6 +92,25 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		log.Warn("allow_local_urls is on: endpoints may resolve to loopback and private addresses; use it for local testing only")
 	}
 
+	// Tracing is off unless an OTLP endpoint is configured. Its shutdown,
+	// deferred first, runs last: it flushes the spans of the whole run.
+	var tr *tools.Tracing
+	if cfg.OTelEndpoint != "" {
+		if tr, err = tools.NewTracing(context.Background(), cfg.OTelEndpoint, buildVersion(), log); err != nil {
+			fmt.Fprintln(stderr, "ardgate:", err)
+			return 1
+		}
+		defer func() {
+			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := tr.Shutdown(fctx); err != nil {
+				log.Warn("tracing: spans not flushed at shutdown", "err", err)
+			}
+		}()
+		u, _ := url.Parse(cfg.OTelEndpoint)
+		log.Info("tracing on: exporting spans over OTLP/HTTP", "otel_endpoint", u.Redacted())
+	}
+
 	// One guarded client makes every outgoing request.
 	hc := (&guard.Dialer{AllowLocal: cfg.AllowLocalURLs}).Client()
 	var regs []registry.Registry
@@ -110,10 +130,12 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	manager := attach.New(cfg, regs, hc, log, buildVersion())
+	manager.ClientOptions = tr.ClientOptions()
 	go manager.Run(ctx) // agent health checks
 	gw := tools.New(manager, log, tools.Options{
 		Version:        buildVersion(),
 		MaxResultBytes: cfg.MaxResultBytes,
+		Tracing:        tr,
 		Limits: guard.Limits{
 			CallsPerSecond: cfg.Limits.CallsPerSecond, CallBurst: cfg.Limits.CallBurst,
 			DiscoveryPerMinute: cfg.Limits.DiscoveryPerMinute,

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
+
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/registry"
@@ -69,6 +71,9 @@ type Manager struct {
 	Agents []config.Agent
 	// Version is reported to upstreams as the client version.
 	Version string
+	// ClientOptions are added to every upstream MCP client: tracing, when
+	// it is on (tools.Tracing.ClientOptions).
+	ClientOptions []client.ClientOption
 	// Log receives lifecycle events.
 	Log *slog.Logger
 

@@ -46,7 +46,8 @@ type upstream struct {
 const upstreamProtocol = mcp.LATEST_LEGACY_PROTOCOL_VERSION
 
 // dial starts or connects to the upstream and completes the MCP handshake.
-func dial(ctx context.Context, plan Plan, hc *http.Client, log *slog.Logger, version string) (*upstream, error) {
+// opts are added to the client's (Manager.ClientOptions: tracing).
+func dial(ctx context.Context, plan Plan, hc *http.Client, log *slog.Logger, version string, opts ...client.ClientOption) (*upstream, error) {
 	u := &upstream{log: log, progress: map[string]func(mcp.JSONRPCNotification){}}
 	var t transport.Interface
 	switch plan.Transport {
@@ -76,7 +77,7 @@ func dial(ctx context.Context, plan Plan, hc *http.Client, log *slog.Logger, ver
 		return nil, fmt.Errorf("unknown transport %q", plan.Transport)
 	}
 
-	u.client = client.NewClient(t, client.WithProtocolVersion(upstreamProtocol))
+	u.client = client.NewClient(t, append([]client.ClientOption{client.WithProtocolVersion(upstreamProtocol)}, opts...)...)
 	// Start's context lives as long as the connection (stdio keeps it for
 	// serving server-to-client requests), so it is not the caller's.
 	if err := u.client.Start(context.WithoutCancel(ctx)); err != nil {

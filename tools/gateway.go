@@ -48,6 +48,8 @@ type Options struct {
 	// RegistryDeadline bounds each registry's answer to one discovery;
 	// zero means 10 s.
 	RegistryDeadline time.Duration
+	// Tracing, when not nil, traces every method and tool handler.
+	Tracing *Tracing
 }
 
 // session ties an MCP client session to its attachments and remembers
@@ -78,14 +80,16 @@ func New(manager *attach.Manager, log *slog.Logger, opts Options) *Gateway {
 	hooks.AddOnError(func(_ context.Context, id any, method mcp.MCPMethod, _ any, err error) {
 		g.log.Debug("mcp error", "method", method, "id", id, "err", err)
 	})
-	g.mcp = server.NewMCPServer("ardgate", opts.Version,
+	// Tracing comes first, so its tool span wraps the other middleware
+	// (a refused call is traced too).
+	g.mcp = server.NewMCPServer("ardgate", opts.Version, append(opts.Tracing.ServerOptions(),
 		server.WithToolCapabilities(true),
 		server.WithLogging(), // clients may set a level; conformance checks logging/setLevel
 		server.WithHooks(hooks),
 		server.WithRecovery(),
 		server.WithToolHandlerMiddleware(g.limit),
 		server.WithInstructions(instructions),
-	)
+	)...)
 	g.mcp.AddTools(
 		g.discoverTool(),
 		g.attachTool(),
