@@ -3,6 +3,7 @@ package attach
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -564,37 +565,71 @@ func (s *Session) Max() int { return s.m.MaxAttachments }
 // manager's call timeout. onProgress hears the upstream's progress for the
 // caller's progress token.
 func (s *Session) Call(ctx context.Context, name string, args any, meta *mcp.Meta, onProgress func(mcp.JSONRPCNotification)) (*mcp.CallToolResult, error) {
-	var att *Attachment
-	var tool Tool
-	for _, a := range s.Attachments() {
-		for _, t := range a.Tools() {
-			if t.Name == name {
-				att, tool = a, t
-			}
-		}
-	}
+	var res *mcp.CallToolResult
+	err := s.call(ctx, name, func(ctx context.Context, up *upstream, tool string) (err error) {
+		res, err = up.call(ctx, tool, args, meta, onProgress)
+		return err
+	})
+	return res, err
+}
+
+// CallRaw is Call for the gateway's fast path: the arguments go to the
+// upstream as the client sent them, and its result comes back as the JSON
+// it sent, so nothing is decoded into structures and encoded again on
+// the way through. It carries no progress; such calls take Call.
+func (s *Session) CallRaw(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	var res json.RawMessage
+	err := s.call(ctx, name, func(ctx context.Context, up *upstream, tool string) (err error) {
+		res, err = up.callRaw(ctx, tool, args)
+		return err
+	})
+	return res, err
+}
+
+// call routes an exposed tool to its upstream and runs do within the call
+// timeout, turning what went wrong into a sentence that says what to do.
+func (s *Session) call(ctx context.Context, name string, do func(context.Context, *upstream, string) error) error {
+	att, tool := s.route(name)
 	if att == nil {
-		return nil, fmt.Errorf("%q: %w", name, ErrUnknownTool)
+		return fmt.Errorf("%q: %w", name, ErrUnknownTool)
 	}
 	att.mu.Lock()
 	up := att.up
 	att.mu.Unlock()
 	if up == nil {
-		return nil, fmt.Errorf("%s is still starting; try again shortly", att.Name)
+		return fmt.Errorf("%s is still starting; try again shortly", att.Name)
 	}
 	timeout := cmp.Or(att.Timeout, s.m.CallTimeout)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	res, err := up.call(ctx, tool.Upstream.Name, args, meta, onProgress)
+	err := do(ctx, up, tool)
 	switch {
 	case err == nil:
-		return res, nil
+		return nil
 	case errors.Is(err, ErrUpstreamDown):
-		return nil, fmt.Errorf("%s: %w; attach_resource %s again to restart it", att.Name, err, att.URN)
+		return fmt.Errorf("%s: %w; attach_resource %s again to restart it", att.Name, err, att.URN)
 	case ctx.Err() == context.DeadlineExceeded && !errors.Is(context.Cause(ctx), context.Canceled):
-		return nil, fmt.Errorf("%w: %s did not answer %s within %s", ErrTimeout, att.Name, tool.Upstream.Name, timeout)
+		return fmt.Errorf("%w: %s did not answer %s within %s", ErrTimeout, att.Name, tool, timeout)
 	}
-	return nil, err
+	return err
+}
+
+// route finds the attachment serving an exposed tool and the upstream's
+// name for it, without copying the session's lists: it runs on every call.
+func (s *Session) route(name string) (*Attachment, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range s.atts {
+		a.mu.Lock()
+		for _, t := range a.tools {
+			if t.Name == name {
+				a.mu.Unlock()
+				return a, t.Upstream.Name
+			}
+		}
+		a.mu.Unlock()
+	}
+	return nil, ""
 }
 
 // Close ends the session: attaches in flight are cancelled, every upstream

@@ -1,6 +1,7 @@
 package attach
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,8 +11,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -32,6 +35,8 @@ type upstream struct {
 	exited chan struct{} // closed once a stdio child has exited and been reaped
 	stdout io.Closer     // our end of the child's stdout
 	stderr *tail
+
+	rawIDs atomic.Uint64 // ids of callRaw's requests
 
 	mu       sync.Mutex
 	downWhy  string // why the upstream is down; "" while up
@@ -317,6 +322,66 @@ func (u *upstream) call(ctx context.Context, tool string, args any, meta *mcp.Me
 		return nil, u.failure(err)
 	}
 	return res, nil
+}
+
+// callRaw forwards one tool call with the arguments as the client sent
+// them and returns the upstream's result as it sent it: the transport
+// decodes the reply frame once, and nothing else decodes or encodes it.
+func (u *upstream) callRaw(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error) {
+	if why := u.downReason(); why != "" {
+		return nil, fmt.Errorf("%w: %s", ErrUpstreamDown, why)
+	}
+	req := transport.JSONRPCRequest{
+		JSONRPC: mcp.JSONRPC_VERSION,
+		// Our own id space: the client numbers its requests 1, 2, …
+		ID:     mcp.NewRequestId("ardgate-" + strconv.FormatUint(u.rawIDs.Add(1), 10)),
+		Method: string(mcp.MethodToolsCall),
+		Params: rawCallParams{Name: tool, Arguments: args},
+	}
+	resp, err := u.client.GetTransport().SendRequest(ctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			u.cancelRequest(ctx, req.ID)
+		}
+		return nil, u.failure(transport.NewError(err))
+	}
+	if resp.Error != nil {
+		return nil, resp.Error.AsError()
+	}
+	if !isObject(resp.Result) {
+		return nil, fmt.Errorf("the server answered %s with a result that is not a JSON object", tool)
+	}
+	return resp.Result, nil
+}
+
+// rawCallParams are tools/call's parameters with the arguments as bytes.
+type rawCallParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// cancelRequest tells a stdio server that the caller gave up on a request,
+// as mcp-go's client does for its own requests: over stdio a
+// notifications/cancelled is the only way to stop the work. Over HTTP the
+// ended request says so. It is best effort and off the caller's path.
+func (u *upstream) cancelRequest(ctx context.Context, id mcp.RequestId) {
+	if u.cmd == nil {
+		return
+	}
+	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
+		Method: string(mcp.MethodNotificationCancelled),
+		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": ctx.Err().Error()}},
+	}}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = u.client.GetTransport().SendNotification(ctx, n)
+	}()
+}
+
+func isObject(raw json.RawMessage) bool {
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	return len(t) > 0 && t[0] == '{'
 }
 
 // failure classifies an error from the client: a broken transport marks the

@@ -37,17 +37,23 @@ func (g *Gateway) forward(ctx context.Context, req mcp.CallToolRequest, name str
 	}
 	res, err := s.att.Call(ctx, name, args, req.Params.Meta, relay)
 	if err != nil {
-		if ctx.Err() != nil {
-			return failure("cancelled", "the call to %s was cancelled: %v", name, context.Cause(ctx))
-		}
-		out := fromError(err)
-		var f failureBody
-		_ = json.Unmarshal(out.RawStructuredContent, &f)
-		upstream, _, _ := strings.Cut(strings.TrimPrefix(name, "mcp_"), "__")
-		g.metrics.upstream.WithLabelValues(upstream, f.Code).Inc()
-		return out
+		return g.callFailed(ctx, name, err)
 	}
 	return capResult(res, g.opts.MaxResultBytes)
+}
+
+// callFailed is the result of a proxied call that failed, counted against
+// its upstream.
+func (g *Gateway) callFailed(ctx context.Context, name string, err error) *mcp.CallToolResult {
+	if ctx.Err() != nil {
+		return failure("cancelled", "the call to %s was cancelled: %v", name, context.Cause(ctx))
+	}
+	out := fromError(err)
+	var f failureBody
+	_ = json.Unmarshal(out.RawStructuredContent, &f)
+	upstream, _, _ := strings.Cut(strings.TrimPrefix(name, "mcp_"), "__")
+	g.metrics.upstream.WithLabelValues(upstream, f.Code).Inc()
+	return out
 }
 
 // limit is the middleware every tool call passes: the session's rate
@@ -55,30 +61,47 @@ func (g *Gateway) forward(ctx context.Context, req mcp.CallToolRequest, name str
 // It also times and counts every call for the metrics.
 func (g *Gateway) limit(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
-		if g.draining.Load() {
-			return failure("shutting_down", "the gateway is shutting down; reconnect and try again"), nil
+		end, refused := g.admit(g.current(ctx), req.Params.Name, func() string { return canonicalArgs(req) })
+		if refused != nil {
+			return refused, nil
 		}
-		g.inflight.Add(1)
-		defer g.inflight.Done()
-		start := time.Now()
-		defer func() { g.metrics.observe(req.Params.Name, time.Since(start), err != nil || res == nil || res.IsError) }()
-		s := g.current(ctx)
-		if s == nil {
-			return next(ctx, req)
-		}
-		if err := s.limiter.AllowCall(); err != nil {
-			g.audit("refuse", s.att.ID, req.Params.Name, err)
-			return fromError(err), nil
-		}
-		if name := req.Params.Name; name == "discover_resources" || name == "attach_resource" {
-			key := name + "\x00" + canonicalArgs(req)
-			if err := s.limiter.AllowDiscovery(key, time.Now()); err != nil {
-				g.audit("refuse", s.att.ID, name, err)
-				return fromError(err), nil
-			}
-		}
+		defer func() { end(err != nil || res == nil || res.IsError) }()
 		return next(ctx, req)
 	}
+}
+
+// admit applies what every tool call passes, through the MCP server or the
+// fast path alike: no new calls while draining, the session's rate limit,
+// and for discover and attach the discovery budget and loop guard (args
+// gives the call's canonical arguments for that). A call let through must
+// be ended with end, which times and counts it; a refused one is already
+// counted.
+func (g *Gateway) admit(s *session, name string, args func() string) (end func(failed bool), refused *mcp.CallToolResult) {
+	if g.draining.Load() {
+		return nil, failure("shutting_down", "the gateway is shutting down; reconnect and try again")
+	}
+	g.inflight.Add(1)
+	start := time.Now()
+	end = func(failed bool) {
+		g.metrics.observe(name, time.Since(start), failed)
+		g.inflight.Done()
+	}
+	if s == nil {
+		return end, nil
+	}
+	if err := s.limiter.AllowCall(); err != nil {
+		g.audit("refuse", s.att.ID, name, err)
+		end(true)
+		return nil, fromError(err)
+	}
+	if name == "discover_resources" || name == "attach_resource" {
+		if err := s.limiter.AllowDiscovery(name+"\x00"+args(), time.Now()); err != nil {
+			g.audit("refuse", s.att.ID, name, err)
+			end(true)
+			return nil, fromError(err)
+		}
+	}
+	return end, nil
 }
 
 // audit writes the structured line kept for every attach, detach and

@@ -32,8 +32,12 @@ type Gateway struct {
 	inflight sync.WaitGroup // tool calls running, for Drain
 	draining atomic.Bool
 
+	// sessions maps MCP session ids to sessions. Every call looks its
+	// session up, so reads take no lock; mu only orders creation.
+	sessions sync.Map // string → *session
 	mu       sync.Mutex
-	sessions map[string]*session
+	// stdio is the one session of a stdio transport, for its fast path.
+	stdio atomic.Pointer[session]
 }
 
 // Options are the gateway's own settings.
@@ -63,6 +67,13 @@ type session struct {
 	perSession bool
 	syncMu     sync.Mutex
 	registered map[string]mcp.Tool
+	// proxied is the set of proxied tool names registered for the session,
+	// replaced whole by sync, so the fast path reads it without a lock.
+	proxied atomic.Pointer[map[string]bool]
+	// seen is when the MCP server last saw a request of this HTTP session
+	// (unix nanoseconds): the fast path leaves the session's idle clock to
+	// the server, so it lets a request through to it now and then.
+	seen atomic.Int64
 }
 
 // New builds the gateway's MCP server over manager.
@@ -73,7 +84,7 @@ func New(manager *attach.Manager, log *slog.Logger, opts Options) *Gateway {
 	if opts.RegistryDeadline == 0 {
 		opts.RegistryDeadline = 10 * time.Second
 	}
-	g := &Gateway{manager: manager, log: log, started: time.Now(), opts: opts, sessions: map[string]*session{}, metrics: newMetrics(manager)}
+	g := &Gateway{manager: manager, log: log, started: time.Now(), opts: opts, metrics: newMetrics(manager)}
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(g.onRegister)
 	hooks.AddOnUnregisterSession(g.onUnregister)
@@ -128,31 +139,45 @@ func (g *Gateway) MCPServer() *server.MCPServer { return g.mcp }
 func (g *Gateway) onRegister(_ context.Context, cs server.ClientSession) {
 	_, perSession := cs.(server.SessionWithTools)
 	s := g.session(cs.SessionID(), perSession)
+	if !perSession {
+		g.stdio.Store(s)
+	}
 	g.sync(cs.SessionID(), s)
 }
 
 func (g *Gateway) onUnregister(_ context.Context, cs server.ClientSession) {
-	g.mu.Lock()
-	s := g.sessions[cs.SessionID()]
-	delete(g.sessions, cs.SessionID())
-	g.mu.Unlock()
-	if s != nil {
-		s.att.Close()
+	v, ok := g.sessions.LoadAndDelete(cs.SessionID())
+	if !ok {
+		return
 	}
+	s := v.(*session)
+	g.stdio.CompareAndSwap(s, nil)
+	s.att.Close()
 }
 
 // session returns the session with that id, creating it on first use: a
 // request may race ahead of the register hook.
 func (g *Gateway) session(id string, perSession bool) *session {
+	if s := g.lookup(id); s != nil {
+		return s
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if s, ok := g.sessions[id]; ok {
+	if s := g.lookup(id); s != nil {
 		return s
 	}
 	s := &session{att: g.manager.NewSession(id), limiter: g.opts.Limits.NewLimiter(), perSession: perSession, registered: map[string]mcp.Tool{}}
 	s.att.OnChange = func() { g.sync(id, s) }
-	g.sessions[id] = s
+	g.sessions.Store(id, s)
 	return s
+}
+
+// lookup returns the session with that id, or nil.
+func (g *Gateway) lookup(id string) *session {
+	if v, ok := g.sessions.Load(id); ok {
+		return v.(*session)
+	}
+	return nil
 }
 
 // current returns the session of the request in ctx.
@@ -221,6 +246,11 @@ func (g *Gateway) sync(id string, s *session) {
 	for _, st := range add {
 		s.registered[st.Tool.Name] = st.Tool
 	}
+	proxied := make(map[string]bool, len(s.registered))
+	for name := range s.registered {
+		proxied[name] = true
+	}
+	s.proxied.Store(&proxied)
 }
 
 // exposed is the upstream tool as the client sees it: the exposed name,
@@ -255,8 +285,6 @@ func (g *Gateway) Drain(ctx context.Context) {
 // Close ends every session: upstream processes are killed and connections
 // closed.
 func (g *Gateway) Close() {
-	g.mu.Lock()
-	g.sessions = map[string]*session{}
-	g.mu.Unlock()
+	g.sessions.Clear()
 	g.manager.Shutdown()
 }

@@ -29,7 +29,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // upstream starts an in-process fixture MCP server over streamable HTTP.
-func upstream(t *testing.T) *httptest.Server {
+func upstream(t testing.TB) *httptest.Server {
 	t.Helper()
 	h := server.NewStreamableHTTPServer(mcpfixture.New("remote"))
 	ts := httptest.NewServer(h)
@@ -53,7 +53,14 @@ type testGateway struct {
 }
 
 // newGateway serves a gateway over one local catalog through httptest.
-func newGateway(t *testing.T, callTimeout time.Duration, entries ...registry.Entry) *testGateway {
+func newGateway(t testing.TB, callTimeout time.Duration, entries ...registry.Entry) *testGateway {
+	t.Helper()
+	return newGatewayWith(t, callTimeout, Options{Version: "test"}, HTTPOptions{}, entries...)
+}
+
+// newGatewayWith is newGateway with the gateway's and the transport's
+// options.
+func newGatewayWith(t testing.TB, callTimeout time.Duration, opts Options, hopts HTTPOptions, entries ...registry.Entry) *testGateway {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	d := &guard.Dialer{AllowLocal: true}
@@ -66,8 +73,8 @@ func newGateway(t *testing.T, callTimeout time.Duration, entries ...registry.Ent
 		StartTimeout:   10 * time.Second,
 		Log:            log,
 	}
-	g := New(m, log, Options{Version: "test"})
-	h := g.NewHTTP(HTTPOptions{AuthToken: ""})
+	g := New(m, log, opts)
+	h := g.NewHTTP(hopts)
 	ts := httptest.NewServer(h)
 	t.Cleanup(func() {
 		_ = h.Shutdown(context.Background())
@@ -79,13 +86,13 @@ func newGateway(t *testing.T, callTimeout time.Duration, entries ...registry.Ent
 }
 
 type clientSession struct {
-	t     *testing.T
+	t     testing.TB
 	c     *client.Client
 	mu    sync.Mutex
 	notes []mcp.JSONRPCNotification
 }
 
-func (tg *testGateway) connect(t *testing.T) *clientSession {
+func (tg *testGateway) connect(t testing.TB) *clientSession {
 	t.Helper()
 	tr, err := transport.NewStreamableHTTP(tg.url)
 	if err != nil {

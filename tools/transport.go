@@ -1,6 +1,8 @@
 package tools
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -10,7 +12,9 @@ import (
 	"net/http"
 	"net/url"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -22,12 +26,149 @@ import (
 // ServeStdio serves one client over in and out until in ends or ctx is
 // done. stdout carries only MCP frames; the session's attachments end with
 // it.
+//
+// Frames are read here first: a plain call of a proxied tool is answered
+// on the fast path (fastpath.go), everything else goes on to the MCP
+// server through a pipe. Both write whole frames through one writer.
 func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	s := server.NewStdioServer(g.mcp)
-	s.SetErrorLogger(slog.NewLogLogger(g.log.Handler(), slog.LevelError))
+	srv := server.NewStdioServer(g.mcp)
+	srv.SetErrorLogger(slog.NewLogLogger(g.log.Handler(), slog.LevelError))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w := &frameWriter{w: out}
+	toServer, fromReader := io.Pipe()
+	r := &stdioReader{g: g, w: w, server: fromReader, cancels: map[string]context.CancelFunc{}}
 	// An over-size frame is cut, so it gets a parse error and the session
 	// goes on, instead of growing memory without bound.
-	return s.Listen(ctx, guard.TruncateFrames(in, guard.MaxMessage), out)
+	go r.run(ctx, bufio.NewReaderSize(guard.TruncateFrames(in, guard.MaxMessage), 64<<10))
+	err := srv.Listen(ctx, toServer, w)
+	cancel() // the client is gone: its fast calls in flight end too
+	_ = toServer.Close()
+	r.calls.close()
+	return err
+}
+
+// frameWriter makes each Write one whole frame on the wire: the MCP server
+// writes a frame per call, and so does the fast path.
+type frameWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (f *frameWriter) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.w.Write(p)
+}
+
+// stdioReader reads the client's frames and sends each to the fast path
+// or on to the MCP server.
+type stdioReader struct {
+	g      *Gateway
+	w      *frameWriter
+	server *io.PipeWriter
+	calls  callGroup
+
+	mu      sync.Mutex
+	cancels map[string]context.CancelFunc // fast calls in flight, by id
+}
+
+func (r *stdioReader) run(ctx context.Context, in *bufio.Reader) {
+	for {
+		line, err := in.ReadBytes('\n')
+		if len(line) > 0 && !r.fast(ctx, line) {
+			if _, werr := r.server.Write(line); werr != nil {
+				return // the server stopped listening
+			}
+		}
+		if err != nil {
+			_ = r.server.CloseWithError(err) // io.EOF ends the server's Listen
+			return
+		}
+	}
+}
+
+// fast answers line on the fast path, on a goroutine of its own as the
+// server does with calls, and reports whether it took it. A cancellation
+// of a fast call is applied here and still passed on to the server.
+func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
+	if bytes.Contains(line, cancelledMethod) {
+		r.cancel(line)
+		return false
+	}
+	if r.g.opts.Tracing != nil {
+		return false // traced calls take the server's path, where the spans are made
+	}
+	s := r.g.stdio.Load()
+	c, ok := r.g.fastCall(s, line)
+	if !ok {
+		return false
+	}
+	if !r.calls.add() {
+		return false // the session is ending; the server answers
+	}
+	id := string(c.ID)
+	ctx, cancel := context.WithCancel(ctx)
+	r.mu.Lock()
+	r.cancels[id] = cancel
+	r.mu.Unlock()
+	go func() {
+		defer r.calls.done()
+		frame := r.g.serveFast(ctx, s, c)
+		r.mu.Lock()
+		delete(r.cancels, id)
+		r.mu.Unlock()
+		cancel()
+		if _, err := r.w.Write(append(frame, '\n')); err != nil {
+			r.g.log.Debug("fast call result not written", "err", err)
+		}
+	}()
+	return true
+}
+
+var cancelledMethod = []byte(`"notifications/cancelled"`)
+
+func (r *stdioReader) cancel(line []byte) {
+	var n struct {
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(line, &n) != nil {
+		return
+	}
+	r.mu.Lock()
+	cancel := r.cancels[string(n.Params.RequestID)]
+	r.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// callGroup waits for calls in flight; once closed it admits no more.
+type callGroup struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func (c *callGroup) add() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.wg.Add(1)
+	return true
+}
+
+func (c *callGroup) done() { c.wg.Done() }
+
+func (c *callGroup) close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.wg.Wait()
 }
 
 // HTTP serves MCP over streamable HTTP at /mcp, with /healthz.
@@ -36,6 +177,8 @@ type HTTP struct {
 	streamable *server.StreamableHTTPServer
 	mux        *http.ServeMux
 	authToken  string
+	idleTTL    time.Duration
+	versions   []string // the protocol versions offered
 }
 
 // HTTPOptions configure NewHTTP.
@@ -64,7 +207,8 @@ func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 			legacy = append(legacy, v)
 		}
 	}
-	h := &HTTP{g: g, authToken: opt.AuthToken, mux: http.NewServeMux()}
+	h := &HTTP{g: g, authToken: opt.AuthToken, mux: http.NewServeMux(), idleTTL: opt.IdleTTL}
+	h.versions = legacy
 	h.streamable = server.NewStreamableHTTPServer(g.mcp,
 		server.WithStateful(true),
 		server.WithStreamableHTTPProtocolVersions(legacy...),
@@ -72,7 +216,7 @@ func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 		server.WithEventStore(newEventStore(256, 16<<20)),
 		server.WithStreamableHTTPLogger(g.log),
 	)
-	h.mux.Handle("/mcp", h.guard(h.streamable))
+	h.mux.Handle("/mcp", h.guard(h.fast(h.streamable)))
 	h.mux.HandleFunc("GET /healthz", h.healthz)
 	h.mux.Handle("GET /metrics", h.guard(g.metrics.handler()))
 	return h
@@ -104,6 +248,70 @@ func (h *HTTP) guard(next http.Handler) http.Handler {
 		r.Body = http.MaxBytesReader(w, r.Body, guard.MaxMessage)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// fast answers a plain call of a proxied tool of a known session on the
+// fast path (fastpath.go) and passes every other request to next, the MCP
+// server, with its body as it came.
+//
+// The server keeps each session's idle clock, and only it can: a session
+// that the server has not seen for a quarter of the idle TTL takes the
+// server's path once, which winds that clock.
+func (h *HTTP) fast(next http.Handler) http.Handler {
+	if h.g.opts.Tracing != nil {
+		return next // traced calls take the server's path, where the spans are made
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(server.HeaderKeySessionID)
+		var s *session
+		if id != "" {
+			s = h.g.lookup(id)
+		}
+		if s == nil || !s.perSession {
+			next.ServeHTTP(w, r)
+			return
+		}
+		now := time.Now().UnixNano()
+		if r.Method != http.MethodPost || !h.fastEligible(r) || time.Duration(now-s.seen.Load()) > h.idleTTL/4 {
+			s.seen.Store(now)
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(r.Body)
+		if err == nil {
+			if c, ok := h.g.fastCall(s, body); ok {
+				frame := h.g.serveFast(r.Context(), s, c)
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write(frame)
+				return
+			}
+		}
+		// The server reads the body again, and meets the same error.
+		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
+		s.seen.Store(now)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// fastEligible checks what the server would check of a POST before a call:
+// a JSON body and a protocol version it offers.
+func (h *HTTP) fastEligible(r *http.Request) bool {
+	ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";")
+	if !strings.EqualFold(strings.TrimSpace(ct), "application/json") {
+		return false
+	}
+	v := r.Header.Get(server.HeaderKeyProtocolVersion)
+	return v == "" || slices.Contains(h.versions, v)
+}
+
+// errReader returns err, or io.EOF when err is nil.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	return 0, io.EOF
 }
 
 // originAllowed accepts loopback origins and the gateway's own host.

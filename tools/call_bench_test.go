@@ -1,0 +1,142 @@
+package tools
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/attach"
+	"github.com/ardgate/ardgate/config"
+)
+
+// BenchmarkProxyCall measures one small tools/call over real loopback
+// streamable HTTP, directly against the fixture upstream and through the
+// gateway after attach_resource, in one run: the difference is what the
+// gateway's hop costs (its CPU shows in -cpuprofile, its allocations in
+// allocs/op, which count client, gateway and upstream alike).
+//
+//	go test -run '^$' -bench ProxyCall -benchmem ./tools
+func BenchmarkProxyCall(b *testing.B) {
+	up := upstream(b)
+	const urn = "urn:air:ardgate.test:mcp:remote"
+	tg := newGateway(b, 10*time.Second, remoteEntry(urn, up.URL))
+	args := map[string]any{"message": "ping"}
+
+	b.Run("direct", func(b *testing.B) {
+		tr, err := transport.NewStreamableHTTP(up.URL)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+		b.Cleanup(func() { _ = c.Close() })
+		if err := c.Start(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Initialize(context.Background(), mcp.InitializeRequest{}); err != nil {
+			b.Fatal(err)
+		}
+		benchCalls(b, c, "echo", args)
+	})
+	b.Run("gateway", func(b *testing.B) {
+		s := tg.connect(b)
+		if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
+			b.Fatalf("attach: %s", firstText(res))
+		}
+		benchCalls(b, s.c, "mcp_remote__echo", args)
+	})
+}
+
+func benchCalls(b *testing.B, c *client.Client, name string, args any) {
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := c.CallTool(context.Background(), req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.IsError {
+			b.Fatalf("%s: %v", name, res.Content)
+		}
+	}
+}
+
+// BenchmarkProxyCallStdio is BenchmarkProxyCall over stdio: the fixture
+// server as a child process on pipes, directly and pinned behind the
+// gateway, whose stdio transport runs in-process on pipes.
+//
+//	go test -run '^$' -bench ProxyCallStdio -benchmem ./tools
+func BenchmarkProxyCallStdio(b *testing.B) {
+	fixture := filepath.Join(b.TempDir(), "mcpfixture")
+	if out, err := exec.Command("go", "build", "-o", fixture, "../testdata/mcpfixture/cmd/mcpfixture").CombinedOutput(); err != nil {
+		b.Fatalf("build the fixture: %v\n%s", err, out)
+	}
+	args := map[string]any{"message": "ping"}
+
+	b.Run("direct", func(b *testing.B) {
+		c, err := client.NewStdioMCPClient(fixture, []string{"PATH=" + os.Getenv("PATH")}, "--transport=stdio")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = c.Close() })
+		if _, err := c.Initialize(context.Background(), mcp.InitializeRequest{}); err != nil {
+			b.Fatal(err)
+		}
+		benchCalls(b, c, "echo", args)
+	})
+	b.Run("gateway", func(b *testing.B) {
+		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		m := &attach.Manager{
+			Pinned:       []config.Server{{Name: "fx", Command: fixture, Args: []string{"--transport=stdio"}}},
+			CallTimeout:  10 * time.Second,
+			StartTimeout: 10 * time.Second,
+			Log:          log,
+		}
+		g := New(m, log, Options{Version: "bench"})
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		served := make(chan error, 1)
+		go func() { served <- g.ServeStdio(context.Background(), inR, outW) }()
+		c := client.NewClient(transport.NewIO(outR, inW, nil), client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+		b.Cleanup(func() {
+			_ = inW.Close()
+			<-served
+			_ = outW.Close() // ends the client's reader
+			_ = c.Close()
+			g.Close()
+		})
+		if err := c.Start(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Initialize(context.Background(), mcp.InitializeRequest{}); err != nil {
+			b.Fatal(err)
+		}
+		waitCallable(b, c, "mcp_fx__echo", args)
+		benchCalls(b, c, "mcp_fx__echo", args)
+	})
+}
+
+// waitCallable waits for a pinned server, which starts in the background.
+func waitCallable(b *testing.B, c *client.Client, name string, args any) {
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = name, args
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		res, err := c.CallTool(context.Background(), req)
+		if err == nil && !res.IsError {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%s never became callable: %v %v", name, err, res)
+		}
+	}
+}

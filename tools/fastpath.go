@@ -1,0 +1,131 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// The fast path answers a plain tools/call of a proxied tool before the
+// MCP server sees it. Through the server, a call's arguments are decoded
+// into maps and encoded again for the upstream, and the upstream's result
+// is decoded into structures and encoded again for the client; the stdio
+// server also hands every line and every tool call to goroutines of its
+// own. Here the frame is read once, the arguments go upstream as the
+// client wrote them, and the result comes back as the upstream wrote it.
+//
+// Only calls that need nothing else take it: a proxied tool registered
+// for the session, an id, arguments that are an object, and no _meta (a
+// progress token or trace context take the server's path, which relays
+// progress). What every call passes still applies: the drain, the rate
+// limit, the call timeout, the result cap, metrics, and the same error
+// results. With tracing on, the fast path is off.
+
+// callFrame is a JSON-RPC request as the fast path reads it.
+type callFrame struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		Meta      json.RawMessage `json:"_meta"`
+	} `json:"params"`
+}
+
+var toolsCallMethod = []byte(`"tools/call"`)
+
+// fastCall decodes frame and, when it is a call the fast path takes,
+// returns it; ok is false for anything else, which the MCP server then
+// handles as usual. With tracing on, every call takes the server's path,
+// so that each is traced whole.
+func (g *Gateway) fastCall(s *session, frame []byte) (c *callFrame, ok bool) {
+	if s == nil || g.opts.Tracing != nil || !bytes.Contains(frame, toolsCallMethod) {
+		return nil, false
+	}
+	proxied := s.proxied.Load()
+	if proxied == nil || len(*proxied) == 0 {
+		return nil, false
+	}
+	c = new(callFrame)
+	if json.Unmarshal(frame, c) != nil || c.JSONRPC != mcp.JSONRPC_VERSION || c.Method != string(mcp.MethodToolsCall) {
+		return nil, false
+	}
+	if !plainID(c.ID) || len(c.Params.Meta) > 0 || !(*proxied)[c.Params.Name] {
+		return nil, false
+	}
+	switch args := bytes.TrimSpace(c.Params.Arguments); {
+	case len(args) == 0 || string(args) == "null":
+		c.Params.Arguments = nil
+	case args[0] != '{':
+		return nil, false // the server says what is wrong with them
+	}
+	return c, true
+}
+
+// plainID accepts the ids JSON-RPC requests carry: a string or a number.
+func plainID(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return false
+	}
+	switch b := id[0]; {
+	case b == '"', b == '-', b >= '0' && b <= '9':
+		return true
+	}
+	return false
+}
+
+// serveFast runs a call fastCall accepted and returns the whole response
+// frame, without a trailing newline.
+func (g *Gateway) serveFast(ctx context.Context, s *session, c *callFrame) []byte {
+	name := c.Params.Name
+	end, refused := g.admit(s, name, nil)
+	if refused != nil {
+		return response(c.ID, refused)
+	}
+	raw, err := s.att.CallRaw(ctx, name, c.Params.Arguments)
+	if err != nil {
+		end(true)
+		return response(c.ID, g.callFailed(ctx, name, err))
+	}
+	if len(raw) > g.opts.MaxResultBytes {
+		// Over the cap in bytes, perhaps in content: only now decode it.
+		res, err := mcp.ParseCallToolResult(&raw)
+		if err != nil {
+			end(true)
+			return response(c.ID, failure("upstream_error", "%s answered with a malformed result: %v", name, err))
+		}
+		res = capResult(res, g.opts.MaxResultBytes)
+		end(res.IsError)
+		return response(c.ID, res)
+	}
+	end(isErrorResult(raw))
+	return resultFrame(c.ID, raw)
+}
+
+// response is the frame answering id with res.
+func response(id json.RawMessage, res *mcp.CallToolResult) []byte {
+	raw, err := json.Marshal(res)
+	if err != nil {
+		raw, _ = json.Marshal(failure("internal", "the result could not be encoded: %v", err))
+	}
+	return resultFrame(id, raw)
+}
+
+func resultFrame(id, result json.RawMessage) []byte {
+	b := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(id)+len(result))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":`...)
+	b = append(b, result...)
+	return append(b, '}')
+}
+
+var isErrorTrue = []byte(`"isError":true`)
+
+// isErrorResult tells a tool error from a success for the metrics. A
+// result spelled with spaces around the colon counts as a success there,
+// and only there: the client gets the result as it is.
+func isErrorResult(raw json.RawMessage) bool { return bytes.Contains(raw, isErrorTrue) }

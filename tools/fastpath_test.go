@@ -1,0 +1,276 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/ardgate/ardgate/attach"
+	"github.com/ardgate/ardgate/config"
+	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/testdata/mcpfixture"
+)
+
+const fastURN = "urn:air:ardgate.test:mcp:remote"
+
+// recordingUpstream is the fixture over streamable HTTP, recording the
+// JSON-RPC ids of the tools/call requests it gets and counting the calls
+// in flight. The gateway's fast path numbers its requests "ardgate-N";
+// the MCP client behind the server's path numbers them 1, 2, …
+type recordingUpstream struct {
+	*httptest.Server
+	mu       sync.Mutex
+	ids      []string
+	inflight atomic.Int64
+}
+
+func newRecordingUpstream(t testing.TB) *recordingUpstream {
+	t.Helper()
+	u := &recordingUpstream{}
+	h := server.NewStreamableHTTPServer(mcpfixture.New("remote"))
+	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var msg struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" {
+				u.mu.Lock()
+				u.ids = append(u.ids, string(msg.ID))
+				u.mu.Unlock()
+				u.inflight.Add(1)
+				defer u.inflight.Add(-1)
+			}
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { _ = h.Shutdown(context.Background()); u.Close() })
+	return u
+}
+
+// lastID returns the id of the last tools/call the upstream got.
+func (u *recordingUpstream) lastID() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.ids) == 0 {
+		return ""
+	}
+	return u.ids[len(u.ids)-1]
+}
+
+func fastPathTaken(id string) bool { return strings.HasPrefix(id, `"ardgate-`) }
+
+func attachRemote(t *testing.T, s *clientSession) {
+	t.Helper()
+	if res := s.call("attach_resource", map[string]any{"urn": fastURN}); res.IsError {
+		t.Fatalf("attach: %s", firstText(res))
+	}
+}
+
+// The fast path and the server's path give the client the same result,
+// byte for byte once re-encoded: text, structuredContent, tool errors,
+// and upstream protocol errors alike. The upstream's request ids show
+// which path each call took.
+func TestFastPathSameAsServerPath(t *testing.T) {
+	up := newRecordingUpstream(t)
+	tg := newGateway(t, 10*time.Second, remoteEntry(fastURN, up.URL))
+	s := tg.connect(t)
+	attachRemote(t, s)
+
+	cases := []struct {
+		tool string
+		args any
+	}{
+		{"echo", map[string]any{"message": "hello"}},
+		{"add", map[string]any{"a": 2, "b": 3.5}},
+		{"schema_probe", map[string]any{"query": "q", "filters": map[string]any{"tags": []any{"a"}}}},
+		{"slow", map[string]any{"ms": -1}},     // a tool error result
+		{"echo", map[string]any{"nope": true}}, // missing argument
+		{"echo", nil},                          // no arguments at all
+	}
+	for _, c := range cases {
+		fast := s.call("mcp_remote__"+c.tool, c.args)
+		if id := up.lastID(); !fastPathTaken(id) {
+			t.Fatalf("%s: the call did not take the fast path (upstream saw id %s)", c.tool, id)
+		}
+		slow := s.call("call_attached_tool", map[string]any{"name": "mcp_remote__" + c.tool, "arguments": c.args})
+		if id := up.lastID(); fastPathTaken(id) {
+			t.Fatalf("%s: call_attached_tool took the fast path (upstream saw id %s)", c.tool, id)
+		}
+		fj, _ := json.Marshal(fast)
+		sj, _ := json.Marshal(slow)
+		if !bytes.Equal(fj, sj) {
+			t.Errorf("%s(%v):\nfast   %s\nserver %s", c.tool, c.args, fj, sj)
+		}
+	}
+
+	// A progress token takes the server's path, which relays progress.
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "mcp_remote__echo"
+	req.Params.Arguments = map[string]any{"message": "with progress"}
+	req.Params.Meta = &mcp.Meta{ProgressToken: "p1"}
+	if _, err := s.c.CallTool(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if id := up.lastID(); fastPathTaken(id) {
+		t.Fatalf("a call with a progress token took the fast path (upstream saw id %s)", id)
+	}
+}
+
+// What every call passes applies on the fast path too: the result cap,
+// the session's rate limit, and the refusal of new calls while draining.
+func TestFastPathLimits(t *testing.T) {
+	up := newRecordingUpstream(t)
+	opts := Options{Version: "test", MaxResultBytes: 1000,
+		Limits: guard.Limits{CallsPerSecond: 0.001, CallBurst: 3}}
+	tg := newGatewayWith(t, 10*time.Second, opts, HTTPOptions{}, remoteEntry(fastURN, up.URL))
+	s := tg.connect(t)
+	attachRemote(t, s) // the first of the three calls the burst allows
+
+	res := s.call("mcp_remote__big", map[string]any{"bytes": 5000})
+	if !fastPathTaken(up.lastID()) {
+		t.Fatal("the big call did not take the fast path")
+	}
+	if res.IsError || len(res.Content) != 2 || len(firstText(res)) != 1000 ||
+		!strings.Contains(res.Content[1].(mcp.TextContent).Text, "max_result_bytes") {
+		t.Fatalf("over-cap result not cut with a note: %d parts, first %d bytes", len(res.Content), len(firstText(res)))
+	}
+	if res := s.call("mcp_remote__echo", map[string]any{"message": "third"}); res.IsError {
+		t.Fatalf("third call: %s", firstText(res))
+	}
+	calls := len(up.ids)
+	if res := s.call("mcp_remote__echo", map[string]any{"message": "fourth"}); s.code(res) != "rate_limited" {
+		t.Fatalf("fourth call past the burst: code %q, %s", s.code(res), firstText(res))
+	}
+	if len(up.ids) != calls {
+		t.Fatal("a call refused by the rate limit reached the upstream")
+	}
+
+	tg2 := newGateway(t, 10*time.Second, remoteEntry(fastURN, up.URL))
+	s2 := tg2.connect(t)
+	attachRemote(t, s2)
+	tg2.g.Drain(context.Background())
+	if res := s2.call("mcp_remote__echo", map[string]any{"message": "late"}); s2.code(res) != "shutting_down" {
+		t.Fatalf("a call while draining: code %q, %s", s2.code(res), firstText(res))
+	}
+}
+
+// A session that only makes fast calls is not ended as idle: the fast
+// path lets a request through to the MCP server, which keeps the idle
+// clock, often enough.
+func TestFastPathKeepsSessionAlive(t *testing.T) {
+	up := newRecordingUpstream(t)
+	const ttl = 400 * time.Millisecond
+	tg := newGatewayWith(t, 10*time.Second, Options{Version: "test"}, HTTPOptions{IdleTTL: ttl}, remoteEntry(fastURN, up.URL))
+	s := tg.connect(t)
+	attachRemote(t, s)
+	fast := 0
+	for end := time.Now().Add(4 * ttl); time.Now().Before(end); time.Sleep(ttl / 10) {
+		if res := s.call("mcp_remote__echo", map[string]any{"message": "ping"}); res.IsError {
+			t.Fatalf("call: %s", firstText(res))
+		}
+		if fastPathTaken(up.lastID()) {
+			fast++
+		}
+	}
+	if fast == 0 {
+		t.Fatal("no call took the fast path")
+	}
+	if n := len(tg.g.manager.Sessions()); n != 1 {
+		t.Fatalf("the session ended: %d sessions", n)
+	}
+}
+
+// Over stdio: the fast path answers calls, a notifications/cancelled from
+// the client stops the upstream's work on a fast call, and the session
+// goes on.
+func TestFastPathStdio(t *testing.T) {
+	up := newRecordingUpstream(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	d := &guard.Dialer{AllowLocal: true}
+	m := &attach.Manager{
+		Pinned:       []config.Server{{Name: "fx", URL: up.URL}},
+		HTTP:         d.Client(),
+		CallTimeout:  time.Minute,
+		StartTimeout: 10 * time.Second,
+		Log:          log,
+	}
+	g := New(m, log, Options{Version: "test"})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- g.ServeStdio(context.Background(), inR, outW) }()
+	c := client.NewClient(transport.NewIO(outR, inW, nil), client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	t.Cleanup(func() {
+		_ = inW.Close()
+		if err := <-served; err != nil {
+			t.Errorf("ServeStdio: %v", err)
+		}
+		_ = outW.Close()
+		_ = c.Close()
+		g.Close()
+		m.HTTP.CloseIdleConnections()
+	})
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	call := func(ctx context.Context, tool string, args any) (*mcp.CallToolResult, error) {
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = tool, args
+		return c.CallTool(ctx, req)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if res, err := call(ctx, "mcp_fx__echo", map[string]any{"message": "hi"}); err == nil && !res.IsError {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the pinned upstream never became callable")
+		}
+	}
+	if id := up.lastID(); !fastPathTaken(id) {
+		t.Fatalf("the call did not take the fast path (upstream saw id %s)", id)
+	}
+
+	callCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := call(callCtx, "mcp_fx__slow", map[string]any{"ms": 30000})
+		done <- err
+	}()
+	for deadline := time.Now().Add(5 * time.Second); up.inflight.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow call never reached the upstream")
+		}
+	}
+	cancel() // the client sends notifications/cancelled
+	<-done
+	for deadline := time.Now().Add(10 * time.Second); up.inflight.Load() != 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the upstream kept working on a call the client cancelled")
+		}
+	}
+	res, err := call(ctx, "mcp_fx__echo", map[string]any{"message": "still here"})
+	if err != nil || firstText(res) != "still here" {
+		t.Fatalf("after the cancelled call: %v %v", err, res)
+	}
+}
