@@ -43,7 +43,9 @@ func (p *probedUpstream) seenHeaders() []string {
 	return slices.Clone(p.headers)
 }
 
-func newProbedUpstream(t *testing.T) *probedUpstream {
+func newProbedUpstream(t *testing.T) *probedUpstream { return newProbedUpstreamTB(t) }
+
+func newProbedUpstreamTB(t testing.TB) *probedUpstream {
 	t.Helper()
 	srv := mcpfixture.New("remote")
 	srv.AddTool(mcp.NewTool("trace_probe", mcp.WithDescription("reports the trace context it was called with")),
@@ -73,9 +75,14 @@ func newProbedUpstream(t *testing.T) *probedUpstream {
 
 // newTracedGateway is newGateway with tracing on, spans going to exp as
 // they end.
-func newTracedGateway(t *testing.T, exp sdktrace.SpanExporter, entries ...registry.Entry) *testGateway {
+func newTracedGateway(t testing.TB, exp sdktrace.SpanExporter, entries ...registry.Entry) *testGateway {
 	t.Helper()
-	tr := newTracing("test", sdktrace.WithSyncer(exp))
+	return newGatewayTracing(t, newTracing("test", sdktrace.WithSyncer(exp)), entries...)
+}
+
+// newGatewayTracing is newGateway with tracing tr, shut down at cleanup.
+func newGatewayTracing(t testing.TB, tr *Tracing, entries ...registry.Entry) *testGateway {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	m := &attach.Manager{
 		Registries:     []registry.Registry{registry.NewLocal("test", registry.NewIndex("test", entries))},
@@ -326,5 +333,61 @@ func TestMetaPropagator(t *testing.T) {
 	bad := &mcp.Meta{AdditionalFields: map[string]any{"traceparent": 42}}
 	if trace.SpanContextFromContext(mp.ExtractMeta(context.Background(), bad)).IsValid() {
 		t.Error("a non-string traceparent was read")
+	}
+}
+
+// BenchmarkTracingProxyCall measures a small proxied tools/call over
+// loopback streamable HTTP with tracing off and on (the real OTLP/HTTP
+// exporter and batch processor, sending to a loopback receiver that
+// answers 200).
+//
+//	go test -run '^$' -bench TracingProxyCall -benchmem ./tools
+func BenchmarkTracingProxyCall(b *testing.B) {
+	up := newProbedUpstreamTB(b)
+	const urn = "urn:air:ardgate.test:mcp:remote"
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	b.Cleanup(rcv.Close)
+	for _, on := range []bool{false, true} {
+		name := "off"
+		var tr *Tracing
+		if on {
+			name = "on"
+			var err error
+			if tr, err = NewTracing(context.Background(), rcv.URL, "bench", nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(name, func(b *testing.B) {
+			tg := newGatewayTracing(b, tr, remoteEntry(urn, up.URL))
+			ht, err := transport.NewStreamableHTTP(tg.url)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c := client.NewClient(ht, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+			b.Cleanup(func() { _ = c.Close() })
+			if err := c.Start(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := c.Initialize(context.Background(), mcp.InitializeRequest{}); err != nil {
+				b.Fatal(err)
+			}
+			req := mcp.CallToolRequest{}
+			req.Params.Name = "attach_resource"
+			req.Params.Arguments = map[string]any{"urn": urn}
+			if res, err := c.CallTool(context.Background(), req); err != nil || res.IsError {
+				b.Fatalf("attach: %v %v", err, res)
+			}
+			req.Params.Name = "mcp_remote__echo"
+			req.Params.Arguments = map[string]any{"message": "ping"}
+			b.ReportAllocs()
+			for b.Loop() {
+				if res, err := c.CallTool(context.Background(), req); err != nil || res.IsError {
+					b.Fatalf("echo: %v %v", err, res)
+				}
+			}
+		})
 	}
 }
