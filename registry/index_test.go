@@ -220,6 +220,14 @@ func TestSearchTokenization(t *testing.T) {
 		{"representative query", Entry{RepresentativeQueries: []string{"book a flight", "cancel a flight"}}, "flights"},
 		{"digits", Entry{Description: "supports http2 and s3"}, "s3"},
 		{"non-ASCII", Entry{Description: "Bücher verwalten"}, "bücher"},
+		{"plural of an -ing noun", Entry{Description: "vector embeddings"}, "embedding"},
+		{"-ies plural, long word", Entry{Description: "cryptocurrencies"}, "cryptocurrency"},
+		{"-tion and the verb", Entry{Description: "browser automation"}, "automate"},
+		{"-ment and the verb", Entry{Description: "manage projects"}, "management"},
+		{"abbreviation in text", Entry{Description: "query a db"}, "database"},
+		{"abbreviation in query", Entry{Description: "git repository"}, "repo"},
+		{"synonym", Entry{Description: "list a directory"}, "folders"},
+		{"stop words in text and query", Entry{Description: "other tools"}, "up other tools"},
 	}
 	var entries []Entry
 	for i, tt := range tests {
@@ -247,6 +255,33 @@ func TestSearchTokenization(t *testing.T) {
 				t.Fatalf("%q does not find %s (%+v); got %v", tt.query, want, tt.entry, identifiers(page.Results))
 			}
 		})
+	}
+}
+
+// Inflections meet, and words that are not inflected stay whole.
+func TestStem(t *testing.T) {
+	for _, group := range [][]string{
+		{"files", "filed", "filing", "file"},
+		{"queries", "query"},
+		{"embeddings", "embedding", "embedded"},
+		{"settings", "setting"},
+		{"cryptocurrencies", "cryptocurrency"},
+		{"lights", "light"},
+		{"papers", "paper"},
+		{"automation", "automations", "automate", "automated", "automating"},
+		{"collections", "collection", "collect", "collecting"},
+		{"management", "manage", "managed", "managing"},
+	} {
+		for _, w := range group[1:] {
+			if stem(w) != stem(group[0]) {
+				t.Errorf("stem(%q) = %q, stem(%q) = %q; want equal", w, stem(w), group[0], stem(group[0]))
+			}
+		}
+	}
+	for _, w := range []string{"status", "address", "analysis", "document", "mention", "api", "s3"} {
+		if got := stem(w); got != w {
+			t.Errorf("stem(%q) = %q; want it whole", w, got)
+		}
 	}
 }
 

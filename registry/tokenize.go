@@ -5,10 +5,21 @@ import (
 	"unicode"
 )
 
-// tokenize splits text into lower-cased, lightly stemmed terms. It splits
-// on anything that is not a letter or digit and on camelCase boundaries
-// ("WeatherTool" → weather, tool), and drops stop words.
+// tokenize splits text into terms (see words and term).
 func tokenize(text string, out []string) []string {
+	start := len(out)
+	out = words(text, out)
+	for i := start; i < len(out); i++ {
+		out[i] = term(out[i])
+	}
+	return out
+}
+
+// words splits text into lower-cased words, which term turns into index
+// terms. It splits on anything that is not a letter or digit and on
+// camelCase boundaries ("WeatherTool" → weather, tool), and drops stop
+// words and single letters.
+func words(text string, out []string) []string {
 	var word []rune
 	flush := func() {
 		if len(word) == 0 {
@@ -22,7 +33,7 @@ func tokenize(text string, out []string) []string {
 		if stopWords[w] {
 			return
 		}
-		out = append(out, stem(w))
+		out = append(out, w)
 	}
 	var prev rune
 	for _, r := range text {
@@ -42,13 +53,52 @@ func tokenize(text string, out []string) []string {
 	return out
 }
 
-// stem strips common English inflections so that "files", "filed",
-// "filing" and "file" meet. Both documents and queries go through it, so
-// only consistency matters, not linguistic truth.
+// term turns a word into the term the index holds: its stem, or the stem
+// of the usual spelling for an abbreviation or synonym ("db" → database).
+func term(w string) string {
+	t := stem(w)
+	if c, ok := synonyms[t]; ok {
+		return c
+	}
+	return t
+}
+
+// synonyms maps the stems of common abbreviations and synonyms in
+// software to the stem of one spelling, so that either finds the other.
+// Only pairs that mean the same in any catalog belong here.
+var synonyms = func() map[string]string {
+	m := map[string]string{}
+	for _, group := range [][]string{
+		{"database", "db", "dbs"},
+		{"repository", "repo", "repos"},
+		{"kubernetes", "k8s"},
+		{"directory", "folder", "dir", "dirs"},
+		{"email", "mail"},
+		{"application", "app", "apps"},
+		{"configuration", "config"},
+		{"message", "msg", "msgs"},
+		{"image", "img", "imgs"},
+		{"javascript", "js"},
+		{"python", "py"},
+	} {
+		for _, w := range group[1:] {
+			m[stem(w)] = stem(group[0])
+		}
+	}
+	return m
+}()
+
+// stem strips common English inflections and derivations so that
+// "files", "filed", "filing" and "file" meet, as do "automation" and
+// "automate", "embeddings" and "embedding".
+// Both documents and queries go through it, so only consistency matters,
+// not linguistic truth.
 func stem(w string) string {
 	if len(w) <= 3 {
 		return w
 	}
+	// A plural first, so that its singular goes on through the suffix
+	// rules below ("settings" → "setting" → "sett" → "set").
 	switch {
 	case strings.HasSuffix(w, "ies") && len(w) > 4:
 		w = w[:len(w)-3] + "y" // queries → query
@@ -56,10 +106,16 @@ func stem(w string) string {
 		// address, status, analysis: not plurals
 	case strings.HasSuffix(w, "s"):
 		w = w[:len(w)-1]
+	}
+	switch {
 	case strings.HasSuffix(w, "ing") && len(w) >= 6:
 		w = undouble(w[:len(w)-3]) // running → run
 	case strings.HasSuffix(w, "ed") && len(w) >= 5:
 		w = undouble(w[:len(w)-2]) // stored → stor
+	case strings.HasSuffix(w, "tion") && len(w) >= 8:
+		w = w[:len(w)-3] // automation → automat, to meet "automate"
+	case strings.HasSuffix(w, "ment") && len(w) >= 9:
+		w = w[:len(w)-4] // management → manage; not document → docu
 	}
 	if len(w) >= 4 && strings.HasSuffix(w, "e") {
 		w = w[:len(w)-1] // store → stor, to meet "stored"
@@ -76,11 +132,19 @@ func undouble(w string) string {
 	return w
 }
 
+// stopWords are function words, dropped from queries and documents: the
+// NLTK English list, plus the verbs of asking ("please", "want", "use").
+// Single letters are dropped anyway.
 var stopWords = func() map[string]bool {
 	m := map[string]bool{}
-	for _, w := range strings.Fields(`a an and are as at be by can do does for from get give has have
-		how i in into is it its me my of on or please so some that the their them then there these this
-		to use using want was we what when where which who will with would you your`) {
+	for _, w := range strings.Fields(`a about above after again against all am an and any are as at be because been before being
+		below between both but by can did do does doing don down during each few for from further
+		get give had has have having he her here hers herself him himself his how i if in into is it
+		its itself just me more most my myself no nor not now of off on once only or other our ours
+		ourselves out over own please s same she should so some such t than that the their theirs
+		them themselves then there these they this those through to too under until up use using
+		very want was we were what when where which while who whom why will with would you your
+		yours yourself yourselves`) {
 		m[w] = true
 	}
 	return m
