@@ -41,8 +41,8 @@ import (
 //
 // W3C trace context (traceparent, tracestate) is read from inbound HTTP
 // headers and from params._meta (SEP-414, so it works on stdio too), and
-// written to upstream requests the same two ways: headers on streamable
-// HTTP, _meta on every transport. Baggage is not propagated: upstreams are
+// written to upstream requests the same two ways: headers on HTTP
+// (streamable and SSE), _meta on every transport. Baggage is not propagated: upstreams are
 // often third-party servers found in registries, and a client's baggage is
 // not theirs to read.
 type Tracing struct {
