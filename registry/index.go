@@ -1,8 +1,10 @@
 package registry
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -35,8 +37,10 @@ type posting struct {
 }
 
 // Field weights: a word in the name says more than one in a description.
-var fieldWeights = struct{ name, urn, tags, caps, queries, desc float64 }{
-	name: 3, urn: 2.5, tags: 2, caps: 2, queries: 1.5, desc: 1,
+// The tools and skills of an inline card, and the publisher's
+// organisation, say no more than a description.
+var fieldWeights = struct{ name, urn, tags, caps, queries, desc, inline, publisher float64 }{
+	name: 3, urn: 2.5, tags: 2, caps: 2, queries: 1.5, desc: 1, inline: 1, publisher: 1,
 }
 
 // BM25 parameters.
@@ -54,8 +58,8 @@ func NewIndex(source string, entries []Entry) *Index {
 		terms  []string
 		weight float64
 	}
-	var perDoc [][6]fieldTerms
-	var lens [6]float64
+	var perDoc [][8]fieldTerms
+	var lens [8]float64
 	for _, e := range entries {
 		if e.Type == MediaRegistry {
 			ix.referrals = append(ix.referrals, e)
@@ -68,17 +72,20 @@ func NewIndex(source string, entries []Entry) *Index {
 		ix.byURN[key] = len(ix.docs)
 		ix.docs = append(ix.docs, doc{entry: e, source: source})
 
-		var urnText string
+		var urnText, org string
 		if u, err := ParseURN(e.Identifier); err == nil {
 			urnText = strings.Join(append(slices.Clone(u.Namespace), u.Name), " ")
+			org = publisherOrg(u.Publisher)
 		}
-		f := [6]fieldTerms{
+		f := [8]fieldTerms{
 			{tokenize(e.DisplayName, nil), fieldWeights.name},
 			{tokenize(urnText, nil), fieldWeights.urn},
 			{tokenizeAll(e.Tags), fieldWeights.tags},
 			{tokenizeAll(e.Capabilities), fieldWeights.caps},
 			{tokenizeAll(e.RepresentativeQueries), fieldWeights.queries},
 			{tokenize(e.Description, nil), fieldWeights.desc},
+			{tokenizeAll(inlineTexts(e.Data)), fieldWeights.inline},
+			{tokenize(org, nil), fieldWeights.publisher},
 		}
 		for i := range f {
 			lens[i] += float64(len(f[i].terms))
@@ -101,6 +108,48 @@ func NewIndex(source string, entries []Entry) *Index {
 	}
 	ix.scratch.New = func() any { s := make([]float32, len(ix.docs)); return &s }
 	return ix
+}
+
+// inlineTexts returns the names and descriptions of the tools of an inline
+// MCP server card and of the skills of an inline A2A agent card: what the
+// artifact can do, in its own words, often more than its description
+// says. Input schemas are left out: parameter names are noise to search.
+func inlineTexts(data json.RawMessage) []string {
+	// Most cards list neither; do not parse what cannot hold them.
+	if !bytes.Contains(data, []byte(`"tools"`)) && !bytes.Contains(data, []byte(`"skills"`)) {
+		return nil
+	}
+	var card struct {
+		Tools []struct {
+			Name, Title, Description string
+		}
+		Skills []struct {
+			Name, Description string
+			Tags, Examples    []string
+		}
+	}
+	if json.Unmarshal(data, &card) != nil {
+		return nil
+	}
+	var out []string
+	for _, t := range card.Tools {
+		out = append(out, t.Name, t.Title, t.Description)
+	}
+	for _, s := range card.Skills {
+		out = append(out, s.Name, s.Description)
+		out = append(out, s.Tags...)
+		out = append(out, s.Examples...)
+	}
+	return out
+}
+
+// publisherOrg returns the leftmost label of a publisher domain: the
+// organisation in "stripe.com" and in "translated.github.io", where
+// catalogs converted from GitHub put the owner. Users search by it ("the
+// stripe server"), and a display name does not always carry it.
+func publisherOrg(publisher string) string {
+	org, _, _ := strings.Cut(publisher, ".")
+	return org
 }
 
 func tokenizeAll(texts []string) []string {

@@ -105,8 +105,9 @@ func TestSearchRankingBuiltin(t *testing.T) {
 }
 
 func TestSearchScoresAndTies(t *testing.T) {
-	// Same words, same namespace and name: only the publisher (which is not
-	// indexed) differs, so the scores tie and the identifier decides.
+	// Same words, same namespace and name: only the publisher differs, and
+	// its organisation label (a, b, c) is a single letter, which is not
+	// indexed, so the scores tie and the identifier decides.
 	entries := []Entry{
 		mcpEntry("urn:air:c.example:mcp:widget", "Widget", "makes widgets"),
 		mcpEntry("urn:air:a.example:mcp:widget", "Widget", "makes widgets"),
@@ -228,6 +229,9 @@ func TestSearchTokenization(t *testing.T) {
 		{"abbreviation in query", Entry{Description: "git repository"}, "repo"},
 		{"synonym", Entry{Description: "list a directory"}, "folders"},
 		{"stop words in text and query", Entry{Description: "other tools"}, "up other tools"},
+		{"inline card tool", Entry{Data: []byte(`{"tools":[{"name":"get_forecast","description":"Hourly outlook."}]}`)}, "forecast"},
+		{"inline card tool description", Entry{Data: []byte(`{"tools":[{"name":"get_forecast","description":"Hourly outlook."}]}`)}, "outlook"},
+		{"inline agent card skill", Entry{Data: []byte(`{"skills":[{"name":"Itinerary","description":"Plans trips","tags":["travel"],"examples":["book a hotel in Rome"]}]}`)}, "hotel"},
 	}
 	var entries []Entry
 	for i, tt := range tests {
@@ -236,7 +240,10 @@ func TestSearchTokenization(t *testing.T) {
 		if e.DisplayName == "" {
 			e.DisplayName = fmt.Sprintf("entry %d", i)
 		}
-		e.Type, e.URL = "application/mcp-server-card+json", "https://t.example/card.json"
+		e.Type = "application/mcp-server-card+json"
+		if e.Data == nil {
+			e.URL = "https://t.example/card.json"
+		}
 		entries = append(entries, e)
 	}
 	// Filler so that idf stays positive and meaningful.
@@ -282,6 +289,26 @@ func TestStem(t *testing.T) {
 		if got := stem(w); got != w {
 			t.Errorf("stem(%q) = %q; want it whole", w, got)
 		}
+	}
+}
+
+// The publisher's organisation is searchable, for less than a name.
+func TestSearchPublisher(t *testing.T) {
+	entries := []Entry{
+		mcpEntry("urn:air:acme.example:mcp:thing", "thing", "does things"),
+		mcpEntry("urn:air:acme.github.io:mcp:gadget", "gadget", "does gadgets"),
+		mcpEntry("urn:air:other.example:mcp:acme", "acme", "the acme tool"),
+	}
+	for i := range 20 {
+		entries = append(entries, mcpEntry(fmt.Sprintf("urn:air:filler.example:x:f%d", i), "filler", "nothing to see"))
+	}
+	page, err := NewIndex("t", entries).Search(Query{Text: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"urn:air:other.example:mcp:acme", "urn:air:acme.example:mcp:thing", "urn:air:acme.github.io:mcp:gadget"}
+	if got := identifiers(page.Results); !slices.Equal(got, want) {
+		t.Errorf("%v; want %v", got, want)
 	}
 }
 
