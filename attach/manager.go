@@ -79,6 +79,9 @@ type Manager struct {
 
 	mu       sync.Mutex
 	sessions map[*Session]struct{}
+	// sharedConns are the connections to stateless pinned servers, by
+	// name (shared.go).
+	sharedConns map[string]*sharedConn
 }
 
 // New builds a Manager from the configuration. hc must be the guarded
@@ -301,11 +304,13 @@ func (m *Manager) Sessions() []*Session {
 	return out
 }
 
-// Shutdown closes every live session, in parallel.
+// Shutdown closes every live session, in parallel, then the connections
+// they shared.
 func (m *Manager) Shutdown() {
 	var wg sync.WaitGroup
 	for _, s := range m.Sessions() {
 		wg.Go(s.Close)
 	}
 	wg.Wait()
+	m.closeShared()
 }

@@ -58,6 +58,10 @@ type Attachment struct {
 	// checks; empty for inline cards.
 	cardURL string
 
+	// release, for a stateless server's shared connection, gives it up
+	// instead of closing it.
+	release func()
+
 	mu      sync.Mutex
 	up      *upstream  // MCP servers; nil while a pinned server is starting
 	agent   *agentConn // A2A agents
@@ -164,6 +168,19 @@ func newSession(m *Manager, id string) *Session {
 		}
 		plan := m.pinnedPlan(p)
 		a.Endpoint = plan.Endpoint()
+		if p.Stateless {
+			a.release = func() { m.release(a) }
+			s.pin(a, func(ctx context.Context) error {
+				up, list, err := m.shared(ctx, p, s, a)
+				if err == nil {
+					a.mu.Lock()
+					a.up, a.tools = up, exposeTools(a.Name, slices.Clone(list))
+					a.mu.Unlock()
+				}
+				return err
+			})
+			continue
+		}
 		s.pin(a, func(ctx context.Context) error {
 			up, tools, err := s.connect(ctx, a, plan, nil)
 			if err == nil {
@@ -522,7 +539,10 @@ func (a *Attachment) close() {
 	up, agent := a.up, a.agent
 	a.agent = nil
 	a.mu.Unlock()
-	if up != nil {
+	switch {
+	case a.release != nil:
+		a.release() // a shared connection stays for the other sessions
+	case up != nil:
 		up.close()
 	}
 	if agent != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -36,7 +37,7 @@ type upstream struct {
 	stdout io.Closer     // our end of the child's stdout
 	stderr *tail
 
-	rawIDs atomic.Uint64 // ids of callRaw's requests
+	rawIDs atomic.Uint64 // ids of callRaw's requests and progress tokens
 
 	mu       sync.Mutex
 	downWhy  string // why the upstream is down; "" while up
@@ -306,10 +307,19 @@ func (u *upstream) call(ctx context.Context, tool string, args any, meta *mcp.Me
 	req.Params.Name = tool
 	req.Params.Arguments = args
 	if meta != nil && meta.ProgressToken != nil && onProgress != nil {
-		req.Params.Meta = &mcp.Meta{ProgressToken: meta.ProgressToken}
-		tok := fmt.Sprint(meta.ProgressToken)
+		// The upstream gets a token of ours, unique on this connection:
+		// clients pick theirs freely, and a connection shared by sessions
+		// must not hand one session's progress to another. The client's
+		// own token goes back into what is relayed.
+		tok := "ardgate-progress-" + strconv.FormatUint(u.rawIDs.Add(1), 10)
+		req.Params.Meta = &mcp.Meta{ProgressToken: tok}
+		theirs := meta.ProgressToken
 		u.mu.Lock()
-		u.progress[tok] = onProgress
+		u.progress[tok] = func(n mcp.JSONRPCNotification) {
+			n.Params.AdditionalFields = maps.Clone(n.Params.AdditionalFields)
+			n.Params.AdditionalFields["progressToken"] = theirs
+			onProgress(n)
+		}
 		u.mu.Unlock()
 		defer func() {
 			u.mu.Lock()

@@ -128,6 +128,10 @@ type Server struct {
 	Timeout string `json:"timeout,omitempty"`
 	// ToolMode overrides tool_mode for this server.
 	ToolMode string `json:"tool_mode,omitempty"`
+	// Stateless says a remote (url) server keeps no state per client, so
+	// one connection to it serves every session instead of one each.
+	// Never assumed: an MCP session may carry state the server ties to it.
+	Stateless bool `json:"stateless,omitempty"`
 }
 
 // Limits are per-session budgets. Zero means no limit.

@@ -446,6 +446,8 @@ func (c *Config) validate() []error {
 			add(f, "has both command and url; pick one")
 		case s.URL != "" && !strings.HasPrefix(s.URL, "https://") && !strings.HasPrefix(s.URL, "http://"):
 			add(f+".url", "%q is not an http(s) URL", s.URL)
+		case s.Stateless && s.URL == "":
+			add(f+".stateless", "applies to url servers only: a command's process belongs to one session")
 		}
 		for j, v := range s.Env {
 			if !envPattern.MatchString(v) {

@@ -36,6 +36,7 @@ type recordingUpstream struct {
 	mu       sync.Mutex
 	ids      []string
 	inflight atomic.Int64
+	inits    atomic.Int64 // initialize requests: one per connection
 }
 
 func newRecordingUpstream(t testing.TB) *recordingUpstream {
@@ -50,7 +51,10 @@ func newRecordingUpstream(t testing.TB) *recordingUpstream {
 				ID     json.RawMessage `json:"id"`
 				Method string          `json:"method"`
 			}
-			if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" {
+			if json.Unmarshal(body, &msg) == nil && msg.Method == "initialize" {
+				u.inits.Add(1)
+			}
+			if msg.Method == "tools/call" {
 				u.mu.Lock()
 				u.ids = append(u.ids, string(msg.ID))
 				u.mu.Unlock()
@@ -139,7 +143,7 @@ func TestFastPathLimits(t *testing.T) {
 	up := newRecordingUpstream(t)
 	opts := Options{Version: "test", MaxResultBytes: 1000,
 		Limits: guard.Limits{CallsPerSecond: 0.001, CallBurst: 3}}
-	tg := newGatewayWith(t, 10*time.Second, opts, HTTPOptions{}, remoteEntry(fastURN, up.URL))
+	tg := newGatewayWith(t, 10*time.Second, opts, HTTPOptions{}, nil, remoteEntry(fastURN, up.URL))
 	s := tg.connect(t)
 	attachRemote(t, s) // the first of the three calls the burst allows
 
@@ -177,7 +181,7 @@ func TestFastPathLimits(t *testing.T) {
 func TestFastPathKeepsSessionAlive(t *testing.T) {
 	up := newRecordingUpstream(t)
 	const ttl = 400 * time.Millisecond
-	tg := newGatewayWith(t, 10*time.Second, Options{Version: "test"}, HTTPOptions{IdleTTL: ttl}, remoteEntry(fastURN, up.URL))
+	tg := newGatewayWith(t, 10*time.Second, Options{Version: "test"}, HTTPOptions{IdleTTL: ttl}, nil, remoteEntry(fastURN, up.URL))
 	s := tg.connect(t)
 	attachRemote(t, s)
 	fast := 0

@@ -55,12 +55,12 @@ type testGateway struct {
 // newGateway serves a gateway over one local catalog through httptest.
 func newGateway(t testing.TB, callTimeout time.Duration, entries ...registry.Entry) *testGateway {
 	t.Helper()
-	return newGatewayWith(t, callTimeout, Options{Version: "test"}, HTTPOptions{}, entries...)
+	return newGatewayWith(t, callTimeout, Options{Version: "test"}, HTTPOptions{}, nil, entries...)
 }
 
 // newGatewayWith is newGateway with the gateway's and the transport's
-// options.
-func newGatewayWith(t testing.TB, callTimeout time.Duration, opts Options, hopts HTTPOptions, entries ...registry.Entry) *testGateway {
+// options, and pinned servers.
+func newGatewayWith(t testing.TB, callTimeout time.Duration, opts Options, hopts HTTPOptions, pinned []config.Server, entries ...registry.Entry) *testGateway {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	d := &guard.Dialer{AllowLocal: true}
@@ -71,6 +71,7 @@ func newGatewayWith(t testing.TB, callTimeout time.Duration, opts Options, hopts
 		MaxAttachments: 5,
 		CallTimeout:    callTimeout,
 		StartTimeout:   10 * time.Second,
+		Pinned:         pinned,
 		Log:            log,
 	}
 	g := New(m, log, opts)

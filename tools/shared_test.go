@@ -1,0 +1,98 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/config"
+)
+
+// A pinned server marked stateless is one connection for every session;
+// one not marked is a connection per session. Sharing mixes nothing: two
+// sessions using the same progress token at once each hear only their
+// own call's progress, and a session ending leaves the others working.
+func TestStatelessServerShared(t *testing.T) {
+	for _, stateless := range []bool{true, false} {
+		t.Run(fmt.Sprintf("stateless=%v", stateless), func(t *testing.T) {
+			up := newRecordingUpstream(t)
+			pinned := []config.Server{{Name: "fx", URL: up.URL, Stateless: stateless}}
+			tg := newGatewayWith(t, 10*time.Second, Options{Version: "test"}, HTTPOptions{}, pinned)
+			sessions := []*clientSession{tg.connect(t), tg.connect(t), tg.connect(t)}
+			for i, s := range sessions {
+				waitPinned(t, s, "mcp_fx__echo")
+				msg := fmt.Sprintf("session %d", i)
+				if got := firstText(s.call("mcp_fx__echo", map[string]any{"message": msg})); got != msg {
+					t.Fatalf("echo in session %d = %q", i, got)
+				}
+			}
+			want := int64(1)
+			if !stateless {
+				want = int64(len(sessions))
+			}
+			if got := up.inits.Load(); got != want {
+				t.Fatalf("the upstream was initialized %d times, want %d", got, want)
+			}
+
+			// Same client token, two sessions, at once.
+			var wg sync.WaitGroup
+			for i, ms := range []int{500, 800} {
+				wg.Go(func() {
+					req := mcp.CallToolRequest{}
+					req.Params.Name = "mcp_fx__slow"
+					req.Params.Arguments = map[string]any{"ms": ms}
+					req.Params.Meta = &mcp.Meta{ProgressToken: "same"}
+					if _, err := sessions[i].c.CallTool(context.Background(), req); err != nil {
+						t.Errorf("slow in session %d: %v", i, err)
+					}
+				})
+			}
+			wg.Wait()
+			for i, ms := range []int{500, 800} {
+				s := sessions[i]
+				s.mu.Lock()
+				heard := 0
+				for _, n := range s.notes {
+					if n.Method != string(mcp.MethodNotificationProgress) {
+						continue
+					}
+					heard++
+					if tok, total := n.Params.AdditionalFields["progressToken"], n.Params.AdditionalFields["total"]; tok != "same" || total != float64(ms) {
+						t.Errorf("session %d heard progress of another call: token %v total %v, want same/%d", i, tok, total, ms)
+					}
+				}
+				s.mu.Unlock()
+				if heard == 0 {
+					t.Errorf("session %d heard no progress", i)
+				}
+			}
+
+			_ = sessions[0].c.Close()
+			for i, s := range sessions[1:] {
+				if got := firstText(s.call("mcp_fx__echo", map[string]any{"message": "after"})); got != "after" {
+					t.Fatalf("session %d after another ended: %q", i+1, got)
+				}
+			}
+		})
+	}
+}
+
+// waitPinned waits until a pinned server's tool answers in the session.
+func waitPinned(t *testing.T, s *clientSession, tool string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = tool
+		req.Params.Arguments = map[string]any{"message": "ready?"}
+		if res, err := s.c.CallTool(context.Background(), req); err == nil && !res.IsError {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never became callable", tool)
+		}
+	}
+}
