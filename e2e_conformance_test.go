@@ -72,6 +72,7 @@ func TestConformance(t *testing.T) {
 		"tools-list",
 		"logging-set-level",
 		"dns-rebinding-protection",
+		"server-sse-multiple-streams",
 	} {
 		t.Run(scenario, func(t *testing.T) {
 			out := t.TempDir()
