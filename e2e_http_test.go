@@ -25,6 +25,14 @@ import (
 // exit.
 func startHTTP(t *testing.T, environ []string, args ...string) (url string, stderr *syncBuffer) {
 	t.Helper()
+	url, stderr, _ = startHTTPStop(t, environ, args...)
+	return url, stderr
+}
+
+// startHTTPStop is startHTTP that also returns a function stopping the
+// gateway (SIGTERM, then waiting for it and its log) before the test ends.
+func startHTTPStop(t *testing.T, environ []string, args ...string) (string, *syncBuffer, func()) {
+	t.Helper()
 	cmd := exec.Command(gatewayBin, append([]string{"serve", "--transport", "http", "--addr", "127.0.0.1:0", "--log-format", "json"}, args...)...)
 	cmd.Env = environ
 	pipe, err := cmd.StderrPipe()
@@ -34,14 +42,14 @@ func startHTTP(t *testing.T, environ []string, args ...string) (url string, stde
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	stderr = &syncBuffer{}
+	stderr := &syncBuffer{}
 	lines := bufio.NewScanner(pipe)
-	for lines.Scan() {
+	url := ""
+	for url == "" && lines.Scan() {
 		stderr.Write(append(lines.Bytes(), '\n'))
-		var rec struct{ Msg, URL string }
-		if json.Unmarshal(lines.Bytes(), &rec) == nil && rec.URL != "" {
+		var rec struct{ URL string }
+		if json.Unmarshal(lines.Bytes(), &rec) == nil {
 			url = rec.URL
-			break
 		}
 	}
 	if url == "" {
@@ -49,25 +57,30 @@ func startHTTP(t *testing.T, environ []string, args ...string) (url string, stde
 		_ = cmd.Wait()
 		t.Fatalf("gateway did not start:\n%s", stderr.String())
 	}
-	go io.Copy(stderr, pipe)
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("gateway exit after SIGTERM: %v", err)
+	copied := make(chan struct{})
+	go func() { _, _ = io.Copy(stderr, pipe); close(copied) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan error, 1)
+			go func() { <-copied; done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("gateway exit after SIGTERM: %v", err)
+				}
+			case <-time.After(20 * time.Second):
+				_ = cmd.Process.Kill()
+				t.Errorf("gateway did not exit within 20s of SIGTERM")
 			}
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Errorf("gateway did not exit within 15s of SIGTERM")
-		}
-		if t.Failed() {
-			t.Logf("gateway stderr:\n%s", stderr.String())
-		}
-	})
-	return url, stderr
+			if t.Failed() {
+				t.Logf("gateway stderr:\n%s", stderr.String())
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return url, stderr, stop
 }
 
 // connectHTTP opens one MCP session to the gateway.

@@ -1,19 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"compress/gzip"
 	"encoding/hex"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -154,60 +150,6 @@ func checkProxied(t *testing.T, spans []span, tool string) {
 	}
 }
 
-// startTracedHTTP runs the gateway binary in HTTP mode and returns its MCP
-// URL and a stop function that sends SIGTERM and waits for a clean exit.
-func startTracedHTTP(t *testing.T, environ []string, args ...string) (string, func()) {
-	t.Helper()
-	cmd := exec.Command(gatewayBin, append([]string{"serve", "--transport", "http", "--addr", "127.0.0.1:0", "--log-format", "json"}, args...)...)
-	cmd.Env = environ
-	pipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stderr := &syncBuffer{}
-	lines := bufio.NewScanner(pipe)
-	url := ""
-	for url == "" && lines.Scan() {
-		stderr.Write(append(lines.Bytes(), '\n'))
-		var rec struct{ URL string }
-		if json.Unmarshal(lines.Bytes(), &rec) == nil {
-			url = rec.URL
-		}
-	}
-	if url == "" {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatalf("gateway did not start:\n%s", stderr.String())
-	}
-	copied := make(chan struct{})
-	go func() { _, _ = io.Copy(stderr, pipe); close(copied) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			done := make(chan error, 1)
-			go func() { <-copied; done <- cmd.Wait() }()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("gateway exit after SIGTERM: %v", err)
-				}
-			case <-time.After(20 * time.Second):
-				_ = cmd.Process.Kill()
-				t.Errorf("gateway did not exit within 20s of SIGTERM")
-			}
-			if t.Failed() {
-				t.Logf("gateway stderr:\n%s", stderr.String())
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return url, stop
-}
-
 // With ARDGATE_OTEL_ENDPOINT set, the HTTP gateway exports its spans over
 // OTLP/HTTP: every method and tool handler, and the calls to a stdio and a
 // remote upstream as client spans in the same trace as the gateway's
@@ -217,7 +159,7 @@ func TestTracingHTTPGateway(t *testing.T) {
 	rcv := newOTLPReceiver(t)
 	remote := startFixtureHTTP(t)
 	catalog := catalogWithRemote(t, remote)
-	url, stop := startTracedHTTP(t, env(true, "ARDGATE_ALLOW_LOCAL_URLS=true", "ARDGATE_OTEL_ENDPOINT="+rcv.URL), "--catalog", catalog)
+	url, _, stop := startHTTPStop(t, env(true, "ARDGATE_ALLOW_LOCAL_URLS=true", "ARDGATE_OTEL_ENDPOINT="+rcv.URL), "--catalog", catalog)
 
 	g := connectHTTP(t, url, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
 	g.ok("gateway_health", map[string]any{}, nil)

@@ -8,18 +8,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/registry"
-	"github.com/ardgate/ardgate/testdata/mcpfixture"
 )
 
 // A registry that never answers costs one deadline: the others' results
@@ -66,16 +63,7 @@ func TestRegistryTimeout(t *testing.T) {
 // A client that goes away mid-call: the call is cancelled all the way to
 // the upstream, which stops working on it.
 func TestClientDisconnectCancelsUpstream(t *testing.T) {
-	var inflight atomic.Int64
-	mcpHandler := server.NewStreamableHTTPServer(mcpfixture.New("remote"))
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			inflight.Add(1)
-			defer inflight.Add(-1)
-		}
-		mcpHandler.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() { _ = mcpHandler.Shutdown(context.Background()); up.Close() })
+	up := newRecordingUpstream(t)
 	tg := newGateway(t, time.Minute, remoteEntry("urn:air:ardgate.test:mcp:remote", up.URL))
 	s := tg.connect(t)
 	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:remote"}); res.IsError {
@@ -90,14 +78,14 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 		_, err := s.c.CallTool(ctx, req)
 		done <- err
 	}()
-	for deadline := time.Now().Add(5 * time.Second); inflight.Load() == 0; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); up.inflight.Load() == 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the call never reached the upstream")
 		}
 	}
 	cancel()
 	<-done
-	for deadline := time.Now().Add(10 * time.Second); inflight.Load() != 0; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); up.inflight.Load() != 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the upstream kept working on a call whose client went away")
 		}
