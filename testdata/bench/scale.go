@@ -6,10 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,18 +19,59 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// scaleBench opens many HTTP sessions on one gateway, each attaching two
-// servers on a shared HTTP upstream and calling them, and reports memory
-// and goroutines per session, attach time, and errors.
+// scaleCase is one kind of session the sessions bench holds open by the
+// thousand: each is initialized and lists its tools, then does what the
+// case says and stays idle.
+type scaleCase struct {
+	name   string
+	attach bool // attach two remote servers and call each once
+	listen bool // keep the standalone GET stream open, as many clients do
+}
+
+var scaleCases = []scaleCase{
+	{name: "(a) idle, no attachments"},
+	{name: "(a') idle, GET stream open", listen: true},
+	{name: "(b) 2 remote attachments", attach: true},
+}
+
+// drive does the case's work on an initialized session and returns the
+// time each attach took.
+func (c scaleCase) drive(call func(name string, args map[string]any) error) ([]time.Duration, error) {
+	if !c.attach {
+		return nil, nil
+	}
+	var lat []time.Duration
+	for _, name := range []string{"a", "b"} {
+		t := time.Now()
+		if err := call("attach_resource", map[string]any{"urn": "urn:air:bench.test:mcp:" + name}); err != nil {
+			return lat, err
+		}
+		lat = append(lat, time.Since(t))
+		if err := call("mcp_"+name+"__echo", map[string]any{"message": "hi"}); err != nil {
+			return lat, err
+		}
+	}
+	return lat, nil
+}
+
+// scaleBench holds many HTTP sessions open on one gateway, for each case on
+// a fresh gateway process, and reports memory and goroutines per session,
+// attach time, and errors; then the same cases on an in-process twin for
+// the live Go heap per session.
 func scaleBench(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("sessions", flag.ContinueOnError)
-	n := fs.Int("sessions", 1000, "concurrent sessions")
+	n := fs.Int("sessions", 1000, "concurrent sessions per case")
 	parallel := fs.Int("parallel", 50, "sessions being opened at once")
+	profiles := fs.String("profiles", "", "write the in-process twin's profiles to this directory: per case, the heap with the sessions open (N.heap.pprof) and before (N.heap.base.pprof), and the goroutines (N.goroutines.txt)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *profiles != "" {
+		runtime.MemProfileRate = 4096 // a sample per 4 KiB: fine enough for small per-session objects
 	}
 	dir, gw, fx, err := buildBinaries()
 	if err != nil {
@@ -53,9 +96,81 @@ func scaleBench(args []string, out io.Writer) error {
 	if os.WriteFile(catalog, data, 0o600) != nil || os.WriteFile(cfg, cfgData, 0o600) != nil {
 		return fmt.Errorf("writing config")
 	}
+
+	var procs []processFigures
+	for _, c := range scaleCases {
+		p, err := sessionsOnGateway(gw, cfg, c, *n, *parallel)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		procs = append(procs, p)
+	}
+	var twins []heapFigures
+	for i, c := range scaleCases {
+		prefix := ""
+		if *profiles != "" {
+			prefix = filepath.Join(*profiles, strconv.Itoa(i+1))
+		}
+		h, err := heapPerSession(cfg, c, *n, *parallel, prefix)
+		if err != nil {
+			return fmt.Errorf("%s (in process): %w", c.name, err)
+		}
+		twins = append(twins, h)
+	}
+
+	fmt.Fprintf(out, "sessions: %d HTTP sessions per case, opened %d at a time, each case on a fresh gateway; %s\n", *n, *parallel, machine())
+	fmt.Fprintf(out, "open: time to open them all; RSS: the gateway process (VmRSS) grown with the sessions open and idle;\n")
+	fmt.Fprintf(out, "goroutines: its /healthz; Go heap, stacks: the in-process twin, live after GC; errors: process+twin\n\n")
+	row := "%-26s %7s %9s %13s %13s %13s %11s\n"
+	fmt.Fprintf(out, row, "per session", "errors", "open", "RSS", "Go heap", "stacks", "goroutines")
+	kib := func(v float64) string { return fmt.Sprintf("%.1f KiB", v) }
+	for i, c := range scaleCases {
+		p, t := procs[i], twins[i]
+		fmt.Fprintf(out, row, c.name, fmt.Sprintf("%d+%d", p.errors, t.errors), p.open.Round(time.Millisecond),
+			kib(p.perSession(p.rss)), kib(t.heapKiB), kib(t.stackKiB), fmt.Sprintf("%.1f", p.perSession(p.goroutines)))
+	}
+	pi, pa, ti, ta := procs[0], procs[len(procs)-1], twins[0], twins[len(twins)-1]
+	fmt.Fprintf(out, row, "per attachment, (b-a)/2", "", "", kib((pa.perSession(pa.rss)-pi.perSession(pi.rss))/2),
+		kib((ta.heapKiB-ti.heapKiB)/2), kib((ta.stackKiB-ti.stackKiB)/2), fmt.Sprintf("%.1f", (pa.perSession(pa.goroutines)-pi.perSession(pi.goroutines))/2))
+	fmt.Fprintln(out)
+	for i, c := range scaleCases {
+		p := procs[i]
+		fmt.Fprintf(out, "%s: %d sessions; RSS %d KiB before, %d KiB open, %d KiB after closing; goroutines %d, %d, %d\n",
+			c.name, p.sessions, p.rss[0], p.rss[1], p.rss[2], p.goroutines[0], p.goroutines[1], p.goroutines[2])
+		for _, e := range []string{p.firstErr, twins[i].firstErr} {
+			if e != "" {
+				fmt.Fprintf(out, "  first error: %s\n", e)
+			}
+		}
+	}
+	if lat := pa.attachLat; len(lat) > 0 {
+		slices.Sort(lat)
+		fmt.Fprintf(out, "attach of a remote HTTP server: p50 %s, p99 %s\n", pct(lat, 50), pct(lat, 99))
+	}
+	return nil
+}
+
+// processFigures are one case's figures on a gateway process; rss and
+// goroutines are before, open and after closing.
+type processFigures struct {
+	open            time.Duration
+	sessions        int
+	errors          int
+	firstErr        string
+	attachLat       []time.Duration
+	rss, goroutines [3]int
+}
+
+func (p processFigures) perSession(v [3]int) float64 {
+	return float64(v[1]-v[0]) / float64(max(p.sessions, 1))
+}
+
+// sessionsOnGateway runs case c with n sessions on a fresh gateway process.
+func sessionsOnGateway(gw, cfg string, c scaleCase, n, parallel int) (processFigures, error) {
+	var p processFigures
 	url, stop, pid, err := startGatewayHTTP(gw, cfg)
 	if err != nil {
-		return err
+		return p, err
 	}
 	defer stop()
 	health := func() (rssKiB, goroutines int) {
@@ -74,81 +189,78 @@ func scaleBench(args []string, out io.Writer) error {
 		}
 		return
 	}
-	baseRSS, baseG := health()
+	time.Sleep(500 * time.Millisecond)
+	p.rss[0], p.goroutines[0] = health()
 
 	var mu sync.Mutex
 	var clients []*client.Client
-	var attachLat []time.Duration
-	var errs []string
-	sem := make(chan struct{}, *parallel)
+	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	start := time.Now()
-	for range *n {
+	for range n {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			cs, _, err := httpClients(url, 1)
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, err.Error())
-				mu.Unlock()
-				return
-			}
-			c := cs[0]
-			var lat []time.Duration
-			var failed string
-			for _, name := range []string{"a", "b"} {
-				t := time.Now()
-				if err := callCheck(c, "attach_resource", map[string]any{"urn": "urn:air:bench.test:mcp:" + name}); err != nil {
-					failed = err.Error()
-					break
-				}
-				lat = append(lat, time.Since(t))
-				if err := callCheck(c, "mcp_"+name+"__echo", map[string]any{"message": "hi"}); err != nil {
-					failed = err.Error()
-					break
-				}
-			}
+			c, lat, err := openSession(url, c)
 			mu.Lock()
-			clients = append(clients, c)
-			attachLat = append(attachLat, lat...)
-			if failed != "" {
-				errs = append(errs, failed)
+			defer mu.Unlock()
+			if c != nil {
+				clients = append(clients, c)
 			}
-			mu.Unlock()
+			p.attachLat = append(p.attachLat, lat...)
+			if err != nil {
+				if p.errors++; p.firstErr == "" {
+					p.firstErr = err.Error()
+				}
+			}
 		})
 	}
 	wg.Wait()
-	openFor := time.Since(start)
+	p.open, p.sessions = time.Since(start), len(clients)
 	time.Sleep(2 * time.Second) // let idle state settle
-	rss, g := health()
+	p.rss[1], p.goroutines[1] = health()
 	for _, c := range clients {
 		_ = c.Close()
 	}
 	time.Sleep(2 * time.Second)
-	afterRSS, afterG := health()
-	slices.Sort(attachLat)
-
-	fmt.Fprintf(out, "sessions: %d HTTP sessions, 2 remote attachments each on one shared upstream; %s\n", *n, machine())
-	fmt.Fprintf(out, "opened, attached and called in %s; errors %d\n", openFor.Round(time.Millisecond), len(errs))
-	if len(errs) > 0 {
-		fmt.Fprintf(out, "first error: %s\n", errs[0])
-	}
-	if len(attachLat) > 0 {
-		fmt.Fprintf(out, "attach of a remote HTTP server: p50 %s, p99 %s\n", pct(attachLat, 50), pct(attachLat, 99))
-	}
-	per := func(total, base int) float64 { return float64(total-base) / float64(max(len(clients), 1)) }
-	fmt.Fprintf(out, "gateway RSS: %d KiB idle before, %d KiB with %d sessions open (%.0f KiB per session with its 2 attachments), %d KiB after closing\n",
-		baseRSS, rss, len(clients), per(rss, baseRSS), afterRSS)
-	fmt.Fprintf(out, "goroutines: %d before, %d open (%.1f per session), %d after closing\n", baseG, g, per(g, baseG), afterG)
-	return nil
+	p.rss[2], p.goroutines[2] = health()
+	return p, nil
 }
 
-func callCheck(c *client.Client, name string, args map[string]any) error {
+// openSession opens one session of case c with mcp-go's client: initialize,
+// tools/list, then the case's work. The client is returned whenever it
+// started, so that the caller closes it.
+func openSession(url string, c scaleCase) (*client.Client, []time.Duration, error) {
+	opts := []transport.StreamableHTTPCOption{transport.WithHTTPLogger(slog.New(slog.DiscardHandler))}
+	if c.listen {
+		opts = append(opts, transport.WithContinuousListening())
+	}
+	tr, err := transport.NewStreamableHTTP(url, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	cl := client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	// The GET stream lives as long as Start's context.
+	if err := cl.Start(context.Background()); err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := cl.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
+		return cl, nil, err
+	}
+	if _, err := cl.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
+		return cl, nil, err
+	}
+	lat, err := c.drive(func(name string, args map[string]any) error { return callCheck(ctx, cl, name, args) })
+	return cl, lat, err
+}
+
+func callCheck(ctx context.Context, c *client.Client, name string, args map[string]any) error {
 	req := mcp.CallToolRequest{}
 	req.Params.Name = name
 	req.Params.Arguments = args
-	res, err := c.CallTool(context.Background(), req)
+	res, err := c.CallTool(ctx, req)
 	if err != nil {
 		return err
 	}
