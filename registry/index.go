@@ -184,7 +184,7 @@ func (ix *Index) Entries() []Entry {
 // Match returns every entry q's text and filter match, best first, with no
 // paging (for facets and listings).
 func (ix *Index) Match(q Query) ([]Result, error) {
-	hits, ranked, err := ix.rank(q)
+	hits, ranked, err := ix.rank(q, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +213,8 @@ func (ix *Index) Search(q Query) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	hits, ranked, err := ix.rank(q)
+	// Only the hits up to the end of this page need to be in order.
+	hits, ranked, err := ix.rank(q, offset+size)
 	if err != nil {
 		return Page{}, err
 	}
@@ -239,10 +240,11 @@ func (ix *Index) result(h hit, ranked bool) Result {
 	return Result{Entry: d.entry, Score: scaleScore(h.score, ranked), Source: d.source}
 }
 
-// rank returns the entries matching q, best first. ranked is false when
+// rank returns the entries matching q, best first; when k > 0, only the
+// first k are in order, the rest follow in no order. ranked is false when
 // the text held no searchable word: then every entry the filter allows
-// matches, ordered by name.
-func (ix *Index) rank(q Query) (hits []hit, ranked bool, err error) {
+// matches, ordered by name, then identifier.
+func (ix *Index) rank(q Query, k int) (hits []hit, ranked bool, err error) {
 	filter, err := compileFilter(q.Filter)
 	if err != nil {
 		return nil, false, err
@@ -254,8 +256,10 @@ func (ix *Index) rank(q Query) (hits []hit, ranked bool, err error) {
 				hits = append(hits, hit{doc: int32(i)})
 			}
 		}
-		slices.SortFunc(hits, func(a, b hit) int {
-			return cmp.Compare(ix.docs[a.doc].entry.DisplayName, ix.docs[b.doc].entry.DisplayName)
+		// A total order, so that pages cut from it never overlap.
+		sortFirst(hits, k, func(a, b hit) int {
+			ea, eb := &ix.docs[a.doc].entry, &ix.docs[b.doc].entry
+			return cmp.Or(cmp.Compare(ea.DisplayName, eb.DisplayName), cmp.Compare(ea.Identifier, eb.Identifier))
 		})
 		return hits, false, nil
 	}
@@ -284,13 +288,52 @@ func (ix *Index) rank(q Query) (hits []hit, ranked bool, err error) {
 		}
 	}
 	ix.scratch.Put(sp)
-	slices.SortFunc(hits, func(a, b hit) int {
+	sortFirst(hits, k, func(a, b hit) int {
 		if c := cmp.Compare(b.score, a.score); c != 0 {
 			return c
 		}
 		return cmp.Compare(ix.docs[a.doc].entry.Identifier, ix.docs[b.doc].entry.Identifier)
 	})
 	return hits, true, nil
+}
+
+// sortFirst puts the k smallest hits by order, sorted, at the front of
+// hits, and the rest after them in no order; k <= 0 sorts them all. A
+// page needs ten hits of what may be tens of thousands at 100k entries,
+// and a heap of k costs far less than sorting them all.
+func sortFirst(hits []hit, k int, order func(a, b hit) int) {
+	if k <= 0 || k >= len(hits) {
+		slices.SortFunc(hits, order)
+		return
+	}
+	// hits[:k] is a heap whose root is the worst of the best k so far.
+	worse := func(i, j int) bool { return order(hits[i], hits[j]) > 0 }
+	down := func(i int) {
+		for {
+			c := 2*i + 1
+			if c >= k {
+				return
+			}
+			if c+1 < k && worse(c+1, c) {
+				c++
+			}
+			if !worse(c, i) {
+				return
+			}
+			hits[i], hits[c] = hits[c], hits[i]
+			i = c
+		}
+	}
+	for i := k/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	for i := k; i < len(hits); i++ {
+		if order(hits[i], hits[0]) < 0 {
+			hits[0], hits[i] = hits[i], hits[0]
+			down(0)
+		}
+	}
+	slices.SortFunc(hits[:k], order)
 }
 
 // scaleScore maps the fraction of the query's ideal BM25 mass that a

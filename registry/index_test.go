@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"cmp"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -139,7 +140,7 @@ func TestSearchScoresAndTies(t *testing.T) {
 			}
 			checkRanked(t, q, all)
 			// On the unrounded scores, ties are broken by identifier.
-			hits, ranked, err := ix.rank(Query{Text: q})
+			hits, ranked, err := ix.rank(Query{Text: q}, 0)
 			if err != nil || !ranked && len(hits) > 0 {
 				t.Fatalf("%q: rank: %v, ranked %v", q, err, ranked)
 			}
@@ -309,6 +310,37 @@ func TestSearchPublisher(t *testing.T) {
 	want := []string{"urn:air:other.example:mcp:acme", "urn:air:acme.example:mcp:thing", "urn:air:acme.github.io:mcp:gadget"}
 	if got := identifiers(page.Results); !slices.Equal(got, want) {
 		t.Errorf("%v; want %v", got, want)
+	}
+}
+
+// The first k hits are those a full sort puts first, in the same order,
+// and none is lost or repeated, ties included.
+func TestSortFirst(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	order := func(a, b hit) int { return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(a.doc, b.doc)) }
+	for _, n := range []int{0, 1, 2, 9, 10, 11, 100, 1000} {
+		hits := make([]hit, n)
+		for i := range hits {
+			hits[i] = hit{doc: int32(i), score: float64(rng.IntN(20))} // many ties
+		}
+		rng.Shuffle(n, func(i, j int) { hits[i], hits[j] = hits[j], hits[i] })
+		want := slices.Clone(hits)
+		slices.SortFunc(want, order)
+		for _, k := range []int{0, 1, 3, 10, n - 1, n, n + 5} {
+			got := slices.Clone(hits)
+			sortFirst(got, k, order)
+			m := len(want)
+			if k > 0 {
+				m = min(k, n)
+			}
+			if !slices.Equal(got[:m], want[:m]) {
+				t.Fatalf("n=%d k=%d: first %v; want %v", n, k, got[:m], want[:m])
+			}
+			slices.SortFunc(got, order)
+			if !slices.Equal(got, want) {
+				t.Fatalf("n=%d k=%d: hits lost or repeated", n, k)
+			}
+		}
 	}
 }
 
