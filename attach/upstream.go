@@ -85,8 +85,10 @@ func dial(ctx context.Context, plan Plan, hc *http.Client, log *slog.Logger, ver
 
 	u.client = client.NewClient(t, append([]client.ClientOption{client.WithProtocolVersion(upstreamProtocol)}, opts...)...)
 	// Start's context lives as long as the connection (stdio keeps it for
-	// serving server-to-client requests), so it is not the caller's.
-	if err := u.client.Start(context.WithoutCancel(ctx)); err != nil {
+	// serving server-to-client requests), so it is not the caller's, nor
+	// derived from it: that would keep the attach request's values (its
+	// session, its span) alive for the attachment's life.
+	if err := u.client.Start(context.Background()); err != nil {
 		return nil, u.abort(fmt.Errorf("start: %w", err))
 	}
 	u.client.OnNotification(u.onNotification)
