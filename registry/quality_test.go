@@ -10,15 +10,19 @@ import (
 // Ranking quality over the 464 real servers of testdata/search-quality/
 // corpus.json, measured with three sets of 30 natural-language needs:
 //
-//   - queries.json: the set the ranking was tuned on;
-//   - queries-blind.json: written afterwards and never tuned against;
-//   - queries-heldout.json: written before any tuning on the blind set's
-//     misses, over servers the other two sets do not target, to be
-//     measured only before and after such tuning, never query by query.
+//   - queries.json: the set the ranking was first tuned on;
+//   - queries-blind.json: written afterwards and never tuned against at
+//     first; its misses were later read to find classes of failure
+//     (plural folding, stop words, unindexed publisher), so it is no
+//     longer fully blind;
+//   - queries-heldout.json: written before that second round, over
+//     servers the other two sets do not target, and measured only before
+//     it (23/30, MRR@10 0.72) and after it (23/30, 0.70), never looked at
+//     query by query in between.
 //
 // A hit is an intended server in the top 3. Each set has a floor of hits:
-// 90% for the tuned set, and for the others what was last measured, so any
-// regression fails.
+// 90% for the tuned set, and for the others what was last measured, so
+// any regression fails.
 func TestSearchQuality(t *testing.T) {
 	entries, _, err := LoadCatalogFile("../testdata/search-quality/corpus.json")
 	if err != nil {
@@ -30,7 +34,7 @@ func TestSearchQuality(t *testing.T) {
 		minHits int
 	}{
 		{"queries.json", 27},
-		{"queries-blind.json", 21},
+		{"queries-blind.json", 23},
 		{"queries-heldout.json", 23},
 	} {
 		t.Run(set.file, func(t *testing.T) {
