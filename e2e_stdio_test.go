@@ -118,7 +118,7 @@ func TestStdioFixtureEndToEnd(t *testing.T) {
 			stages = append(stages, n.Params.AdditionalFields["message"].(string))
 		}
 	}
-	if want := []string{"resolving", "fetching card", "starting", "listing tools"}; !slices.Equal(stages, want) {
+	if want := []string{"resolving", "fetching card", "starting", "initialising", "listing tools"}; !slices.Equal(stages, want) {
 		t.Fatalf("attach progress stages %v, want %v", stages, want)
 	}
 

@@ -52,8 +52,10 @@ type upstream struct {
 const upstreamProtocol = mcp.LATEST_LEGACY_PROTOCOL_VERSION
 
 // dial starts or connects to the upstream and completes the MCP handshake.
+// progress, when not nil, hears "initialising" once the handshake is sent:
+// for an npx or uvx package, the wait that follows includes fetching it.
 // opts are added to the client's (Manager.ClientOptions: tracing).
-func dial(ctx context.Context, plan Plan, hc *http.Client, log *slog.Logger, version string, opts ...client.ClientOption) (*upstream, error) {
+func dial(ctx context.Context, plan Plan, hc *http.Client, log *slog.Logger, version string, progress func(string), opts ...client.ClientOption) (*upstream, error) {
 	u := &upstream{log: log, progress: map[string]func(mcp.JSONRPCNotification){}}
 	var t transport.Interface
 	switch plan.Transport {
@@ -94,6 +96,9 @@ func dial(ctx context.Context, plan Plan, hc *http.Client, log *slog.Logger, ver
 	u.client.OnNotification(u.onNotification)
 	u.client.OnConnectionLost(func(err error) { u.markDown("connection lost: " + err.Error()) })
 
+	if progress != nil {
+		progress("initialising")
+	}
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = upstreamProtocol
 	init.Params.ClientInfo = mcp.Implementation{Name: "ardgate", Version: version}

@@ -54,7 +54,7 @@ type attachedTool struct {
 }
 
 // Stages of an attach, reported as progress.
-var attachStages = []string{"resolving", "fetching card", "starting", "listing tools"}
+var attachStages = []string{"resolving", "fetching card", "starting", "initialising", "listing tools"}
 
 func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var a attachArgs
