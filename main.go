@@ -113,14 +113,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 
 	// One guarded client makes every outgoing request.
 	hc := (&guard.Dialer{AllowLocal: cfg.AllowLocalURLs}).Client()
-	var regs []registry.Registry
-	for _, rc := range cfg.Registries {
-		r, err := registry.Open(rc, registry.OpenOptions{HTTP: hc, Log: log})
-		if err != nil {
-			fmt.Fprintln(stderr, "ardgate:", err)
-			return 1
-		}
-		regs = append(regs, r)
+	regs, err := registry.OpenAll(cfg.Registries, registry.OpenOptions{HTTP: hc, Log: log})
+	if err != nil {
+		fmt.Fprintln(stderr, "ardgate:", err)
+		return 1
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -136,11 +132,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		Version:        buildVersion(),
 		MaxResultBytes: cfg.MaxResultBytes,
 		Tracing:        tr,
-		Limits: guard.Limits{
-			CallsPerSecond: cfg.Limits.CallsPerSecond, CallBurst: cfg.Limits.CallBurst,
-			DiscoveryPerMinute: cfg.Limits.DiscoveryPerMinute,
-			RepeatMax:          cfg.Limits.RepeatMax, RepeatWindow: cfg.Limits.RepeatWindow,
-		},
+		Limits:         guard.LimitsFrom(cfg.Limits),
 	})
 	defer gw.Close()
 

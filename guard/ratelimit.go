@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/ardgate/ardgate/config"
 )
 
 // Limits are one session's budgets. A zero field means no limit.
@@ -20,6 +22,15 @@ type Limits struct {
 	// often by injected text, gets told so instead of hammering on.
 	RepeatMax    int
 	RepeatWindow time.Duration
+}
+
+// LimitsFrom are the limits a config sets.
+func LimitsFrom(c config.Limits) Limits {
+	return Limits{
+		CallsPerSecond: c.CallsPerSecond, CallBurst: c.CallBurst,
+		DiscoveryPerMinute: c.DiscoveryPerMinute,
+		RepeatMax:          c.RepeatMax, RepeatWindow: c.RepeatWindow,
+	}
 }
 
 // Limiter enforces Limits for one session. Safe for concurrent use.

@@ -51,6 +51,19 @@ type OpenOptions struct {
 	Log *slog.Logger
 }
 
+// OpenAll opens every configured registry, in config order.
+func OpenAll(rcs []config.Registry, o OpenOptions) ([]Registry, error) {
+	regs := make([]Registry, 0, len(rcs))
+	for _, rc := range rcs {
+		r, err := Open(rc, o)
+		if err != nil {
+			return nil, err
+		}
+		regs = append(regs, r)
+	}
+	return regs, nil
+}
+
 // Open builds the registry a config entry describes. Entries a catalog
 // file holds that break the rules are logged and left out.
 func Open(rc config.Registry, o OpenOptions) (Registry, error) {

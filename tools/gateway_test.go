@@ -73,6 +73,7 @@ func newGatewayWith(t testing.TB, callTimeout time.Duration, opts Options, hopts
 		StartTimeout:   10 * time.Second,
 		Pinned:         pinned,
 		Log:            log,
+		ClientOptions:  opts.Tracing.ClientOptions(),
 	}
 	g := New(m, log, opts)
 	h := g.NewHTTP(hopts)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -20,9 +19,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/ardgate/ardgate/attach"
-	"github.com/ardgate/ardgate/config"
-	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/registry"
 	"github.com/ardgate/ardgate/testdata/mcpfixture"
 )
@@ -80,31 +76,12 @@ func newTracedGateway(t testing.TB, exp sdktrace.SpanExporter, entries ...regist
 	return newGatewayTracing(t, newTracing("test", sdktrace.WithSyncer(exp)), entries...)
 }
 
-// newGatewayTracing is newGateway with tracing tr, shut down at cleanup.
+// newGatewayTracing is newGateway with tracing tr, shut down at cleanup
+// after the gateway (cleanups run last first).
 func newGatewayTracing(t testing.TB, tr *Tracing, entries ...registry.Entry) *testGateway {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	m := &attach.Manager{
-		Registries:     []registry.Registry{registry.NewLocal("test", registry.NewIndex("test", entries))},
-		HTTP:           (&guard.Dialer{AllowLocal: true}).Client(),
-		AllowTypes:     config.DefaultAllowAttachTypes,
-		MaxAttachments: 5,
-		CallTimeout:    10 * time.Second,
-		StartTimeout:   10 * time.Second,
-		Log:            log,
-		ClientOptions:  tr.ClientOptions(),
-	}
-	g := New(m, log, Options{Version: "test", Tracing: tr})
-	h := g.NewHTTP(HTTPOptions{})
-	ts := httptest.NewServer(h)
-	t.Cleanup(func() {
-		_ = h.Shutdown(context.Background())
-		ts.Close()
-		g.Close()
-		m.HTTP.CloseIdleConnections()
-		_ = tr.Shutdown(context.Background())
-	})
-	return &testGateway{g: g, h: h, url: ts.URL + "/mcp"}
+	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	return newGatewayWith(t, 10*time.Second, Options{Version: "test", Tracing: tr}, HTTPOptions{}, nil, entries...)
 }
 
 // connectWithHeaders opens a session whose every HTTP request carries

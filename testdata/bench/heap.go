@@ -42,20 +42,15 @@ func inProcessGateway(cfgPath string) (string, func(), error) {
 	}
 	log := slog.New(slog.DiscardHandler)
 	hc := (&guard.Dialer{AllowLocal: cfg.AllowLocalURLs}).Client()
-	var regs []registry.Registry
-	for _, rc := range cfg.Registries {
-		r, err := registry.Open(rc, registry.OpenOptions{HTTP: hc, Log: log})
-		if err != nil {
-			return "", nil, err
-		}
-		regs = append(regs, r)
+	regs, err := registry.OpenAll(cfg.Registries, registry.OpenOptions{HTTP: hc, Log: log})
+	if err != nil {
+		return "", nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	manager := attach.New(cfg, regs, hc, log, "bench")
 	go manager.Run(ctx)
 	gw := tools.New(manager, log, tools.Options{Version: "bench", MaxResultBytes: cfg.MaxResultBytes,
-		Limits: guard.Limits{CallsPerSecond: cfg.Limits.CallsPerSecond, CallBurst: cfg.Limits.CallBurst,
-			DiscoveryPerMinute: cfg.Limits.DiscoveryPerMinute, RepeatMax: cfg.Limits.RepeatMax, RepeatWindow: cfg.Limits.RepeatWindow}})
+		Limits: guard.LimitsFrom(cfg.Limits)})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		cancel()
