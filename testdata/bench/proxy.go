@@ -29,6 +29,7 @@ func proxyBench(args []string, out io.Writer) error {
 	clients := fs.Int("clients", 64, "concurrent clients")
 	concCalls := fs.Int("conc-calls", 200, "calls per concurrent client")
 	bigCalls := fs.Int("big-calls", 200, "1 MiB results per case")
+	rounds := fs.Int("rounds", 10, "turns the paths take at each workload")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -39,44 +40,73 @@ func proxyBench(args []string, out io.Writer) error {
 	defer os.RemoveAll(dir)
 	fmt.Fprintf(out, "proxy: %d sequential calls, %d clients x %d calls, %d x 1 MiB; %s\n", *calls, *clients, *concCalls, *bigCalls, machine())
 
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
 	for _, transportName := range []string{"stdio", "http"} {
-		direct, stopDirect, err := startDirect(transportName, fx)
-		if err != nil {
-			return err
+		paths := []struct {
+			name  string
+			start func() (target, func(), error)
+		}{
+			{"direct", func() (target, func(), error) { return startDirect(transportName, fx) }},
+			{"relay", func() (target, func(), error) { return startRelay(transportName, self, fx) }},
+			{"ardgate", func() (target, func(), error) { return startViaGateway(transportName, gw, fx, dir) }},
 		}
-		via, stopVia, err := startViaGateway(transportName, gw, fx, dir)
-		if err != nil {
-			stopDirect()
-			return err
+		targets := make([]target, len(paths))
+		for i, p := range paths {
+			t, stop, err := p.start()
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", transportName, p.name, err)
+			}
+			defer stop()
+			targets[i] = t
 		}
 		cases := []struct {
-			name string
-			run  func(c target) (stats, error)
+			name  string
+			calls int // in all, split over the rounds
+			run   func(c target, n int) (sample, error)
 		}{
-			{"sequential echo", func(c target) (stats, error) { return sequential(c, *calls, "echo", map[string]any{"message": "ping"}) }},
-			{fmt.Sprintf("%d concurrent", *clients), func(c target) (stats, error) { return concurrent(c, *clients, *concCalls) }},
-			{"1 MiB results", func(c target) (stats, error) {
-				return sequential(c, *bigCalls, "big", map[string]any{"bytes": 1 << 20})
+			{"sequential echo", *calls, func(c target, n int) (sample, error) {
+				return sequential(c, n, "echo", map[string]any{"message": "ping"})
+			}},
+			{fmt.Sprintf("%d concurrent", *clients), *clients * *concCalls, func(c target, n int) (sample, error) {
+				return concurrent(c, *clients, max(1, n / *clients))
+			}},
+			{"1 MiB results", *bigCalls, func(c target, n int) (sample, error) {
+				return sequential(c, n, "big", map[string]any{"bytes": 1 << 20})
 			}},
 		}
 		fmt.Fprintf(out, "\n%s upstream, %s client\n", transportName, transportName)
-		fmt.Fprintf(out, "%-16s %-8s %9s %9s %9s %10s\n", "workload", "path", "p50", "p99", "max", "calls/s")
+		fmt.Fprintf(out, "%-16s %-9s %9s %9s %9s %10s\n", "workload", "path", "p50", "p99", "max", "calls/s")
 		for _, c := range cases {
-			d, err := c.run(direct)
-			if err != nil {
-				return fmt.Errorf("%s direct: %w", c.name, err)
+			// The paths take turns, a round each, so that the machine's
+			// drift during the run falls on all of them alike.
+			all := make([]sample, len(paths))
+			for range *rounds {
+				for i, p := range paths {
+					got, err := c.run(targets[i], max(1, c.calls / *rounds))
+					if err != nil {
+						return fmt.Errorf("%s %s: %w", c.name, p.name, err)
+					}
+					all[i].add(got)
+				}
 			}
-			v, err := c.run(via)
-			if err != nil {
-				return fmt.Errorf("%s via ardgate: %w", c.name, err)
+			res := make([]stats, len(paths))
+			for i, p := range paths {
+				res[i] = all[i].stats()
+				label := c.name
+				if i > 0 {
+					label = ""
+				}
+				fmt.Fprintf(out, "%-16s %-9s %9s %9s %9s %10.0f\n", label, p.name, res[i].p50, res[i].p99, res[i].max, res[i].rate)
 			}
-			fmt.Fprintf(out, "%-16s %-8s %9s %9s %9s %10.0f\n", c.name, "direct", d.p50, d.p99, d.max, d.rate)
-			fmt.Fprintf(out, "%-16s %-8s %9s %9s %9s %10.0f\n", "", "ardgate", v.p50, v.p99, v.max, v.rate)
-			fmt.Fprintf(out, "%-16s %-8s %8.2fx %8.2fx %9s %9.2fx   (+%s at p50)\n", "", "ratio",
-				ratio(v.p50, d.p50), ratio(v.p99, d.p99), "", v.rate/d.rate, (v.p50 - d.p50).Round(time.Microsecond))
+			for i := 1; i < len(paths); i++ {
+				d, v := res[0], res[i]
+				fmt.Fprintf(out, "%-16s %-9s %8.2fx %8.2fx %9s %9.2fx   (+%s at p50)\n", "", paths[i].name+"/d",
+					ratio(v.p50, d.p50), ratio(v.p99, d.p99), "", v.rate/d.rate, (v.p50 - d.p50).Round(time.Microsecond))
+			}
 		}
-		stopVia()
-		stopDirect()
 	}
 	return nil
 }
@@ -109,12 +139,23 @@ type stats struct {
 	rate          float64
 }
 
-func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
-
-func summarize(lat []time.Duration, wall time.Duration) stats {
-	slices.Sort(lat)
-	return stats{p50: pct(lat, 50), p99: pct(lat, 99), max: lat[len(lat)-1].Round(time.Microsecond), rate: float64(len(lat)) / wall.Seconds()}
+// sample is what one or more rounds of a workload measured on one path.
+type sample struct {
+	lat  []time.Duration
+	wall time.Duration
 }
+
+func (s *sample) add(o sample) {
+	s.lat = append(s.lat, o.lat...)
+	s.wall += o.wall
+}
+
+func (s sample) stats() stats {
+	slices.Sort(s.lat)
+	return stats{p50: pct(s.lat, 50), p99: pct(s.lat, 99), max: s.lat[len(s.lat)-1].Round(time.Microsecond), rate: float64(len(s.lat)) / s.wall.Seconds()}
+}
+
+func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
 
 func call(c *client.Client, name string, args map[string]any) error {
 	req := mcp.CallToolRequest{}
@@ -130,21 +171,21 @@ func call(c *client.Client, name string, args map[string]any) error {
 	return nil
 }
 
-func sequential(t target, n int, tool string, args map[string]any) (stats, error) {
+func sequential(t target, n int, tool string, args map[string]any) (sample, error) {
 	c, name := t.clients[0], t.tool(tool)
 	lat := make([]time.Duration, 0, n)
 	start := time.Now()
 	for range n {
 		s := time.Now()
 		if err := call(c, name, args); err != nil {
-			return stats{}, err
+			return sample{}, err
 		}
 		lat = append(lat, time.Since(s))
 	}
-	return summarize(lat, time.Since(start)), nil
+	return sample{lat, time.Since(start)}, nil
 }
 
-func concurrent(t target, clients, per int) (stats, error) {
+func concurrent(t target, clients, per int) (sample, error) {
 	var mu sync.Mutex
 	var lat []time.Duration
 	var firstErr error
@@ -171,9 +212,9 @@ func concurrent(t target, clients, per int) (stats, error) {
 	}
 	wg.Wait()
 	if firstErr != nil {
-		return stats{}, firstErr
+		return sample{}, firstErr
 	}
-	return summarize(lat, time.Since(start)), nil
+	return sample{lat, time.Since(start)}, nil
 }
 
 const sessions = 64
@@ -189,6 +230,28 @@ func startDirect(kind, fixture string) (target, func(), error) {
 	}
 	cs, stop, err := httpClients(url, sessions)
 	return target{clients: cs, tool: func(s string) string { return s }}, func() { stop(); stopFx() }, err
+}
+
+// startRelay puts the byte-copying relay (relay.go) where the gateway
+// would be.
+func startRelay(kind, self, fixture string) (target, func(), error) {
+	same := func(s string) string { return s }
+	if kind == "stdio" {
+		c, stop, err := stdioClient(self, nil, "relay", "stdio", fixture, "--transport=stdio")
+		return target{clients: []*client.Client{c}, tool: same}, stop, err
+	}
+	upstream, stopFx, err := startFixtureHTTP(fixture)
+	if err != nil {
+		return target{}, nil, err
+	}
+	cmd := exec.Command(self, "relay", "http", upstream)
+	url, stopRelay, _, err := readyURL(cmd, cmd.StdoutPipe, func(line string) (string, bool) { return strings.CutPrefix(line, "READY ") })
+	if err != nil {
+		stopFx()
+		return target{}, nil, err
+	}
+	cs, stopClients, err := httpClients(url, sessions)
+	return target{clients: cs, tool: same}, func() { stopClients(); stopRelay(); stopFx() }, err
 }
 
 func startViaGateway(kind, gateway, fixture, dir string) (target, func(), error) {

@@ -130,6 +130,8 @@ func main() {
 		err = scaleBench(os.Args[2:], os.Stdout)
 	case "coldstart":
 		err = coldStartBench(os.Args[2:], os.Stdout)
+	case "relay":
+		err = relay(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown benchmark %q", os.Args[1])
 	}
