@@ -110,7 +110,7 @@ func dial(ctx context.Context, plan Plan, hc *http.Client, log *slog.Logger, ver
 
 // startProcess launches a stdio server with pipes the upstream owns, so
 // that reaping the child never races the transport's reads.
-func (u *upstream) startProcess(plan Plan) (*transport.Stdio, error) {
+func (u *upstream) startProcess(plan Plan) (*pipeTransport, error) {
 	cmd, err := guard.Command(plan.Program, plan.Args, plan.Env)
 	if err != nil {
 		return nil, fmt.Errorf("launch %s: %w", plan.Program, err)
@@ -149,7 +149,7 @@ func (u *upstream) startProcess(plan Plan) (*transport.Stdio, error) {
 		u.markDown(why)
 		close(u.exited)
 	}()
-	return transport.NewIO(&noteErrors{r: guard.LimitFrames(outR, guard.MaxMessage), u: u}, inW, nil), nil
+	return newPipeTransport(&noteErrors{r: guard.LimitFrames(outR, guard.MaxMessage), u: u}, inW, u.log), nil
 }
 
 func describeExit(err error) string {

@@ -1,0 +1,302 @@
+package attach
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// pipeTransport is the client side of JSON-RPC over a stdio server's
+// pipes, one message a line. mcp-go's client runs on it as on its own
+// stdio transport; it exists because that transport's reader reads lines
+// in 4 KiB pieces, copies each line four times and decodes it twice, which
+// is most of what the gateway added to a 1 MiB result. Here each line is
+// read into a 64 KiB buffer, checked and split once (parseFrame), and a
+// result is copied once, to hand it to its caller.
+//
+// What it does not do, mcp-go's did not do either: the process is the
+// upstream's (startProcess), so Close only closes the server's stdin.
+type pipeTransport struct {
+	w   io.WriteCloser // the server's stdin
+	r   io.Reader      // its stdout
+	log *slog.Logger
+
+	wmu sync.Mutex // one whole line at a time on the server's stdin
+
+	mu        sync.Mutex
+	pending   map[string]chan *transport.JSONRPCResponse // by request id
+	onNote    func(mcp.JSONRPCNotification)
+	onRequest transport.RequestHandler
+
+	start     sync.Once
+	done      chan struct{} // closed when the connection ends
+	closeOnce sync.Once
+	ctx       context.Context // for the server's requests; ends with Close
+	cancel    context.CancelFunc
+}
+
+var _ transport.BidirectionalInterface = (*pipeTransport)(nil)
+
+func newPipeTransport(stdout io.Reader, stdin io.WriteCloser, log *slog.Logger) *pipeTransport {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &pipeTransport{
+		w: stdin, r: stdout, log: log,
+		pending: map[string]chan *transport.JSONRPCResponse{},
+		done:    make(chan struct{}),
+		ctx:     ctx, cancel: cancel,
+	}
+}
+
+// Start begins reading the server's stdout.
+func (p *pipeTransport) Start(context.Context) error {
+	p.start.Do(func() { go p.read() })
+	return nil
+}
+
+// SendRequest writes request and waits for the server's response to it,
+// the connection's end, or ctx.
+func (p *pipeTransport) SendRequest(ctx context.Context, request transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	select {
+	case <-p.done:
+		return nil, transport.ErrTransportClosed
+	default:
+	}
+	line, err := json.Marshal(request)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s request: %w", request.Method, err)
+	}
+	key := request.ID.String()
+	ch := make(chan *transport.JSONRPCResponse, 1)
+	p.mu.Lock()
+	p.pending[key] = ch
+	p.mu.Unlock()
+	forget := func() {
+		p.mu.Lock()
+		delete(p.pending, key)
+		p.mu.Unlock()
+	}
+	if err := p.writeLine(line); err != nil {
+		forget()
+		return nil, err
+	}
+	select {
+	case resp := <-ch:
+		return resp, nil
+	case <-ctx.Done():
+		forget()
+		return nil, ctx.Err()
+	case <-p.done:
+		select {
+		case resp := <-ch: // it came just before the end
+			return resp, nil
+		default:
+		}
+		forget()
+		return nil, transport.ErrTransportClosed
+	}
+}
+
+// SendNotification writes a notification.
+func (p *pipeTransport) SendNotification(_ context.Context, n mcp.JSONRPCNotification) error {
+	line, err := json.Marshal(n)
+	if err != nil {
+		return fmt.Errorf("encode %s notification: %w", n.Method, err)
+	}
+	return p.writeLine(line)
+}
+
+func (p *pipeTransport) writeLine(line []byte) error {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	select {
+	case <-p.done:
+		return transport.ErrTransportClosed
+	default:
+	}
+	// One write for the line and its newline: the server may read it the
+	// moment it lands.
+	_, err := p.w.Write(append(line, '\n'))
+	if err != nil {
+		return fmt.Errorf("write to the server's stdin: %w", err)
+	}
+	return nil
+}
+
+// SetNotificationHandler sets what hears the server's notifications.
+func (p *pipeTransport) SetNotificationHandler(h func(mcp.JSONRPCNotification)) {
+	p.mu.Lock()
+	p.onNote = h
+	p.mu.Unlock()
+}
+
+// SetRequestHandler sets what answers the server's requests (ping,
+// roots, sampling, elicitation: mcp-go's client decides).
+func (p *pipeTransport) SetRequestHandler(h transport.RequestHandler) {
+	p.mu.Lock()
+	p.onRequest = h
+	p.mu.Unlock()
+}
+
+// GetSessionId is empty: a pipe has no session id.
+func (p *pipeTransport) GetSessionId() string { return "" }
+
+// Close ends the connection: calls waiting get ErrTransportClosed and the
+// server's stdin is closed, which tells a well-behaved server to exit.
+func (p *pipeTransport) Close() error {
+	p.end()
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	return p.w.Close()
+}
+
+func (p *pipeTransport) end() {
+	p.closeOnce.Do(func() {
+		close(p.done)
+		p.cancel()
+	})
+}
+
+// maxLineBuffer is what the reader keeps between lines; a longer line
+// gets a buffer of its own, up to the frame cap that p.r enforces. It is
+// a pipe's capacity on Linux, so a read empties a full pipe.
+const maxLineBuffer = 64 << 10
+
+func (p *pipeTransport) read() {
+	defer p.end()
+	br := bufio.NewReaderSize(p.r, maxLineBuffer)
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer gets one of its own, dropped
+			// after it: a 1 MiB result is not kept for every later line.
+			long := bytes.Clone(line)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			p.dispatch(bytes.TrimRight(line, "\r\n"))
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				p.log.Debug("reading the server's stdout ended", "err", err)
+			}
+			return
+		}
+	}
+}
+
+// dispatch routes one line: a response to its caller, a notification to
+// the handler, a request to the request handler on a goroutine of its own.
+// A line that is not JSON-RPC is skipped, as mcp-go's transport does: the
+// server may go on to answer properly.
+func (p *pipeTransport) dispatch(line []byte) {
+	f, err := parseFrame(line)
+	if err != nil {
+		p.log.Debug("the server wrote a line that is not JSON-RPC", "err", err, "bytes", len(line))
+		return
+	}
+	switch {
+	case f.method == nil && f.id != nil:
+		p.respond(f)
+	case f.method != nil && (f.id == nil || string(f.id) == "null"):
+		var n mcp.JSONRPCNotification
+		if err := json.Unmarshal(line, &n); err != nil {
+			p.log.Debug("the server wrote a malformed notification", "err", err)
+			return
+		}
+		p.mu.Lock()
+		h := p.onNote
+		p.mu.Unlock()
+		if h != nil {
+			h(n)
+		}
+	case f.method != nil:
+		var req transport.JSONRPCRequest
+		if err := json.Unmarshal(line, &req); err != nil {
+			p.log.Debug("the server wrote a malformed request", "err", err)
+			return
+		}
+		go p.serve(req)
+	}
+}
+
+func (p *pipeTransport) respond(f frame) {
+	key, ok := idKey(f.id)
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	ch := p.pending[key]
+	delete(p.pending, key)
+	p.mu.Unlock()
+	if ch == nil {
+		return // nobody asked, or the caller gave up
+	}
+	resp := &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION}
+	_ = resp.ID.UnmarshalJSON(f.id) // idKey read it
+	if f.err != nil && string(f.err) != "null" {
+		resp.Error = new(mcp.JSONRPCErrorDetails)
+		if err := json.Unmarshal(f.err, resp.Error); err != nil {
+			*resp.Error = mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, "the server sent a malformed error: "+err.Error(), nil)
+		}
+	} else {
+		resp.Result = bytes.Clone(f.result) // the line's buffer is read into again
+	}
+	ch <- resp
+}
+
+// idKey is the key mcp.RequestId.String gives the id, read without
+// decoding for the ids the gateway sends: plain strings and integers.
+func idKey(raw []byte) (string, bool) {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		return "string:" + string(raw[1:n-1]), true
+	}
+	if _, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+		return "int64:" + string(raw), true
+	}
+	var id mcp.RequestId
+	if id.UnmarshalJSON(raw) != nil {
+		return "", false
+	}
+	return id.String(), true
+}
+
+// serve answers one request from the server.
+func (p *pipeTransport) serve(req transport.JSONRPCRequest) {
+	p.mu.Lock()
+	h := p.onRequest
+	p.mu.Unlock()
+	var resp *transport.JSONRPCResponse
+	if h == nil {
+		resp = transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "No request handler configured", nil)
+	} else {
+		var err error
+		if resp, err = h(p.ctx, req); err != nil {
+			resp = transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, err.Error(), nil)
+		}
+	}
+	if resp == nil {
+		return
+	}
+	line, err := json.Marshal(resp)
+	if err != nil {
+		p.log.Debug("a response to the server could not be encoded", "err", err)
+		return
+	}
+	if err := p.writeLine(line); err != nil {
+		p.log.Debug("a response to the server was not written", "err", err)
+	}
+}

@@ -1,0 +1,190 @@
+package attach
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"go.uber.org/goleak"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+type rootsOf []mcp.Root
+
+func (r rootsOf) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	return &mcp.ListRootsResult{Roots: r}, nil
+}
+
+// An mcp-go client on pipeTransport against mcp-go's stdio server, on
+// pipes, in-process: the handshake, a result many times the read buffer,
+// a request from the server (roots/list) answered by the client, and a
+// clean end.
+func TestPipeTransportWithMCPServer(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	s := server.NewMCPServer("pipe-test", "1")
+	s.AddTool(mcp.NewTool("big"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText(strings.Repeat("é", 300<<10)), nil // 600 KiB, and escapes nothing
+	})
+	s.AddTool(mcp.NewTool("roots"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := s.RequestRoots(ctx, mcp.ListRootsRequest{})
+		if err != nil {
+			return nil, err
+		}
+		return mcp.NewToolResultText(res.Roots[0].URI), nil
+	})
+	toServerR, toServerW := io.Pipe()
+	fromServerR, fromServerW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = server.NewStdioServer(s).Listen(ctx, toServerR, fromServerW)
+	}()
+	c := client.NewClient(newPipeTransport(fromServerR, toServerW, quiet),
+		client.WithRootsHandler(rootsOf{{URI: "file:///work", Name: "work"}}))
+	defer func() {
+		_ = c.Close()
+		cancel()
+		_ = fromServerW.Close()
+		_ = toServerR.Close()
+		<-served
+	}()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	call := func(name string) string {
+		t.Helper()
+		req := mcp.CallToolRequest{}
+		req.Params.Name = name
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		res, err := c.CallTool(ctx, req)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if res.IsError || len(res.Content) != 1 {
+			t.Fatalf("%s: %+v", name, res)
+		}
+		return res.Content[0].(mcp.TextContent).Text
+	}
+	if got := call("big"); got != strings.Repeat("é", 300<<10) {
+		t.Errorf("big: %d bytes came back, not the %d sent", len(got), 600<<10)
+	}
+	if got := call("roots"); got != "file:///work" {
+		t.Errorf("roots: %q", got)
+	}
+}
+
+// A scripted server writes what real ones sometimes do: a line that is not
+// JSON, a reply nobody asked for, a late reply to a request its caller gave
+// up on. Each is skipped and the next reply reaches its caller. When the
+// server's stdout ends, a call waiting gets ErrTransportClosed.
+func TestPipeTransportSkipsWhatItCannotRoute(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	toServerR, toServerW := io.Pipe()
+	fromServerR, fromServerW := io.Pipe()
+	p := newPipeTransport(fromServerR, toServerW, quiet)
+	defer p.Close()
+	_ = p.Start(context.Background())
+	requests := bufio.NewReader(toServerR)
+	next := func() string {
+		line, err := requests.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the request never came: %v", err)
+		}
+		return line
+	}
+	send := func(lines ...string) {
+		for _, l := range lines {
+			if _, err := io.WriteString(fromServerW, l+"\n"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	// The caller of request 1 gives up before its reply.
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error, 1)
+	go func() {
+		_, err := p.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId(int64(1)), Method: "slow"})
+		gaveUp <- err
+	}()
+	next()
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Fatalf("request 1: %v, want context.Canceled", err)
+	}
+
+	got := make(chan *transport.JSONRPCResponse, 1)
+	go func() {
+		resp, err := p.SendRequest(context.Background(), transport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId("ardgate-2"), Method: "tools/call"})
+		if err != nil {
+			t.Errorf("request 2: %v", err)
+		}
+		got <- resp
+	}()
+	if line := next(); !strings.Contains(line, `"id":"ardgate-2"`) {
+		t.Fatalf("request 2 went out as %q", line)
+	}
+	send(
+		"this is not json",
+		`{"jsonrpc":"2.0","id":"nobody-asked","result":{}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"late":true}}`,
+		`{"jsonrpc":"2.0","id":"ardgate-2","result":{"content":[`, // cut short
+		`{"jsonrpc":"2.0","id":"ardgate-2","result":{"content":[{"type":"text","text":"ok"}]}}`,
+	)
+	select {
+	case resp := <-got:
+		if resp == nil || string(resp.Result) != `{"content":[{"type":"text","text":"ok"}]}` || resp.ID.String() != "string:ardgate-2" {
+			t.Fatalf("request 2 got %+v", resp)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("request 2's reply never reached it")
+	}
+
+	// An error reply, then the server's stdout ends under a waiting call.
+	go func() {
+		resp, err := p.SendRequest(context.Background(), transport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId(int64(3)), Method: "nope"})
+		if err != nil || resp.Error == nil || resp.Error.Code != mcp.METHOD_NOT_FOUND {
+			t.Errorf("request 3: %+v, %v", resp, err)
+		}
+		got <- resp
+	}()
+	next()
+	send(`{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"no such method"}}`)
+	<-got
+	ended := make(chan error, 1)
+	go func() {
+		_, err := p.SendRequest(context.Background(), transport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId(int64(4)), Method: "hang"})
+		ended <- err
+	}()
+	next()
+	_ = fromServerW.Close()
+	select {
+	case err := <-ended:
+		if !errors.Is(err, transport.ErrTransportClosed) {
+			t.Fatalf("request 4 after the end: %v, want ErrTransportClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a call waiting when the server's stdout ended never returned")
+	}
+	if _, err := p.SendRequest(context.Background(), transport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId(int64(5)), Method: "x"}); !errors.Is(err, transport.ErrTransportClosed) {
+		t.Fatalf("a call after the end: %v, want ErrTransportClosed", err)
+	}
+	go io.Copy(io.Discard, toServerR) // Close writes nothing, but must not block if it did
+}
