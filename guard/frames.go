@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 )
@@ -21,12 +22,20 @@ type frameLimit struct {
 
 func (f *frameLimit) Read(p []byte) (int, error) {
 	n, err := f.r.Read(p)
-	for _, b := range p[:n] {
-		if b == '\n' {
-			f.line = 0
-		} else if f.line++; f.line > f.max {
-			return 0, fmt.Errorf("sent a message larger than the %s cap", size(f.max))
+	for rest := p[:n]; ; {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			f.line += len(rest)
+			break
 		}
+		if f.line+i > f.max {
+			f.line += i
+			break
+		}
+		f.line, rest = 0, rest[i+1:]
+	}
+	if f.line > f.max {
+		return 0, fmt.Errorf("sent a message larger than the %s cap", size(f.max))
 	}
 	return n, err
 }
@@ -53,14 +62,21 @@ func (f *frameTruncate) Read(p []byte) (int, error) {
 	for {
 		n, err := f.r.Read(p)
 		out := 0
-		for _, b := range p[:n] {
-			if b == '\n' {
-				f.line = 0
-			} else if f.line++; f.line > f.max {
-				continue // past the cap: dropped
+		for data := p[:n]; len(data) > 0; {
+			line, nl := data, false
+			if i := bytes.IndexByte(data, '\n'); i >= 0 {
+				line, nl, data = data[:i], true, data[i+1:]
+			} else {
+				data = nil
 			}
-			p[out] = b
-			out++
+			keep := min(len(line), max(0, f.max-f.line)) // past the cap: dropped
+			out += copy(p[out:], line[:keep])
+			f.line += len(line)
+			if nl {
+				p[out] = '\n'
+				out++
+				f.line = 0
+			}
 		}
 		if out > 0 || err != nil {
 			return out, err
