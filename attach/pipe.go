@@ -176,18 +176,13 @@ func (p *pipeTransport) read() {
 	br := bufio.NewReaderSize(p.r, maxLineBuffer)
 	for {
 		line, err := br.ReadSlice('\n')
+		owned := false // line is the buffer's, read into again after it
 		if errors.Is(err, bufio.ErrBufferFull) {
-			// A line longer than the buffer gets one of its own, dropped
-			// after it: a 1 MiB result is not kept for every later line.
-			long := bytes.Clone(line)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				line, err = br.ReadSlice('\n')
-				long = append(long, line...)
-			}
-			line = long
+			line, err = longLine(br, line)
+			owned = true
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
-			p.dispatch(bytes.TrimRight(line, "\r\n"))
+			p.dispatch(bytes.TrimRight(line, "\r\n"), owned)
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
@@ -198,11 +193,30 @@ func (p *pipeTransport) read() {
 	}
 }
 
+// longLine reads the rest of a line longer than the reader's buffer into
+// one of its own, dropped after it, so that a 1 MiB result is not kept for
+// every later line. It grows by doubling, so each byte is copied at most
+// twice on average, where append's gentler growth for large slices
+// copies a 1 MiB line several times over.
+func longLine(br *bufio.Reader, first []byte) ([]byte, error) {
+	long := append(make([]byte, 0, 4*len(first)), first...)
+	err := bufio.ErrBufferFull
+	for errors.Is(err, bufio.ErrBufferFull) {
+		var more []byte
+		more, err = br.ReadSlice('\n')
+		if len(long)+len(more) > cap(long) {
+			long = append(make([]byte, 0, 2*cap(long)+len(more)), long...)
+		}
+		long = append(long, more...)
+	}
+	return long, err
+}
+
 // dispatch routes one line: a response to its caller, a notification to
 // the handler, a request to the request handler on a goroutine of its own.
 // A line that is not JSON-RPC is skipped, as mcp-go's transport does: the
 // server may go on to answer properly.
-func (p *pipeTransport) dispatch(line []byte) {
+func (p *pipeTransport) dispatch(line []byte, owned bool) {
 	f, err := parseFrame(line)
 	if err != nil {
 		p.log.Debug("the server wrote a line that is not JSON-RPC", "err", err, "bytes", len(line))
@@ -210,7 +224,7 @@ func (p *pipeTransport) dispatch(line []byte) {
 	}
 	switch {
 	case f.method == nil && f.id != nil:
-		p.respond(f)
+		p.respond(f, owned)
 	case f.method != nil && (f.id == nil || string(f.id) == "null"):
 		var n mcp.JSONRPCNotification
 		if err := json.Unmarshal(line, &n); err != nil {
@@ -233,7 +247,7 @@ func (p *pipeTransport) dispatch(line []byte) {
 	}
 }
 
-func (p *pipeTransport) respond(f frame) {
+func (p *pipeTransport) respond(f frame, owned bool) {
 	key, ok := idKey(f.id)
 	if !ok {
 		return
@@ -253,7 +267,10 @@ func (p *pipeTransport) respond(f frame) {
 			*resp.Error = mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, "the server sent a malformed error: "+err.Error(), nil)
 		}
 	} else {
-		resp.Result = bytes.Clone(f.result) // the line's buffer is read into again
+		resp.Result = f.result
+		if !owned {
+			resp.Result = bytes.Clone(f.result)
+		}
 	}
 	ch <- resp
 }

@@ -114,8 +114,10 @@ func response(id json.RawMessage, res *mcp.CallToolResult) []byte {
 	return resultFrame(id, raw)
 }
 
+// resultFrame is the frame answering id with result. It has room for the
+// newline stdio adds, so that adding it copies nothing.
 func resultFrame(id, result json.RawMessage) []byte {
-	b := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(id)+len(result))
+	b := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`+"\n")+len(id)+len(result))
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, id...)
 	b = append(b, `,"result":`...)
@@ -123,9 +125,98 @@ func resultFrame(id, result json.RawMessage) []byte {
 	return append(b, '}')
 }
 
-var isErrorTrue = []byte(`"isError":true`)
+// isErrorResult tells a tool error from a success, for the metrics, by
+// the result object's own top-level isError member (not one nested in
+// structured content). The result was checked as JSON on its way in
+// (parseFrame over stdio, mcp-go's decoder over HTTP), so values are
+// skipped, not checked: a string by searching for its closing quote, which
+// crosses a 1 MiB text result at memory speed.
+func isErrorResult(raw json.RawMessage) bool {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return false
+	}
+	isError := false
+	for i++; ; i++ { // i is at '{' or ','
+		i = skipSpace(raw, i)
+		if i >= len(raw) || raw[i] != '"' {
+			return isError
+		}
+		key := i
+		i = skipString(raw, i)
+		name := raw[key:i]
+		if i = skipSpace(raw, i); i >= len(raw) || raw[i] != ':' {
+			return isError
+		}
+		value := skipSpace(raw, i+1)
+		end := skipValue(raw, value)
+		if string(name) == `"isError"` || bytes.IndexByte(name, '\\') >= 0 && unquoted(name) == "isError" {
+			isError = string(raw[value:end]) == "true" // the last wins, as in a decoder
+		}
+		i = skipSpace(raw, end)
+		if i >= len(raw) || raw[i] != ',' {
+			return isError
+		}
+	}
+}
 
-// isErrorResult tells a tool error from a success for the metrics. A
-// result spelled with spaces around the colon counts as a success there,
-// and only there: the client gets the result as it is.
-func isErrorResult(raw json.RawMessage) bool { return bytes.Contains(raw, isErrorTrue) }
+func unquoted(s []byte) string {
+	var u string
+	_ = json.Unmarshal(s, &u)
+	return u
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string starting at b[i].
+func skipString(b []byte, i int) int {
+	for i++; ; i++ {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return len(b)
+		}
+		i += j
+		backslashes := 0
+		for k := i - 1; k >= 0 && b[k] == '\\'; k-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			return i + 1
+		}
+	}
+}
+
+// skipValue returns the index after the value starting at b[i].
+func skipValue(b []byte, i int) int {
+	depth := 0
+	for i < len(b) {
+		switch b[i] {
+		case '"':
+			i = skipString(b, i)
+			if depth == 0 {
+				return i
+			}
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i // the end of the enclosing object
+			}
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i
+			}
+		}
+		i++
+	}
+	return i
+}

@@ -278,3 +278,53 @@ func TestFastPathStdio(t *testing.T) {
 		t.Fatalf("after the cancelled call: %v %v", err, res)
 	}
 }
+
+// isErrorResult reads the top-level isError member only, whatever comes
+// before it or inside strings and nested values.
+func TestIsErrorResult(t *testing.T) {
+	for _, c := range []struct {
+		raw  string
+		want bool
+	}{
+		{`{"content":[{"type":"text","text":"boom"}],"isError":true}`, true},
+		{`{"isError":true,"content":[]}`, true},
+		{` { "content" : [ ] , "isError" : true } `, true},
+		{`{"content":[],"isError":false}`, false},
+		{`{"content":[{"type":"text","text":"hi"}]}`, false},
+		{`{"structuredContent":{"isError":true},"content":[]}`, false},
+		{`{"content":[{"type":"text","text":"\"isError\":true"}]}`, false},
+		{`{"content":[{"type":"text","text":"a \\\" b\\\\"}],"isError":true}`, true},
+		{`{"isError":true,"isError":false}`, false},
+		{`{"meta":[1,{"a":[2,3]},"x"],"n":-1.5e3,"b":null,"isError":true}`, true},
+		{`[]`, false},
+		{`{"isError":`, false},
+	} {
+		if got := isErrorResult([]byte(c.raw)); got != c.want {
+			t.Errorf("isErrorResult(%s) = %v, want %v", c.raw, got, c.want)
+		}
+	}
+}
+
+// FuzzIsErrorResult holds isErrorResult to encoding/json on every valid
+// JSON object.
+//
+//	go test -run '^$' -fuzz FuzzIsErrorResult ./tools
+func FuzzIsErrorResult(f *testing.F) {
+	for _, seed := range []string{
+		`{"content":[{"type":"text","text":"boom"}],"isError":true}`,
+		`{"structuredContent":{"isError":true},"content":[]}`,
+		`{"content":[{"type":"text","text":"a \\\" b\\\\"}],"isError":true}`,
+		`{"a":"\\","isError":true}`, `{"isError" : true }`, `{"isError":true,"isError":false}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var m map[string]json.RawMessage
+		if !json.Valid(raw) || json.Unmarshal(raw, &m) != nil {
+			return
+		}
+		if want := string(m["isError"]) == "true"; isErrorResult(raw) != want {
+			t.Fatalf("isErrorResult(%q) = %v; encoding/json finds isError %s", raw, !want, m["isError"])
+		}
+	})
+}
