@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -34,11 +35,12 @@ type pipeTransport struct {
 	wmu sync.Mutex // one whole line at a time on the server's stdin
 
 	mu        sync.Mutex
-	pending   map[string]chan *transport.JSONRPCResponse // by request id
+	pending   map[string]*pendingCall // by request id
+	ended     bool                    // no call is taken after the end
 	onNote    func(mcp.JSONRPCNotification)
 	onRequest transport.RequestHandler
 
-	start     sync.Once
+	started   sync.Once
 	done      chan struct{} // closed when the connection ends
 	closeOnce sync.Once
 	ctx       context.Context // for the server's requests; ends with Close
@@ -51,7 +53,7 @@ func newPipeTransport(stdout io.Reader, stdin io.WriteCloser, log *slog.Logger) 
 	ctx, cancel := context.WithCancel(context.Background())
 	return &pipeTransport{
 		w: stdin, r: stdout, log: log,
-		pending: map[string]chan *transport.JSONRPCResponse{},
+		pending: map[string]*pendingCall{},
 		done:    make(chan struct{}),
 		ctx:     ctx, cancel: cancel,
 	}
@@ -59,51 +61,95 @@ func newPipeTransport(stdout io.Reader, stdin io.WriteCloser, log *slog.Logger) 
 
 // Start begins reading the server's stdout.
 func (p *pipeTransport) Start(context.Context) error {
-	p.start.Do(func() { go p.read() })
+	p.started.Do(func() { go p.read() })
 	return nil
+}
+
+// pendingCall is a request waiting for its response. done is called once:
+// with the response, or with why none will come.
+type pendingCall struct {
+	done  func(*transport.JSONRPCResponse, error)
+	timer *time.Timer // the call's deadline, for calls started with start
 }
 
 // SendRequest writes request and waits for the server's response to it,
 // the connection's end, or ctx.
 func (p *pipeTransport) SendRequest(ctx context.Context, request transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	select {
-	case <-p.done:
-		return nil, transport.ErrTransportClosed
-	default:
-	}
 	line, err := json.Marshal(request)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s request: %w", request.Method, err)
 	}
-	key := request.ID.String()
-	ch := make(chan *transport.JSONRPCResponse, 1)
-	p.mu.Lock()
-	p.pending[key] = ch
-	p.mu.Unlock()
-	forget := func() {
-		p.mu.Lock()
-		delete(p.pending, key)
-		p.mu.Unlock()
+	type answer struct {
+		resp *transport.JSONRPCResponse
+		err  error
 	}
-	if err := p.writeLine(line); err != nil {
-		forget()
+	ch := make(chan answer, 1)
+	key := request.ID.String()
+	if err := p.send(key, line, &pendingCall{done: func(r *transport.JSONRPCResponse, err error) { ch <- answer{r, err} }}); err != nil {
 		return nil, err
 	}
 	select {
-	case resp := <-ch:
-		return resp, nil
+	case a := <-ch:
+		return a.resp, a.err
 	case <-ctx.Done():
-		forget()
+		p.take(key)
 		return nil, ctx.Err()
-	case <-p.done:
-		select {
-		case resp := <-ch: // it came just before the end
-			return resp, nil
-		default:
-		}
-		forget()
-		return nil, transport.ErrTransportClosed
 	}
+}
+
+// start writes a request and returns at once; done hears the response, the
+// connection's end, or ErrTimeout after timeout, on the goroutine that
+// saw it. stop ends the call early with cause, unless it has ended.
+//
+// It is how a proxied call over stdio waits without a goroutine of its
+// own: the response is written to the client from the reader that read it,
+// as a relay copying bytes would, with no hand-off in between.
+func (p *pipeTransport) start(id mcp.RequestId, line []byte, timeout time.Duration, done func(*transport.JSONRPCResponse, error)) (stop func(cause error), err error) {
+	key := id.String()
+	c := &pendingCall{done: done}
+	c.timer = time.AfterFunc(timeout, func() {
+		if p.take(key) != nil {
+			done(nil, ErrTimeout)
+		}
+	})
+	if err := p.send(key, line, c); err != nil {
+		c.timer.Stop()
+		return nil, err
+	}
+	return func(cause error) {
+		if p.take(key) != nil {
+			c.timer.Stop()
+			done(nil, cause)
+		}
+	}, nil
+}
+
+// send registers c under key and writes line; on failure c is not called.
+func (p *pipeTransport) send(key string, line []byte, c *pendingCall) error {
+	p.mu.Lock()
+	if p.ended {
+		p.mu.Unlock()
+		return transport.ErrTransportClosed
+	}
+	p.pending[key] = c
+	p.mu.Unlock()
+	if err := p.writeLine(line); err != nil {
+		if p.take(key) == nil {
+			return nil // the connection ended in between, and said so to c
+		}
+		return err
+	}
+	return nil
+}
+
+// take removes the call waiting under key and returns it, or nil when it
+// has already ended: whoever takes a call ends it.
+func (p *pipeTransport) take(key string) *pendingCall {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.pending[key]
+	delete(p.pending, key)
+	return c
 }
 
 // SendNotification writes a notification.
@@ -159,10 +205,22 @@ func (p *pipeTransport) Close() error {
 	return p.w.Close()
 }
 
+// end fails every call still waiting, once.
 func (p *pipeTransport) end() {
 	p.closeOnce.Do(func() {
+		p.mu.Lock()
+		p.ended = true
+		waiting := p.pending
+		p.pending = map[string]*pendingCall{}
+		p.mu.Unlock()
 		close(p.done)
 		p.cancel()
+		for _, c := range waiting {
+			if c.timer != nil {
+				c.timer.Stop()
+			}
+			c.done(nil, transport.ErrTransportClosed)
+		}
 	})
 }
 
@@ -252,12 +310,12 @@ func (p *pipeTransport) respond(f frame, owned bool) {
 	if !ok {
 		return
 	}
-	p.mu.Lock()
-	ch := p.pending[key]
-	delete(p.pending, key)
-	p.mu.Unlock()
-	if ch == nil {
+	c := p.take(key)
+	if c == nil {
 		return // nobody asked, or the caller gave up
+	}
+	if c.timer != nil {
+		c.timer.Stop()
 	}
 	resp := &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION}
 	_ = resp.ID.UnmarshalJSON(f.id) // idKey read it
@@ -272,7 +330,7 @@ func (p *pipeTransport) respond(f frame, owned bool) {
 			resp.Result = bytes.Clone(f.result)
 		}
 	}
-	ch <- resp
+	c.done(resp, nil)
 }
 
 // idKey is the key mcp.RequestId.String gives the id, read without

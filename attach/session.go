@@ -623,12 +623,41 @@ func (s *Session) call(ctx context.Context, name string, do func(context.Context
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	err := do(ctx, up, tool)
+	timedOut := ctx.Err() == context.DeadlineExceeded && !errors.Is(context.Cause(ctx), context.Canceled)
+	return callError(att, tool, timeout, err, timedOut)
+}
+
+// StartRaw is CallRaw without waiting, where the tool's upstream is a
+// stdio server: done hears the result or the error once, on whichever
+// goroutine ended the call, and stop ends it early with cause. ok is
+// false for any other upstream, or one that is down or still starting;
+// CallRaw then serves the call, and says what is wrong.
+func (s *Session) StartRaw(name string, args json.RawMessage, done func(json.RawMessage, error)) (stop func(cause error), ok bool) {
+	att, tool := s.route(name)
+	if att == nil {
+		return nil, false
+	}
+	att.mu.Lock()
+	up := att.up
+	att.mu.Unlock()
+	if up == nil {
+		return nil, false
+	}
+	timeout := cmp.Or(att.Timeout, s.m.CallTimeout)
+	return up.startRaw(tool, args, timeout, func(res json.RawMessage, err error) {
+		done(res, callError(att, tool, timeout, err, errors.Is(err, ErrTimeout)))
+	})
+}
+
+// callError turns what went wrong with a call into a sentence that says
+// what to do.
+func callError(att *Attachment, tool string, timeout time.Duration, err error, timedOut bool) error {
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, ErrUpstreamDown):
 		return fmt.Errorf("%s: %w; attach_resource %s again to restart it", att.Name, err, att.URN)
-	case ctx.Err() == context.DeadlineExceeded && !errors.Is(context.Cause(ctx), context.Canceled):
+	case timedOut:
 		return fmt.Errorf("%w: %s did not answer %s within %s", ErrTimeout, att.Name, tool, timeout)
 	}
 	return err

@@ -37,7 +37,8 @@ type upstream struct {
 	stdout io.Closer     // our end of the child's stdout
 	stderr *tail
 
-	rawIDs atomic.Uint64 // ids of callRaw's requests and progress tokens
+	rawIDs atomic.Uint64  // ids of callRaw's requests and progress tokens
+	pipe   *pipeTransport // a stdio server's transport; nil for remotes
 
 	mu       sync.Mutex
 	downWhy  string // why the upstream is down; "" while up
@@ -64,7 +65,7 @@ func dial(ctx context.Context, plan Plan, hc *http.Client, log *slog.Logger, ver
 		if err != nil {
 			return nil, err
 		}
-		t = st
+		t, u.pipe = st, st
 	case TransportStreamableHTTP:
 		ht, err := transport.NewStreamableHTTP(plan.URL,
 			transport.WithHTTPBasicClient(hc),
@@ -348,20 +349,63 @@ func (u *upstream) callRaw(ctx context.Context, tool string, args json.RawMessag
 	if why := u.downReason(); why != "" {
 		return nil, fmt.Errorf("%w: %s", ErrUpstreamDown, why)
 	}
-	req := transport.JSONRPCRequest{
+	req := u.rawRequest(tool, args)
+	resp, err := u.client.GetTransport().SendRequest(ctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			u.cancelRequest(ctx.Err().Error(), req.ID)
+		}
+		return nil, u.failure(transport.NewError(err))
+	}
+	return rawResult(tool, resp)
+}
+
+// startRaw is callRaw without waiting, for a stdio server that is up; ok
+// is false otherwise, and the caller takes callRaw, which says what is
+// wrong. done hears the result or the error once, on the goroutine that
+// saw it (pipeTransport.start); stop ends the call early with cause.
+func (u *upstream) startRaw(tool string, args json.RawMessage, timeout time.Duration, done func(json.RawMessage, error)) (stop func(cause error), ok bool) {
+	if u.pipe == nil || u.downReason() != "" {
+		return nil, false
+	}
+	req := u.rawRequest(tool, args)
+	line, err := json.Marshal(req)
+	if err != nil {
+		return nil, false
+	}
+	stop, err = u.pipe.start(req.ID, line, timeout, func(resp *transport.JSONRPCResponse, err error) {
+		if err == nil {
+			done(rawResult(tool, resp))
+			return
+		}
+		// Off the reader: telling why a connection broke may wait for
+		// the process to be reaped.
+		go func() {
+			if errors.Is(err, ErrTimeout) || errors.Is(err, context.Canceled) {
+				u.cancelRequest(err.Error(), req.ID)
+				done(nil, err)
+				return
+			}
+			done(nil, u.failure(transport.NewError(err)))
+		}()
+	})
+	return stop, err == nil
+}
+
+// rawRequest is a tools/call carrying the client's argument bytes.
+func (u *upstream) rawRequest(tool string, args json.RawMessage) transport.JSONRPCRequest {
+	return transport.JSONRPCRequest{
 		JSONRPC: mcp.JSONRPC_VERSION,
 		// Our own id space: the client numbers its requests 1, 2, …
 		ID:     mcp.NewRequestId("ardgate-" + strconv.FormatUint(u.rawIDs.Add(1), 10)),
 		Method: string(mcp.MethodToolsCall),
 		Params: rawCallParams{Name: tool, Arguments: args},
 	}
-	resp, err := u.client.GetTransport().SendRequest(ctx, req)
-	if err != nil {
-		if ctx.Err() != nil {
-			u.cancelRequest(ctx, req.ID)
-		}
-		return nil, u.failure(transport.NewError(err))
-	}
+}
+
+// rawResult is the result of a tools/call response as the server sent it,
+// or the error it answered with.
+func rawResult(tool string, resp *transport.JSONRPCResponse) (json.RawMessage, error) {
 	if resp.Error != nil {
 		return nil, resp.Error.AsError()
 	}
@@ -381,13 +425,13 @@ type rawCallParams struct {
 // as mcp-go's client does for its own requests: over stdio a
 // notifications/cancelled is the only way to stop the work. Over HTTP the
 // ended request says so. It is best effort and off the caller's path.
-func (u *upstream) cancelRequest(ctx context.Context, id mcp.RequestId) {
+func (u *upstream) cancelRequest(reason string, id mcp.RequestId) {
 	if u.cmd == nil {
 		return
 	}
 	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
 		Method: string(mcp.MethodNotificationCancelled),
-		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": ctx.Err().Error()}},
+		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": reason}},
 	}}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

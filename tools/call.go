@@ -48,6 +48,9 @@ func (g *Gateway) callFailed(ctx context.Context, name string, err error) *mcp.C
 	if ctx.Err() != nil {
 		return failure("cancelled", "the call to %s was cancelled: %v", name, context.Cause(ctx))
 	}
+	if errors.Is(err, context.Canceled) { // a fast call over stdio, stopped by the client
+		return failure("cancelled", "the call to %s was cancelled: %v", name, err)
+	}
 	out := fromError(err)
 	var f failureBody
 	_ = json.Unmarshal(out.RawStructuredContent, &f)

@@ -77,10 +77,7 @@ func benchCalls(b *testing.B, c *client.Client, name string, args any) {
 //
 //	go test -run '^$' -bench ProxyCallStdio -benchmem ./tools
 func BenchmarkProxyCallStdio(b *testing.B) {
-	fixture := filepath.Join(b.TempDir(), "mcpfixture")
-	if out, err := exec.Command("go", "build", "-o", fixture, "../testdata/mcpfixture/cmd/mcpfixture").CombinedOutput(); err != nil {
-		b.Fatalf("build the fixture: %v\n%s", err, out)
-	}
+	fixture := buildFixture(b)
 	args := map[string]any{"message": "ping"}
 
 	b.Run("direct", func(b *testing.B) {
@@ -102,32 +99,15 @@ func BenchmarkProxyCallStdio(b *testing.B) {
 			StartTimeout: 10 * time.Second,
 			Log:          log,
 		}
-		g := New(m, log, Options{Version: "bench"})
-		inR, inW := io.Pipe()
-		outR, outW := io.Pipe()
-		served := make(chan error, 1)
-		go func() { served <- g.ServeStdio(context.Background(), inR, outW) }()
-		c := client.NewClient(transport.NewIO(outR, inW, nil), client.WithProtocolVersion(mcp.ProtocolVersion20251125))
-		b.Cleanup(func() {
-			_ = inW.Close()
-			<-served
-			_ = outW.Close() // ends the client's reader
-			_ = c.Close()
-			g.Close()
-		})
-		if err := c.Start(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := c.Initialize(context.Background(), mcp.InitializeRequest{}); err != nil {
-			b.Fatal(err)
-		}
+		c := serveStdio(b, New(m, log, Options{Version: "bench"}))
 		waitCallable(b, c, "mcp_fx__echo", args)
 		benchCalls(b, c, "mcp_fx__echo", args)
 	})
 }
 
 // waitCallable waits for a pinned server, which starts in the background.
-func waitCallable(b *testing.B, c *client.Client, name string, args any) {
+func waitCallable(t testing.TB, c *client.Client, name string, args any) {
+	t.Helper()
 	req := mcp.CallToolRequest{}
 	req.Params.Name, req.Params.Arguments = name, args
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
@@ -136,7 +116,45 @@ func waitCallable(b *testing.B, c *client.Client, name string, args any) {
 			return
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("%s never became callable: %v %v", name, err, res)
+			t.Fatalf("%s never became callable: %v %v", name, err, res)
 		}
 	}
+}
+
+// buildFixture builds the fixture MCP server, to run as a stdio upstream.
+func buildFixture(t testing.TB) string {
+	t.Helper()
+	fixture := filepath.Join(t.TempDir(), "mcpfixture")
+	if out, err := exec.Command("go", "build", "-o", fixture, "../testdata/mcpfixture/cmd/mcpfixture").CombinedOutput(); err != nil {
+		t.Fatalf("build the fixture: %v\n%s", err, out)
+	}
+	return fixture
+}
+
+// serveStdio serves g's stdio transport in-process on pipes to an mcp-go
+// client, initialised. At cleanup the client hangs up and ServeStdio must
+// return without error.
+func serveStdio(t testing.TB, g *Gateway) *client.Client {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- g.ServeStdio(context.Background(), inR, outW) }()
+	c := client.NewClient(transport.NewIO(outR, inW, nil), client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	t.Cleanup(func() {
+		_ = inW.Close()
+		if err := <-served; err != nil {
+			t.Errorf("ServeStdio: %v", err)
+		}
+		_ = outW.Close() // ends the client's reader
+		_ = c.Close()
+		g.Close()
+	})
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Initialize(context.Background(), mcp.InitializeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -80,12 +80,18 @@ func plainID(id json.RawMessage) bool {
 // serveFast runs a call fastCall accepted and returns the whole response
 // frame, without a trailing newline.
 func (g *Gateway) serveFast(ctx context.Context, s *session, c *callFrame) []byte {
-	name := c.Params.Name
-	end, refused := g.admit(s, name, nil)
+	end, refused := g.admit(s, c.Params.Name, nil)
 	if refused != nil {
 		return response(c.ID, refused)
 	}
-	raw, err := s.att.CallRaw(ctx, name, c.Params.Arguments)
+	raw, err := s.att.CallRaw(ctx, c.Params.Name, c.Params.Arguments)
+	return g.fastResult(ctx, c, end, raw, err)
+}
+
+// fastResult ends an admitted fast call with what its upstream answered
+// and returns the frame for the client.
+func (g *Gateway) fastResult(ctx context.Context, c *callFrame, end func(failed bool), raw json.RawMessage, err error) []byte {
+	name := c.Params.Name
 	if err != nil {
 		end(true)
 		return response(c.ID, g.callFailed(ctx, name, err))

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -215,29 +215,9 @@ func TestFastPathStdio(t *testing.T) {
 		StartTimeout: 10 * time.Second,
 		Log:          log,
 	}
-	g := New(m, log, Options{Version: "test"})
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	served := make(chan error, 1)
-	go func() { served <- g.ServeStdio(context.Background(), inR, outW) }()
-	c := client.NewClient(transport.NewIO(outR, inW, nil), client.WithProtocolVersion(mcp.ProtocolVersion20251125))
-	t.Cleanup(func() {
-		_ = inW.Close()
-		if err := <-served; err != nil {
-			t.Errorf("ServeStdio: %v", err)
-		}
-		_ = outW.Close()
-		_ = c.Close()
-		g.Close()
-		m.HTTP.CloseIdleConnections()
-	})
+	t.Cleanup(m.HTTP.CloseIdleConnections) // after the session's end
+	c := serveStdio(t, New(m, log, Options{Version: "test"}))
 	ctx := context.Background()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
-		t.Fatal(err)
-	}
 	call := func(ctx context.Context, tool string, args any) (*mcp.CallToolResult, error) {
 		req := mcp.CallToolRequest{}
 		req.Params.Name, req.Params.Arguments = tool, args
@@ -277,6 +257,96 @@ func TestFastPathStdio(t *testing.T) {
 	if err != nil || firstText(res) != "still here" {
 		t.Fatalf("after the cancelled call: %v %v", err, res)
 	}
+}
+
+// A call to a stdio upstream over stdio is answered from the upstream's
+// pipe reader (StartRaw), with no goroutine of its own: results, a
+// cancellation by the client, the call timeout, and a session that ends
+// with a call in flight all behave as on the other paths.
+func TestFastPathStdioUpstream(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	m := &attach.Manager{
+		Pinned:       []config.Server{{Name: "fx", Command: buildFixture(t), Args: []string{"--transport=stdio"}}},
+		CallTimeout:  2 * time.Second,
+		StartTimeout: 10 * time.Second,
+		Log:          log,
+	}
+	g := New(m, log, Options{Version: "test", MaxResultBytes: 8 << 20})
+	var hangUp time.Time
+	t.Cleanup(func() { // runs once serveStdio's cleanup has returned
+		if took := time.Since(hangUp); took > time.Second {
+			t.Errorf("the session took %s to end with a call in flight; it should cancel the call", took)
+		}
+	})
+	c := serveStdio(t, g)
+	t.Cleanup(func() { hangUp = time.Now() }) // runs before it
+	ctx := context.Background()
+	call := func(ctx context.Context, tool string, args any) (*mcp.CallToolResult, error) {
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = tool, args
+		return c.CallTool(ctx, req)
+	}
+	waitCallable(t, c, "mcp_fx__echo", map[string]any{"message": "ready?"})
+
+	// This upstream takes the path without a goroutine.
+	got := make(chan string, 1)
+	stop, ok := g.stdio.Load().att.StartRaw("mcp_fx__echo", json.RawMessage(`{"message":"started"}`), func(raw json.RawMessage, err error) {
+		got <- fmt.Sprint(string(raw), err)
+	})
+	if !ok {
+		t.Fatal("StartRaw did not take a call to a stdio upstream")
+	}
+	if r := <-got; !strings.Contains(r, `"started"`) || !strings.HasSuffix(r, "<nil>") {
+		t.Fatalf("StartRaw answered %s", r)
+	}
+	stop(context.Canceled) // after the end: nothing happens
+	select {
+	case r := <-got:
+		t.Fatalf("a stopped call ended twice: %s", r)
+	case <-time.After(50 * time.Millisecond):
+	}
+
+	// Results, tool errors and a 1 MiB result pass whole.
+	if res, err := call(ctx, "mcp_fx__add", map[string]any{"a": 2, "b": 3}); err != nil || string(res.RawStructuredContent) != `{"sum":5}` {
+		t.Fatalf("add: %v %+v", err, res)
+	}
+	if res, err := call(ctx, "mcp_fx__echo", map[string]any{}); err != nil || !res.IsError {
+		t.Fatalf("echo without its argument: %v %+v", err, res)
+	}
+	if res, err := call(ctx, "mcp_fx__big", map[string]any{"bytes": 1 << 20}); err != nil || len(firstText(res)) != 1<<20 {
+		t.Fatalf("big: %v, %d bytes", err, len(firstText(res)))
+	}
+
+	// The client cancels: the call ends at once and the session goes on.
+	callCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := call(callCtx, "mcp_fx__slow", map[string]any{"ms": 1500})
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call: %v", err)
+	}
+
+	// The call timeout (2 s) answers for an upstream that does not.
+	start := time.Now()
+	res, err := call(ctx, "mcp_fx__slow", map[string]any{"ms": 10000})
+	if err != nil || !res.IsError || !strings.Contains(firstText(res), "did not answer slow within 2s") {
+		t.Fatalf("slow past the timeout: %v %+v", err, res)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the timeout took %s", took)
+	}
+	if res, err := call(ctx, "mcp_fx__echo", map[string]any{"message": "still here"}); err != nil || firstText(res) != "still here" {
+		t.Fatalf("after the timeout: %v %+v", err, res)
+	}
+
+	// A call still in flight when the client hangs up ends with the
+	// session, at once (the cleanups above time it).
+	go func() { _, _ = call(ctx, "mcp_fx__slow", map[string]any{"ms": 10000}) }()
+	time.Sleep(100 * time.Millisecond)
 }
 
 // isErrorResult reads the top-level isError member only, whatever comes

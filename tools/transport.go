@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -43,14 +44,16 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 	defer cancel()
 	w := &frameWriter{w: out}
 	toServer, fromReader := io.Pipe()
-	r := &stdioReader{g: g, w: w, server: fromReader, cancels: map[string]context.CancelFunc{}}
+	r := &stdioReader{g: g, w: w, server: fromReader, cancels: map[string]func(){}}
 	// An over-size frame is cut, so it gets a parse error and the session
 	// goes on, instead of growing memory without bound.
 	go r.run(ctx, bufio.NewReaderSize(guard.TruncateFrames(in, guard.MaxMessage), 64<<10))
 	err := srv.Listen(ctx, toServer, w)
 	cancel() // the client is gone: its fast calls in flight end too
 	_ = toServer.Close()
-	r.calls.close()
+	r.calls.shut()
+	r.cancelAll()
+	r.calls.wait()
 	return err
 }
 
@@ -76,7 +79,7 @@ type stdioReader struct {
 	calls  callGroup
 
 	mu      sync.Mutex
-	cancels map[string]context.CancelFunc // fast calls in flight, by id
+	cancels map[string]func() // fast calls in flight, by id
 }
 
 func (r *stdioReader) run(ctx context.Context, in *bufio.Reader) {
@@ -94,9 +97,12 @@ func (r *stdioReader) run(ctx context.Context, in *bufio.Reader) {
 	}
 }
 
-// fast answers line on the fast path, on a goroutine of its own as the
-// server does with calls, and reports whether it took it. A cancellation
-// of a fast call is applied here and still passed on to the server.
+// fast answers line on the fast path and reports whether it took it. A
+// call to a stdio server is started here and answered from the reader of
+// that server's pipe, as soon as its response is read (StartRaw); any
+// other call runs on a goroutine of its own, as the server runs calls. A
+// cancellation of a fast call is applied here and still passed on to the
+// server.
 func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
 	if bytes.Contains(line, cancelledMethod) {
 		r.cancel(line)
@@ -113,23 +119,80 @@ func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
 	if !r.calls.add() {
 		return false // the session is ending; the server answers
 	}
+	end, refused := r.g.admit(s, c.Params.Name, nil)
+	if refused != nil {
+		r.reply(response(c.ID, refused))
+		r.calls.done()
+		return true
+	}
 	id := string(c.ID)
-	ctx, cancel := context.WithCancel(ctx)
+	var f inflight
 	r.mu.Lock()
-	r.cancels[id] = cancel
+	r.cancels[id] = f.cancel
 	r.mu.Unlock()
-	go func() {
-		defer r.calls.done()
-		frame := r.g.serveFast(ctx, s, c)
+	finish := func(raw json.RawMessage, err error) {
 		r.mu.Lock()
 		delete(r.cancels, id)
 		r.mu.Unlock()
-		cancel()
-		if _, err := r.w.Write(append(frame, '\n')); err != nil {
-			r.g.log.Debug("fast call result not written", "err", err)
-		}
+		r.reply(r.g.fastResult(ctx, c, end, raw, err))
+		r.calls.done()
+	}
+	if stop, ok := s.att.StartRaw(c.Params.Name, c.Params.Arguments, finish); ok {
+		f.started(stop)
+		return true
+	}
+	callCtx, cancel := context.WithCancel(ctx)
+	f.started(func(error) { cancel() })
+	go func() {
+		defer cancel()
+		raw, err := s.att.CallRaw(callCtx, c.Params.Name, c.Params.Arguments)
+		finish(raw, err)
 	}()
 	return true
+}
+
+// inflight lets a cancellation that comes while a fast call is starting
+// still stop it, without a lock held across the start (which writes to
+// the upstream, and could wait on it).
+type inflight struct {
+	stop      atomic.Pointer[func(error)]
+	cancelled atomic.Bool
+}
+
+func (f *inflight) cancel() {
+	f.cancelled.Store(true)
+	if stop := f.stop.Load(); stop != nil {
+		(*stop)(context.Canceled)
+	}
+}
+
+// started records how to stop the call; a stop may run twice, which ends
+// the call once.
+func (f *inflight) started(stop func(error)) {
+	f.stop.Store(&stop)
+	if f.cancelled.Load() {
+		stop(context.Canceled)
+	}
+}
+
+// reply writes one frame to the client.
+func (r *stdioReader) reply(frame []byte) {
+	if _, err := r.w.Write(append(frame, '\n')); err != nil {
+		r.g.log.Debug("fast call result not written", "err", err)
+	}
+}
+
+// cancelAll stops every fast call in flight: the session is ending.
+func (r *stdioReader) cancelAll() {
+	r.mu.Lock()
+	cancels := make([]func(), 0, len(r.cancels))
+	for _, c := range r.cancels {
+		cancels = append(cancels, c)
+	}
+	r.mu.Unlock()
+	for _, c := range cancels {
+		c()
+	}
 }
 
 var cancelledMethod = []byte(`"notifications/cancelled"`)
@@ -170,12 +233,14 @@ func (c *callGroup) add() bool {
 
 func (c *callGroup) done() { c.wg.Done() }
 
-func (c *callGroup) close() {
+// shut admits no more calls.
+func (c *callGroup) shut() {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
-	c.wg.Wait()
 }
+
+func (c *callGroup) wait() { c.wg.Wait() }
 
 // HTTP serves MCP over streamable HTTP at /mcp, with /healthz.
 type HTTP struct {
