@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -33,11 +32,6 @@ import (
 // on the fast path (fastpath.go), everything else goes on to the MCP
 // server through a pipe. Both write whole frames through one writer.
 func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	if f, ok := in.(*os.File); ok {
-		var restore func()
-		in, restore = pollable(f)
-		defer restore()
-	}
 	srv := server.NewStdioServer(g.mcp)
 	srv.SetErrorLogger(slog.NewLogLogger(g.log.Handler(), slog.LevelError))
 	ctx, cancel := context.WithCancel(ctx)
