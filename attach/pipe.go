@@ -15,6 +15,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/guard"
 )
 
 // pipeTransport is the client side of JSON-RPC over a stdio server's
@@ -249,6 +251,31 @@ func (p *pipeTransport) read() {
 			return
 		}
 	}
+}
+
+// frame is one JSON-RPC message from the server, read at its top level
+// only: the raw members that route it, as slices of the line.
+type frame struct {
+	id, method, result, err []byte
+}
+
+// parseFrame checks the line and splits it (guard.ScanObject); the
+// result goes on to the client as the server wrote it.
+func parseFrame(line []byte) (frame, error) {
+	var f frame
+	err := guard.ScanObject(line, func(name, value []byte) {
+		switch string(name) {
+		case "id":
+			f.id = value
+		case "method":
+			f.method = value
+		case "result":
+			f.result = value
+		case "error":
+			f.err = value
+		}
+	})
+	return f, err
 }
 
 // longLine reads the rest of a line longer than the reader's buffer into

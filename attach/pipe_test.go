@@ -3,6 +3,7 @@ package attach
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -187,4 +188,34 @@ func TestPipeTransportSkipsWhatItCannotRoute(t *testing.T) {
 		t.Fatalf("a call after the end: %v, want ErrTransportClosed", err)
 	}
 	go io.Copy(io.Discard, toServerR) // Close writes nothing, but must not block if it did
+}
+
+// rawLine writes what encoding/json would, with the argument bytes as the
+// client sent them.
+func TestRawLine(t *testing.T) {
+	u := &upstream{}
+	for _, c := range []struct{ tool, args string }{
+		{"echo", `{"message":"hi"}`},
+		{"weird \"name\" <é>", `{"a":[1,2,{"b":null}]}`},
+		{"no_args", ``},
+	} {
+		var args json.RawMessage
+		if c.args != "" {
+			args = json.RawMessage(c.args)
+		}
+		req := u.rawRequest(c.tool, args)
+		want, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := rawLine(req)
+		if err != nil || string(got) != string(want) {
+			t.Errorf("rawLine = %s, %v\n     want %s", got, err, want)
+		}
+	}
+	spaced := json.RawMessage(`{ "message" : "hi" }`)
+	got, _ := rawLine(u.rawRequest("echo", spaced))
+	if !strings.Contains(string(got), `"arguments":{ "message" : "hi" }}`) {
+		t.Errorf("the arguments were not passed as sent: %s", got)
+	}
 }

@@ -369,7 +369,7 @@ func (u *upstream) startRaw(tool string, args json.RawMessage, timeout time.Dura
 		return nil, false
 	}
 	req := u.rawRequest(tool, args)
-	line, err := json.Marshal(req)
+	line, err := rawLine(req)
 	if err != nil {
 		return nil, false
 	}
@@ -401,6 +401,31 @@ func (u *upstream) rawRequest(tool string, args json.RawMessage) transport.JSONR
 		Method: string(mcp.MethodToolsCall),
 		Params: rawCallParams{Name: tool, Arguments: args},
 	}
+}
+
+// rawLine is req's frame, put together around the client's argument
+// bytes: encoding/json would check them again, and they were checked when
+// the client's frame was read.
+func rawLine(req transport.JSONRPCRequest) ([]byte, error) {
+	params := req.Params.(rawCallParams)
+	id, err := req.ID.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	name, err := json.Marshal(params.Name)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, 96+len(id)+len(name)+len(params.Arguments))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"method":"tools/call","params":{"name":`...)
+	b = append(b, name...)
+	if params.Arguments != nil {
+		b = append(b, `,"arguments":`...)
+		b = append(b, params.Arguments...)
+	}
+	return append(b, "}}"...), nil
 }
 
 // rawResult is the result of a tools/call response as the server sent it,

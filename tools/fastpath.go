@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/guard"
 )
 
 // The fast path answers a plain tools/call of a proxied tool before the
@@ -23,24 +25,23 @@ import (
 // limit, the call timeout, the result cap, metrics, and the same error
 // results. With tracing on, the fast path is off.
 
-// callFrame is a JSON-RPC request as the fast path reads it.
+// callFrame is a tools/call as the fast path reads it: the id and the
+// arguments as the client wrote them.
 type callFrame struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-		Meta      json.RawMessage `json:"_meta"`
-	} `json:"params"`
+	ID        json.RawMessage
+	Name      string
+	Arguments json.RawMessage // nil when absent or null
 }
 
 var toolsCallMethod = []byte(`"tools/call"`)
 
-// fastCall decodes frame and, when it is a call the fast path takes,
+// fastCall reads frame and, when it is a call the fast path takes,
 // returns it; ok is false for anything else, which the MCP server then
 // handles as usual. With tracing on, every call takes the server's path,
 // so that each is traced whole.
+//
+// The frame is read with guard.ScanObject, which checks it all but
+// decodes only the members named here.
 func (g *Gateway) fastCall(s *session, frame []byte) (c *callFrame, ok bool) {
 	if s == nil || g.opts.Tracing != nil || !bytes.Contains(frame, toolsCallMethod) {
 		return nil, false
@@ -49,20 +50,56 @@ func (g *Gateway) fastCall(s *session, frame []byte) (c *callFrame, ok bool) {
 	if proxied == nil || len(*proxied) == 0 {
 		return nil, false
 	}
-	c = new(callFrame)
-	if json.Unmarshal(frame, c) != nil || c.JSONRPC != mcp.JSONRPC_VERSION || c.Method != string(mcp.MethodToolsCall) {
+	var version, id, method, params []byte
+	err := guard.ScanObject(frame, func(name, value []byte) {
+		switch string(name) {
+		case "jsonrpc":
+			version = value
+		case "id":
+			id = value
+		case "method":
+			method = value
+		case "params":
+			params = value
+		}
+	})
+	if err != nil || string(version) != `"`+mcp.JSONRPC_VERSION+`"` || !bytes.Equal(method, toolsCallMethod) || !plainID(id) || len(params) == 0 || params[0] != '{' {
 		return nil, false
 	}
-	if !plainID(c.ID) || len(c.Params.Meta) > 0 || !(*proxied)[c.Params.Name] {
-		return nil, false
+	var name, args, meta []byte
+	_ = guard.ScanObject(params, func(n, value []byte) { // checked with the frame
+		switch string(n) {
+		case "name":
+			name = value
+		case "arguments":
+			args = value
+		case "_meta":
+			meta = value
+		}
+	})
+	tool, isString := jsonString(name)
+	if meta != nil || !isString || !(*proxied)[tool] {
+		return nil, false // a progress token or trace context take the server's path
 	}
-	switch args := bytes.TrimSpace(c.Params.Arguments); {
-	case len(args) == 0 || string(args) == "null":
-		c.Params.Arguments = nil
+	switch {
+	case args == nil || string(args) == "null":
+		args = nil
 	case args[0] != '{':
 		return nil, false // the server says what is wrong with them
 	}
-	return c, true
+	return &callFrame{ID: id, Name: tool, Arguments: args}, true
+}
+
+// jsonString decodes raw when it is a JSON string.
+func jsonString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	var s string
+	return s, json.Unmarshal(raw, &s) == nil
 }
 
 // plainID accepts the ids JSON-RPC requests carry: a string or a number.
@@ -80,18 +117,18 @@ func plainID(id json.RawMessage) bool {
 // serveFast runs a call fastCall accepted and returns the whole response
 // frame, without a trailing newline.
 func (g *Gateway) serveFast(ctx context.Context, s *session, c *callFrame) []byte {
-	end, refused := g.admit(s, c.Params.Name, nil)
+	end, refused := g.admit(s, c.Name, nil)
 	if refused != nil {
 		return response(c.ID, refused)
 	}
-	raw, err := s.att.CallRaw(ctx, c.Params.Name, c.Params.Arguments)
+	raw, err := s.att.CallRaw(ctx, c.Name, c.Arguments)
 	return g.fastResult(ctx, c, end, raw, err)
 }
 
 // fastResult ends an admitted fast call with what its upstream answered
 // and returns the frame for the client.
 func (g *Gateway) fastResult(ctx context.Context, c *callFrame, end func(failed bool), raw json.RawMessage, err error) []byte {
-	name := c.Params.Name
+	name := c.Name
 	if err != nil {
 		end(true)
 		return response(c.ID, g.callFailed(ctx, name, err))
@@ -134,7 +171,7 @@ func resultFrame(id, result json.RawMessage) []byte {
 // isErrorResult tells a tool error from a success, for the metrics, by
 // the result object's own top-level isError member (not one nested in
 // structured content). The result was checked as JSON on its way in
-// (parseFrame over stdio, mcp-go's decoder over HTTP), so values are
+// (guard.ScanObject over stdio, mcp-go's decoder over HTTP), so values are
 // skipped, not checked: a string by searching for its closing quote, which
 // crosses a 1 MiB text result at memory speed.
 func isErrorResult(raw json.RawMessage) bool {

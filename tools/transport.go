@@ -113,7 +113,7 @@ func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
 	if !r.calls.add() {
 		return false // the session is ending; the server answers
 	}
-	end, refused := r.g.admit(s, c.Params.Name, nil)
+	end, refused := r.g.admit(s, c.Name, nil)
 	if refused != nil {
 		r.reply(response(c.ID, refused))
 		r.calls.done()
@@ -131,7 +131,7 @@ func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
 		r.reply(r.g.fastResult(ctx, c, end, raw, err))
 		r.calls.done()
 	}
-	if stop, ok := s.att.StartRaw(c.Params.Name, c.Params.Arguments, finish); ok {
+	if stop, ok := s.att.StartRaw(c.Name, c.Arguments, finish); ok {
 		f.started(stop)
 		return true
 	}
@@ -139,7 +139,7 @@ func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
 	f.started(func(error) { cancel() })
 	go func() {
 		defer cancel()
-		raw, err := s.att.CallRaw(callCtx, c.Params.Name, c.Params.Arguments)
+		raw, err := s.att.CallRaw(callCtx, c.Name, c.Arguments)
 		finish(raw, err)
 	}()
 	return true

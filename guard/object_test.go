@@ -1,0 +1,146 @@
+package guard
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"strings"
+	"testing"
+)
+
+// members is what ScanObject reports, the last of duplicates winning as
+// in encoding/json.
+func members(b []byte) (map[string]string, error) {
+	m := map[string]string{}
+	err := ScanObject(b, func(name, value []byte) { m[string(name)] = string(value) })
+	return m, err
+}
+
+func TestScanObject(t *testing.T) {
+	cases := []struct {
+		name, in string
+		want     map[string]string // nil: rejected
+	}{
+		{"response", `{"jsonrpc":"2.0","id":"ardgate-7","result":{"content":[{"type":"text","text":"hi"}]}}`,
+			map[string]string{"jsonrpc": `"2.0"`, "id": `"ardgate-7"`, "result": `{"content":[{"type":"text","text":"hi"}]}`}},
+		{"spaced", " { \"id\" : 3 ,\t\"result\" : [ 1 , -2.5e+3 , true , null ] } \r",
+			map[string]string{"id": "3", "result": "[ 1 , -2.5e+3 , true , null ]"}},
+		{"escapes", `{"error":{"message":"no \"such\" method \u00e9 \\ \/ \b\f\n\r\t"}}`,
+			map[string]string{"error": `{"message":"no \"such\" method \u00e9 \\ \/ \b\f\n\r\t"}`}},
+		{"escaped name", `{"\u0069d":5}`, map[string]string{"id": "5"}},
+		{"last duplicate wins", `{"id":1,"id":2}`, map[string]string{"id": "2"}},
+		{"names are exact", `{"ID":1}`, map[string]string{"ID": "1"}},
+		{"empty", `{}`, map[string]string{}},
+		{"numbers", `{"a":0,"b":-0.5,"c":1E9,"d":12e-3}`, map[string]string{"a": "0", "b": "-0.5", "c": "1E9", "d": "12e-3"}},
+
+		{"not json", `this is not json`, nil},
+		{"array", `[1,2]`, nil},
+		{"string", `"s"`, nil},
+		{"nothing", ``, nil},
+		{"cut short", `{"id":1,"result":{"content":[`, nil},
+		{"two objects", `{"id":1} {"id":2}`, nil},
+		{"control character", "{\"id\":\"a\nb\"}", nil},
+		{"bad escape", `{"id":"\x"}`, nil},
+		{"short unicode", `{"id":"\u12"}`, nil},
+		{"leading zero", `{"id":01}`, nil},
+		{"bare minus", `{"id":-}`, nil},
+		{"dot without digits", `{"id":1.}`, nil},
+		{"exponent without digits", `{"id":1e+}`, nil},
+		{"trailing comma", `{"id":1,}`, nil},
+		{"single quotes", `{'id':1}`, nil},
+		{"bad literal", `{"id":nul}`, nil},
+		{"unquoted name", `{id:1}`, nil},
+		{"too deep", `{"r":` + strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1) + `}`, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := members([]byte(c.in))
+			if c.want == nil {
+				if err == nil {
+					t.Fatalf("ScanObject(%q) accepted it: %v", c.in, got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ScanObject(%q): %v", c.in, err)
+			}
+			if !maps.Equal(got, c.want) {
+				t.Errorf("members %v, want %v", got, c.want)
+			}
+		})
+	}
+	// As deep as encoding/json allows is still an object.
+	deep := []byte(`{"r":` + strings.Repeat("[", maxDepth-1) + strings.Repeat("]", maxDepth-1) + `}`)
+	if _, err := members(deep); err != nil || !json.Valid(deep) {
+		t.Errorf("nesting of %d: ScanObject %v, json.Valid %v", maxDepth-1, err, json.Valid(deep))
+	}
+}
+
+// FuzzScanObject holds ScanObject to encoding/json: it accepts exactly
+// when json.Valid does and the input is an object, and then its members
+// are the ones encoding/json finds, byte for byte.
+//
+//	go test -run '^$' -fuzz FuzzScanObject ./guard
+func FuzzScanObject(f *testing.F) {
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":"ardgate-1","result":{"content":[{"type":"text","text":"x"}],"isError":false}}`,
+		`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_a__b","arguments":{"k":[1,2]}}}`,
+		`{"id":1,"error":{"code":-1,"message":"\ud83d\ude00 \"q\" \\ \/"}}`,
+		`{"a":[1,-0.5,2E9,true,false,null,{},[]],"\u0069d":"x"}`,
+		` {"id" : 1e-7 } `, `[]`, `"s"`, `{"id":01}`, `{"id":"\u00"}`, "{\"id\":\"\x01\"}", `{"id":1,}`, `{`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := members(b)
+		trimmed := bytes.TrimLeft(b, " \t\r\n")
+		want := json.Valid(b) && len(trimmed) > 0 && trimmed[0] == '{'
+		if (err == nil) != want {
+			t.Fatalf("ScanObject(%q) error %v; json.Valid says %v", b, err, json.Valid(b))
+		}
+		if err != nil {
+			return
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("json.Unmarshal(%q): %v", b, err)
+		}
+		if len(m) != len(got) {
+			t.Fatalf("%q: ScanObject finds %v, encoding/json %v", b, got, m)
+		}
+		for k, v := range m {
+			if got[k] != string(v) {
+				t.Fatalf("%q: member %q is %q, encoding/json finds %q", b, k, got[k], v)
+			}
+		}
+	})
+}
+
+// BenchmarkScanObject reads a frame with a 1 MiB result, against
+// encoding/json decoding it to its members.
+//
+//	go test -run '^$' -bench ScanObject ./guard
+func BenchmarkScanObject(b *testing.B) {
+	line := []byte(`{"jsonrpc":"2.0","id":"ardgate-1","result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 1<<20) + `"}]}}`)
+	b.Run("ScanObject", func(b *testing.B) {
+		b.SetBytes(int64(len(line)))
+		for b.Loop() {
+			if err := ScanObject(line, func(_, _ []byte) {}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.SetBytes(int64(len(line)))
+		for b.Loop() {
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Result json.RawMessage `json:"result"`
+			}
+			if err := json.Unmarshal(line, &m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
