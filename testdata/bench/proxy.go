@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -311,8 +312,15 @@ func startViaGateway(kind, gateway, fixture, dir string) (target, func(), error)
 
 func stdioClient(bin string, env []string, args ...string) (*client.Client, func(), error) {
 	tr := transport.NewStdioWithOptions(bin, env, args, transport.WithCommandFunc(func(_ context.Context, cmd string, _ []string, args []string) (*exec.Cmd, error) {
+		if o := os.Getenv("XP_STRACE"); o != "" && (filepath.Base(cmd) == "ardgate" || len(args) > 0 && args[0] == "relay") {
+			args = append([]string{"-f", "-c", "-o", o + "-" + filepath.Base(cmd), cmd}, args...)
+			cmd = "strace"
+		}
 		c := exec.Command(cmd, args...)
-		c.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+		c.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "XP_PROF=" + os.Getenv("XP_PROF")}
+		if v := os.Getenv("XP_GMP"); v != "" && filepath.Base(cmd) == "ardgate" {
+			c.Env = append(c.Env, "GOMAXPROCS="+v)
+		}
 		c.Stderr = io.Discard
 		return c, nil
 	}))
@@ -326,6 +334,11 @@ func stdioClient(bin string, env []string, args ...string) (*client.Client, func
 	return c, func() { _ = c.Close() }, nil
 }
 
+// keepAlive keeps a connection per concurrent call, as separate clients
+// would: http.DefaultTransport keeps two per host, so 64 sessions in one
+// process would dial again for most calls, on every path alike.
+var keepAlive = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+
 func httpClients(url string, n int) ([]*client.Client, func(), error) {
 	var cs []*client.Client
 	stop := func() {
@@ -334,7 +347,7 @@ func httpClients(url string, n int) ([]*client.Client, func(), error) {
 		}
 	}
 	for range n {
-		tr, err := transport.NewStreamableHTTP(url)
+		tr, err := transport.NewStreamableHTTP(url, transport.WithHTTPBasicClient(keepAlive))
 		if err != nil {
 			return nil, stop, err
 		}

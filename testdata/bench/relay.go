@@ -63,6 +63,9 @@ func relay(args []string) error {
 		proxy := &httputil.ReverseProxy{
 			Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(&url.URL{Scheme: target.Scheme, Host: target.Host}) },
 			FlushInterval: -1, // event streams pass as they come
+			// As many idle connections as calls in flight, like the
+			// gateway's own client (http.DefaultTransport keeps two).
+			Transport: &http.Transport{MaxIdleConnsPerHost: 256},
 		}
 		return http.Serve(ln, proxy)
 	}
