@@ -312,15 +312,8 @@ func startViaGateway(kind, gateway, fixture, dir string) (target, func(), error)
 
 func stdioClient(bin string, env []string, args ...string) (*client.Client, func(), error) {
 	tr := transport.NewStdioWithOptions(bin, env, args, transport.WithCommandFunc(func(_ context.Context, cmd string, _ []string, args []string) (*exec.Cmd, error) {
-		if o := os.Getenv("XP_STRACE"); o != "" && (filepath.Base(cmd) == "ardgate" || len(args) > 0 && args[0] == "relay") {
-			args = append([]string{"-f", "-c", "-o", o + "-" + filepath.Base(cmd), cmd}, args...)
-			cmd = "strace"
-		}
 		c := exec.Command(cmd, args...)
-		c.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "XP_PROF=" + os.Getenv("XP_PROF")}
-		if v := os.Getenv("XP_GMP"); v != "" && filepath.Base(cmd) == "ardgate" {
-			c.Env = append(c.Env, "GOMAXPROCS="+v)
-		}
+		c.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 		c.Stderr = io.Discard
 		return c, nil
 	}))
