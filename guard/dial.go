@@ -197,9 +197,9 @@ const maxRedirects = 5
 // take as long as the tool call behind them.
 func (d *Dialer) Client() *http.Client {
 	t := &http.Transport{
-		Proxy:               nil,
-		DialContext:         d.DialContext,
-		ForceAttemptHTTP2:   true,
+		Proxy:             nil,
+		DialContext:       d.DialContext,
+		ForceAttemptHTTP2: true,
 		// Many sessions call one upstream at once; with fewer idle
 		// connections kept than calls in flight, every call past the
 		// limit dials anew (64 concurrent calls: 16% of the gateway's
