@@ -21,9 +21,14 @@ import (
 type eventStore struct {
 	seq      atomic.Uint64
 	sessions sync.Map // session id → *eventLog
-	// Bounds per session: the oldest events go first.
+	// Bounds per session, and on the bytes of all sessions together: the
+	// oldest events go first, and a session always keeps its newest (the
+	// race above needs it). Over the gateway-wide bound, the session
+	// storing an event gives up its own oldest: no lock spans sessions.
 	maxEvents int
 	maxBytes  int
+	maxTotal  int
+	total     atomic.Int64 // bytes held across sessions
 }
 
 type eventLog struct {
@@ -38,8 +43,8 @@ type storedEvent struct {
 	msg    json.RawMessage
 }
 
-func newEventStore(maxEvents, maxBytes int) *eventStore {
-	return &eventStore{maxEvents: maxEvents, maxBytes: maxBytes}
+func newEventStore(maxEvents, maxBytes, maxTotal int) *eventStore {
+	return &eventStore{maxEvents: maxEvents, maxBytes: maxBytes, maxTotal: maxTotal}
 }
 
 var _ server.EventStore = (*eventStore)(nil)
@@ -54,13 +59,17 @@ func (s *eventStore) StoreEvent(_ context.Context, sessionID, streamID string, m
 	defer log.mu.Unlock()
 	log.events = append(log.events, storedEvent{id: id, stream: streamID, msg: msg})
 	log.bytes += len(msg)
-	drop := 0
-	for len(log.events)-drop > 1 && (len(log.events)-drop > s.maxEvents || log.bytes > s.maxBytes) {
-		log.bytes -= len(log.events[drop].msg)
+	total := s.total.Add(int64(len(msg)))
+	drop, freed := 0, 0
+	for len(log.events)-drop > 1 && (len(log.events)-drop > s.maxEvents || log.bytes > s.maxBytes || total-int64(freed) > int64(s.maxTotal)) {
+		n := len(log.events[drop].msg)
+		log.bytes -= n
+		freed += n
 		drop++
 	}
 	if drop > 0 {
 		log.events = append(log.events[:0:0], log.events[drop:]...)
+		s.total.Add(-int64(freed))
 	}
 	return strconv.FormatUint(id, 10), nil
 }
@@ -104,6 +113,12 @@ func (s *eventStore) ReplayEventsAfter(_ context.Context, sessionID, lastEventID
 
 // PurgeSession implements server.EventStore.
 func (s *eventStore) PurgeSession(_ context.Context, sessionID string) error {
-	s.sessions.Delete(sessionID)
+	if v, ok := s.sessions.LoadAndDelete(sessionID); ok {
+		log := v.(*eventLog)
+		log.mu.Lock()
+		s.total.Add(-int64(log.bytes))
+		log.bytes, log.events = 0, nil // a store racing the purge counts only what it adds
+		log.mu.Unlock()
+	}
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 
 func TestEventStoreReplayAndBounds(t *testing.T) {
 	ctx := context.Background()
-	s := newEventStore(4, 1<<20)
+	s := newEventStore(4, 1<<20, 1<<30)
 	var ids []string
 	for i := range 6 {
 		stream := "a"
@@ -52,7 +52,7 @@ func TestEventStoreReplayAndBounds(t *testing.T) {
 
 func TestEventStoreByteBound(t *testing.T) {
 	ctx := context.Background()
-	s := newEventStore(100, 1000)
+	s := newEventStore(100, 1000, 1<<30)
 	big := json.RawMessage(fmt.Sprintf(`"%0600d"`, 0))
 	first, _ := s.StoreEvent(ctx, "s", "a", big)
 	last, _ := s.StoreEvent(ctx, "s", "a", big)
@@ -62,5 +62,37 @@ func TestEventStoreByteBound(t *testing.T) {
 	// The newest event is kept even when it alone is over the bound.
 	if _, err := s.ReplayEventsAfter(ctx, "s", last, func(string, json.RawMessage) error { return nil }); err != nil {
 		t.Errorf("newest event lost: %v", err)
+	}
+}
+
+// Across sessions the bytes held stay near the gateway-wide bound: a
+// session storing over it gives up its own oldest events, keeping its
+// newest; a purged session gives its bytes back.
+func TestEventStoreTotalBound(t *testing.T) {
+	ctx := context.Background()
+	s := newEventStore(100, 1<<20, 3000)
+	ev := json.RawMessage(fmt.Sprintf(`"%0998d"`, 0)) // 1000 bytes
+	ids := map[string][]string{}
+	for round := range 3 {
+		for _, sess := range []string{"a", "b", "c", "d"} {
+			id, _ := s.StoreEvent(ctx, sess, "st", ev)
+			ids[sess] = append(ids[sess], id)
+			if held := s.total.Load(); held > 4000 {
+				t.Fatalf("round %d, session %s: %d bytes held, bound 3000 plus one newest event a session", round, sess, held)
+			}
+		}
+	}
+	// Each session kept its newest: a resume from it is recognised.
+	for sess, got := range ids {
+		newest := got[len(got)-1]
+		if _, err := s.ReplayEventsAfter(ctx, sess, newest, func(string, json.RawMessage) error { return nil }); err != nil {
+			t.Errorf("session %s lost its newest event: %v", sess, err)
+		}
+	}
+	for _, sess := range []string{"a", "b", "c", "d"} {
+		_ = s.PurgeSession(ctx, sess)
+	}
+	if held := s.total.Load(); held != 0 {
+		t.Fatalf("%d bytes counted after every session was purged", held)
 	}
 }

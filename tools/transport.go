@@ -278,7 +278,7 @@ func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 		server.WithStateful(true),
 		server.WithStreamableHTTPProtocolVersions(legacy...),
 		server.WithSessionIdleTTL(opt.IdleTTL),
-		server.WithEventStore(newEventStore(256, 16<<20)),
+		server.WithEventStore(newEventStore(256, 16<<20, 256<<20)),
 		server.WithStreamableHTTPLogger(g.log),
 	)
 	h.mux.Handle("/mcp", h.guard(h.fast(h.streamable)))
