@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // ScanObject checks that b is one JSON object and calls member with the
@@ -43,7 +44,9 @@ func ScanObject(b []byte, member func(name, value []byte)) error {
 				return err
 			}
 			name := b[key.start:key.end]
-			if escaped {
+			if escaped || !utf8.Valid(name) {
+				// Decoded as encoding/json would: escapes resolved, bad
+				// UTF-8 replaced.
 				var k string
 				_ = json.Unmarshal(b[key.start-1:key.end+1], &k) // checked by str
 				name = []byte(k)
