@@ -87,7 +87,13 @@ func (p *pipeTransport) SendRequest(ctx context.Context, request transport.JSONR
 	}
 	ch := make(chan answer, 1)
 	key := request.ID.String()
-	if err := p.send(key, line, &pendingCall{done: func(r *transport.JSONRPCResponse, err error) { ch <- answer{r, err} }}); err != nil {
+	done := func(r *transport.JSONRPCResponse, err error) {
+		if r != nil {
+			r.ID = request.ID // the id it was matched by; start's callers need none
+		}
+		ch <- answer{r, err}
+	}
+	if err := p.send(key, line, &pendingCall{done: done}); err != nil {
 		return nil, err
 	}
 	select {
@@ -345,7 +351,6 @@ func (p *pipeTransport) respond(f frame, owned bool) {
 		c.timer.Stop()
 	}
 	resp := &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION}
-	_ = resp.ID.UnmarshalJSON(f.id) // idKey read it
 	if f.err != nil && string(f.err) != "null" {
 		resp.Error = new(mcp.JSONRPCErrorDetails)
 		if err := json.Unmarshal(f.err, resp.Error); err != nil {
