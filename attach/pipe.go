@@ -350,19 +350,25 @@ func (p *pipeTransport) respond(f frame, owned bool) {
 	if c.timer != nil {
 		c.timer.Stop()
 	}
+	c.done(responseOf(f, owned), nil)
+}
+
+// responseOf is the response f carries; the result is copied unless the
+// caller owns the bytes under f.
+func responseOf(f frame, owned bool) *transport.JSONRPCResponse {
 	resp := &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION}
 	if f.err != nil && string(f.err) != "null" {
 		resp.Error = new(mcp.JSONRPCErrorDetails)
 		if err := json.Unmarshal(f.err, resp.Error); err != nil {
 			*resp.Error = mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, "the server sent a malformed error: "+err.Error(), nil)
 		}
-	} else {
-		resp.Result = f.result
-		if !owned {
-			resp.Result = bytes.Clone(f.result)
-		}
+		return resp
 	}
-	c.done(resp, nil)
+	resp.Result = f.result
+	if !owned {
+		resp.Result = bytes.Clone(f.result)
+	}
+	return resp
 }
 
 // idKey is the key mcp.RequestId.String gives the id, read without

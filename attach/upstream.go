@@ -39,6 +39,7 @@ type upstream struct {
 
 	rawIDs atomic.Uint64  // ids of callRaw's requests and progress tokens
 	pipe   *pipeTransport // a stdio server's transport; nil for remotes
+	post   *poster        // a streamable HTTP server's proxied calls
 
 	mu       sync.Mutex
 	downWhy  string // why the upstream is down; "" while up
@@ -76,6 +77,7 @@ func dial(ctx context.Context, plan Plan, hc *http.Client, log *slog.Logger, ver
 			return nil, err
 		}
 		t = ht
+		u.post = &poster{url: plan.URL, client: hc, headers: plan.Headers, session: ht.GetSessionId, notify: u.onNotification}
 	case TransportSSE:
 		st, err := transport.NewSSE(plan.URL, transport.WithHTTPClient(hc), transport.WithHeaders(plan.Headers), transport.WithSSELogger(log))
 		if err != nil {
@@ -103,8 +105,12 @@ func dial(ctx context.Context, plan Plan, hc *http.Client, log *slog.Logger, ver
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = upstreamProtocol
 	init.Params.ClientInfo = mcp.Implementation{Name: "ardgate", Version: version}
-	if _, err := u.client.Initialize(ctx, init); err != nil {
+	res, err := u.client.Initialize(ctx, init)
+	if err != nil {
 		return nil, u.abort(fmt.Errorf("initialize: %w", err))
+	}
+	if u.post != nil {
+		u.post.version = res.ProtocolVersion
 	}
 	return u, nil
 }
@@ -350,7 +356,16 @@ func (u *upstream) callRaw(ctx context.Context, tool string, args json.RawMessag
 		return nil, fmt.Errorf("%w: %s", ErrUpstreamDown, why)
 	}
 	req := u.rawRequest(tool, args)
-	resp, err := u.client.GetTransport().SendRequest(ctx, req)
+	var resp *transport.JSONRPCResponse
+	var err error
+	if u.post != nil {
+		var line []byte
+		if line, err = rawLine(req); err == nil {
+			resp, err = u.post.call(ctx, req.ID.String(), line)
+		}
+	} else {
+		resp, err = u.client.GetTransport().SendRequest(ctx, req)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			u.cancelRequest(ctx.Err().Error(), req.ID)

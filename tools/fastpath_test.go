@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,17 @@ type recordingUpstream struct {
 	ids      []string
 	inflight atomic.Int64
 	inits    atomic.Int64 // initialize requests: one per connection
+	lists    atomic.Int64 // tools/list requests
+	session  atomic.Value // the last Mcp-Session-Id a client sent
+	ended    atomic.Value // a session id answered 404 from now on, as a stateful server does
+
+	// events, when set, turns each tools/call's JSON answer into an event
+	// stream, as many servers send it: a comment, a tools/list_changed
+	// notification, a ping request, then the response over several data
+	// lines. The answers to the pings are kept in pongs.
+	events atomic.Bool
+	pings  atomic.Int64
+	pongs  []string
 }
 
 func newRecordingUpstream(t testing.TB) *recordingUpstream {
@@ -44,28 +56,72 @@ func newRecordingUpstream(t testing.TB) *recordingUpstream {
 	u := &recordingUpstream{}
 	h := server.NewStreamableHTTPServer(mcpfixture.New("remote"))
 	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			body, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			var msg struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
+		if id := r.Header.Get(server.HeaderKeySessionID); id != "" {
+			if id == u.ended.Load() {
+				http.Error(w, "session not found", http.StatusNotFound)
+				return
 			}
-			if json.Unmarshal(body, &msg) == nil && msg.Method == "initialize" {
-				u.inits.Add(1)
-			}
-			if msg.Method == "tools/call" {
+			u.session.Store(id)
+		}
+		if r.Method != http.MethodPost {
+			h.ServeHTTP(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.Unmarshal(body, &msg)
+		switch msg.Method {
+		case "initialize":
+			u.inits.Add(1)
+		case "tools/list":
+			u.lists.Add(1)
+		case "":
+			if strings.HasPrefix(string(msg.ID), `"srv-ping-`) {
 				u.mu.Lock()
-				u.ids = append(u.ids, string(msg.ID))
+				u.pongs = append(u.pongs, string(body))
 				u.mu.Unlock()
-				u.inflight.Add(1)
-				defer u.inflight.Add(-1)
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
+		case "tools/call":
+			u.mu.Lock()
+			u.ids = append(u.ids, string(msg.ID))
+			u.mu.Unlock()
+			u.inflight.Add(1)
+			defer u.inflight.Add(-1)
+			if u.events.Load() && strings.HasPrefix(string(msg.ID), `"ardgate-`) {
+				u.asEvents(w, r, h)
+				return
 			}
 		}
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() { _ = h.Shutdown(context.Background()); u.Close() })
 	return u
+}
+
+func (u *recordingUpstream) asEvents(w http.ResponseWriter, r *http.Request, h http.Handler) {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	var indented bytes.Buffer
+	if rec.Code != http.StatusOK || json.Indent(&indented, rec.Body.Bytes(), "", "  ") != nil {
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, ": a comment\n\n")
+	fmt.Fprint(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n")
+	fmt.Fprintf(w, "id: 7\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"srv-ping-%d\",\"method\":\"ping\"}\n\n", u.pings.Add(1))
+	for line := range strings.SplitSeq(indented.String(), "\n") {
+		fmt.Fprintf(w, "data: %s\r\n", line)
+	}
+	fmt.Fprint(w, "\r\n")
 }
 
 // lastID returns the id of the last tools/call the upstream got.
@@ -134,6 +190,73 @@ func TestFastPathSameAsServerPath(t *testing.T) {
 	}
 	if id := up.lastID(); fastPathTaken(id) {
 		t.Fatalf("a call with a progress token took the fast path (upstream saw id %s)", id)
+	}
+}
+
+// Servers that answer a call with an event stream: the fast path reads
+// the response from it, passes the server's notifications on (here a
+// tools/list_changed, which makes the gateway list the tools again),
+// answers its ping, and gives the client what the server's path gives
+// (answered as JSON here).
+func TestFastPathEventStream(t *testing.T) {
+	up := newRecordingUpstream(t)
+	tg := newGateway(t, 10*time.Second, remoteEntry(fastURN, up.URL))
+	s := tg.connect(t)
+	attachRemote(t, s)
+	up.events.Store(true)
+	lists := up.lists.Load()
+
+	for _, c := range []struct {
+		tool string
+		args any
+	}{
+		{"echo", map[string]any{"message": "hello"}},
+		{"add", map[string]any{"a": 2, "b": 3.5}},
+		{"slow", map[string]any{"ms": -1}}, // a tool error result
+	} {
+		fast := s.call("mcp_remote__"+c.tool, c.args)
+		if id := up.lastID(); !fastPathTaken(id) {
+			t.Fatalf("%s: the call did not take the fast path (upstream saw id %s)", c.tool, id)
+		}
+		slow := s.call("call_attached_tool", map[string]any{"name": "mcp_remote__" + c.tool, "arguments": c.args})
+		fj, _ := json.Marshal(fast)
+		sj, _ := json.Marshal(slow)
+		if !bytes.Equal(fj, sj) {
+			t.Errorf("%s(%v):\nfast   %s\nserver %s", c.tool, c.args, fj, sj)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		up.mu.Lock()
+		pongs := slices.Clone(up.pongs)
+		up.mu.Unlock()
+		if len(pongs) == int(up.pings.Load()) && up.lists.Load() > lists {
+			for _, p := range pongs {
+				if !strings.Contains(p, `"result":{}`) {
+					t.Errorf("a ping answered with %s", p)
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d pings answered; tools listed %d times after the notifications (%d before)", len(pongs), up.pings.Load(), up.lists.Load(), lists)
+		}
+	}
+}
+
+// An upstream that ends the session (404 to a call) is down, and the call
+// says so and what to do.
+func TestFastPathUpstreamEndsSession(t *testing.T) {
+	up := newRecordingUpstream(t)
+	tg := newGateway(t, 10*time.Second, remoteEntry(fastURN, up.URL))
+	s := tg.connect(t)
+	attachRemote(t, s)
+	if res := s.call("mcp_remote__echo", map[string]any{"message": "hi"}); res.IsError || !fastPathTaken(up.lastID()) {
+		t.Fatalf("first call: %s (upstream saw id %s)", firstText(res), up.lastID())
+	}
+	up.ended.Store(up.session.Load())
+	res := s.call("mcp_remote__echo", map[string]any{"message": "again"})
+	if s.code(res) != "upstream_down" || !strings.Contains(firstText(res), "ended the session") || !strings.Contains(firstText(res), "attach_resource") {
+		t.Fatalf("a call after the upstream ended the session: code %q, %s", s.code(res), firstText(res))
 	}
 }
 
