@@ -39,6 +39,8 @@ type poster struct {
 	version string                        // the protocol version the session negotiated
 	session func() string                 // the session id mcp-go's transport holds
 	notify  func(mcp.JSONRPCNotification) // the server's notifications during a call
+	closed  context.Context               // done once the upstream is closed
+	close   context.CancelFunc
 }
 
 // errSessionGone is a 404 to a call: the server no longer knows the
@@ -47,6 +49,9 @@ var errSessionGone = errors.New("the server ended the session (HTTP 404)")
 
 // call POSTs line, the request keyed key, and returns the server's response.
 func (p *poster) call(ctx context.Context, key string, line []byte) (*transport.JSONRPCResponse, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(p.closed, cancel)()
 	resp, err := p.post(ctx, line, "application/json, text/event-stream")
 	if err != nil {
 		return nil, err

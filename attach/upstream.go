@@ -77,7 +77,8 @@ func dial(ctx context.Context, plan Plan, hc *http.Client, log *slog.Logger, ver
 			return nil, err
 		}
 		t = ht
-		u.post = &poster{url: plan.URL, client: hc, headers: plan.Headers, session: ht.GetSessionId, notify: u.onNotification}
+		closed, cancel := context.WithCancel(context.Background())
+		u.post = &poster{url: plan.URL, client: hc, headers: plan.Headers, session: ht.GetSessionId, notify: u.onNotification, closed: closed, close: cancel}
 	case TransportSSE:
 		st, err := transport.NewSSE(plan.URL, transport.WithHTTPClient(hc), transport.WithHeaders(plan.Headers), transport.WithSSELogger(log))
 		if err != nil {
@@ -370,6 +371,9 @@ func (u *upstream) callRaw(ctx context.Context, tool string, args json.RawMessag
 		if ctx.Err() != nil {
 			u.cancelRequest(ctx.Err().Error(), req.ID)
 		}
+		if u.post != nil && u.post.closed.Err() != nil {
+			return nil, fmt.Errorf("%w: %s", ErrUpstreamDown, u.downReason()) // detached mid-call
+		}
 		return nil, u.failure(transport.NewError(err))
 	}
 	return rawResult(tool, resp)
@@ -517,6 +521,9 @@ func (u *upstream) pid() int {
 // anything it started go with it.
 func (u *upstream) close() {
 	u.markDown("detached")
+	if u.post != nil {
+		u.post.close() // its calls in flight end, as mcp-go's do on Close
+	}
 	if u.client != nil {
 		_ = u.client.Close()
 	}

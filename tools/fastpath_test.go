@@ -260,6 +260,34 @@ func TestFastPathUpstreamEndsSession(t *testing.T) {
 	}
 }
 
+// Detaching a server ends its fast calls in flight at once, as it does
+// on the server's path.
+func TestFastPathDetachEndsCall(t *testing.T) {
+	up := newRecordingUpstream(t)
+	tg := newGateway(t, time.Minute, remoteEntry(fastURN, up.URL))
+	s := tg.connect(t)
+	attachRemote(t, s)
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() { done <- s.call("mcp_remote__slow", map[string]any{"ms": 30000}) }()
+	for deadline := time.Now().Add(5 * time.Second); up.inflight.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow call never reached the upstream")
+		}
+	}
+	if !fastPathTaken(up.lastID()) {
+		t.Fatalf("the slow call did not take the fast path (upstream saw id %s)", up.lastID())
+	}
+	s.call("detach_resource", map[string]any{"name": "remote"})
+	select {
+	case res := <-done:
+		if !res.IsError || !strings.Contains(firstText(res), "detached") {
+			t.Fatalf("a call whose server was detached: %s", firstText(res))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a call in flight went on after its server was detached")
+	}
+}
+
 // What every call passes applies on the fast path too: the result cap,
 // the session's rate limit, and the refusal of new calls while draining.
 func TestFastPathLimits(t *testing.T) {
