@@ -31,6 +31,7 @@ func proxyBench(args []string, out io.Writer) error {
 	concCalls := fs.Int("conc-calls", 200, "calls per concurrent client")
 	bigCalls := fs.Int("big-calls", 200, "1 MiB results per case")
 	rounds := fs.Int("rounds", 10, "turns the paths take at each workload")
+	transports := fs.String("transports", "stdio,http", "which transports to measure")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -45,7 +46,7 @@ func proxyBench(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for _, transportName := range []string{"stdio", "http"} {
+	for _, transportName := range strings.Split(*transports, ",") {
 		paths := []struct {
 			name  string
 			start func() (target, func(), error)
@@ -246,6 +247,7 @@ func startRelay(kind, self, fixture string) (target, func(), error) {
 		return target{}, nil, err
 	}
 	cmd := exec.Command(self, "relay", "http", upstream)
+	cmd.Stderr = os.Stderr // what the reverse proxy says went wrong
 	url, stopRelay, _, err := readyURL(cmd, cmd.StdoutPipe, func(line string) (string, bool) { return strings.CutPrefix(line, "READY ") })
 	if err != nil {
 		stopFx()

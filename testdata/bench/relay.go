@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -66,6 +67,7 @@ func relay(args []string) error {
 			// As many idle connections as calls in flight, like the
 			// gateway's own client (http.DefaultTransport keeps two).
 			Transport: &http.Transport{MaxIdleConnsPerHost: 256},
+			ErrorLog:  log.New(os.Stderr, "relay: ", 0),
 		}
 		return http.Serve(ln, proxy)
 	}
