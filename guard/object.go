@@ -23,43 +23,22 @@ import (
 func ScanObject(b []byte, member func(name, value []byte)) error {
 	s := scanner{b: b}
 	s.space()
-	if !s.eat('{') {
+	if s.i >= len(b) || b[s.i] != '{' {
 		return s.fail("an object")
 	}
-	s.space()
-	if !s.eat('}') {
-		for {
-			s.space()
-			key, escaped, err := s.str()
-			if err != nil {
-				return err
-			}
-			s.space()
-			if !s.eat(':') {
-				return s.fail("a colon")
-			}
-			s.space()
-			start := s.i
-			if err := s.value(1); err != nil {
-				return err
-			}
-			name := b[key.start:key.end]
-			if escaped || !utf8.Valid(name) {
-				// Decoded as encoding/json would: escapes resolved, bad
-				// UTF-8 replaced.
-				var k string
-				_ = json.Unmarshal(b[key.start-1:key.end+1], &k) // checked by str
-				name = []byte(k)
-			}
-			member(name, b[start:s.i])
-			s.space()
-			if s.eat('}') {
-				break
-			}
-			if !s.eat(',') {
-				return s.fail("a comma or the end of the object")
-			}
+	err := s.object(0, func(key span, escaped bool, value span) {
+		name := b[key.start:key.end]
+		if escaped || !utf8.Valid(name) {
+			// Decoded as encoding/json would: escapes resolved, bad
+			// UTF-8 replaced.
+			var k string
+			_ = json.Unmarshal(b[key.start-1:key.end+1], &k) // checked by str
+			name = []byte(k)
 		}
+		member(name, b[value.start:value.end])
+	})
+	if err != nil {
+		return err
 	}
 	s.space()
 	if s.i != len(b) {
@@ -121,32 +100,7 @@ func (s *scanner) value(depth int) error {
 		_, _, err := s.str()
 		return err
 	case c == '{':
-		s.i++
-		s.space()
-		if s.eat('}') {
-			return nil
-		}
-		for {
-			s.space()
-			if _, _, err := s.str(); err != nil {
-				return err
-			}
-			s.space()
-			if !s.eat(':') {
-				return s.fail("a colon")
-			}
-			s.space()
-			if err := s.value(depth + 1); err != nil {
-				return err
-			}
-			s.space()
-			if s.eat('}') {
-				return nil
-			}
-			if !s.eat(',') {
-				return s.fail("a comma or the end of the object")
-			}
-		}
+		return s.object(depth, nil)
 	case c == '[':
 		s.i++
 		s.space()
@@ -176,6 +130,43 @@ func (s *scanner) value(depth int) error {
 		return s.literal("null")
 	}
 	return s.fail("a value")
+}
+
+// object skips the object at s.i, checking it; member, when not nil,
+// hears the span of each member's name (inside its quotes), whether the
+// name has escapes, and the span of its value.
+func (s *scanner) object(depth int, member func(name span, escaped bool, value span)) error {
+	s.i++ // the brace
+	s.space()
+	if s.eat('}') {
+		return nil
+	}
+	for {
+		s.space()
+		name, escaped, err := s.str()
+		if err != nil {
+			return err
+		}
+		s.space()
+		if !s.eat(':') {
+			return s.fail("a colon")
+		}
+		s.space()
+		start := s.i
+		if err := s.value(depth + 1); err != nil {
+			return err
+		}
+		if member != nil {
+			member(name, escaped, span{start, s.i})
+		}
+		s.space()
+		if s.eat('}') {
+			return nil
+		}
+		if !s.eat(',') {
+			return s.fail("a comma or the end of the object")
+		}
+	}
 }
 
 func (s *scanner) literal(lit string) error {
