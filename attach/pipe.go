@@ -23,9 +23,10 @@ import (
 // pipes, one message a line. mcp-go's client runs on it as on its own
 // stdio transport; it exists because that transport's reader reads lines
 // in 4 KiB pieces, copies each line four times and decodes it twice, which
-// is most of what the gateway added to a 1 MiB result. Here each line is
+// was most of what the gateway added to a 1 MiB result. Here each line is
 // read into a 64 KiB buffer, checked and split once (parseFrame), and a
-// result is copied once, to hand it to its caller.
+// result is copied at most once, to hand it to its caller. Calls can also
+// be started without a goroutine waiting on them (start).
 //
 // What it does not do, mcp-go's did not do either: the process is the
 // upstream's (startProcess), so Close only closes the server's stdin.
