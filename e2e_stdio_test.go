@@ -3,9 +3,12 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -94,6 +97,70 @@ func TestStdioEverythingEndToEnd(t *testing.T) {
 		t.Fatalf("after detach tools/list = %v", got)
 	}
 	waitGroupGone(t, pid, 5*time.Second)
+}
+
+// The npm reference server over streamable HTTP, pinned. The TypeScript
+// SDK answers every call as an event stream, which the fast path reads
+// itself (attach/post.go): results, structured content and a rejection of
+// bad arguments are the server's path's, byte for byte.
+func TestStdioEverythingOverHTTP(t *testing.T) {
+	needNPX(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	up := exec.Command("npx", "-y", "@modelcontextprotocol/server-everything@2026.8.31", "streamableHttp")
+	up.Env = env(false, "PORT="+port)
+	up.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // npx's node goes with it
+	stderr := &syncBuffer{}
+	up.Stderr = stderr
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-up.Process.Pid, syscall.SIGKILL)
+		_ = up.Wait()
+	})
+	for deadline := time.Now().Add(2 * time.Minute); !strings.Contains(stderr.String(), "listening on port "+port); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("server-everything did not start: %s", stderr.String())
+		}
+	}
+
+	cfg := filepath.Join(t.TempDir(), "ardgate.json")
+	data, _ := json.Marshal(map[string]any{"allow_local_urls": true,
+		"servers": []any{map[string]any{"name": "everything", "url": "http://127.0.0.1:" + port + "/mcp"}}})
+	if err := os.WriteFile(cfg, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := startStdio(t, env(false), "--config", cfg)
+	for deadline := time.Now().Add(30 * time.Second); !slices.Contains(g.toolNames(), "mcp_everything__get-sum"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pinned server's tools never appeared: %v", g.toolNames())
+		}
+	}
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"echo", map[string]any{"message": "over http"}},
+		{"get-sum", map[string]any{"a": 2, "b": 40}},
+		{"get-structured-content", map[string]any{"location": "New York"}},
+		{"get-sum", map[string]any{"a": "two"}}, // the server rejects the arguments
+	} {
+		fast := g.call("mcp_everything__"+c.tool, c.args)
+		slow := g.call("call_attached_tool", map[string]any{"name": "mcp_everything__" + c.tool, "arguments": c.args})
+		fj, _ := json.Marshal(fast)
+		sj, _ := json.Marshal(slow)
+		if string(fj) != string(sj) {
+			t.Errorf("%s(%v):\nfast   %s\nserver %s", c.tool, c.args, fj, sj)
+		}
+	}
+	if res := g.call("mcp_everything__echo", map[string]any{"message": "over http"}); text(res) != "Echo: over http" {
+		t.Errorf("echo = %q", text(res))
+	}
 }
 
 // The core path without npm: the Go fixture, launched through the same npx
