@@ -500,6 +500,59 @@ func TestFastPathStdioUpstream(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 }
 
+// Many calls at once over stdio to a stdio upstream, some cancelled by the
+// client on the way: every call that completes gets its own answer, none
+// another's, and the session serves a call after all of them.
+func TestFastPathStdioUpstreamConcurrent(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	m := &attach.Manager{
+		Pinned:       []config.Server{{Name: "fx", Command: buildFixture(t), Args: []string{"--transport=stdio"}}},
+		CallTimeout:  30 * time.Second,
+		StartTimeout: 10 * time.Second,
+		Log:          log,
+	}
+	c := serveStdio(t, New(m, log, Options{Version: "test"}))
+	waitCallable(t, c, "mcp_fx__echo", map[string]any{"message": "ready?"})
+
+	var wg sync.WaitGroup
+	var answered, cancelled atomic.Int64
+	for i := range 200 {
+		wg.Go(func() {
+			ctx := context.Background()
+			tool, args := "mcp_fx__echo", map[string]any{"message": fmt.Sprintf("call %d", i)}
+			if i%10 == 0 { // a slow one, given up by the client after a moment
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, 20*time.Millisecond)
+				defer cancel()
+				tool, args = "mcp_fx__slow", map[string]any{"ms": 5000}
+			}
+			req := mcp.CallToolRequest{}
+			req.Params.Name, req.Params.Arguments = tool, args
+			res, err := c.CallTool(ctx, req)
+			switch {
+			case i%10 == 0:
+				if err == nil {
+					t.Errorf("call %d: a call given up on came back: %+v", i, res)
+				}
+				cancelled.Add(1)
+			case err != nil || res.IsError || firstText(res) != args["message"]:
+				t.Errorf("call %d: got %v %+v", i, err, res)
+			default:
+				answered.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if answered.Load() != 180 || cancelled.Load() != 20 {
+		t.Fatalf("%d answered, %d cancelled", answered.Load(), cancelled.Load())
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = "mcp_fx__echo", map[string]any{"message": "after"}
+	if res, err := c.CallTool(context.Background(), req); err != nil || firstText(res) != "after" {
+		t.Fatalf("after the burst: %v %+v", err, res)
+	}
+}
+
 // isErrorResult reads the top-level isError member only, whatever comes
 // before it or inside strings and nested values.
 func TestIsErrorResult(t *testing.T) {
