@@ -5,6 +5,7 @@ package tools
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"log/slog"
 	"slices"
@@ -66,7 +67,10 @@ type session struct {
 	// are the server's own.
 	perSession bool
 	syncMu     sync.Mutex
-	registered map[string]mcp.Tool
+	// registered holds a fingerprint of each proxied tool registered for
+	// the session, enough to tell when its definition changed; mcp-go keeps
+	// the definition itself.
+	registered map[string]fingerprint
 	// proxied is the set of proxied tool names registered for the session,
 	// replaced whole by sync, so the fast path reads it without a lock.
 	proxied atomic.Pointer[map[string]bool]
@@ -166,7 +170,7 @@ func (g *Gateway) session(id string, perSession bool) *session {
 	if s := g.lookup(id); s != nil {
 		return s
 	}
-	s := &session{att: g.manager.NewSession(id), limiter: g.opts.Limits.NewLimiter(), perSession: perSession, registered: map[string]mcp.Tool{}}
+	s := &session{att: g.manager.NewSession(id), limiter: g.opts.Limits.NewLimiter(), perSession: perSession, registered: map[string]fingerprint{}}
 	s.att.OnChange = func() { g.sync(id, s) }
 	g.sessions.Store(id, s)
 	return s
@@ -207,11 +211,14 @@ func (g *Gateway) sync(id string, s *session) {
 		}
 	}
 	var add []server.ServerTool
+	sums := map[string]fingerprint{}
 	for name, t := range want {
 		def := exposed(t)
-		if old, ok := s.registered[name]; ok && sameTool(old, def) {
+		sum, ok := fingerprintOf(def)
+		if old, known := s.registered[name]; known && ok && old == sum {
 			continue
 		}
+		sums[name] = sum
 		add = append(add, server.ServerTool{Tool: def, Handler: g.proxy(name)})
 	}
 	if len(gone) == 0 && len(add) == 0 {
@@ -244,7 +251,7 @@ func (g *Gateway) sync(id string, s *session) {
 		delete(s.registered, name)
 	}
 	for _, st := range add {
-		s.registered[st.Tool.Name] = st.Tool
+		s.registered[st.Tool.Name] = sums[st.Tool.Name]
 	}
 	proxied := make(map[string]bool, len(s.registered))
 	for name := range s.registered {
@@ -262,10 +269,17 @@ func exposed(t attach.Tool) mcp.Tool {
 	return def
 }
 
-func sameTool(a, b mcp.Tool) bool {
-	ja, errA := json.Marshal(a)
-	jb, errB := json.Marshal(b)
-	return errA == nil && errB == nil && string(ja) == string(jb)
+// fingerprint identifies a tool definition: a hash of its JSON.
+type fingerprint [sha256.Size]byte
+
+// fingerprintOf hashes def; ok is false when it cannot be encoded, and
+// such a tool counts as changed every time.
+func fingerprintOf(def mcp.Tool) (sum fingerprint, ok bool) {
+	b, err := json.Marshal(def)
+	if err != nil {
+		return sum, false
+	}
+	return sha256.Sum256(b), true
 }
 
 // Drain refuses new tool calls and waits for the running ones to finish,

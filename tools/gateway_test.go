@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -382,5 +384,68 @@ func TestMetricsAfterSession(t *testing.T) {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+// An upstream that changes a tool's definition and says so: the session
+// gets the new definition and one tools/list_changed. An upstream that
+// says its list changed when nothing did costs the client nothing.
+func TestUpstreamToolChanges(t *testing.T) {
+	up := server.NewMCPServer("changing", "1", server.WithToolCapabilities(true))
+	handler := func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("ok"), nil
+	}
+	up.AddTool(mcp.NewTool("t", mcp.WithDescription("first version")), handler)
+	h := server.NewStreamableHTTPServer(up)
+	var lists atomic.Int64 // the gateway's tools/list requests
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"tools/list"`)) {
+			lists.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { _ = h.Shutdown(context.Background()); ts.Close() })
+
+	const urn = "urn:air:ardgate.test:mcp:changing"
+	tg := newGateway(t, 10*time.Second, remoteEntry(urn, ts.URL))
+	s := tg.connect(t)
+	if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
+		t.Fatalf("attach: %s", firstText(res))
+	}
+	description := func() string {
+		res, err := s.c.ListTools(context.Background(), mcp.ListToolsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range res.Tools {
+			if tool.Name == "mcp_changing__t" {
+				return tool.Description
+			}
+		}
+		return ""
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never happened", what)
+			}
+		}
+	}
+	waitFor("the attached tool listed", func() bool { return description() == "first version" })
+
+	before := s.listChanged()
+	up.AddTool(mcp.NewTool("t", mcp.WithDescription("second version")), handler) // tells its clients
+	waitFor("the new definition listed", func() bool { return description() == "second version" })
+	waitFor("tools/list_changed sent", func() bool { return s.listChanged() == before+1 })
+
+	listed := lists.Load()
+	up.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil) // nothing changed
+	waitFor("the gateway listing the tools again", func() bool { return lists.Load() > listed })
+	time.Sleep(300 * time.Millisecond)
+	if n := s.listChanged(); n != before+1 {
+		t.Fatalf("tools/list_changed sent %d more times though no definition changed", n-before-1)
 	}
 }
