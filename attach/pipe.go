@@ -75,6 +75,12 @@ type pendingCall struct {
 	timer *time.Timer // the call's deadline, for calls started with start
 }
 
+func (c *pendingCall) stopTimer() {
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+}
+
 // SendRequest writes request and waits for the server's response to it,
 // the connection's end, or ctx.
 func (p *pipeTransport) SendRequest(ctx context.Context, request transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
@@ -94,7 +100,7 @@ func (p *pipeTransport) SendRequest(ctx context.Context, request transport.JSONR
 		}
 		ch <- answer{r, err}
 	}
-	if err := p.send(key, line, &pendingCall{done: done}); err != nil {
+	if err := p.send(key, line, &pendingCall{done: done}, 0); err != nil {
 		return nil, err
 	}
 	select {
@@ -107,8 +113,9 @@ func (p *pipeTransport) SendRequest(ctx context.Context, request transport.JSONR
 }
 
 // start writes a request and returns at once; done hears the response, the
-// connection's end, or ErrTimeout after timeout, on the goroutine that
-// saw it. stop ends the call early with cause, unless it has ended.
+// connection's end, or ErrTimeout after timeout (none when zero), on the
+// goroutine that saw it. stop ends the call early with cause, unless it
+// has ended.
 //
 // It is how a proxied call over stdio waits without a goroutine of its
 // own: the response is written to the client from the reader that read it,
@@ -116,36 +123,41 @@ func (p *pipeTransport) SendRequest(ctx context.Context, request transport.JSONR
 func (p *pipeTransport) start(id mcp.RequestId, line []byte, timeout time.Duration, done func(*transport.JSONRPCResponse, error)) (stop func(cause error), err error) {
 	key := id.String()
 	c := &pendingCall{done: done}
-	c.timer = time.AfterFunc(timeout, func() {
-		if p.take(key) != nil {
-			done(nil, ErrTimeout)
-		}
-	})
-	if err := p.send(key, line, c); err != nil {
-		c.timer.Stop()
+	if err := p.send(key, line, c, timeout); err != nil {
 		return nil, err
 	}
 	return func(cause error) {
 		if p.take(key) != nil {
-			c.timer.Stop()
+			c.stopTimer()
 			done(nil, cause)
 		}
 	}, nil
 }
 
-// send registers c under key and writes line; on failure c is not called.
-func (p *pipeTransport) send(key string, line []byte, c *pendingCall) error {
+// send registers c under key, with a deadline when timeout is not zero,
+// and writes line; on failure c is not called.
+func (p *pipeTransport) send(key string, line []byte, c *pendingCall, timeout time.Duration) error {
 	p.mu.Lock()
 	if p.ended {
 		p.mu.Unlock()
 		return transport.ErrTransportClosed
 	}
 	p.pending[key] = c
+	if timeout > 0 {
+		// Set under the lock that take holds, so whoever takes the call
+		// sees its timer.
+		c.timer = time.AfterFunc(timeout, func() {
+			if p.take(key) != nil {
+				c.done(nil, ErrTimeout)
+			}
+		})
+	}
 	p.mu.Unlock()
 	if err := p.writeLine(line); err != nil {
 		if p.take(key) == nil {
 			return nil // the connection ended in between, and said so to c
 		}
+		c.stopTimer()
 		return err
 	}
 	return nil
@@ -225,9 +237,7 @@ func (p *pipeTransport) end() {
 		close(p.done)
 		p.cancel()
 		for _, c := range waiting {
-			if c.timer != nil {
-				c.timer.Stop()
-			}
+			c.stopTimer()
 			c.done(nil, transport.ErrTransportClosed)
 		}
 	})
@@ -348,9 +358,7 @@ func (p *pipeTransport) respond(f frame, owned bool) {
 	if c == nil {
 		return // nobody asked, or the caller gave up
 	}
-	if c.timer != nil {
-		c.timer.Stop()
-	}
+	c.stopTimer()
 	c.done(responseOf(f, owned), nil)
 }
 
