@@ -92,14 +92,7 @@ func BenchmarkProxyCallStdio(b *testing.B) {
 		benchCalls(b, c, "echo", args)
 	})
 	b.Run("gateway", func(b *testing.B) {
-		log := slog.New(slog.NewTextHandler(io.Discard, nil))
-		m := &attach.Manager{
-			Pinned:       []config.Server{{Name: "fx", Command: fixture, Args: []string{"--transport=stdio"}}},
-			CallTimeout:  10 * time.Second,
-			StartTimeout: 10 * time.Second,
-			Log:          log,
-		}
-		c := serveStdio(b, New(m, log, Options{Version: "bench"}))
+		c := serveStdio(b, New(pinnedFixture(fixture, 10*time.Second), quietLog, Options{Version: "bench"}))
 		waitCallable(b, c, "mcp_fx__echo", args)
 		benchCalls(b, c, "mcp_fx__echo", args)
 	})
@@ -118,6 +111,19 @@ func waitCallable(t testing.TB, c *client.Client, name string, args any) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s never became callable: %v %v", name, err, res)
 		}
+	}
+}
+
+var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// pinnedFixture is a manager with the fixture binary pinned as the stdio
+// server "fx".
+func pinnedFixture(fixture string, callTimeout time.Duration) *attach.Manager {
+	return &attach.Manager{
+		Pinned:       []config.Server{{Name: "fx", Command: fixture, Args: []string{"--transport=stdio"}}},
+		CallTimeout:  callTimeout,
+		StartTimeout: 10 * time.Second,
+		Log:          quietLog,
 	}
 }
 

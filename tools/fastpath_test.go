@@ -415,14 +415,7 @@ func TestFastPathStdio(t *testing.T) {
 // cancellation by the client, the call timeout, and a session that ends
 // with a call in flight all behave as on the other paths.
 func TestFastPathStdioUpstream(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	m := &attach.Manager{
-		Pinned:       []config.Server{{Name: "fx", Command: buildFixture(t), Args: []string{"--transport=stdio"}}},
-		CallTimeout:  4 * time.Second,
-		StartTimeout: 10 * time.Second,
-		Log:          log,
-	}
-	g := New(m, log, Options{Version: "test", MaxResultBytes: 8 << 20})
+	g := New(pinnedFixture(buildFixture(t), 4*time.Second), quietLog, Options{Version: "test", MaxResultBytes: 8 << 20})
 	var hangUp time.Time
 	t.Cleanup(func() { // runs once serveStdio's cleanup has returned
 		// Well under the call timeout: the call was ended, not waited for
@@ -506,14 +499,7 @@ func TestFastPathStdioUpstream(t *testing.T) {
 // client on the way: every call that completes gets its own answer, none
 // another's, and the session serves a call after all of them.
 func TestFastPathStdioUpstreamConcurrent(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	m := &attach.Manager{
-		Pinned:       []config.Server{{Name: "fx", Command: buildFixture(t), Args: []string{"--transport=stdio"}}},
-		CallTimeout:  30 * time.Second,
-		StartTimeout: 10 * time.Second,
-		Log:          log,
-	}
-	c := serveStdio(t, New(m, log, Options{Version: "test"}))
+	c := serveStdio(t, New(pinnedFixture(buildFixture(t), 30*time.Second), quietLog, Options{Version: "test"}))
 	waitCallable(t, c, "mcp_fx__echo", map[string]any{"message": "ready?"})
 
 	var wg sync.WaitGroup
