@@ -274,8 +274,8 @@ func (m *Manager) fetchLimited(ctx context.Context, url string, limit int64) ([]
 	return data, nil
 }
 
-// NewSession starts tracking a client session. Pinned servers start
-// attaching in the background; call Close when the session ends.
+// NewSession starts tracking a client session. Its pinned servers start
+// attaching when Start is called; call Close when the session ends.
 func (m *Manager) NewSession(id string) *Session {
 	s := newSession(m, id)
 	m.mu.Lock()

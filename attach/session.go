@@ -22,13 +22,15 @@ type Session struct {
 	// ID is the MCP session id.
 	ID string
 	// OnChange runs after the session's set of proxied tools changed: an
-	// attach, a detach, or an upstream's own tools/list_changed.
+	// attach, a detach, or an upstream's own tools/list_changed. Set it
+	// before Start.
 	OnChange func()
 
 	m      *Manager
 	ctx    context.Context // ends at Close: cancels attaches in flight
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // attaches in flight and pinned starts
+	pins   []func()       // pinned starts, until Start runs them
 
 	tasks taskStore
 
@@ -211,12 +213,12 @@ func newSession(m *Manager, id string) *Session {
 	return s
 }
 
-// pin adds a pinned attachment and starts it in the background; until
-// start returns it is listed as starting, and a failure is kept as the
-// reason it is down.
+// pin adds a pinned attachment, to be started in the background by Start;
+// until start returns it is listed as starting, and a failure is kept as
+// the reason it is down.
 func (s *Session) pin(a *Attachment, start func(ctx context.Context) error) {
 	s.atts = append(s.atts, a)
-	s.wg.Go(func() {
+	s.pins = append(s.pins, func() {
 		ctx, cancel := context.WithTimeout(s.ctx, s.m.StartTimeout)
 		defer cancel()
 		if err := start(ctx); err != nil {
@@ -234,6 +236,16 @@ func (s *Session) pin(a *Attachment, start func(ctx context.Context) error) {
 		}
 		s.changed()
 	})
+}
+
+// Start begins attaching the session's pinned servers and agents, in the
+// background. Set OnChange first: a pinned server may be attached, and
+// OnChange run, before Start returns.
+func (s *Session) Start() {
+	for _, start := range s.pins {
+		s.wg.Go(start)
+	}
+	s.pins = nil
 }
 
 // PinnedURN names a pinned server in listings.

@@ -172,6 +172,7 @@ func (g *Gateway) session(id string, perSession bool) *session {
 	}
 	s := &session{att: g.manager.NewSession(id), limiter: g.opts.Limits.NewLimiter(), perSession: perSession, registered: map[string]fingerprint{}}
 	s.att.OnChange = func() { g.sync(id, s) }
+	s.att.Start() // after OnChange is set: a pinned server may attach at once
 	g.sessions.Store(id, s)
 	return s
 }
