@@ -25,6 +25,12 @@ type metrics struct {
 	attaches *prometheus.CounterVec
 	sessions prometheus.GaugeFunc
 	attached *prometheus.GaugeVec
+
+	// The proxied tools' series, looked up once: every proxied call
+	// records into them, and a lookup takes the vector's lock, which every
+	// session shares.
+	proxiedOK, proxiedFailed prometheus.Counter
+	proxiedLatency           prometheus.Observer
 }
 
 func newMetrics(m *attach.Manager) *metrics {
@@ -45,6 +51,9 @@ func newMetrics(m *attach.Manager) *metrics {
 		attached: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ardgate_attachments",
 			Help: "Current attachments by kind and status, over all sessions."}, []string{"kind", "status"}),
 	}
+	x.proxiedOK = x.calls.WithLabelValues("proxied", "ok")
+	x.proxiedFailed = x.calls.WithLabelValues("proxied", "error")
+	x.proxiedLatency = x.latency.WithLabelValues("proxied")
 	x.sessions = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ardgate_sessions", Help: "Open sessions."},
 		func() float64 { return float64(len(m.Sessions())) })
 	x.reg.MustRegister(x.calls, x.latency, x.upstream, x.registry, x.refusals, x.attaches, x.sessions,
@@ -76,7 +85,13 @@ func (c attachmentsCollector) Collect(ch chan<- prometheus.Metric) {
 // observe records one tool call.
 func (x *metrics) observe(tool string, took time.Duration, failed bool) {
 	if strings.HasPrefix(tool, "mcp_") {
-		tool = "proxied"
+		x.proxiedLatency.Observe(took.Seconds())
+		if failed {
+			x.proxiedFailed.Inc()
+		} else {
+			x.proxiedOK.Inc()
+		}
+		return
 	}
 	result := "ok"
 	if failed {
