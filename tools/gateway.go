@@ -225,6 +225,13 @@ func (g *Gateway) sync(id string, s *session) {
 	if len(gone) == 0 && len(add) == 0 {
 		return
 	}
+	// The fast path takes the new set first: the tools/list_changed that
+	// the MCP server sends below may bring a call of a new tool at once.
+	proxied := make(map[string]bool, len(want))
+	for name := range want {
+		proxied[name] = true
+	}
+	s.proxied.Store(&proxied)
 	slices.Sort(gone)
 	if s.perSession {
 		if len(gone) > 0 {
@@ -254,11 +261,6 @@ func (g *Gateway) sync(id string, s *session) {
 	for _, st := range add {
 		s.registered[st.Tool.Name] = sums[st.Tool.Name]
 	}
-	proxied := make(map[string]bool, len(s.registered))
-	for name := range s.registered {
-		proxied[name] = true
-	}
-	s.proxied.Store(&proxied)
 }
 
 // exposed is the upstream tool as the client sees it: the exposed name,
