@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,7 +22,20 @@ import (
 // machine); ScanObject checks and splits it in one pass whose strings,
 // the bulk of any result, are a tight loop (10x faster, BenchmarkScanObject).
 func ScanObject(b []byte, member func(name, value []byte)) error {
-	s := scanner{b: b}
+	return scanObject(scanner{b: b}, member)
+}
+
+// ScanCheckedObject is ScanObject for bytes already checked as one JSON
+// object, by ScanObject or by a JSON decoder: it does not check strings
+// again but crosses each with a memory search for its closing quote, which
+// reads a 1 MiB text result about ten times faster. On input that is not
+// JSON it may report wrong members or an error; it never reads past b.
+func ScanCheckedObject(b []byte, member func(name, value []byte)) error {
+	return scanObject(scanner{b: b, checked: true}, member)
+}
+
+func scanObject(s scanner, member func(name, value []byte)) error {
+	b := s.b
 	s.space()
 	if s.i >= len(b) || b[s.i] != '{' {
 		return s.fail("an object")
@@ -57,8 +71,9 @@ const maxDepth = 10000
 type span struct{ start, end int }
 
 type scanner struct {
-	b []byte
-	i int
+	b       []byte
+	i       int
+	checked bool // the bytes are known to be JSON: strings are not checked
 }
 
 func (s *scanner) fail(want string) error {
@@ -184,6 +199,9 @@ func (s *scanner) str() (span, bool, error) {
 		return span{}, false, s.fail("a string")
 	}
 	start, escaped := s.i, false
+	if s.checked {
+		return s.checkedStr(start)
+	}
 	for s.i < len(s.b) {
 		c := s.b[s.i]
 		if plain[c] {
@@ -204,6 +222,28 @@ func (s *scanner) str() (span, bool, error) {
 		}
 	}
 	return span{}, false, s.fail("the end of a string")
+}
+
+// checkedStr finds the end of a string known to be well formed: the
+// first quote not escaped by an odd run of backslashes.
+func (s *scanner) checkedStr(start int) (span, bool, error) {
+	for {
+		j := bytes.IndexByte(s.b[s.i:], '"')
+		if j < 0 {
+			s.i = len(s.b)
+			return span{}, false, s.fail("the end of a string")
+		}
+		s.i += j
+		backslashes := 0
+		for k := s.i - 1; k >= start && s.b[k] == '\\'; k-- {
+			backslashes++
+		}
+		s.i++
+		if backslashes%2 == 0 {
+			sp := span{start, s.i - 1}
+			return sp, bytes.IndexByte(s.b[sp.start:sp.end], '\\') >= 0, nil
+		}
+	}
 }
 
 // plain marks the bytes a string holds as they are: not a quote, not a

@@ -78,7 +78,8 @@ func TestScanObject(t *testing.T) {
 
 // FuzzScanObject holds ScanObject to encoding/json: it accepts exactly
 // when json.Valid does and the input is an object, and then its members
-// are the ones encoding/json finds, byte for byte.
+// are the ones encoding/json finds, byte for byte, and the ones
+// ScanCheckedObject finds. On any input, ScanCheckedObject must not panic.
 //
 //	go test -run '^$' -fuzz FuzzScanObject ./guard
 func FuzzScanObject(f *testing.F) {
@@ -93,6 +94,7 @@ func FuzzScanObject(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		_ = ScanCheckedObject(b, func(_, _ []byte) {}) // malformed input: no panic, no read past b
 		got, err := members(b)
 		trimmed := bytes.TrimLeft(b, " \t\r\n")
 		want := json.Valid(b) && len(trimmed) > 0 && trimmed[0] == '{'
@@ -114,6 +116,11 @@ func FuzzScanObject(f *testing.F) {
 				t.Fatalf("%q: member %q is %q, encoding/json finds %q", b, k, got[k], v)
 			}
 		}
+		// What is known to be JSON reads the same without the checks.
+		checked := map[string]string{}
+		if err := ScanCheckedObject(b, func(name, value []byte) { checked[string(name)] = string(value) }); err != nil || !maps.Equal(checked, got) {
+			t.Fatalf("%q: ScanCheckedObject finds %v, %v; ScanObject %v", b, checked, err, got)
+		}
 	})
 }
 
@@ -127,6 +134,14 @@ func BenchmarkScanObject(b *testing.B) {
 		b.SetBytes(int64(len(line)))
 		for b.Loop() {
 			if err := ScanObject(line, func(_, _ []byte) {}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ScanCheckedObject", func(b *testing.B) {
+		b.SetBytes(int64(len(line)))
+		for b.Loop() {
+			if err := ScanCheckedObject(line, func(_, _ []byte) {}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -171,95 +171,14 @@ func resultFrame(id, result json.RawMessage) []byte {
 // isErrorResult tells a tool error from a success, for the metrics, by
 // the result object's own top-level isError member (not one nested in
 // structured content). The result was checked as JSON on its way in
-// (guard.ScanObject over stdio, mcp-go's decoder over HTTP), so values are
-// skipped, not checked: a string by searching for its closing quote, which
-// crosses a 1 MiB text result at memory speed.
+// (guard.ScanObject over stdio, mcp-go's decoder over HTTP), so it is read
+// without checking it again.
 func isErrorResult(raw json.RawMessage) bool {
-	i := skipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
-		return false
-	}
 	isError := false
-	for i++; ; i++ { // i is at '{' or ','
-		i = skipSpace(raw, i)
-		if i >= len(raw) || raw[i] != '"' {
-			return isError
+	_ = guard.ScanCheckedObject(raw, func(name, value []byte) {
+		if string(name) == "isError" {
+			isError = string(value) == "true" // the last wins, as in a decoder
 		}
-		key := i
-		i = skipString(raw, i)
-		name := raw[key:i]
-		if i = skipSpace(raw, i); i >= len(raw) || raw[i] != ':' {
-			return isError
-		}
-		value := skipSpace(raw, i+1)
-		end := skipValue(raw, value)
-		if string(name) == `"isError"` || bytes.IndexByte(name, '\\') >= 0 && unquoted(name) == "isError" {
-			isError = string(raw[value:end]) == "true" // the last wins, as in a decoder
-		}
-		i = skipSpace(raw, end)
-		if i >= len(raw) || raw[i] != ',' {
-			return isError
-		}
-	}
-}
-
-func unquoted(s []byte) string {
-	var u string
-	_ = json.Unmarshal(s, &u)
-	return u
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index after the string starting at b[i].
-func skipString(b []byte, i int) int {
-	for i++; ; i++ {
-		j := bytes.IndexByte(b[i:], '"')
-		if j < 0 {
-			return len(b)
-		}
-		i += j
-		backslashes := 0
-		for k := i - 1; k >= 0 && b[k] == '\\'; k-- {
-			backslashes++
-		}
-		if backslashes%2 == 0 {
-			return i + 1
-		}
-	}
-}
-
-// skipValue returns the index after the value starting at b[i].
-func skipValue(b []byte, i int) int {
-	depth := 0
-	for i < len(b) {
-		switch b[i] {
-		case '"':
-			i = skipString(b, i)
-			if depth == 0 {
-				return i
-			}
-			continue
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth == 0 {
-				return i // the end of the enclosing object
-			}
-			if depth--; depth == 0 {
-				return i + 1
-			}
-		case ',', ' ', '\t', '\n', '\r':
-			if depth == 0 {
-				return i
-			}
-		}
-		i++
-	}
-	return i
+	})
+	return isError
 }
