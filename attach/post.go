@@ -47,11 +47,21 @@ type poster struct {
 // session, and every later call would meet the same.
 var errSessionGone = errors.New("the server ended the session (HTTP 404)")
 
-// call POSTs line, the request keyed key, and returns the server's response.
+// call POSTs line, the request keyed key, and returns the server's
+// response. A call the upstream's close ended says so as mcp-go's
+// transports do, with ErrTransportClosed.
 func (p *poster) call(ctx context.Context, key string, line []byte) (*transport.JSONRPCResponse, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(p.closed, cancel)()
+	resp, err := p.exchange(ctx, key, line)
+	if err != nil && p.closed.Err() != nil {
+		return nil, transport.ErrTransportClosed
+	}
+	return resp, err
+}
+
+func (p *poster) exchange(ctx context.Context, key string, line []byte) (*transport.JSONRPCResponse, error) {
 	resp, err := p.post(ctx, line, "application/json, text/event-stream")
 	if err != nil {
 		return nil, err

@@ -371,9 +371,6 @@ func (u *upstream) callRaw(ctx context.Context, tool string, args json.RawMessag
 		if ctx.Err() != nil {
 			u.cancelRequest(ctx.Err().Error(), req.ID)
 		}
-		if u.post != nil && u.post.closed.Err() != nil {
-			return nil, fmt.Errorf("%w: %s", ErrUpstreamDown, u.downReason()) // detached mid-call
-		}
 		return nil, u.failure(transport.NewError(err))
 	}
 	return rawResult(tool, resp)
