@@ -621,17 +621,13 @@ func (s *Session) CallRaw(ctx context.Context, name string, args json.RawMessage
 // call routes an exposed tool to its upstream and runs do within the call
 // timeout, turning what went wrong into a sentence that says what to do.
 func (s *Session) call(ctx context.Context, name string, do func(context.Context, *upstream, string) error) error {
-	att, tool := s.route(name)
+	att, up, tool, timeout := s.target(name)
 	if att == nil {
 		return fmt.Errorf("%q: %w", name, ErrUnknownTool)
 	}
-	att.mu.Lock()
-	up := att.up
-	att.mu.Unlock()
 	if up == nil {
 		return fmt.Errorf("%s is still starting; try again shortly", att.Name)
 	}
-	timeout := cmp.Or(att.Timeout, s.m.CallTimeout)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	err := do(ctx, up, tool)
@@ -645,20 +641,27 @@ func (s *Session) call(ctx context.Context, name string, do func(context.Context
 // false for any other upstream, or one that is down or still starting;
 // CallRaw then serves the call, and says what is wrong.
 func (s *Session) StartRaw(name string, args json.RawMessage, done func(json.RawMessage, error)) (stop func(cause error), ok bool) {
-	att, tool := s.route(name)
-	if att == nil {
-		return nil, false
-	}
-	att.mu.Lock()
-	up := att.up
-	att.mu.Unlock()
+	att, up, tool, timeout := s.target(name)
 	if up == nil {
 		return nil, false
 	}
-	timeout := cmp.Or(att.Timeout, s.m.CallTimeout)
 	return up.startRaw(tool, args, timeout, func(res json.RawMessage, err error) {
 		done(res, callError(att, tool, timeout, err, errors.Is(err, ErrTimeout)))
 	})
+}
+
+// target finds what serves an exposed tool: its attachment (nil for none),
+// the live upstream (nil while starting), the upstream's name for the tool,
+// and the call timeout.
+func (s *Session) target(name string) (att *Attachment, up *upstream, tool string, timeout time.Duration) {
+	att, tool = s.route(name)
+	if att == nil {
+		return nil, nil, "", 0
+	}
+	att.mu.Lock()
+	up = att.up
+	att.mu.Unlock()
+	return att, up, tool, cmp.Or(att.Timeout, s.m.CallTimeout)
 }
 
 // callError turns what went wrong with a call into a sentence that says
