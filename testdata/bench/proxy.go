@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -41,6 +42,7 @@ func proxyBench(args []string, out io.Writer) error {
 	}
 	defer os.RemoveAll(dir)
 	fmt.Fprintf(out, "proxy: %d sequential calls, %d clients x %d calls, %d x 1 MiB; %s\n", *calls, *clients, *concCalls, *bigCalls, machine())
+	fmt.Fprintln(out, "cpu/call: the CPU time (user+system) of the relay or gateway process alone, per call")
 
 	self, err := os.Executable()
 	if err != nil {
@@ -80,17 +82,19 @@ func proxyBench(args []string, out io.Writer) error {
 			}},
 		}
 		fmt.Fprintf(out, "\n%s upstream, %s client\n", transportName, transportName)
-		fmt.Fprintf(out, "%-16s %-9s %9s %9s %9s %10s\n", "workload", "path", "p50", "p99", "max", "calls/s")
+		fmt.Fprintf(out, "%-16s %-9s %9s %9s %9s %10s %9s\n", "workload", "path", "p50", "p99", "max", "calls/s", "cpu/call")
 		for _, c := range cases {
 			// The paths take turns, a round each, so that the machine's
 			// drift during the run falls on all of them alike.
 			all := make([]sample, len(paths))
 			for range *rounds {
 				for i, p := range paths {
+					before := cpuTime(targets[i].pid)
 					got, err := c.run(targets[i], max(1, c.calls / *rounds))
 					if err != nil {
 						return fmt.Errorf("%s %s: %w", c.name, p.name, err)
 					}
+					got.cpu = cpuTime(targets[i].pid) - before
 					all[i].add(got)
 				}
 			}
@@ -101,7 +105,11 @@ func proxyBench(args []string, out io.Writer) error {
 				if i > 0 {
 					label = ""
 				}
-				fmt.Fprintf(out, "%-16s %-9s %9s %9s %9s %10.0f\n", label, p.name, res[i].p50, res[i].p99, res[i].max, res[i].rate)
+				cpu := "-"
+				if targets[i].pid != 0 {
+					cpu = res[i].cpu.String()
+				}
+				fmt.Fprintf(out, "%-16s %-9s %9s %9s %9s %10.0f %9s\n", label, p.name, res[i].p50, res[i].p99, res[i].max, res[i].rate, cpu)
 			}
 			for i := 1; i < len(paths); i++ {
 				d, v := res[0], res[i]
@@ -134,27 +142,55 @@ func buildBinaries() (dir, gateway, fixture string, err error) {
 type target struct {
 	clients []*client.Client
 	tool    func(string) string // fixture tool name → name on this path
+	pid     int                 // the relay or gateway process; 0 when direct
 }
 
 type stats struct {
 	p50, p99, max time.Duration
 	rate          float64
+	cpu           time.Duration // the middle process's, per call
 }
 
 // sample is what one or more rounds of a workload measured on one path.
 type sample struct {
 	lat  []time.Duration
 	wall time.Duration
+	cpu  time.Duration // the middle process's CPU time
 }
 
 func (s *sample) add(o sample) {
 	s.lat = append(s.lat, o.lat...)
 	s.wall += o.wall
+	s.cpu += o.cpu
 }
 
 func (s sample) stats() stats {
 	slices.Sort(s.lat)
-	return stats{p50: pct(s.lat, 50), p99: pct(s.lat, 99), max: s.lat[len(s.lat)-1].Round(time.Microsecond), rate: float64(len(s.lat)) / s.wall.Seconds()}
+	return stats{p50: pct(s.lat, 50), p99: pct(s.lat, 99), max: s.lat[len(s.lat)-1].Round(time.Microsecond), rate: float64(len(s.lat)) / s.wall.Seconds(),
+		cpu: (s.cpu / time.Duration(len(s.lat))).Round(time.Microsecond)}
+}
+
+// cpuTime is the user and system CPU time process pid has used, from
+// /proc/<pid>/stat (in clock ticks, which Linux fixes at 100 a second for
+// user space); 0 for pid 0.
+func cpuTime(pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which is in parentheses and may
+	// hold spaces: state is the first, utime the 12th, stime the 13th.
+	_, after, _ := strings.Cut(string(data), ") ")
+	f := strings.Fields(after)
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
@@ -184,7 +220,7 @@ func sequential(t target, n int, tool string, args map[string]any) (sample, erro
 		}
 		lat = append(lat, time.Since(s))
 	}
-	return sample{lat, time.Since(start)}, nil
+	return sample{lat: lat, wall: time.Since(start)}, nil
 }
 
 func concurrent(t target, clients, per int) (sample, error) {
@@ -216,14 +252,14 @@ func concurrent(t target, clients, per int) (sample, error) {
 	if firstErr != nil {
 		return sample{}, firstErr
 	}
-	return sample{lat, time.Since(start)}, nil
+	return sample{lat: lat, wall: time.Since(start)}, nil
 }
 
 const sessions = 64
 
 func startDirect(kind, fixture string) (target, func(), error) {
 	if kind == "stdio" {
-		c, stop, err := stdioClient(fixture, nil, "--transport=stdio")
+		c, stop, _, err := stdioClient(fixture, nil, "--transport=stdio")
 		return target{clients: []*client.Client{c}, tool: func(s string) string { return s }}, stop, err
 	}
 	url, stopFx, err := startFixtureHTTP(fixture)
@@ -239,8 +275,8 @@ func startDirect(kind, fixture string) (target, func(), error) {
 func startRelay(kind, self, fixture string) (target, func(), error) {
 	same := func(s string) string { return s }
 	if kind == "stdio" {
-		c, stop, err := stdioClient(self, nil, "relay", "stdio", fixture, "--transport=stdio")
-		return target{clients: []*client.Client{c}, tool: same}, stop, err
+		c, stop, pid, err := stdioClient(self, nil, "relay", "stdio", fixture, "--transport=stdio")
+		return target{clients: []*client.Client{c}, tool: same, pid: pid}, stop, err
 	}
 	upstream, stopFx, err := startFixtureHTTP(fixture)
 	if err != nil {
@@ -248,13 +284,13 @@ func startRelay(kind, self, fixture string) (target, func(), error) {
 	}
 	cmd := exec.Command(self, "relay", "http", upstream)
 	cmd.Stderr = os.Stderr // what the reverse proxy says went wrong
-	url, stopRelay, _, err := readyURL(cmd, cmd.StdoutPipe, func(line string) (string, bool) { return strings.CutPrefix(line, "READY ") })
+	url, stopRelay, pid, err := readyURL(cmd, cmd.StdoutPipe, func(line string) (string, bool) { return strings.CutPrefix(line, "READY ") })
 	if err != nil {
 		stopFx()
 		return target{}, nil, err
 	}
 	cs, stopClients, err := httpClients(url, sessions)
-	return target{clients: cs, tool: same}, func() { stopClients(); stopRelay(); stopFx() }, err
+	return target{clients: cs, tool: same, pid: pid}, func() { stopClients(); stopRelay(); stopFx() }, err
 }
 
 func startViaGateway(kind, gateway, fixture, dir string) (target, func(), error) {
@@ -278,11 +314,11 @@ func startViaGateway(kind, gateway, fixture, dir string) (target, func(), error)
 	var err error
 	if kind == "stdio" {
 		var c *client.Client
-		c, stop, err = stdioClient(gateway, nil, "serve", "--config", cfg, "--log-level", "error")
-		t = target{clients: []*client.Client{c}, tool: via}
+		c, stop, t.pid, err = stdioClient(gateway, nil, "serve", "--config", cfg, "--log-level", "error")
+		t.clients, t.tool = []*client.Client{c}, via
 	} else {
 		var url string
-		url, stop, _, err = startGatewayHTTP(gateway, cfg)
+		url, stop, t.pid, err = startGatewayHTTP(gateway, cfg)
 		if err == nil {
 			var stopClients func()
 			t.clients, stopClients, err = httpClients(url, sessions)
@@ -312,21 +348,25 @@ func startViaGateway(kind, gateway, fixture, dir string) (target, func(), error)
 	return t, all, nil
 }
 
-func stdioClient(bin string, env []string, args ...string) (*client.Client, func(), error) {
+// stdioClient starts bin and connects a client to it over its stdio; pid
+// is bin's process.
+func stdioClient(bin string, env []string, args ...string) (c *client.Client, stop func(), pid int, err error) {
+	var proc *exec.Cmd
 	tr := transport.NewStdioWithOptions(bin, env, args, transport.WithCommandFunc(func(_ context.Context, cmd string, _ []string, args []string) (*exec.Cmd, error) {
 		c := exec.Command(cmd, args...)
+		proc = c
 		c.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 		c.Stderr = io.Discard
 		return c, nil
 	}))
-	c := client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	c = client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
 	if err := c.Start(context.Background()); err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	if _, err := c.Initialize(context.Background(), mcp.InitializeRequest{}); err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
-	return c, func() { _ = c.Close() }, nil
+	return c, func() { _ = c.Close() }, proc.Process.Pid, nil
 }
 
 // keepAlive keeps a connection per concurrent call, as separate clients
