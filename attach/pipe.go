@@ -40,6 +40,8 @@ type pipeTransport struct {
 	mu        sync.Mutex
 	pending   map[string]*pendingCall // by request id
 	ended     bool                    // no call is taken after the end
+	deadlines *time.Timer             // fires at armed, the earliest deadline it knows
+	armed     time.Time               // zero when the timer is not set
 	onNote    func(mcp.JSONRPCNotification)
 	onRequest transport.RequestHandler
 
@@ -71,14 +73,8 @@ func (p *pipeTransport) Start(context.Context) error {
 // pendingCall is a request waiting for its response. done is called once:
 // with the response, or with why none will come.
 type pendingCall struct {
-	done  func(*transport.JSONRPCResponse, error)
-	timer *time.Timer // the call's deadline, for calls started with start
-}
-
-func (c *pendingCall) stopTimer() {
-	if c.timer != nil {
-		c.timer.Stop()
-	}
+	done     func(*transport.JSONRPCResponse, error)
+	deadline time.Time // zero when none
 }
 
 // SendRequest writes request and waits for the server's response to it,
@@ -112,7 +108,8 @@ func (p *pipeTransport) SendRequest(ctx context.Context, request transport.JSONR
 	}
 }
 
-// start writes a request and returns at once; done hears the response, the
+// start writes a request, keyed as mcp.RequestId.String keys its id, and
+// returns at once; done hears the response, the
 // connection's end, or ErrTimeout after timeout (none when zero), on the
 // goroutine that saw it. stop ends the call early with cause, unless it
 // has ended.
@@ -120,15 +117,13 @@ func (p *pipeTransport) SendRequest(ctx context.Context, request transport.JSONR
 // It is how a proxied call over stdio waits without a goroutine of its
 // own: the response is written to the client from the reader that read it,
 // as a relay copying bytes would, with no hand-off in between.
-func (p *pipeTransport) start(id mcp.RequestId, line []byte, timeout time.Duration, done func(*transport.JSONRPCResponse, error)) (stop func(cause error), err error) {
-	key := id.String()
+func (p *pipeTransport) start(key string, line []byte, timeout time.Duration, done func(*transport.JSONRPCResponse, error)) (stop func(cause error), err error) {
 	c := &pendingCall{done: done}
 	if err := p.send(key, line, c, timeout); err != nil {
 		return nil, err
 	}
 	return func(cause error) {
 		if p.take(key) != nil {
-			c.stopTimer()
 			done(nil, cause)
 		}
 	}, nil
@@ -144,23 +139,61 @@ func (p *pipeTransport) send(key string, line []byte, c *pendingCall, timeout ti
 	}
 	p.pending[key] = c
 	if timeout > 0 {
-		// Set under the lock that take holds, so whoever takes the call
-		// sees its timer.
-		c.timer = time.AfterFunc(timeout, func() {
-			if p.take(key) != nil {
-				c.done(nil, ErrTimeout)
-			}
-		})
+		c.deadline = time.Now().Add(timeout)
+		p.arm(c.deadline)
 	}
 	p.mu.Unlock()
 	if err := p.writeLine(line); err != nil {
 		if p.take(key) == nil {
 			return nil // the connection ended in between, and said so to c
 		}
-		c.stopTimer()
 		return err
 	}
 	return nil
+}
+
+// arm sets the deadline timer for d, unless it fires sooner already. One
+// timer serves every call: a timer a call costs more than the rest of the
+// gateway's own work on a small call, and a call's deadline is nearly
+// always later than those of the calls before it, so the timer is
+// seldom moved. p.mu is held.
+func (p *pipeTransport) arm(d time.Time) {
+	if !p.armed.IsZero() && !d.Before(p.armed) {
+		return
+	}
+	p.armed = d
+	if p.deadlines == nil {
+		p.deadlines = time.AfterFunc(time.Until(d), p.expire)
+		return
+	}
+	p.deadlines.Reset(time.Until(d))
+}
+
+// expire ends the calls whose deadline has passed with ErrTimeout, and
+// sets the timer for the earliest deadline left.
+func (p *pipeTransport) expire() {
+	p.mu.Lock()
+	now := time.Now()
+	p.armed = time.Time{}
+	var due []*pendingCall
+	var next time.Time
+	for key, c := range p.pending {
+		switch {
+		case c.deadline.IsZero():
+		case !c.deadline.After(now):
+			delete(p.pending, key)
+			due = append(due, c)
+		case next.IsZero() || c.deadline.Before(next):
+			next = c.deadline
+		}
+	}
+	if !next.IsZero() && !p.ended {
+		p.arm(next)
+	}
+	p.mu.Unlock()
+	for _, c := range due {
+		c.done(nil, ErrTimeout)
+	}
 }
 
 // take removes the call waiting under key and returns it, or nil when it
@@ -233,11 +266,13 @@ func (p *pipeTransport) end() {
 		p.ended = true
 		waiting := p.pending
 		p.pending = map[string]*pendingCall{}
+		if p.deadlines != nil {
+			p.deadlines.Stop()
+		}
 		p.mu.Unlock()
 		close(p.done)
 		p.cancel()
 		for _, c := range waiting {
-			c.stopTimer()
 			c.done(nil, transport.ErrTransportClosed)
 		}
 	})
@@ -358,7 +393,6 @@ func (p *pipeTransport) respond(f frame, owned bool) {
 	if c == nil {
 		return // nobody asked, or the caller gave up
 	}
-	c.stopTimer()
 	c.done(responseOf(f, owned), nil)
 }
 

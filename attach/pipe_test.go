@@ -190,32 +190,100 @@ func TestPipeTransportSkipsWhatItCannotRoute(t *testing.T) {
 	go io.Copy(io.Discard, toServerR) // Close writes nothing, but must not block if it did
 }
 
-// rawLine writes what encoding/json would, with the argument bytes as the
-// client sent them.
-func TestRawLine(t *testing.T) {
+// A raw call's line is what encoding/json writes, with the argument bytes
+// as the client sent them.
+func TestRawCallLine(t *testing.T) {
 	u := &upstream{}
 	for _, c := range []struct{ tool, args string }{
 		{"echo", `{"message":"hi"}`},
 		{"weird \"name\" <é>", `{"a":[1,2,{"b":null}]}`},
+		{"tab\tand\\slash", `{}`},
+		{"ünïcode", `{}`},
 		{"no_args", ``},
 	} {
 		var args json.RawMessage
 		if c.args != "" {
 			args = json.RawMessage(c.args)
 		}
-		req := u.rawRequest(c.tool, args)
-		want, err := json.Marshal(req)
+		call := u.rawCall(c.tool, args)
+		want, err := json.Marshal(call.request())
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := rawLine(req)
-		if err != nil || string(got) != string(want) {
-			t.Errorf("rawLine = %s, %v\n     want %s", got, err, want)
+		if got := call.line(); string(got) != string(want) {
+			t.Errorf("line = %s\n want %s", got, want)
+		}
+		if call.key() != call.requestID().String() {
+			t.Errorf("key %q, the id's own %q", call.key(), call.requestID().String())
 		}
 	}
 	spaced := json.RawMessage(`{ "message" : "hi" }`)
-	got, _ := rawLine(u.rawRequest("echo", spaced))
+	got := u.rawCall("echo", spaced).line()
 	if !strings.Contains(string(got), `"arguments":{ "message" : "hi" }}`) {
 		t.Errorf("the arguments were not passed as sent: %s", got)
 	}
+}
+
+// Calls started with their own timeouts, out of order, share one deadline
+// timer: each ends at its own deadline, never before it, and a call
+// answered in time or started without a timeout is not ended by it.
+func TestPipeTransportDeadlines(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	toServerR, toServerW := io.Pipe()
+	fromServerR, fromServerW := io.Pipe()
+	p := newPipeTransport(fromServerR, toServerW, quiet)
+	_ = p.Start(context.Background())
+	go io.Copy(io.Discard, toServerR) // the server reads, and never answers unless told
+
+	type end struct {
+		name    string
+		err     error
+		elapsed time.Duration
+	}
+	ends := make(chan end, 8)
+	start := func(name string, timeout time.Duration) {
+		began := time.Now()
+		_, err := p.start("string:"+name, []byte(`{"jsonrpc":"2.0","id":"`+name+`","method":"x"}`), timeout, func(_ *transport.JSONRPCResponse, err error) {
+			ends <- end{name, err, time.Since(began)}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	timeouts := map[string]time.Duration{"slow": 600 * time.Millisecond, "quick": 100 * time.Millisecond, "middle": 300 * time.Millisecond}
+	start("slow", timeouts["slow"])
+	start("quick", timeouts["quick"])
+	start("answered", 150*time.Millisecond)
+	start("patient", 0)
+	start("middle", timeouts["middle"])
+	if _, err := io.WriteString(fromServerW, `{"jsonrpc":"2.0","id":"answered","result":{}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if e := <-ends; e.name != "answered" || e.err != nil {
+		t.Fatalf("first to end: %+v, want the answered call", e)
+	}
+	for _, want := range []string{"quick", "middle", "slow"} {
+		e := <-ends
+		if e.name != want || !errors.Is(e.err, ErrTimeout) {
+			t.Fatalf("ended %s (%v), want %s with ErrTimeout", e.name, e.err, want)
+		}
+		if e.elapsed < timeouts[want] {
+			t.Errorf("%s ended after %v, before its timeout of %v", want, e.elapsed, timeouts[want])
+		}
+	}
+	// The timer went quiet with no deadline left; a new one sets it again.
+	start("later", 50*time.Millisecond)
+	if e := <-ends; e.name != "later" || !errors.Is(e.err, ErrTimeout) {
+		t.Fatalf("after the timer went quiet: %+v", e)
+	}
+	select {
+	case e := <-ends:
+		t.Fatalf("%s ended: %v; it has no timeout", e.name, e.err)
+	default:
+	}
+	_ = fromServerW.Close()
+	if e := <-ends; e.name != "patient" || !errors.Is(e.err, transport.ErrTransportClosed) {
+		t.Fatalf("at the end: %+v, want the patient call with ErrTransportClosed", e)
+	}
+	_ = p.Close()
 }

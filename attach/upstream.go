@@ -356,20 +356,17 @@ func (u *upstream) callRaw(ctx context.Context, tool string, args json.RawMessag
 	if why := u.downReason(); why != "" {
 		return nil, fmt.Errorf("%w: %s", ErrUpstreamDown, why)
 	}
-	req := u.rawRequest(tool, args)
+	c := u.rawCall(tool, args)
 	var resp *transport.JSONRPCResponse
 	var err error
 	if u.post != nil {
-		var line []byte
-		if line, err = rawLine(req); err == nil {
-			resp, err = u.post.call(ctx, req.ID.String(), line)
-		}
+		resp, err = u.post.call(ctx, c.key(), c.line())
 	} else {
-		resp, err = u.client.GetTransport().SendRequest(ctx, req)
+		resp, err = u.client.GetTransport().SendRequest(ctx, c.request())
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			u.cancelRequest(ctx.Err().Error(), req.ID)
+			u.cancelRequest(ctx.Err().Error(), c.requestID())
 		}
 		return nil, u.failure(transport.NewError(err))
 	}
@@ -384,12 +381,8 @@ func (u *upstream) startRaw(tool string, args json.RawMessage, timeout time.Dura
 	if u.pipe == nil || u.downReason() != "" {
 		return nil, false
 	}
-	req := u.rawRequest(tool, args)
-	line, err := rawLine(req)
-	if err != nil {
-		return nil, false
-	}
-	stop, err = u.pipe.start(req.ID, line, timeout, func(resp *transport.JSONRPCResponse, err error) {
+	c := u.rawCall(tool, args)
+	stop, err := u.pipe.start(c.key(), c.line(), timeout, func(resp *transport.JSONRPCResponse, err error) {
 		if err == nil {
 			done(rawResult(tool, resp))
 			return
@@ -398,7 +391,7 @@ func (u *upstream) startRaw(tool string, args json.RawMessage, timeout time.Dura
 		// the process to be reaped.
 		go func() {
 			if errors.Is(err, ErrTimeout) || errors.Is(err, context.Canceled) {
-				u.cancelRequest(err.Error(), req.ID)
+				u.cancelRequest(err.Error(), c.requestID())
 				done(nil, err)
 				return
 			}
@@ -408,40 +401,63 @@ func (u *upstream) startRaw(tool string, args json.RawMessage, timeout time.Dura
 	return stop, err == nil
 }
 
-// rawRequest is a tools/call carrying the client's argument bytes.
-func (u *upstream) rawRequest(tool string, args json.RawMessage) transport.JSONRPCRequest {
+// rawCall is a tools/call that carries the client's argument bytes as
+// they came, under a request id of the gateway's own.
+type rawCall struct {
+	id   string // "ardgate-<n>": the client numbers its requests 1, 2, …
+	tool string
+	args json.RawMessage // nil when the client sent none
+}
+
+func (u *upstream) rawCall(tool string, args json.RawMessage) rawCall {
+	return rawCall{id: "ardgate-" + strconv.FormatUint(u.rawIDs.Add(1), 10), tool: tool, args: args}
+}
+
+func (c rawCall) requestID() mcp.RequestId { return mcp.NewRequestId(c.id) }
+
+// key is what requestID().String() gives, without building the id.
+func (c rawCall) key() string { return "string:" + c.id }
+
+// request is the call for a transport that encodes requests itself.
+func (c rawCall) request() transport.JSONRPCRequest {
 	return transport.JSONRPCRequest{
 		JSONRPC: mcp.JSONRPC_VERSION,
-		// Our own id space: the client numbers its requests 1, 2, …
-		ID:     mcp.NewRequestId("ardgate-" + strconv.FormatUint(u.rawIDs.Add(1), 10)),
-		Method: string(mcp.MethodToolsCall),
-		Params: rawCallParams{Name: tool, Arguments: args},
+		ID:      c.requestID(),
+		Method:  string(mcp.MethodToolsCall),
+		Params:  rawCallParams{Name: c.tool, Arguments: c.args},
 	}
 }
 
-// rawLine is req's frame, put together around the client's argument
-// bytes: encoding/json would check them again, and they were checked when
-// the client's frame was read.
-func rawLine(req transport.JSONRPCRequest) ([]byte, error) {
-	params := req.Params.(rawCallParams)
-	id, err := req.ID.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	name, err := json.Marshal(params.Name)
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, 0, 96+len(id)+len(name)+len(params.Arguments))
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"method":"tools/call","params":{"name":`...)
-	b = append(b, name...)
-	if params.Arguments != nil {
+// line is the call's frame, as encoding/json writes request(), put
+// together around the argument bytes: encoding/json would check them
+// again, and they were checked when the client's frame was read. The id
+// needs no escaping.
+func (c rawCall) line() []byte {
+	b := make([]byte, 0, 96+len(c.id)+len(c.tool)+len(c.args))
+	b = append(b, `{"jsonrpc":"2.0","id":"`...)
+	b = append(b, c.id...)
+	b = append(b, `","method":"tools/call","params":{"name":`...)
+	b = appendJSONString(b, c.tool)
+	if c.args != nil {
 		b = append(b, `,"arguments":`...)
-		b = append(b, params.Arguments...)
+		b = append(b, c.args...)
 	}
-	return append(b, "}}"...), nil
+	return append(b, "}}"...)
+}
+
+// appendJSONString appends s as encoding/json writes a string. Tool names
+// are nearly always plain ASCII, which needs no escape; anything else
+// takes encoding/json.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // rawResult is the result of a tools/call response as the server sent it,
