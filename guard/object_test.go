@@ -93,35 +93,60 @@ func FuzzScanObject(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		_ = ScanCheckedObject(b, func(_, _ []byte) {}) // malformed input: no panic, no read past b
-		got, err := members(b)
-		trimmed := bytes.TrimLeft(b, " \t\r\n")
-		want := json.Valid(b) && len(trimmed) > 0 && trimmed[0] == '{'
-		if (err == nil) != want {
-			t.Fatalf("ScanObject(%q) error %v; json.Valid says %v", b, err, json.Valid(b))
+	f.Fuzz(func(t *testing.T, b []byte) { sameAsEncodingJSON(t, b) })
+}
+
+// sameAsEncodingJSON fails t unless ScanObject and ScanCheckedObject read
+// b as encoding/json does.
+func sameAsEncodingJSON(t *testing.T, b []byte) {
+	t.Helper()
+	_ = ScanCheckedObject(b, func(_, _ []byte) {}) // malformed input: no panic, no read past b
+	got, err := members(b)
+	trimmed := bytes.TrimLeft(b, " \t\r\n")
+	want := json.Valid(b) && len(trimmed) > 0 && trimmed[0] == '{'
+	if (err == nil) != want {
+		t.Fatalf("ScanObject(%q) error %v; json.Valid says %v", b, err, json.Valid(b))
+	}
+	if err != nil {
+		return
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("json.Unmarshal(%q): %v", b, err)
+	}
+	if len(m) != len(got) {
+		t.Fatalf("%q: ScanObject finds %v, encoding/json %v", b, got, m)
+	}
+	for k, v := range m {
+		if got[k] != string(v) {
+			t.Fatalf("%q: member %q is %q, encoding/json finds %q", b, k, got[k], v)
 		}
-		if err != nil {
-			return
-		}
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatalf("json.Unmarshal(%q): %v", b, err)
-		}
-		if len(m) != len(got) {
-			t.Fatalf("%q: ScanObject finds %v, encoding/json %v", b, got, m)
-		}
-		for k, v := range m {
-			if got[k] != string(v) {
-				t.Fatalf("%q: member %q is %q, encoding/json finds %q", b, k, got[k], v)
+	}
+	// What is known to be JSON reads the same without the checks.
+	checked := map[string]string{}
+	if err := ScanCheckedObject(b, func(name, value []byte) { checked[string(name)] = string(value) }); err != nil || !maps.Equal(checked, got) {
+		t.Fatalf("%q: ScanCheckedObject finds %v, %v; ScanObject %v", b, checked, err, got)
+	}
+}
+
+// Strings are crossed sixteen and eight bytes at a time while no byte in
+// them needs a look: a byte that does, at any place in strings of every
+// length around those steps, is still found and judged as encoding/json
+// judges it.
+func TestScanObjectLongStrings(t *testing.T) {
+	for n := 0; n <= 40; n++ {
+		for at := 0; at < n; at++ {
+			for _, c := range []byte{0x00, 0x1f, 0x20, '"', '\\', 'a', 0x7f, 0x80, 0xff} {
+				text := bytes.Repeat([]byte("x"), n)
+				text[at] = c
+				sameAsEncodingJSON(t, []byte(`{"k":"`+string(text)+`","n":1}`))
+				if c == '\\' && at+1 < n {
+					text[at+1] = 'n' // a good escape
+					sameAsEncodingJSON(t, []byte(`{"k":"`+string(text)+`","n":1}`))
+				}
 			}
 		}
-		// What is known to be JSON reads the same without the checks.
-		checked := map[string]string{}
-		if err := ScanCheckedObject(b, func(name, value []byte) { checked[string(name)] = string(value) }); err != nil || !maps.Equal(checked, got) {
-			t.Fatalf("%q: ScanCheckedObject finds %v, %v; ScanObject %v", b, checked, err, got)
-		}
-	})
+	}
 }
 
 // BenchmarkScanObject reads a frame with a 1 MiB result, against
