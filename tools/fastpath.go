@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -114,9 +115,8 @@ func plainID(id json.RawMessage) bool {
 	return false
 }
 
-// serveFast runs a call fastCall accepted and returns the whole response
-// frame, without a trailing newline.
-func (g *Gateway) serveFast(ctx context.Context, s *session, c *callFrame) []byte {
+// serveFast runs a call fastCall accepted and returns the response frame.
+func (g *Gateway) serveFast(ctx context.Context, s *session, c *callFrame) frame {
 	end, refused := g.admit(s, c.Name, nil)
 	if refused != nil {
 		return response(c.ID, refused)
@@ -127,7 +127,7 @@ func (g *Gateway) serveFast(ctx context.Context, s *session, c *callFrame) []byt
 
 // fastResult ends an admitted fast call with what its upstream answered
 // and returns the frame for the client.
-func (g *Gateway) fastResult(ctx context.Context, c *callFrame, end func(failed bool), raw json.RawMessage, err error) []byte {
+func (g *Gateway) fastResult(ctx context.Context, c *callFrame, end func(failed bool), raw json.RawMessage, err error) frame {
 	name := c.Name
 	if err != nil {
 		end(true)
@@ -145,27 +145,57 @@ func (g *Gateway) fastResult(ctx context.Context, c *callFrame, end func(failed 
 		return response(c.ID, res)
 	}
 	end(isErrorResult(raw))
-	return resultFrame(c.ID, raw)
+	return frame{id: c.ID, result: raw}
 }
 
 // response is the frame answering id with res.
-func response(id json.RawMessage, res *mcp.CallToolResult) []byte {
+func response(id json.RawMessage, res *mcp.CallToolResult) frame {
 	raw, err := json.Marshal(res)
 	if err != nil {
 		raw, _ = json.Marshal(failure("internal", "the result could not be encoded: %v", err))
 	}
-	return resultFrame(id, raw)
+	return frame{id: id, result: raw}
 }
 
-// resultFrame is the frame answering id with result. It has room for the
-// newline stdio adds, so that adding it copies nothing.
-func resultFrame(id, result json.RawMessage) []byte {
-	b := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`+"\n")+len(id)+len(result))
+// frame is a response to the client: the result as the upstream sent it,
+// under the client's id.
+type frame struct{ id, result json.RawMessage }
+
+// inPlace is the size from which a result is written where it lies, in
+// pieces, rather than copied into a frame and written once: one write a
+// frame matters for small results, a copy of a large one costs more.
+const inPlace = 64 << 10
+
+func (f frame) head() []byte {
+	b := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":`)+len(f.id))
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"result":`...)
-	b = append(b, result...)
-	return append(b, '}')
+	b = append(b, f.id...)
+	return append(b, `,"result":`...)
+}
+
+// size is the frame's length in bytes, end not counted.
+func (f frame) size() int {
+	return len(`{"jsonrpc":"2.0","id":,"result":}`) + len(f.id) + len(f.result)
+}
+
+// writeTo writes the frame and then end (stdio's newline, or nothing):
+// as one write when the result is small, else in three, the result from
+// where it lies. The caller keeps other frames off w until it returns.
+func (f frame) writeTo(w io.Writer, end string) error {
+	if len(f.result) < inPlace {
+		b := make([]byte, 0, f.size()+len(end))
+		b = append(b, f.head()...)
+		b = append(b, f.result...)
+		b = append(b, '}')
+		_, err := w.Write(append(b, end...))
+		return err
+	}
+	for _, piece := range [][]byte{f.head(), f.result, []byte("}" + end)} {
+		if _, err := w.Write(piece); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // isErrorResult tells a tool error from a success, for the metrics, by

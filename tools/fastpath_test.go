@@ -145,7 +145,7 @@ func attachRemote(t *testing.T, s *clientSession) {
 
 // The fast path and the server's path give the client the same result,
 // byte for byte once re-encoded: text, structuredContent, tool errors,
-// and upstream protocol errors alike. The upstream's request ids show
+// upstream protocol errors and a result of 300 KiB alike. The upstream's request ids show
 // which path each call took.
 func TestFastPathSameAsServerPath(t *testing.T) {
 	up := newRecordingUpstream(t)
@@ -160,9 +160,10 @@ func TestFastPathSameAsServerPath(t *testing.T) {
 		{"echo", map[string]any{"message": "hello"}},
 		{"add", map[string]any{"a": 2, "b": 3.5}},
 		{"schema_probe", map[string]any{"query": "q", "filters": map[string]any{"tags": []any{"a"}}}},
-		{"slow", map[string]any{"ms": -1}},     // a tool error result
-		{"echo", map[string]any{"nope": true}}, // missing argument
-		{"echo", nil},                          // no arguments at all
+		{"slow", map[string]any{"ms": -1}},          // a tool error result
+		{"echo", map[string]any{"nope": true}},      // missing argument
+		{"echo", nil},                               // no arguments at all
+		{"big", map[string]any{"bytes": 300 << 10}}, // written where it lies (inPlace)
 	}
 	for _, c := range cases {
 		fast := s.call("mcp_remote__"+c.tool, c.args)

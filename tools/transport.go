@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,8 +52,8 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 	return err
 }
 
-// frameWriter makes each Write one whole frame on the wire: the MCP server
-// writes a frame per call, and so does the fast path.
+// frameWriter keeps frames whole on the wire: the MCP server writes a
+// frame per Write, and the fast path a frame per writeFrame.
 type frameWriter struct {
 	mu sync.Mutex
 	w  io.Writer
@@ -62,6 +63,13 @@ func (f *frameWriter) Write(p []byte) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.w.Write(p)
+}
+
+// writeFrame writes fr and the newline that ends a frame on stdio.
+func (f *frameWriter) writeFrame(fr frame) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return fr.writeTo(f.w, "\n")
 }
 
 // stdioReader reads the client's frames and sends each to the fast path
@@ -170,8 +178,8 @@ func (f *inflight) started(stop func(error)) {
 }
 
 // reply writes one frame to the client.
-func (r *stdioReader) reply(frame []byte) {
-	if _, err := r.w.Write(append(frame, '\n')); err != nil {
+func (r *stdioReader) reply(f frame) {
+	if err := r.w.writeFrame(f); err != nil {
 		r.g.log.Debug("fast call result not written", "err", err)
 	}
 }
@@ -345,9 +353,10 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 		body, err := io.ReadAll(r.Body)
 		if err == nil {
 			if c, ok := h.g.fastCall(s, body); ok {
-				frame := h.g.serveFast(r.Context(), s, c)
+				f := h.g.serveFast(r.Context(), s, c)
 				w.Header().Set("Content-Type", "application/json")
-				_, _ = w.Write(frame)
+				w.Header().Set("Content-Length", strconv.Itoa(f.size()))
+				_ = f.writeTo(w, "")
 				return
 			}
 		}
