@@ -166,8 +166,8 @@ type frame struct{ id, result json.RawMessage }
 // frame matters for small results, a copy of a large one costs more.
 const inPlace = 64 << 10
 
-func (f frame) head() []byte {
-	b := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":`)+len(f.id))
+// appendHead appends what comes before the result.
+func (f frame) appendHead(b []byte) []byte {
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, f.id...)
 	return append(b, `,"result":`...)
@@ -183,14 +183,13 @@ func (f frame) size() int {
 // where it lies. The caller keeps other frames off w until it returns.
 func (f frame) writeTo(w io.Writer, end string) error {
 	if len(f.result) < inPlace {
-		b := make([]byte, 0, f.size()+len(end))
-		b = append(b, f.head()...)
+		b := f.appendHead(make([]byte, 0, f.size()+len(end)))
 		b = append(b, f.result...)
 		b = append(b, '}')
 		_, err := w.Write(append(b, end...))
 		return err
 	}
-	for _, piece := range [][]byte{f.head(), f.result, []byte("}" + end)} {
+	for _, piece := range [][]byte{f.appendHead(nil), f.result, []byte("}" + end)} {
 		if _, err := w.Write(piece); err != nil {
 			return err
 		}
