@@ -1,6 +1,8 @@
 package tools
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -163,4 +165,75 @@ func serveStdio(t testing.TB, g *Gateway) *client.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// BenchmarkFastPathStdio is the gateway's own cost of a small call over
+// stdio to a stdio upstream: the client is raw frames on in-process pipes,
+// read without allocating, and the upstream a child process, so allocs/op
+// and B/op are the gateway's alone.
+//
+//	go test -run '^$' -bench FastPathStdio -benchmem ./tools
+func BenchmarkFastPathStdio(b *testing.B) {
+	g := New(pinnedFixture(buildFixture(b), 10*time.Second), quietLog, Options{Version: "bench"})
+	c := rawStdio(b, g)
+	call := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":"ping"}}}` + "\n")
+	for deadline := time.Now().Add(10 * time.Second); !bytes.Contains(c.roundTrip(b, call), []byte(`"text":"ping"`)); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatal("the pinned fixture never became callable")
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if line := c.roundTrip(b, call); !bytes.Contains(line, []byte(`"text":"ping"`)) {
+			b.Fatalf("unexpected answer: %s", line)
+		}
+	}
+}
+
+// rawClient speaks to a gateway's stdio transport in raw frames.
+type rawClient struct {
+	w   *io.PipeWriter
+	out *bufio.Reader
+}
+
+// rawStdio serves g's stdio transport in-process on pipes and initialises
+// the session with raw frames.
+func rawStdio(t testing.TB, g *Gateway) *rawClient {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- g.ServeStdio(context.Background(), inR, outW) }()
+	t.Cleanup(func() {
+		_ = inW.Close()
+		go func() { _, _ = io.Copy(io.Discard, outR) }() // what is still to be written
+		if err := <-served; err != nil {
+			t.Errorf("ServeStdio: %v", err)
+		}
+		_ = outW.Close()
+		g.Close()
+	})
+	c := &rawClient{w: inW, out: bufio.NewReaderSize(outR, 64<<10)}
+	c.roundTrip(t, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}`+"\n"))
+	if _, err := inW.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// roundTrip writes one request frame and returns the next response the
+// gateway writes, valid until the next read; notifications are skipped.
+func (c *rawClient) roundTrip(t testing.TB, frame []byte) []byte {
+	if _, err := c.w.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		line, err := c.out.ReadSlice('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(line, []byte(`{"jsonrpc":"2.0","method":`)) {
+			return line
+		}
+	}
 }
