@@ -286,12 +286,7 @@ func (p *pipeTransport) read() {
 	defer p.end()
 	br := bufio.NewReaderSize(p.r, maxLineBuffer)
 	for {
-		line, err := br.ReadSlice('\n')
-		owned := false // line is the buffer's, read into again after it
-		if errors.Is(err, bufio.ErrBufferFull) {
-			line, err = longLine(br, line)
-			owned = true
-		}
+		line, owned, err := guard.ReadLine(br)
 		if len(bytes.TrimSpace(line)) > 0 {
 			p.dispatch(bytes.TrimRight(line, "\r\n"), owned)
 		}
@@ -327,25 +322,6 @@ func parseFrame(line []byte) (frame, error) {
 		}
 	})
 	return f, err
-}
-
-// longLine reads the rest of a line longer than the reader's buffer into
-// one of its own, dropped after it, so that a 1 MiB result is not kept for
-// every later line. It grows by doubling, so each byte is copied at most
-// twice on average, where append's gentler growth for large slices
-// copies a 1 MiB line several times over.
-func longLine(br *bufio.Reader, first []byte) ([]byte, error) {
-	long := append(make([]byte, 0, 4*len(first)), first...)
-	err := bufio.ErrBufferFull
-	for errors.Is(err, bufio.ErrBufferFull) {
-		var more []byte
-		more, err = br.ReadSlice('\n')
-		if len(long)+len(more) > cap(long) {
-			long = append(make([]byte, 0, 2*cap(long)+len(more)), long...)
-		}
-		long = append(long, more...)
-	}
-	return long, err
 }
 
 // dispatch routes one line: a response to its caller, a notification to

@@ -137,10 +137,7 @@ func (p *poster) events(ctx context.Context, key string, body io.Reader) (*trans
 	r := bufio.NewReaderSize(body, maxLineBuffer)
 	var data []byte
 	for {
-		line, err := r.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			line, err = longLine(r, line)
-		}
+		line, _, err := guard.ReadLine(r)
 		line = bytes.TrimRight(line, "\r\n")
 		switch {
 		case len(line) == 0 && len(data) > 0: // the end of an event

@@ -1,7 +1,9 @@
 package guard
 
 import (
+	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 )
@@ -82,4 +84,28 @@ func (f *frameTruncate) Read(p []byte) (int, error) {
 			return out, err
 		}
 	}
+}
+
+// ReadLine reads one line, its newline included when there is one. A line
+// that fits in br's buffer is a slice of it, valid until the next read
+// (owned is false); a longer one is gathered into a buffer of its own
+// (owned is true), dropped after it, so that a 1 MiB line is not kept for
+// every later one. That buffer grows by doubling, so each byte is copied
+// at most twice on average, where append's gentler growth for large
+// slices copies a 1 MiB line several times over.
+func ReadLine(br *bufio.Reader) (line []byte, owned bool, err error) {
+	line, err = br.ReadSlice('\n')
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		return line, false, err
+	}
+	long := append(make([]byte, 0, 4*len(line)), line...)
+	for errors.Is(err, bufio.ErrBufferFull) {
+		var more []byte
+		more, err = br.ReadSlice('\n')
+		if len(long)+len(more) > cap(long) {
+			long = append(make([]byte, 0, 2*cap(long)+len(more)), long...)
+		}
+		long = append(long, more...)
+	}
+	return long, true, err
 }

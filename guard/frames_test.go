@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"bufio"
 	"bytes"
 	"io"
 	"strings"
@@ -54,5 +55,36 @@ func TestFrames(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// ReadLine hands out lines that fit in the reader's buffer where they lie,
+// and gathers longer ones whole, in any number of pieces.
+func TestReadLine(t *testing.T) {
+	const bufSize = 16 // bufio's smallest
+	long := strings.Repeat("x", 5*bufSize+3)
+	in := "short\n" + long + "\n" + "\n" + strings.Repeat("y", bufSize) + "\n" + "tail"
+	want := []struct {
+		line  string
+		owned bool
+	}{
+		{"short\n", false},
+		{long + "\n", true},
+		{"\n", false},
+		{strings.Repeat("y", bufSize) + "\n", true}, // the newline is past the buffer
+		{"tail", false},
+	}
+	br := bufio.NewReaderSize(strings.NewReader(in), bufSize)
+	for i, w := range want {
+		line, owned, err := ReadLine(br)
+		if string(line) != w.line || owned != w.owned {
+			t.Fatalf("line %d: got %q owned %v, want %q owned %v", i, line, owned, w.line, w.owned)
+		}
+		if wantErr := i == len(want)-1; (err != nil) != wantErr {
+			t.Fatalf("line %d: err %v", i, err)
+		}
+	}
+	if _, _, err := ReadLine(br); err != io.EOF {
+		t.Fatalf("after the end: %v, want io.EOF", err)
 	}
 }
