@@ -64,11 +64,11 @@ func (g *Gateway) callFailed(ctx context.Context, name string, err error) *mcp.C
 // It also times and counts every call for the metrics.
 func (g *Gateway) limit(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
-		end, refused := g.admit(g.current(ctx), req.Params.Name, func() string { return canonicalArgs(req) })
+		a, refused := g.admit(g.current(ctx), req.Params.Name, func() string { return canonicalArgs(req) })
 		if refused != nil {
 			return refused, nil
 		}
-		defer func() { end(err != nil || res == nil || res.IsError) }()
+		defer func() { a.end(err != nil || res == nil || res.IsError) }()
 		return next(ctx, req)
 	}
 }
@@ -77,34 +77,44 @@ func (g *Gateway) limit(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 // fast path alike: no new calls while draining, the session's rate limit,
 // and for discover and attach the discovery budget and loop guard (args
 // gives the call's canonical arguments for that). A call let through must
-// be ended with end, which times and counts it; a refused one is already
-// counted.
-func (g *Gateway) admit(s *session, name string, args func() string) (end func(failed bool), refused *mcp.CallToolResult) {
+// be ended with a.end, which times and counts it; a refused one is
+// already counted.
+func (g *Gateway) admit(s *session, name string, args func() string) (a admission, refused *mcp.CallToolResult) {
 	if g.draining.Load() {
-		return nil, failure("shutting_down", "the gateway is shutting down; reconnect and try again")
+		return admission{}, failure("shutting_down", "the gateway is shutting down; reconnect and try again")
 	}
 	g.inflight.Add(1)
-	start := time.Now()
-	end = func(failed bool) {
-		g.metrics.observe(name, time.Since(start), failed)
-		g.inflight.Done()
-	}
+	a = admission{g: g, name: name, start: time.Now()}
 	if s == nil {
-		return end, nil
+		return a, nil
 	}
 	if err := s.limiter.AllowCall(); err != nil {
 		g.audit("refuse", s.att.ID, name, err)
-		end(true)
-		return nil, fromError(err)
+		a.end(true)
+		return admission{}, fromError(err)
 	}
 	if name == "discover_resources" || name == "attach_resource" {
 		if err := s.limiter.AllowDiscovery(name+"\x00"+args(), time.Now()); err != nil {
 			g.audit("refuse", s.att.ID, name, err)
-			end(true)
-			return nil, fromError(err)
+			a.end(true)
+			return admission{}, fromError(err)
 		}
 	}
-	return end, nil
+	return a, nil
+}
+
+// admission is a call admit let through. It is a value, not a closure, so
+// that admitting a call allocates nothing.
+type admission struct {
+	g     *Gateway
+	name  string
+	start time.Time
+}
+
+// end times and counts the call, once it has ended.
+func (a admission) end(failed bool) {
+	a.g.metrics.observe(a.name, time.Since(a.start), failed)
+	a.g.inflight.Done()
 }
 
 // audit writes the structured line kept for every attach, detach and

@@ -29,9 +29,9 @@ import (
 // callFrame is a tools/call as the fast path reads it: the id and the
 // arguments as the client wrote them.
 type callFrame struct {
-	ID        json.RawMessage
-	Name      string
-	Arguments json.RawMessage // nil when absent or null
+	ID        string          // the JSON of the id, the frame's own copy
+	Name      string          // the session's string for the tool's name
+	Arguments json.RawMessage // a slice of the frame; nil when absent or null
 }
 
 var toolsCallMethod = []byte(`"tools/call"`)
@@ -43,13 +43,13 @@ var toolsCallMethod = []byte(`"tools/call"`)
 //
 // The frame is read with guard.ScanObject, which checks it all but
 // decodes only the members named here.
-func (g *Gateway) fastCall(s *session, frame []byte) (c *callFrame, ok bool) {
+func (g *Gateway) fastCall(s *session, frame []byte) (c callFrame, ok bool) {
 	if s == nil || g.opts.Tracing != nil || !bytes.Contains(frame, toolsCallMethod) {
-		return nil, false
+		return c, false
 	}
 	proxied := s.proxied.Load()
 	if proxied == nil || len(*proxied) == 0 {
-		return nil, false
+		return c, false
 	}
 	var version, id, method, params []byte
 	err := guard.ScanObject(frame, func(name, value []byte) {
@@ -65,7 +65,7 @@ func (g *Gateway) fastCall(s *session, frame []byte) (c *callFrame, ok bool) {
 		}
 	})
 	if err != nil || string(version) != `"`+mcp.JSONRPC_VERSION+`"` || !bytes.Equal(method, toolsCallMethod) || !plainID(id) || len(params) == 0 || params[0] != '{' {
-		return nil, false
+		return c, false
 	}
 	var name, args, meta []byte
 	_ = guard.ScanObject(params, func(n, value []byte) { // checked with the frame
@@ -78,29 +78,35 @@ func (g *Gateway) fastCall(s *session, frame []byte) (c *callFrame, ok bool) {
 			meta = value
 		}
 	})
-	tool, isString := jsonString(name)
-	if meta != nil || !isString || !(*proxied)[tool] {
-		return nil, false // a progress token or trace context take the server's path
+	tool, known := proxiedTool(*proxied, name)
+	if meta != nil || !known {
+		return c, false // a progress token or trace context take the server's path
 	}
 	switch {
 	case args == nil || string(args) == "null":
 		args = nil
 	case args[0] != '{':
-		return nil, false // the server says what is wrong with them
+		return c, false // the server says what is wrong with them
 	}
-	return &callFrame{ID: id, Name: tool, Arguments: args}, true
+	return callFrame{ID: string(id), Name: tool, Arguments: args}, true
 }
 
-// jsonString decodes raw when it is a JSON string.
-func jsonString(raw []byte) (string, bool) {
+// proxiedTool finds the tool that raw, a JSON string, names in proxied.
+// A name without escapes is looked up in place, which copies nothing.
+func proxiedTool(proxied map[string]string, raw []byte) (string, bool) {
 	if len(raw) < 2 || raw[0] != '"' {
 		return "", false
 	}
 	if bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw[1 : len(raw)-1]), true
+		tool, ok := proxied[string(raw[1:len(raw)-1])]
+		return tool, ok
 	}
-	var s string
-	return s, json.Unmarshal(raw, &s) == nil
+	var name string
+	if json.Unmarshal(raw, &name) != nil {
+		return "", false
+	}
+	tool, ok := proxied[name]
+	return tool, ok
 }
 
 // plainID accepts the ids JSON-RPC requests carry: a string or a number.
@@ -116,40 +122,40 @@ func plainID(id json.RawMessage) bool {
 }
 
 // serveFast runs a call fastCall accepted and returns the response frame.
-func (g *Gateway) serveFast(ctx context.Context, s *session, c *callFrame) frame {
-	end, refused := g.admit(s, c.Name, nil)
+func (g *Gateway) serveFast(ctx context.Context, s *session, c callFrame) frame {
+	a, refused := g.admit(s, c.Name, nil)
 	if refused != nil {
 		return response(c.ID, refused)
 	}
 	raw, err := s.att.CallRaw(ctx, c.Name, c.Arguments)
-	return g.fastResult(ctx, c, end, raw, err)
+	return g.fastResult(ctx, c, a, raw, err)
 }
 
 // fastResult ends an admitted fast call with what its upstream answered
 // and returns the frame for the client.
-func (g *Gateway) fastResult(ctx context.Context, c *callFrame, end func(failed bool), raw json.RawMessage, err error) frame {
+func (g *Gateway) fastResult(ctx context.Context, c callFrame, a admission, raw json.RawMessage, err error) frame {
 	name := c.Name
 	if err != nil {
-		end(true)
+		a.end(true)
 		return response(c.ID, g.callFailed(ctx, name, err))
 	}
 	if len(raw) > g.opts.MaxResultBytes {
 		// Over the cap in bytes, perhaps in content: only now decode it.
 		res, err := mcp.ParseCallToolResult(&raw)
 		if err != nil {
-			end(true)
+			a.end(true)
 			return response(c.ID, failure("upstream_error", "%s answered with a malformed result: %v", name, err))
 		}
 		res = capResult(res, g.opts.MaxResultBytes)
-		end(res.IsError)
+		a.end(res.IsError)
 		return response(c.ID, res)
 	}
-	end(isErrorResult(raw))
+	a.end(isErrorResult(raw))
 	return frame{id: c.ID, result: raw}
 }
 
 // response is the frame answering id with res.
-func response(id json.RawMessage, res *mcp.CallToolResult) frame {
+func response(id string, res *mcp.CallToolResult) frame {
 	raw, err := json.Marshal(res)
 	if err != nil {
 		raw, _ = json.Marshal(failure("internal", "the result could not be encoded: %v", err))
@@ -158,8 +164,11 @@ func response(id json.RawMessage, res *mcp.CallToolResult) frame {
 }
 
 // frame is a response to the client: the result as the upstream sent it,
-// under the client's id.
-type frame struct{ id, result json.RawMessage }
+// under the client's id (its JSON).
+type frame struct {
+	id     string
+	result json.RawMessage
+}
 
 // inPlace is the size from which a result is written where it lies, in
 // pieces, rather than copied into a frame and written once: one write a
@@ -179,22 +188,25 @@ func (f frame) size() int {
 }
 
 // writeTo writes the frame and then end (stdio's newline, or nothing):
-// as one write when the result is small, else in three, the result from
-// where it lies. The caller keeps other frames off w until it returns.
-func (f frame) writeTo(w io.Writer, end string) error {
+// as one write when the result is small, put together in scratch, else in
+// three, the result from where it lies. It returns scratch, perhaps grown,
+// for the next frame. The caller keeps other frames off w until it
+// returns.
+func (f frame) writeTo(w io.Writer, end string, scratch []byte) ([]byte, error) {
 	if len(f.result) < inPlace {
-		b := f.appendHead(make([]byte, 0, f.size()+len(end)))
+		b := f.appendHead(scratch[:0])
 		b = append(b, f.result...)
 		b = append(b, '}')
-		_, err := w.Write(append(b, end...))
-		return err
+		b = append(b, end...)
+		_, err := w.Write(b)
+		return b, err
 	}
-	for _, piece := range [][]byte{f.appendHead(nil), f.result, []byte("}" + end)} {
+	for _, piece := range [][]byte{f.appendHead(scratch[:0]), f.result, []byte("}" + end)} {
 		if _, err := w.Write(piece); err != nil {
-			return err
+			return scratch, err
 		}
 	}
-	return nil
+	return scratch, nil
 }
 
 // isErrorResult tells a tool error from a success, for the metrics, by

@@ -73,7 +73,9 @@ type session struct {
 	registered map[string]fingerprint
 	// proxied is the set of proxied tool names registered for the session,
 	// replaced whole by sync, so the fast path reads it without a lock.
-	proxied atomic.Pointer[map[string]bool]
+	// Each name maps to itself: a call's name is then this string, not a
+	// copy of the frame's bytes.
+	proxied atomic.Pointer[map[string]string]
 	// seen is when the MCP server last saw a request of this HTTP session
 	// (unix nanoseconds): the fast path leaves the session's idle clock to
 	// the server, so it lets a request through to it now and then.
@@ -227,9 +229,9 @@ func (g *Gateway) sync(id string, s *session) {
 	}
 	// The fast path takes the new set first: the tools/list_changed that
 	// the MCP server sends below may bring a call of a new tool at once.
-	proxied := make(map[string]bool, len(want))
+	proxied := make(map[string]string, len(want))
 	for name := range want {
-		proxied[name] = true
+		proxied[name] = name
 	}
 	s.proxied.Store(&proxied)
 	slices.Sort(gone)

@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -39,7 +38,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 	defer cancel()
 	w := &frameWriter{w: out}
 	toServer, fromReader := io.Pipe()
-	r := &stdioReader{g: g, w: w, server: fromReader, cancels: map[string]func(){}}
+	r := &stdioReader{g: g, w: w, server: fromReader, cancels: map[string]*stdioCall{}}
 	// An over-size frame is cut, so it gets a parse error and the session
 	// goes on, instead of growing memory without bound.
 	go r.run(ctx, bufio.NewReaderSize(guard.TruncateFrames(in, guard.MaxMessage), 64<<10))
@@ -55,8 +54,9 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 // frameWriter keeps frames whole on the wire: the MCP server writes a
 // frame per Write, and the fast path a frame per writeFrame.
 type frameWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu      sync.Mutex
+	w       io.Writer
+	scratch []byte // where the fast path puts a small frame together
 }
 
 func (f *frameWriter) Write(p []byte) (int, error) {
@@ -69,7 +69,9 @@ func (f *frameWriter) Write(p []byte) (int, error) {
 func (f *frameWriter) writeFrame(fr frame) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return fr.writeTo(f.w, "\n")
+	var err error
+	f.scratch, err = fr.writeTo(f.w, "\n", f.scratch)
+	return err
 }
 
 // stdioReader reads the client's frames and sends each to the fast path
@@ -81,12 +83,15 @@ type stdioReader struct {
 	calls  callGroup
 
 	mu      sync.Mutex
-	cancels map[string]func() // fast calls in flight, by id
+	cancels map[string]*stdioCall // fast calls in flight, by id
 }
 
+// run reads the client's frames. A frame is a slice of in's buffer, read
+// into again after it: the fast path and the server's pipe (whose Write
+// returns once the server has copied it all) are done with it by then.
 func (r *stdioReader) run(ctx context.Context, in *bufio.Reader) {
 	for {
-		line, err := in.ReadBytes('\n')
+		line, _, err := guard.ReadLine(in)
 		if len(line) > 0 && !r.fast(ctx, line) {
 			if _, werr := r.server.Write(line); werr != nil {
 				return // the server stopped listening
@@ -121,58 +126,77 @@ func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
 	if !r.calls.add() {
 		return false // the session is ending; the server answers
 	}
-	end, refused := r.g.admit(s, c.Name, nil)
+	a, refused := r.g.admit(s, c.Name, nil)
 	if refused != nil {
 		r.reply(response(c.ID, refused))
 		r.calls.done()
 		return true
 	}
-	id := string(c.ID)
-	var f inflight
+	sc := &stdioCall{r: r, ctx: ctx, c: c, a: a}
 	r.mu.Lock()
-	r.cancels[id] = f.cancel
+	r.cancels[c.ID] = sc
 	r.mu.Unlock()
-	finish := func(raw json.RawMessage, err error) {
-		r.mu.Lock()
-		delete(r.cancels, id)
-		r.mu.Unlock()
-		r.reply(r.g.fastResult(ctx, c, end, raw, err))
-		r.calls.done()
-	}
-	if stop, ok := s.att.StartRaw(c.Name, c.Arguments, finish); ok {
-		f.started(stop)
+	if stop, ok := s.att.StartRaw(c.Name, c.Arguments, sc.finish); ok {
+		sc.started(stop)
 		return true
 	}
+	// The arguments are a slice of the frame, which the call outlives.
+	sc.c.Arguments = bytes.Clone(c.Arguments)
 	callCtx, cancel := context.WithCancel(ctx)
-	f.started(func(error) { cancel() })
+	sc.started(func(error) { cancel() })
 	go func() {
 		defer cancel()
-		raw, err := s.att.CallRaw(callCtx, c.Name, c.Arguments)
-		finish(raw, err)
+		raw, err := s.att.CallRaw(callCtx, c.Name, sc.c.Arguments)
+		sc.finish(raw, err)
 	}()
 	return true
 }
 
-// inflight lets a cancellation that comes while a fast call is starting
-// still stop it, without a lock held across the start (which writes to
-// the upstream, and could wait on it).
-type inflight struct {
-	stop      atomic.Pointer[func(error)]
-	cancelled atomic.Bool
+// stdioCall is a fast call in flight on the stdio transport. One of them
+// holds all a call needs, so that a call allocates little besides it.
+type stdioCall struct {
+	r   *stdioReader
+	ctx context.Context
+	c   callFrame
+	a   admission
+
+	// A cancellation that comes while the call is starting still stops
+	// it, without a lock held across the start, which writes to the
+	// upstream and could wait on it.
+	mu        sync.Mutex
+	stop      func(error) // nil until started
+	cancelled bool
 }
 
-func (f *inflight) cancel() {
-	f.cancelled.Store(true)
-	if stop := f.stop.Load(); stop != nil {
-		(*stop)(context.Canceled)
+// finish writes the call's result to the client and forgets the call.
+func (sc *stdioCall) finish(raw json.RawMessage, err error) {
+	r := sc.r
+	r.mu.Lock()
+	delete(r.cancels, sc.c.ID)
+	r.mu.Unlock()
+	r.reply(r.g.fastResult(sc.ctx, sc.c, sc.a, raw, err))
+	r.calls.done()
+}
+
+// cancel stops the call, now or as soon as it has started.
+func (sc *stdioCall) cancel() {
+	sc.mu.Lock()
+	sc.cancelled = true
+	stop := sc.stop
+	sc.mu.Unlock()
+	if stop != nil {
+		stop(context.Canceled)
 	}
 }
 
 // started records how to stop the call; a stop may run twice, which ends
 // the call once.
-func (f *inflight) started(stop func(error)) {
-	f.stop.Store(&stop)
-	if f.cancelled.Load() {
+func (sc *stdioCall) started(stop func(error)) {
+	sc.mu.Lock()
+	sc.stop = stop
+	cancelled := sc.cancelled
+	sc.mu.Unlock()
+	if cancelled {
 		stop(context.Canceled)
 	}
 }
@@ -187,13 +211,13 @@ func (r *stdioReader) reply(f frame) {
 // cancelAll stops every fast call in flight: the session is ending.
 func (r *stdioReader) cancelAll() {
 	r.mu.Lock()
-	cancels := make([]func(), 0, len(r.cancels))
-	for _, c := range r.cancels {
-		cancels = append(cancels, c)
+	calls := make([]*stdioCall, 0, len(r.cancels))
+	for _, sc := range r.cancels {
+		calls = append(calls, sc)
 	}
 	r.mu.Unlock()
-	for _, c := range cancels {
-		c()
+	for _, sc := range calls {
+		sc.cancel()
 	}
 }
 
@@ -209,10 +233,10 @@ func (r *stdioReader) cancel(line []byte) {
 		return
 	}
 	r.mu.Lock()
-	cancel := r.cancels[string(n.Params.RequestID)]
+	sc := r.cancels[string(n.Params.RequestID)]
 	r.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	if sc != nil {
+		sc.cancel()
 	}
 }
 
@@ -356,7 +380,7 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 				f := h.g.serveFast(r.Context(), s, c)
 				w.Header().Set("Content-Type", "application/json")
 				w.Header().Set("Content-Length", strconv.Itoa(f.size()))
-				_ = f.writeTo(w, "")
+				_, _ = f.writeTo(w, "", nil)
 				return
 			}
 		}
