@@ -26,7 +26,7 @@ import (
 // was most of what the gateway added to a 1 MiB result. Here each line is
 // read into a 64 KiB buffer, checked and split once (parseFrame), and a
 // result is copied at most once, to hand it to its caller. Calls can also
-// be started without a goroutine waiting on them (start).
+// be sent without a goroutine waiting on them (send).
 //
 // What it does not do, mcp-go's did not do either: the process is the
 // upstream's (startProcess), so Close only closes the server's stdin.
@@ -35,13 +35,14 @@ type pipeTransport struct {
 	r   io.Reader      // its stdout
 	log *slog.Logger
 
-	wmu sync.Mutex // one whole line at a time on the server's stdin
+	wmu     sync.Mutex // one whole line at a time on the server's stdin
+	scratch []byte     // where a line is put together, under wmu
 
 	mu        sync.Mutex
-	pending   map[string]*pendingCall // by request id
-	ended     bool                    // no call is taken after the end
-	deadlines *time.Timer             // fires at armed, the earliest deadline it knows
-	armed     time.Time               // zero when the timer is not set
+	pending   map[string]pendingCall // by request id
+	ended     bool                   // no call is taken after the end
+	deadlines *time.Timer            // fires at armed, the earliest deadline it knows
+	armed     time.Time              // zero when the timer is not set
 	onNote    func(mcp.JSONRPCNotification)
 	onRequest transport.RequestHandler
 
@@ -58,7 +59,7 @@ func newPipeTransport(stdout io.Reader, stdin io.WriteCloser, log *slog.Logger) 
 	ctx, cancel := context.WithCancel(context.Background())
 	return &pipeTransport{
 		w: stdin, r: stdout, log: log,
-		pending: map[string]*pendingCall{},
+		pending: map[string]pendingCall{},
 		done:    make(chan struct{}),
 		ctx:     ctx, cancel: cancel,
 	}
@@ -70,10 +71,20 @@ func (p *pipeTransport) Start(context.Context) error {
 	return nil
 }
 
-// pendingCall is a request waiting for its response. done is called once:
-// with the response, or with why none will come.
+// A waiter hears, once, how a request ended.
+type waiter interface {
+	// answered hands over the server's response. Its bytes are the
+	// reader's, valid only during the call, unless owned.
+	answered(f frame, owned bool)
+	// failed says why no response will come: the connection's end,
+	// ErrTimeout, or the cause the request was stopped with.
+	failed(err error)
+}
+
+// pendingCall is a request waiting for its response. It is kept in the
+// map by value, so that waiting takes no allocation of its own.
 type pendingCall struct {
-	done     func(*transport.JSONRPCResponse, error)
+	w        waiter
 	deadline time.Time // zero when none
 }
 
@@ -84,71 +95,70 @@ func (p *pipeTransport) SendRequest(ctx context.Context, request transport.JSONR
 	if err != nil {
 		return nil, fmt.Errorf("encode %s request: %w", request.Method, err)
 	}
-	type answer struct {
-		resp *transport.JSONRPCResponse
-		err  error
-	}
-	ch := make(chan answer, 1)
+	ch := make(replyChan, 1)
 	key := request.ID.String()
-	done := func(r *transport.JSONRPCResponse, err error) {
-		if r != nil {
-			r.ID = request.ID // the id it was matched by; start's callers need none
-		}
-		ch <- answer{r, err}
-	}
-	if err := p.send(key, line, &pendingCall{done: done}, 0); err != nil {
+	if err := p.send(key, ch, 0, func(b []byte) []byte { return append(b, line...) }); err != nil {
 		return nil, err
 	}
 	select {
 	case a := <-ch:
+		if a.resp != nil {
+			a.resp.ID = request.ID // the id it was matched by
+		}
 		return a.resp, a.err
 	case <-ctx.Done():
-		p.take(key)
+		p.take([]byte(key))
 		return nil, ctx.Err()
 	}
 }
 
-// start writes a request, keyed as mcp.RequestId.String keys its id, and
-// returns at once; done hears the response, the connection's end, or
-// ErrTimeout after timeout (none when zero), on the goroutine that saw it.
-// stop ends the call early with cause, unless it has ended.
+// replyChan is the waiter of a request that SendRequest waits on.
+type replyChan chan reply
+
+type reply struct {
+	resp *transport.JSONRPCResponse
+	err  error
+}
+
+func (ch replyChan) answered(f frame, owned bool) { ch <- reply{resp: responseOf(f, owned)} }
+func (ch replyChan) failed(err error)             { ch <- reply{err: err} }
+
+// send registers w under key, keyed as mcp.RequestId.String keys its id,
+// with a deadline when timeout is not zero, and writes the request that
+// line appends. It returns at once: w hears the response, the
+// connection's end, ErrTimeout after timeout, or the cause given to stop,
+// on the goroutine that saw it. On failure w is not called.
 //
 // It is how a proxied call over stdio waits without a goroutine of its
 // own: the response is written to the client from the reader that read it,
 // as a relay copying bytes would, with no hand-off in between.
-func (p *pipeTransport) start(key string, line []byte, timeout time.Duration, done func(*transport.JSONRPCResponse, error)) (stop func(cause error), err error) {
-	c := &pendingCall{done: done}
-	if err := p.send(key, line, c, timeout); err != nil {
-		return nil, err
-	}
-	return func(cause error) {
-		if p.take(key) != nil {
-			done(nil, cause)
-		}
-	}, nil
-}
-
-// send registers c under key, with a deadline when timeout is not zero,
-// and writes line; on failure c is not called.
-func (p *pipeTransport) send(key string, line []byte, c *pendingCall, timeout time.Duration) error {
+func (p *pipeTransport) send(key string, w waiter, timeout time.Duration, line func([]byte) []byte) error {
+	c := pendingCall{w: w}
 	p.mu.Lock()
 	if p.ended {
 		p.mu.Unlock()
 		return transport.ErrTransportClosed
 	}
-	p.pending[key] = c
 	if timeout > 0 {
 		c.deadline = time.Now().Add(timeout)
 		p.arm(c.deadline)
 	}
+	p.pending[key] = c
 	p.mu.Unlock()
 	if err := p.writeLine(line); err != nil {
-		if p.take(key) == nil {
-			return nil // the connection ended in between, and said so to c
+		if _, ok := p.take([]byte(key)); !ok {
+			return nil // the connection ended in between, and said so to w
 		}
 		return err
 	}
 	return nil
+}
+
+// stop ends the request waiting under key with cause, unless it has ended.
+func (p *pipeTransport) stop(key string, cause error) {
+	if c, ok := p.take([]byte(key)); ok {
+		c.w.failed(cause)
+	}
 }
 
 // arm sets the deadline timer for d, unless it fires sooner already. One
@@ -174,7 +184,7 @@ func (p *pipeTransport) expire() {
 	p.mu.Lock()
 	now := time.Now()
 	p.armed = time.Time{}
-	var due []*pendingCall
+	var due []pendingCall
 	var next time.Time
 	for key, c := range p.pending {
 		switch {
@@ -191,18 +201,19 @@ func (p *pipeTransport) expire() {
 	}
 	p.mu.Unlock()
 	for _, c := range due {
-		c.done(nil, ErrTimeout)
+		c.w.failed(ErrTimeout)
 	}
 }
 
-// take removes the call waiting under key and returns it, or nil when it
-// has already ended: whoever takes a call ends it.
-func (p *pipeTransport) take(key string) *pendingCall {
+// take removes the call waiting under key and returns it; ok is false
+// when it has already ended: whoever takes a call ends it. The key is
+// bytes so that a response's id is looked up without a copy.
+func (p *pipeTransport) take(key []byte) (c pendingCall, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	c := p.pending[key]
-	delete(p.pending, key)
-	return c
+	c, ok = p.pending[string(key)]
+	delete(p.pending, string(key))
+	return c, ok
 }
 
 // SendNotification writes a notification.
@@ -211,10 +222,12 @@ func (p *pipeTransport) SendNotification(_ context.Context, n mcp.JSONRPCNotific
 	if err != nil {
 		return fmt.Errorf("encode %s notification: %w", n.Method, err)
 	}
-	return p.writeLine(line)
+	return p.writeLine(func(b []byte) []byte { return append(b, line...) })
 }
 
-func (p *pipeTransport) writeLine(line []byte) error {
+// writeLine writes the message that line appends, and its newline, in one
+// write: the server may read it the moment it lands.
+func (p *pipeTransport) writeLine(line func([]byte) []byte) error {
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
 	select {
@@ -222,9 +235,11 @@ func (p *pipeTransport) writeLine(line []byte) error {
 		return transport.ErrTransportClosed
 	default:
 	}
-	// One write for the line and its newline: the server may read it the
-	// moment it lands.
-	_, err := p.w.Write(append(line, '\n'))
+	b := append(line(p.scratch[:0]), '\n')
+	if cap(b) <= maxLineBuffer {
+		p.scratch = b // kept for the next line, unless a large one
+	}
+	_, err := p.w.Write(b)
 	if err != nil {
 		return fmt.Errorf("write to the server's stdin: %w", err)
 	}
@@ -264,7 +279,7 @@ func (p *pipeTransport) end() {
 		p.mu.Lock()
 		p.ended = true
 		waiting := p.pending
-		p.pending = map[string]*pendingCall{}
+		p.pending = map[string]pendingCall{}
 		if p.deadlines != nil {
 			p.deadlines.Stop()
 		}
@@ -272,7 +287,7 @@ func (p *pipeTransport) end() {
 		close(p.done)
 		p.cancel()
 		for _, c := range waiting {
-			c.done(nil, transport.ErrTransportClosed)
+			c.w.failed(transport.ErrTransportClosed)
 		}
 	})
 }
@@ -360,15 +375,16 @@ func (p *pipeTransport) dispatch(line []byte, owned bool) {
 }
 
 func (p *pipeTransport) respond(f frame, owned bool) {
-	key, ok := idKey(f.id)
+	var buf [64]byte
+	key, ok := appendIDKey(buf[:0], f.id)
 	if !ok {
 		return
 	}
-	c := p.take(key)
-	if c == nil {
+	c, ok := p.take(key)
+	if !ok {
 		return // nobody asked, or the caller gave up
 	}
-	c.done(responseOf(f, owned), nil)
+	c.w.answered(f, owned)
 }
 
 // responseOf is the response f carries; the result is copied unless the
@@ -389,20 +405,27 @@ func responseOf(f frame, owned bool) *transport.JSONRPCResponse {
 	return resp
 }
 
-// idKey is the key mcp.RequestId.String gives the id, read without
-// decoding for the ids the gateway sends: plain strings and integers.
+// idKey is the key mcp.RequestId.String gives the id.
 func idKey(raw []byte) (string, bool) {
+	key, ok := appendIDKey(nil, raw)
+	return string(key), ok
+}
+
+// appendIDKey appends the key mcp.RequestId.String gives the id, read
+// without decoding for the ids the gateway sends: plain strings and
+// integers.
+func appendIDKey(b, raw []byte) ([]byte, bool) {
 	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexByte(raw, '\\') < 0 {
-		return "string:" + string(raw[1:n-1]), true
+		return append(append(b, "string:"...), raw[1:n-1]...), true
 	}
 	if _, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
-		return "int64:" + string(raw), true
+		return append(append(b, "int64:"...), raw...), true
 	}
 	var id mcp.RequestId
 	if id.UnmarshalJSON(raw) != nil {
-		return "", false
+		return b, false
 	}
-	return id.String(), true
+	return append(b, id.String()...), true
 }
 
 // serve answers one request from the server.
@@ -427,7 +450,7 @@ func (p *pipeTransport) serve(req transport.JSONRPCRequest) {
 		p.log.Debug("a response to the server could not be encoded", "err", err)
 		return
 	}
-	if err := p.writeLine(line); err != nil {
+	if err := p.writeLine(func(b []byte) []byte { return append(b, line...) }); err != nil {
 		p.log.Debug("a response to the server was not written", "err", err)
 	}
 }

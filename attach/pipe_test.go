@@ -210,15 +210,15 @@ func TestRawCallLine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := call.line(); string(got) != string(want) {
-			t.Errorf("line = %s\n want %s", got, want)
+		if got := call.appendLine([]byte("kept")); string(got) != "kept"+string(want) {
+			t.Errorf("line = %s\n want kept%s", got, want)
 		}
-		if call.key() != call.requestID().String() {
-			t.Errorf("key %q, the id's own %q", call.key(), call.requestID().String())
+		if call.key != call.requestID().String() {
+			t.Errorf("key %q, the id's own %q", call.key, call.requestID().String())
 		}
 	}
 	spaced := json.RawMessage(`{ "message" : "hi" }`)
-	got := u.rawCall("echo", spaced).line()
+	got := u.rawCall("echo", spaced).appendLine(nil)
 	if !strings.Contains(string(got), `"arguments":{ "message" : "hi" }}`) {
 		t.Errorf("the arguments were not passed as sent: %s", got)
 	}
@@ -243,9 +243,10 @@ func TestPipeTransportDeadlines(t *testing.T) {
 	ends := make(chan end, 8)
 	start := func(name string, timeout time.Duration) {
 		began := time.Now()
-		_, err := p.start("string:"+name, []byte(`{"jsonrpc":"2.0","id":"`+name+`","method":"x"}`), timeout, func(_ *transport.JSONRPCResponse, err error) {
+		line := `{"jsonrpc":"2.0","id":"` + name + `","method":"x"}`
+		err := p.send("string:"+name, endsWith(func(err error) {
 			ends <- end{name, err, time.Since(began)}
-		})
+		}), timeout, func(b []byte) []byte { return append(b, line...) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -287,3 +288,10 @@ func TestPipeTransportDeadlines(t *testing.T) {
 	}
 	_ = p.Close()
 }
+
+// endsWith is a waiter that tells only whether the request was answered
+// (nil) or why not.
+type endsWith func(err error)
+
+func (e endsWith) answered(frame, bool) { e(nil) }
+func (e endsWith) failed(err error)     { e(err) }

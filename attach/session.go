@@ -637,7 +637,10 @@ func (s *Session) call(ctx context.Context, name string, do func(context.Context
 
 // StartRaw is CallRaw without waiting, where the tool's upstream is a
 // stdio server: done hears the result or the error once, on whichever
-// goroutine ended the call, and stop ends it early with cause. ok is
+// goroutine ended the call, and stop ends it early with cause. args are
+// used only until StartRaw returns, and a result only until done returns:
+// it is the bytes the upstream's pipe was read into, which lets a
+// small result go on to the client without a copy. ok is
 // false for any other upstream, or one that is down or still starting;
 // CallRaw then serves the call, and says what is wrong.
 func (s *Session) StartRaw(name string, args json.RawMessage, done func(json.RawMessage, error)) (stop func(cause error), ok bool) {
@@ -645,9 +648,7 @@ func (s *Session) StartRaw(name string, args json.RawMessage, done func(json.Raw
 	if up == nil {
 		return nil, false
 	}
-	return up.startRaw(tool, args, timeout, func(res json.RawMessage, err error) {
-		done(res, callError(att, tool, timeout, err, errors.Is(err, ErrTimeout)))
-	})
+	return up.startRaw(att, tool, args, timeout, done)
 }
 
 // target finds what serves an exposed tool: its attachment (nil for none),

@@ -360,7 +360,7 @@ func (u *upstream) callRaw(ctx context.Context, tool string, args json.RawMessag
 	var resp *transport.JSONRPCResponse
 	var err error
 	if u.post != nil {
-		resp, err = u.post.call(ctx, c.key(), c.line())
+		resp, err = u.post.call(ctx, c.key, c.appendLine(nil))
 	} else {
 		resp, err = u.client.GetTransport().SendRequest(ctx, c.request())
 	}
@@ -376,47 +376,80 @@ func (u *upstream) callRaw(ctx context.Context, tool string, args json.RawMessag
 // startRaw is callRaw without waiting, for a stdio server that is up; ok
 // is false otherwise, and the caller takes callRaw, which says what is
 // wrong. done hears the result or the error once, on the goroutine that
-// saw it (pipeTransport.start); stop ends the call early with cause.
-func (u *upstream) startRaw(tool string, args json.RawMessage, timeout time.Duration, done func(json.RawMessage, error)) (stop func(cause error), ok bool) {
+// saw it (pipeTransport.send); a result is the pipe reader's bytes, valid
+// only until done returns. stop ends the call early with cause.
+func (u *upstream) startRaw(att *Attachment, tool string, args json.RawMessage, timeout time.Duration, done func(json.RawMessage, error)) (stop func(cause error), ok bool) {
 	if u.pipe == nil || u.downReason() != "" {
 		return nil, false
 	}
-	c := u.rawCall(tool, args)
-	stop, err := u.pipe.start(c.key(), c.line(), timeout, func(resp *transport.JSONRPCResponse, err error) {
-		if err == nil {
-			done(rawResult(tool, resp))
+	call := u.rawCall(tool, args)
+	c := &rawStart{u: u, att: att, key: call.key, tool: tool, timeout: timeout, done: done}
+	if err := u.pipe.send(call.key, c, timeout, call.appendLine); err != nil {
+		return nil, false
+	}
+	return c.stop, true
+}
+
+// rawStart is a call startRaw started, waiting on the pipe (a waiter).
+// It is all that such a call allocates in this package, besides its key.
+type rawStart struct {
+	u       *upstream
+	att     *Attachment
+	key     string
+	tool    string
+	timeout time.Duration
+	done    func(json.RawMessage, error)
+}
+
+func (c *rawStart) answered(f frame, owned bool) {
+	if f.err == nil || string(f.err) == "null" {
+		c.finish(objectResult(c.tool, f.result)) // not copied: done writes it on
+		return
+	}
+	c.finish(rawResult(c.tool, responseOf(f, owned)))
+}
+
+func (c *rawStart) failed(err error) {
+	// Off the reader: telling why a connection broke may wait for the
+	// process to be reaped.
+	go func() {
+		if errors.Is(err, ErrTimeout) || errors.Is(err, context.Canceled) {
+			c.u.cancelRequest(err.Error(), rawID(c.key))
+			c.finish(nil, err)
 			return
 		}
-		// Off the reader: telling why a connection broke may wait for
-		// the process to be reaped.
-		go func() {
-			if errors.Is(err, ErrTimeout) || errors.Is(err, context.Canceled) {
-				u.cancelRequest(err.Error(), c.requestID())
-				done(nil, err)
-				return
-			}
-			done(nil, u.failure(transport.NewError(err)))
-		}()
-	})
-	return stop, err == nil
+		c.finish(nil, c.u.failure(transport.NewError(err)))
+	}()
 }
+
+func (c *rawStart) finish(res json.RawMessage, err error) {
+	c.done(res, callError(c.att, c.tool, c.timeout, err, errors.Is(err, ErrTimeout)))
+}
+
+func (c *rawStart) stop(cause error) { c.u.pipe.stop(c.key, cause) }
 
 // rawCall is a tools/call that carries the client's argument bytes as
 // they came, under a request id of the gateway's own.
 type rawCall struct {
-	id   string // "ardgate-<n>": the client numbers its requests 1, 2, …
+	key  string // rawKeyPrefix and a number: the id's key, as requestID().String() gives it
 	tool string
 	args json.RawMessage // nil when the client sent none
 }
 
+// rawKeyPrefix starts the key of every raw call's id, "ardgate-<n>" (the
+// client numbers its requests 1, 2, …); the id follows "string:".
+const rawKeyPrefix = "string:"
+
 func (u *upstream) rawCall(tool string, args json.RawMessage) rawCall {
-	return rawCall{id: "ardgate-" + strconv.FormatUint(u.rawIDs.Add(1), 10), tool: tool, args: args}
+	var b [48]byte
+	key := strconv.AppendUint(append(b[:0], rawKeyPrefix+"ardgate-"...), u.rawIDs.Add(1), 10)
+	return rawCall{key: string(key), tool: tool, args: args}
 }
 
-func (c rawCall) requestID() mcp.RequestId { return mcp.NewRequestId(c.id) }
+func (c rawCall) requestID() mcp.RequestId { return rawID(c.key) }
 
-// key is what requestID().String() gives, without building the id.
-func (c rawCall) key() string { return "string:" + c.id }
+// rawID is the request id whose key is key.
+func rawID(key string) mcp.RequestId { return mcp.NewRequestId(strings.TrimPrefix(key, rawKeyPrefix)) }
 
 // request is the call for a transport that encodes requests itself.
 func (c rawCall) request() transport.JSONRPCRequest {
@@ -428,14 +461,13 @@ func (c rawCall) request() transport.JSONRPCRequest {
 	}
 }
 
-// line is the call's frame, as encoding/json writes request(), put
-// together around the argument bytes: encoding/json would check them
+// appendLine appends the call's frame, as encoding/json writes request(),
+// put together around the argument bytes: encoding/json would check them
 // again, and they were checked when the client's frame was read. The id
 // needs no escaping.
-func (c rawCall) line() []byte {
-	b := make([]byte, 0, 96+len(c.id)+len(c.tool)+len(c.args))
+func (c rawCall) appendLine(b []byte) []byte {
 	b = append(b, `{"jsonrpc":"2.0","id":"`...)
-	b = append(b, c.id...)
+	b = append(b, c.key[len(rawKeyPrefix):]...)
 	b = append(b, `","method":"tools/call","params":{"name":`...)
 	b = appendJSONString(b, c.tool)
 	if c.args != nil {
@@ -466,10 +498,15 @@ func rawResult(tool string, resp *transport.JSONRPCResponse) (json.RawMessage, e
 	if resp.Error != nil {
 		return nil, resp.Error.AsError()
 	}
-	if !isObject(resp.Result) {
+	return objectResult(tool, resp.Result)
+}
+
+// objectResult is result, when it is the object a tools/call answers with.
+func objectResult(tool string, result json.RawMessage) (json.RawMessage, error) {
+	if !isObject(result) {
 		return nil, fmt.Errorf("the server answered %s with a result that is not a JSON object", tool)
 	}
-	return resp.Result, nil
+	return result, nil
 }
 
 // rawCallParams are tools/call's parameters with the arguments as bytes.

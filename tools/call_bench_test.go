@@ -174,18 +174,29 @@ func serveStdio(t testing.TB, g *Gateway) *client.Client {
 //
 //	go test -run '^$' -bench FastPathStdio -benchmem ./tools
 func BenchmarkFastPathStdio(b *testing.B) {
-	g := New(pinnedFixture(buildFixture(b), 10*time.Second), quietLog, Options{Version: "bench"})
-	c := rawStdio(b, g)
-	call := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":"ping"}}}` + "\n")
-	for deadline := time.Now().Add(10 * time.Second); !bytes.Contains(c.roundTrip(b, call), []byte(`"text":"ping"`)); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			b.Fatal("the pinned fixture never became callable")
-		}
-	}
+	echo := rawEcho(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if line := c.roundTrip(b, call); !bytes.Contains(line, []byte(`"text":"ping"`)) {
-			b.Fatalf("unexpected answer: %s", line)
+		echo()
+	}
+}
+
+// rawEcho serves a gateway with the fixture pinned, over stdio to a raw
+// client, and waits until the fixture's echo can be called. It returns
+// one call of it, which checks the answer.
+func rawEcho(t testing.TB) func() {
+	t.Helper()
+	g := New(pinnedFixture(buildFixture(t), 10*time.Second), quietLog, Options{Version: "test"})
+	c := rawStdio(t, g)
+	call := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":"ping"}}}` + "\n")
+	for deadline := time.Now().Add(10 * time.Second); !bytes.Contains(c.roundTrip(t, call), []byte(`"text":"ping"`)); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the pinned fixture never became callable")
+		}
+	}
+	return func() {
+		if line := c.roundTrip(t, call); !bytes.Contains(line, []byte(`"text":"ping"`)) {
+			t.Fatalf("unexpected answer: %s", line)
 		}
 	}
 }
