@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -88,7 +89,9 @@ func waitPinned(t *testing.T, s *clientSession, tool string) {
 		req := mcp.CallToolRequest{}
 		req.Params.Name = tool
 		req.Params.Arguments = map[string]any{"message": "ready?"}
-		if res, err := s.c.CallTool(context.Background(), req); err == nil && !res.IsError {
+		// The fast path learns a session's new tools a moment before the
+		// MCP server, which serves calls that carry _meta: wait for both.
+		if res, err := s.c.CallTool(context.Background(), req); err == nil && !res.IsError && slices.Contains(s.tools(), tool) {
 			return
 		}
 		if time.Now().After(deadline) {
