@@ -1,7 +1,6 @@
 package attach
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -74,8 +73,8 @@ func (p *pipeTransport) Start(context.Context) error {
 // A waiter hears, once, how a request ended.
 type waiter interface {
 	// answered hands over the server's response. Its bytes are the
-	// reader's, valid only during the call, unless owned.
-	answered(f frame, owned bool)
+	// reader's, valid only during the call.
+	answered(f frame)
 	// failed says why no response will come: the connection's end,
 	// ErrTimeout, or the cause the request was stopped with.
 	failed(err error)
@@ -120,8 +119,8 @@ type reply struct {
 	err  error
 }
 
-func (ch replyChan) answered(f frame, owned bool) { ch <- reply{resp: responseOf(f, owned)} }
-func (ch replyChan) failed(err error)             { ch <- reply{err: err} }
+func (ch replyChan) answered(f frame) { ch <- reply{resp: responseOf(f, false)} }
+func (ch replyChan) failed(err error) { ch <- reply{err: err} }
 
 // send registers w under key, keyed as mcp.RequestId.String keys its id,
 // with a deadline when timeout is not zero, and writes the request that
@@ -292,18 +291,18 @@ func (p *pipeTransport) end() {
 	})
 }
 
-// maxLineBuffer is what the reader keeps between lines; a longer line
-// gets a buffer of its own, up to the frame cap that p.r enforces. It is
-// a pipe's capacity on Linux, so a read empties a full pipe.
+// maxLineBuffer is the reader's buffer; a longer line is gathered apart
+// (guard.LineReader), up to the frame cap that p.r enforces. It is a
+// pipe's capacity on Linux, so a read empties a full pipe.
 const maxLineBuffer = 64 << 10
 
 func (p *pipeTransport) read() {
 	defer p.end()
-	br := bufio.NewReaderSize(p.r, maxLineBuffer)
+	lr := guard.NewLineReader(p.r, maxLineBuffer)
 	for {
-		line, owned, err := guard.ReadLine(br)
+		line, err := lr.ReadLine()
 		if len(bytes.TrimSpace(line)) > 0 {
-			p.dispatch(bytes.TrimRight(line, "\r\n"), owned)
+			p.dispatch(bytes.TrimRight(line, "\r\n"))
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
@@ -343,7 +342,7 @@ func parseFrame(line []byte) (frame, error) {
 // the handler, a request to the request handler on a goroutine of its own.
 // A line that is not JSON-RPC is skipped, as mcp-go's transport does: the
 // server may go on to answer properly.
-func (p *pipeTransport) dispatch(line []byte, owned bool) {
+func (p *pipeTransport) dispatch(line []byte) {
 	f, err := parseFrame(line)
 	if err != nil {
 		p.log.Debug("the server wrote a line that is not JSON-RPC", "err", err, "bytes", len(line))
@@ -351,7 +350,7 @@ func (p *pipeTransport) dispatch(line []byte, owned bool) {
 	}
 	switch {
 	case f.method == nil && f.id != nil:
-		p.respond(f, owned)
+		p.respond(f)
 	case f.method != nil && (f.id == nil || string(f.id) == "null"):
 		var n mcp.JSONRPCNotification
 		if err := json.Unmarshal(line, &n); err != nil {
@@ -374,7 +373,7 @@ func (p *pipeTransport) dispatch(line []byte, owned bool) {
 	}
 }
 
-func (p *pipeTransport) respond(f frame, owned bool) {
+func (p *pipeTransport) respond(f frame) {
 	var buf [64]byte
 	key, ok := appendIDKey(buf[:0], f.id)
 	if !ok {
@@ -384,7 +383,7 @@ func (p *pipeTransport) respond(f frame, owned bool) {
 	if !ok {
 		return // nobody asked, or the caller gave up
 	}
-	c.w.answered(f, owned)
+	c.w.answered(f)
 }
 
 // responseOf is the response f carries; the result is copied unless the

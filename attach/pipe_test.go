@@ -293,5 +293,5 @@ func TestPipeTransportDeadlines(t *testing.T) {
 // (nil) or why not.
 type endsWith func(err error)
 
-func (e endsWith) answered(frame, bool) { e(nil) }
-func (e endsWith) failed(err error)     { e(err) }
+func (e endsWith) answered(frame)   { e(nil) }
+func (e endsWith) failed(err error) { e(err) }

@@ -1,7 +1,6 @@
 package attach
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -134,10 +133,10 @@ func (p *poster) response(key string, b []byte) (*transport.JSONRPCResponse, err
 // elicitation, which the gateway does not offer its upstreams) with
 // "method not found".
 func (p *poster) events(ctx context.Context, key string, body io.Reader) (*transport.JSONRPCResponse, error) {
-	r := bufio.NewReaderSize(body, maxLineBuffer)
+	lr := guard.NewLineReader(body, maxLineBuffer)
 	var data []byte
 	for {
-		line, _, err := guard.ReadLine(r)
+		line, err := lr.ReadLine()
 		line = bytes.TrimRight(line, "\r\n")
 		switch {
 		case len(line) == 0 && len(data) > 0: // the end of an event

@@ -401,12 +401,12 @@ type rawStart struct {
 	done    func(json.RawMessage, error)
 }
 
-func (c *rawStart) answered(f frame, owned bool) {
+func (c *rawStart) answered(f frame) {
 	if f.err == nil || string(f.err) == "null" {
 		c.finish(objectResult(c.tool, f.result)) // not copied: done writes it on
 		return
 	}
-	c.finish(rawResult(c.tool, responseOf(f, owned)))
+	c.finish(rawResult(c.tool, responseOf(f, false)))
 }
 
 func (c *rawStart) failed(err error) {

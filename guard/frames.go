@@ -86,26 +86,47 @@ func (f *frameTruncate) Read(p []byte) (int, error) {
 	}
 }
 
-// ReadLine reads one line, its newline included when there is one. A line
-// that fits in br's buffer is a slice of it, valid until the next read
-// (owned is false); a longer one is gathered into a buffer of its own
-// (owned is true), dropped after it, so that a 1 MiB line is not kept for
-// every later one. That buffer grows by doubling, so each byte is copied
-// at most twice on average, where append's gentler growth for large
-// slices copies a 1 MiB line several times over.
-func ReadLine(br *bufio.Reader) (line []byte, owned bool, err error) {
-	line, err = br.ReadSlice('\n')
+// A LineReader reads lines, one message each. A line that fits in its
+// buffer is read in place; a longer one is gathered into a second buffer,
+// which is kept while the lines that follow are long too (a run of large
+// results costs no allocation each) and dropped at the first short one,
+// so that one large message does not hold its memory for the life of the
+// connection.
+type LineReader struct {
+	br   *bufio.Reader
+	long []byte
+}
+
+// NewLineReader reads r with a buffer of size bytes.
+func NewLineReader(r io.Reader, size int) *LineReader {
+	return &LineReader{br: bufio.NewReaderSize(r, size)}
+}
+
+// ReadLine reads one line, its newline included when there is one. It is
+// valid until the next read.
+func (l *LineReader) ReadLine() ([]byte, error) {
+	line, err := l.br.ReadSlice('\n')
 	if !errors.Is(err, bufio.ErrBufferFull) {
-		return line, false, err
+		l.long = nil
+		return line, err
 	}
-	long := append(make([]byte, 0, 4*len(line)), line...)
-	for errors.Is(err, bufio.ErrBufferFull) {
-		var more []byte
-		more, err = br.ReadSlice('\n')
-		if len(long)+len(more) > cap(long) {
-			long = append(make([]byte, 0, 2*cap(long)+len(more)), long...)
+	long := l.long[:0]
+	if cap(long) == 0 {
+		long = make([]byte, 0, 4*len(line))
+	}
+	for {
+		// Grown by doubling, so that each byte is copied at most twice on
+		// average, where append's gentler growth for large slices copies a
+		// 1 MiB line several times over.
+		if len(long)+len(line) > cap(long) {
+			long = append(make([]byte, 0, 2*cap(long)+len(line)), long...)
 		}
-		long = append(long, more...)
+		long = append(long, line...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			break
+		}
+		line, err = l.br.ReadSlice('\n')
 	}
-	return long, true, err
+	l.long = long
+	return long, err
 }

@@ -1,7 +1,6 @@
 package guard
 
 import (
-	"bufio"
 	"bytes"
 	"io"
 	"strings"
@@ -59,32 +58,48 @@ func TestFrames(t *testing.T) {
 }
 
 // ReadLine hands out lines that fit in the reader's buffer where they lie,
-// and gathers longer ones whole, in any number of pieces.
+// and gathers longer ones whole, in any number of pieces, into a buffer
+// reused while long lines follow one another and dropped after them.
 func TestReadLine(t *testing.T) {
 	const bufSize = 16 // bufio's smallest
-	long := strings.Repeat("x", 5*bufSize+3)
-	in := "short\n" + long + "\n" + "\n" + strings.Repeat("y", bufSize) + "\n" + "tail"
+	long, longer := strings.Repeat("x", 5*bufSize+3), strings.Repeat("z", 7*bufSize)
+	atEdge := strings.Repeat("y", bufSize) // its newline is past the buffer
+	in := "short\n" + long + "\n" + longer + "\n" + atEdge + "\n" + "\n" + long + "\n" + "tail"
 	want := []struct {
-		line  string
-		owned bool
+		line     string
+		reused   bool // in the long buffer the line before was in
+		inBuffer bool // a line in place has no long buffer behind it
 	}{
-		{"short\n", false},
-		{long + "\n", true},
-		{"\n", false},
-		{strings.Repeat("y", bufSize) + "\n", true}, // the newline is past the buffer
-		{"tail", false},
+		{"short\n", false, true},
+		{long + "\n", false, false},
+		{longer + "\n", true, false},
+		{atEdge + "\n", true, false},
+		{"\n", false, true},
+		{long + "\n", false, false}, // after a short line, a new buffer
+		{"tail", false, true},
 	}
-	br := bufio.NewReaderSize(strings.NewReader(in), bufSize)
+	l := NewLineReader(strings.NewReader(in), bufSize)
+	var before []byte
 	for i, w := range want {
-		line, owned, err := ReadLine(br)
-		if string(line) != w.line || owned != w.owned {
-			t.Fatalf("line %d: got %q owned %v, want %q owned %v", i, line, owned, w.line, w.owned)
+		line, err := l.ReadLine()
+		if string(line) != w.line {
+			t.Fatalf("line %d: got %q, want %q", i, line, w.line)
 		}
 		if wantErr := i == len(want)-1; (err != nil) != wantErr {
 			t.Fatalf("line %d: err %v", i, err)
 		}
+		if reused := before != nil && &line[0] == &before[0]; reused != w.reused {
+			t.Errorf("line %d: reused the long buffer %v, want %v", i, reused, w.reused)
+		}
+		if inBuffer := l.long == nil; inBuffer != w.inBuffer {
+			t.Errorf("line %d: read in place %v, want %v", i, inBuffer, w.inBuffer)
+		}
+		before = nil
+		if !w.inBuffer {
+			before = line
+		}
 	}
-	if _, _, err := ReadLine(br); err != io.EOF {
+	if _, err := l.ReadLine(); err != io.EOF {
 		t.Fatalf("after the end: %v, want io.EOF", err)
 	}
 }

@@ -167,36 +167,51 @@ func serveStdio(t testing.TB, g *Gateway) *client.Client {
 	return c
 }
 
-// BenchmarkFastPathStdio is the gateway's own cost of a small call over
-// stdio to a stdio upstream: the client is raw frames on in-process pipes,
-// read without allocating, and the upstream a child process, so allocs/op
-// and B/op are the gateway's alone.
+// BenchmarkFastPathStdio is the gateway's own cost of a call over stdio to
+// a stdio upstream, small or with a 1 MiB result: the client is raw frames
+// on in-process pipes, read without allocating, and the upstream a child
+// process, so allocs/op and B/op are the gateway's alone.
 //
 //	go test -run '^$' -bench FastPathStdio -benchmem ./tools
 func BenchmarkFastPathStdio(b *testing.B) {
-	echo := rawEcho(b)
-	b.ReportAllocs()
-	for b.Loop() {
-		echo()
+	c := rawStdio(b, New(pinnedFixture(buildFixture(b), 10*time.Second), quietLog, Options{Version: "test"}))
+	for _, bc := range []struct{ name, call, want string }{
+		{"echo", `"mcp_fx__echo","arguments":{"message":"ping"}`, `"text":"ping"`},
+		{"1MiB", `"mcp_fx__big","arguments":{"bytes":1048576}`, `"text":"xxxxxxxx`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			call := c.caller(b, bc.call, bc.want)
+			b.ReportAllocs()
+			for b.Loop() {
+				call()
+			}
+		})
 	}
 }
 
 // rawEcho serves a gateway with the fixture pinned, over stdio to a raw
-// client, and waits until the fixture's echo can be called. It returns
-// one call of it, which checks the answer.
+// client, and returns a call of the fixture's echo, which checks the
+// answer.
 func rawEcho(t testing.TB) func() {
 	t.Helper()
-	g := New(pinnedFixture(buildFixture(t), 10*time.Second), quietLog, Options{Version: "test"})
-	c := rawStdio(t, g)
-	call := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":"ping"}}}` + "\n")
-	for deadline := time.Now().Add(10 * time.Second); !bytes.Contains(c.roundTrip(t, call), []byte(`"text":"ping"`)); time.Sleep(10 * time.Millisecond) {
+	c := rawStdio(t, New(pinnedFixture(buildFixture(t), 10*time.Second), quietLog, Options{Version: "test"}))
+	return c.caller(t, `"mcp_fx__echo","arguments":{"message":"ping"}`, `"text":"ping"`)
+}
+
+// caller waits until the call whose name and arguments params gives
+// answers with want in its result, and returns one call of it, which
+// checks the answer the same way.
+func (c *rawClient) caller(t testing.TB, params, want string) func() {
+	t.Helper()
+	call := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":` + params + "}}\n")
+	for deadline := time.Now().Add(10 * time.Second); !bytes.Contains(c.roundTrip(t, call), []byte(want)); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("the pinned fixture never became callable")
+			t.Fatalf("%s never answered with %s", params, want)
 		}
 	}
 	return func() {
-		if line := c.roundTrip(t, call); !bytes.Contains(line, []byte(`"text":"ping"`)) {
-			t.Fatalf("unexpected answer: %s", line)
+		if line := c.roundTrip(t, call); !bytes.Contains(line, []byte(want)) {
+			t.Fatalf("unexpected answer: %.200s", line)
 		}
 	}
 }
@@ -224,7 +239,7 @@ func rawStdio(t testing.TB, g *Gateway) *rawClient {
 		_ = outW.Close()
 		g.Close()
 	})
-	c := &rawClient{w: inW, out: bufio.NewReaderSize(outR, 64<<10)}
+	c := &rawClient{w: inW, out: bufio.NewReaderSize(outR, 2<<20)} // a 1 MiB result in place
 	c.roundTrip(t, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}`+"\n"))
 	if _, err := inW.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")); err != nil {
 		t.Fatal(err)

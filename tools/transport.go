@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/subtle"
@@ -41,7 +40,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 	r := &stdioReader{g: g, w: w, server: fromReader, cancels: map[string]*stdioCall{}}
 	// An over-size frame is cut, so it gets a parse error and the session
 	// goes on, instead of growing memory without bound.
-	go r.run(ctx, bufio.NewReaderSize(guard.TruncateFrames(in, guard.MaxMessage), 64<<10))
+	go r.run(ctx, guard.NewLineReader(guard.TruncateFrames(in, guard.MaxMessage), 64<<10))
 	err := srv.Listen(ctx, toServer, w)
 	cancel() // the client is gone: its fast calls in flight end too
 	_ = toServer.Close()
@@ -86,12 +85,12 @@ type stdioReader struct {
 	cancels map[string]*stdioCall // fast calls in flight, by id
 }
 
-// run reads the client's frames. A frame is a slice of in's buffer, read
-// into again after it: the fast path and the server's pipe (whose Write
-// returns once the server has copied it all) are done with it by then.
-func (r *stdioReader) run(ctx context.Context, in *bufio.Reader) {
+// run reads the client's frames. A frame is valid until the next read:
+// the fast path and the server's pipe (whose Write returns once the
+// server has copied it all) are done with it by then.
+func (r *stdioReader) run(ctx context.Context, in *guard.LineReader) {
 	for {
-		line, _, err := guard.ReadLine(in)
+		line, err := in.ReadLine()
 		if len(line) > 0 && !r.fast(ctx, line) {
 			if _, werr := r.server.Write(line); werr != nil {
 				return // the server stopped listening
