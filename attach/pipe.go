@@ -404,10 +404,11 @@ func responseOf(f frame, owned bool) *transport.JSONRPCResponse {
 	return resp
 }
 
-// idKey is the key mcp.RequestId.String gives the id.
-func idKey(raw []byte) (string, bool) {
-	key, ok := appendIDKey(nil, raw)
-	return string(key), ok
+// answers tells whether raw, a response's id, is the id keyed key.
+func answers(raw []byte, key string) bool {
+	var buf [64]byte
+	k, ok := appendIDKey(buf[:0], raw)
+	return ok && string(k) == key
 }
 
 // appendIDKey appends the key mcp.RequestId.String gives the id, read

@@ -121,7 +121,7 @@ func (p *poster) response(key string, b []byte) (*transport.JSONRPCResponse, err
 	if err != nil {
 		return nil, fmt.Errorf("the server's response is malformed: %w", err)
 	}
-	if k, _ := idKey(f.id); f.method != nil || k != key {
+	if f.method != nil || !answers(f.id, key) {
 		return nil, fmt.Errorf("the server's response answers another request (id %s)", guard.Text(string(f.id), 80))
 	}
 	return responseOf(f, true), nil
@@ -172,7 +172,7 @@ func (p *poster) event(ctx context.Context, key string, data []byte) *transport.
 	}
 	switch {
 	case f.method == nil:
-		if k, _ := idKey(f.id); k == key {
+		if answers(f.id, key) {
 			return responseOf(f, false)
 		}
 	case f.id == nil || string(f.id) == "null":

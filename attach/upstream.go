@@ -360,7 +360,7 @@ func (u *upstream) callRaw(ctx context.Context, tool string, args json.RawMessag
 	var resp *transport.JSONRPCResponse
 	var err error
 	if u.post != nil {
-		resp, err = u.post.call(ctx, c.key, c.appendLine(nil))
+		resp, err = u.post.call(ctx, c.key, c.appendLine(make([]byte, 0, 96+len(c.key)+len(c.tool)+len(c.args))))
 	} else {
 		resp, err = u.client.GetTransport().SendRequest(ctx, c.request())
 	}

@@ -194,6 +194,9 @@ func (f frame) size() int {
 // returns.
 func (f frame) writeTo(w io.Writer, end string, scratch []byte) ([]byte, error) {
 	if len(f.result) < inPlace {
+		if need := f.size() + len(end); cap(scratch) < need {
+			scratch = make([]byte, 0, need)
+		}
 		b := f.appendHead(scratch[:0])
 		b = append(b, f.result...)
 		b = append(b, '}')
