@@ -82,7 +82,7 @@ func (p *poster) exchange(ctx context.Context, key string, line []byte) (*transp
 	media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch media {
 	case "application/json":
-		b, err := io.ReadAll(body)
+		b, err := readBody(body, resp.ContentLength)
 		if err != nil {
 			return nil, fmt.Errorf("reading the response: %w", err)
 		}
@@ -94,6 +94,21 @@ func (p *poster) exchange(ctx context.Context, key string, line []byte) (*transp
 		return p.events(ctx, key, body)
 	}
 	return nil, fmt.Errorf("the server answered with content type %q", resp.Header.Get("Content-Type"))
+}
+
+// readBody reads a response body whole; one that gives its length (which
+// net/http holds it to) is read into a buffer of that size, where
+// io.ReadAll would grow its buffer step by step, allocating twice a 1 MiB
+// result.
+func readBody(body io.Reader, length int64) ([]byte, error) {
+	if length <= 0 || length > guard.MaxMessage {
+		return io.ReadAll(body)
+	}
+	b := make([]byte, length)
+	if _, err := io.ReadFull(body, b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 func (p *poster) post(ctx context.Context, line []byte, accept string) (*http.Response, error) {
