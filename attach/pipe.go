@@ -30,12 +30,10 @@ import (
 // What it does not do, mcp-go's did not do either: the process is the
 // upstream's (startProcess), so Close only closes the server's stdin.
 type pipeTransport struct {
-	w   io.WriteCloser // the server's stdin
-	r   io.Reader      // its stdout
+	w   io.WriteCloser     // the server's stdin
+	out *guard.FrameWriter // w, one whole line at a time
+	r   io.Reader          // its stdout
 	log *slog.Logger
-
-	wmu     sync.Mutex // one whole line at a time on the server's stdin
-	scratch []byte     // where a line is put together, under wmu
 
 	mu        sync.Mutex
 	pending   map[string]pendingCall // by request id
@@ -56,12 +54,16 @@ var _ transport.BidirectionalInterface = (*pipeTransport)(nil)
 
 func newPipeTransport(stdout io.Reader, stdin io.WriteCloser, log *slog.Logger) *pipeTransport {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &pipeTransport{
-		w: stdin, r: stdout, log: log,
+	p := &pipeTransport{
+		w: stdin, out: guard.NewFrameWriter(stdin), r: stdout, log: log,
 		pending: map[string]pendingCall{},
 		done:    make(chan struct{}),
 		ctx:     ctx, cancel: cancel,
 	}
+	// A server whose stdin is broken hears no more requests: the calls
+	// waiting on it, some perhaps held and never written, end now.
+	p.out.OnError = func(error) { p.end() }
+	return p
 }
 
 // Start begins reading the server's stdout.
@@ -73,8 +75,10 @@ func (p *pipeTransport) Start(context.Context) error {
 // A waiter hears, once, how a request ended.
 type waiter interface {
 	// answered hands over the server's response. Its bytes are the
-	// reader's, valid only during the call.
-	answered(f frame)
+	// reader's, valid only during the call. The reader has more frames at
+	// hand while it holds them back in b: a frame written with b is
+	// written when the reader has none left.
+	answered(f frame, b *guard.Batch)
 	// failed says why no response will come: the connection's end,
 	// ErrTimeout, or the cause the request was stopped with.
 	failed(err error)
@@ -96,7 +100,7 @@ func (p *pipeTransport) SendRequest(ctx context.Context, request transport.JSONR
 	}
 	ch := make(replyChan, 1)
 	key := request.ID.String()
-	if err := p.send(key, ch, 0, func(b []byte) []byte { return append(b, line...) }); err != nil {
+	if err := p.send(key, ch, 0, nil, func(b []byte) []byte { return append(b, line...) }); err != nil {
 		return nil, err
 	}
 	select {
@@ -119,19 +123,19 @@ type reply struct {
 	err  error
 }
 
-func (ch replyChan) answered(f frame) { ch <- reply{resp: responseOf(f, false)} }
-func (ch replyChan) failed(err error) { ch <- reply{err: err} }
+func (ch replyChan) answered(f frame, _ *guard.Batch) { ch <- reply{resp: responseOf(f, false)} }
+func (ch replyChan) failed(err error)                 { ch <- reply{err: err} }
 
 // send registers w under key, keyed as mcp.RequestId.String keys its id,
 // with a deadline when timeout is not zero, and writes the request that
-// line appends. It returns at once: w hears the response, the
+// line appends, or holds it in b (guard.FrameWriter). It returns at once: w hears the response, the
 // connection's end, ErrTimeout after timeout, or the cause given to stop,
 // on the goroutine that saw it. On failure w is not called.
 //
 // It is how a proxied call over stdio waits without a goroutine of its
 // own: the response is written to the client from the reader that read it,
 // as a relay copying bytes would, with no hand-off in between.
-func (p *pipeTransport) send(key string, w waiter, timeout time.Duration, line func([]byte) []byte) error {
+func (p *pipeTransport) send(key string, w waiter, timeout time.Duration, b *guard.Batch, line func([]byte) []byte) error {
 	c := pendingCall{w: w}
 	p.mu.Lock()
 	if p.ended {
@@ -144,7 +148,7 @@ func (p *pipeTransport) send(key string, w waiter, timeout time.Duration, line f
 	}
 	p.pending[key] = c
 	p.mu.Unlock()
-	if err := p.writeLine(line); err != nil {
+	if err := p.writeLine(b, line); err != nil {
 		if _, ok := p.take([]byte(key)); !ok {
 			return nil // the connection ended in between, and said so to w
 		}
@@ -221,24 +225,18 @@ func (p *pipeTransport) SendNotification(_ context.Context, n mcp.JSONRPCNotific
 	if err != nil {
 		return fmt.Errorf("encode %s notification: %w", n.Method, err)
 	}
-	return p.writeLine(func(b []byte) []byte { return append(b, line...) })
+	return p.writeLine(nil, func(b []byte) []byte { return append(b, line...) })
 }
 
 // writeLine writes the message that line appends, and its newline, in one
-// write: the server may read it the moment it lands.
-func (p *pipeTransport) writeLine(line func([]byte) []byte) error {
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
+// write (the server may read it the moment it lands), or holds it in b.
+func (p *pipeTransport) writeLine(b *guard.Batch, line func([]byte) []byte) error {
 	select {
 	case <-p.done:
 		return transport.ErrTransportClosed
 	default:
 	}
-	b := append(line(p.scratch[:0]), '\n')
-	if cap(b) <= maxLineBuffer {
-		p.scratch = b // kept for the next line, unless a large one
-	}
-	_, err := p.w.Write(b)
+	err := p.out.Frame(b, func(buf []byte) []byte { return append(line(buf), '\n') })
 	if err != nil {
 		return fmt.Errorf("write to the server's stdin: %w", err)
 	}
@@ -267,8 +265,6 @@ func (p *pipeTransport) GetSessionId() string { return "" }
 // server's stdin is closed, which tells a well-behaved server to exit.
 func (p *pipeTransport) Close() error {
 	p.end()
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
 	return p.w.Close()
 }
 
@@ -296,13 +292,20 @@ func (p *pipeTransport) end() {
 // pipe's capacity on Linux, so a read empties a full pipe.
 const maxLineBuffer = 64 << 10
 
+// read reads the server's stdout. The answers to fast calls are written to
+// their clients from here (send); while more lines are at hand they are
+// held back, so that a run of answers reaches a client in one write.
 func (p *pipeTransport) read() {
 	defer p.end()
 	lr := guard.NewLineReader(p.r, maxLineBuffer)
+	var held guard.Batch
 	for {
 		line, err := lr.ReadLine()
 		if len(bytes.TrimSpace(line)) > 0 {
-			p.dispatch(bytes.TrimRight(line, "\r\n"))
+			p.dispatch(bytes.TrimRight(line, "\r\n"), &held)
+		}
+		if err != nil || !lr.LineBuffered() {
+			held.Flush()
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
@@ -341,16 +344,21 @@ func parseFrame(line []byte) (frame, error) {
 // dispatch routes one line: a response to its caller, a notification to
 // the handler, a request to the request handler on a goroutine of its own.
 // A line that is not JSON-RPC is skipped, as mcp-go's transport does: the
-// server may go on to answer properly.
-func (p *pipeTransport) dispatch(line []byte) {
+// server may go on to answer properly. Only answers are held in b: what
+// else the server sends may take a while to handle, so the answers held
+// go first.
+func (p *pipeTransport) dispatch(line []byte, b *guard.Batch) {
 	f, err := parseFrame(line)
 	if err != nil {
 		p.log.Debug("the server wrote a line that is not JSON-RPC", "err", err, "bytes", len(line))
 		return
 	}
+	if f.method != nil {
+		b.Flush()
+	}
 	switch {
 	case f.method == nil && f.id != nil:
-		p.respond(f)
+		p.respond(f, b)
 	case f.method != nil && (f.id == nil || string(f.id) == "null"):
 		var n mcp.JSONRPCNotification
 		if err := json.Unmarshal(line, &n); err != nil {
@@ -373,7 +381,7 @@ func (p *pipeTransport) dispatch(line []byte) {
 	}
 }
 
-func (p *pipeTransport) respond(f frame) {
+func (p *pipeTransport) respond(f frame, b *guard.Batch) {
 	var buf [64]byte
 	key, ok := appendIDKey(buf[:0], f.id)
 	if !ok {
@@ -383,7 +391,7 @@ func (p *pipeTransport) respond(f frame) {
 	if !ok {
 		return // nobody asked, or the caller gave up
 	}
-	c.w.answered(f)
+	c.w.answered(f, b)
 }
 
 // responseOf is the response f carries; the result is copied unless the
@@ -450,7 +458,7 @@ func (p *pipeTransport) serve(req transport.JSONRPCRequest) {
 		p.log.Debug("a response to the server could not be encoded", "err", err)
 		return
 	}
-	if err := p.writeLine(func(b []byte) []byte { return append(b, line...) }); err != nil {
+	if err := p.writeLine(nil, func(b []byte) []byte { return append(b, line...) }); err != nil {
 		p.log.Debug("a response to the server was not written", "err", err)
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/goleak"
+
+	"github.com/ardgate/ardgate/guard"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -246,7 +248,7 @@ func TestPipeTransportDeadlines(t *testing.T) {
 		line := `{"jsonrpc":"2.0","id":"` + name + `","method":"x"}`
 		err := p.send("string:"+name, endsWith(func(err error) {
 			ends <- end{name, err, time.Since(began)}
-		}), timeout, func(b []byte) []byte { return append(b, line...) })
+		}), timeout, nil, func(b []byte) []byte { return append(b, line...) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -293,5 +295,5 @@ func TestPipeTransportDeadlines(t *testing.T) {
 // (nil) or why not.
 type endsWith func(err error)
 
-func (e endsWith) answered(frame)   { e(nil) }
-func (e endsWith) failed(err error) { e(err) }
+func (e endsWith) answered(frame, *guard.Batch) { e(nil) }
+func (e endsWith) failed(err error)             { e(err) }

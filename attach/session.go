@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/ardgate/ardgate/config"
+	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/registry"
 )
 
@@ -638,18 +639,28 @@ func (s *Session) call(ctx context.Context, name string, do func(context.Context
 // StartRaw is CallRaw without waiting, where the tool's upstream is a
 // stdio server: done hears the result or the error once, on whichever
 // goroutine ended the call, and stop ends it early with cause. args are
-// used only until StartRaw returns, and a result only until done returns:
-// it is the bytes the upstream's pipe was read into, which lets a
-// small result go on to the client without a copy. ok is
-// false for any other upstream, or one that is down or still starting;
-// CallRaw then serves the call, and says what is wrong.
-func (s *Session) StartRaw(name string, args json.RawMessage, done func(json.RawMessage, error)) (stop func(cause error), ok bool) {
+// used only until StartRaw returns. ok is false for any other upstream,
+// or one that is down or still starting; CallRaw then serves the call,
+// and says what is wrong.
+//
+// A caller that has more calls at hand passes a batch b: the request is
+// held in it, and goes upstream with the others when b is flushed (see
+// guard.FrameWriter). A nil b writes it now.
+func (s *Session) StartRaw(name string, args json.RawMessage, b *guard.Batch, done RawDone) (stop func(cause error), ok bool) {
 	att, up, tool, timeout := s.target(name)
 	if up == nil {
 		return nil, false
 	}
-	return up.startRaw(att, tool, args, timeout, done)
+	return up.startRaw(att, tool, args, timeout, b, done)
 }
+
+// RawDone hears how a call that StartRaw started ended, once: its result
+// or its error. A result is the bytes the upstream's pipe was read into,
+// valid only until RawDone returns, which lets a small result go on to
+// the client without a copy. While b is not nil, the reader that read the
+// result has more at hand: a frame written with b (guard.FrameWriter)
+// goes out with the others when that reader has none left.
+type RawDone func(res json.RawMessage, err error, b *guard.Batch)
 
 // target finds what serves an exposed tool: its attachment (nil for none),
 // the live upstream (nil while starting), the upstream's name for the tool,

@@ -375,16 +375,17 @@ func (u *upstream) callRaw(ctx context.Context, tool string, args json.RawMessag
 
 // startRaw is callRaw without waiting, for a stdio server that is up; ok
 // is false otherwise, and the caller takes callRaw, which says what is
-// wrong. done hears the result or the error once, on the goroutine that
-// saw it (pipeTransport.send); a result is the pipe reader's bytes, valid
-// only until done returns. stop ends the call early with cause.
-func (u *upstream) startRaw(att *Attachment, tool string, args json.RawMessage, timeout time.Duration, done func(json.RawMessage, error)) (stop func(cause error), ok bool) {
+// wrong. The request is held in b (pipeTransport.send). done hears the
+// result or the error once, on the goroutine that saw it; a result is the
+// pipe reader's bytes, valid only until done returns. stop ends the call
+// early with cause.
+func (u *upstream) startRaw(att *Attachment, tool string, args json.RawMessage, timeout time.Duration, b *guard.Batch, done RawDone) (stop func(cause error), ok bool) {
 	if u.pipe == nil || u.downReason() != "" {
 		return nil, false
 	}
 	call := u.rawCall(tool, args)
 	c := &rawStart{u: u, att: att, key: call.key, tool: tool, timeout: timeout, done: done}
-	if err := u.pipe.send(call.key, c, timeout, call.appendLine); err != nil {
+	if err := u.pipe.send(call.key, c, timeout, b, call.appendLine); err != nil {
 		return nil, false
 	}
 	return c.stop, true
@@ -398,15 +399,17 @@ type rawStart struct {
 	key     string
 	tool    string
 	timeout time.Duration
-	done    func(json.RawMessage, error)
+	done    RawDone
 }
 
-func (c *rawStart) answered(f frame) {
+func (c *rawStart) answered(f frame, b *guard.Batch) {
 	if f.err == nil || string(f.err) == "null" {
-		c.finish(objectResult(c.tool, f.result)) // not copied: done writes it on
+		res, err := objectResult(c.tool, f.result) // not copied: done writes it on
+		c.finish(res, err, b)
 		return
 	}
-	c.finish(rawResult(c.tool, responseOf(f, false)))
+	res, err := rawResult(c.tool, responseOf(f, false))
+	c.finish(res, err, b)
 }
 
 func (c *rawStart) failed(err error) {
@@ -415,15 +418,15 @@ func (c *rawStart) failed(err error) {
 	go func() {
 		if errors.Is(err, ErrTimeout) || errors.Is(err, context.Canceled) {
 			c.u.cancelRequest(err.Error(), rawID(c.key))
-			c.finish(nil, err)
+			c.finish(nil, err, nil)
 			return
 		}
-		c.finish(nil, c.u.failure(transport.NewError(err)))
+		c.finish(nil, c.u.failure(transport.NewError(err)), nil)
 	}()
 }
 
-func (c *rawStart) finish(res json.RawMessage, err error) {
-	c.done(res, callError(c.att, c.tool, c.timeout, err, errors.Is(err, ErrTimeout)))
+func (c *rawStart) finish(res json.RawMessage, err error, b *guard.Batch) {
+	c.done(res, callError(c.att, c.tool, c.timeout, err, errors.Is(err, ErrTimeout)), b)
 }
 
 func (c *rawStart) stop(cause error) { c.u.pipe.stop(c.key, cause) }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // MaxMessage is the size cap on one JSON-RPC message, on every transport.
@@ -102,6 +103,14 @@ func NewLineReader(r io.Reader, size int) *LineReader {
 	return &LineReader{br: bufio.NewReaderSize(r, size)}
 }
 
+// LineBuffered reports whether a whole line is buffered, so that the next
+// ReadLine returns it without waiting for input. A reader that holds
+// frames back while it has more at hand (Batch) flushes them when not.
+func (l *LineReader) LineBuffered() bool {
+	b, _ := l.br.Peek(l.br.Buffered())
+	return bytes.IndexByte(b, '\n') >= 0
+}
+
 // ReadLine reads one line, its newline included when there is one. It is
 // valid until the next read.
 func (l *LineReader) ReadLine() ([]byte, error) {
@@ -129,4 +138,144 @@ func (l *LineReader) ReadLine() ([]byte, error) {
 	}
 	l.long = long
 	return long, err
+}
+
+// A FrameWriter writes frames to one stream, each whole. A reader that has
+// more frames at hand than the one it is handling can hold back the frames
+// it writes (Frame with a Batch) and flush them once it has none left: a
+// run of frames then costs one write, and one wake-up of the process that
+// reads the other end, instead of one each. Whatever is written while
+// frames are held goes out after them, so frames keep their order.
+type FrameWriter struct {
+	// OnError, when set, hears the first error writing the stream, once;
+	// every write after it fails with that error. Set it before use.
+	OnError func(error)
+
+	mu  sync.Mutex
+	w   io.Writer
+	buf []byte // the frames held, and where the next one is put together
+	err error  // the first write error
+}
+
+// NewFrameWriter writes frames to w.
+func NewFrameWriter(w io.Writer) *FrameWriter { return &FrameWriter{w: w} }
+
+// maxHeld bounds the frames held in one writer: past it they are written
+// at once. A frame at least this long is written where it lies.
+const maxHeld = 64 << 10
+
+// Frame writes the frame that add appends to the buffer it is given. With
+// a batch it is held, and written when the batch is flushed or when this
+// writer next writes anything else; without one it goes out now, with the
+// frames held before it.
+func (f *FrameWriter) Frame(b *Batch, add func([]byte) []byte) error {
+	f.mu.Lock()
+	if f.err != nil {
+		defer f.mu.Unlock()
+		return f.err
+	}
+	held := len(f.buf)
+	f.buf = add(f.buf)
+	if b != nil && len(f.buf) < maxHeld {
+		if held == 0 {
+			b.held = append(b.held, f) // the batch that holds the first frame flushes them all
+		}
+		f.mu.Unlock()
+		return nil
+	}
+	return f.unlock(f.flush())
+}
+
+// Write writes p after the frames held, in one write when they fit the
+// buffer together.
+func (f *FrameWriter) Write(p []byte) (int, error) {
+	if err := f.LargeFrame(nil, p, ""); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// LargeFrame writes a frame whose body may be too long to copy: what head
+// appends (nothing when nil), body, and tail, after the frames held and
+// with nothing between them. A body that does not fit the buffer is
+// written where it lies.
+func (f *FrameWriter) LargeFrame(head func([]byte) []byte, body []byte, tail string) error {
+	f.mu.Lock()
+	if f.err != nil {
+		defer f.mu.Unlock()
+		return f.err
+	}
+	if head != nil {
+		f.buf = head(f.buf)
+	}
+	if len(f.buf)+len(body) < maxHeld {
+		f.buf = append(f.buf, body...)
+	} else if err := f.flush(); err != nil {
+		return f.unlock(err)
+	} else if err := f.write(body); err != nil {
+		return f.unlock(err)
+	}
+	f.buf = append(f.buf, tail...)
+	return f.unlock(f.flush())
+}
+
+// Flush writes the frames held.
+func (f *FrameWriter) Flush() error {
+	f.mu.Lock()
+	if f.err != nil {
+		defer f.mu.Unlock()
+		return f.err
+	}
+	return f.unlock(f.flush())
+}
+
+// flush writes the buffer and empties it, keeping it for the next frames
+// unless a large frame grew it. f.mu is held.
+func (f *FrameWriter) flush() error {
+	if len(f.buf) == 0 {
+		return nil
+	}
+	err := f.write(f.buf)
+	f.buf = f.buf[:0]
+	if cap(f.buf) > maxHeld {
+		f.buf = nil
+	}
+	return err
+}
+
+func (f *FrameWriter) write(p []byte) error {
+	_, err := f.w.Write(p)
+	return err
+}
+
+// unlock records err as the stream's first error, unlocks, and tells
+// OnError, outside the lock: it may write to the stream itself.
+func (f *FrameWriter) unlock(err error) error {
+	first := err != nil && f.err == nil
+	if first {
+		f.err = err
+		f.buf = nil
+	}
+	f.mu.Unlock()
+	if first && f.OnError != nil {
+		f.OnError(err)
+	}
+	return err
+}
+
+// A Batch is what one reader has held back while it had more frames at
+// hand: the writers it holds frames in. Its zero value is empty. It
+// belongs to the goroutine that reads; other goroutines write without one.
+type Batch struct {
+	held []*FrameWriter
+}
+
+// Flush writes the frames held, each writer's in one write. A writer's
+// error is its own to report (OnError); the other writers still flush.
+func (b *Batch) Flush() {
+	for i, w := range b.held {
+		_ = w.Flush()
+		b.held[i] = nil
+	}
+	b.held = b.held[:0]
 }

@@ -2,7 +2,9 @@ package guard
 
 import (
 	"bytes"
+	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -101,5 +103,147 @@ func TestReadLine(t *testing.T) {
 	}
 	if _, err := l.ReadLine(); err != io.EOF {
 		t.Fatalf("after the end: %v, want io.EOF", err)
+	}
+}
+
+// LineBuffered tells whether the next ReadLine has a whole line at hand,
+// which is when a reader that holds frames back may go on holding them.
+func TestLineBuffered(t *testing.T) {
+	r, w := io.Pipe()
+	l := NewLineReader(r, 64)
+	go func() {
+		_, _ = io.WriteString(w, "one\ntwo\nthr")
+		_, _ = io.WriteString(w, "ee\n")
+		_ = w.Close()
+	}()
+	steps := []struct {
+		line     string
+		buffered bool // after reading line
+	}{
+		{"one\n", true},  // "two\n" came in the same write
+		{"two\n", false}, // only "thr" is at hand: the next read waits
+		{"three\n", false},
+	}
+	for i, s := range steps {
+		line, err := l.ReadLine()
+		if err != nil || string(line) != s.line {
+			t.Fatalf("step %d: %q, %v; want %q", i, line, err, s.line)
+		}
+		if got := l.LineBuffered(); got != s.buffered {
+			t.Errorf("after %q: LineBuffered %v, want %v", s.line, got, s.buffered)
+		}
+	}
+}
+
+// writes records each Write it is given, and fails them once failing is
+// set.
+type writes struct {
+	got     []string
+	failing error
+}
+
+func (w *writes) Write(p []byte) (int, error) {
+	if w.failing != nil {
+		return 0, w.failing
+	}
+	w.got = append(w.got, string(p))
+	return len(p), nil
+}
+
+func frameOf(s string) func([]byte) []byte {
+	return func(b []byte) []byte { return append(b, s...) }
+}
+
+// Frames held in a batch go out together, in order, when the batch is
+// flushed or when the writer writes anything else; a writer that was
+// flushed by another's write is not written again.
+func TestFrameWriter(t *testing.T) {
+	big := strings.Repeat("b", maxHeld)
+	cases := []struct {
+		name string
+		run  func(a, b *FrameWriter, batch *Batch)
+		a, b []string // the writes each stream saw
+	}{
+		{"no batch writes now", func(a, _ *FrameWriter, _ *Batch) {
+			_ = a.Frame(nil, frameOf("1\n"))
+			_ = a.Frame(nil, frameOf("2\n"))
+		}, []string{"1\n", "2\n"}, nil},
+		{"a batch writes each stream once", func(a, b *FrameWriter, batch *Batch) {
+			_ = a.Frame(batch, frameOf("1\n"))
+			_ = b.Frame(batch, frameOf("x\n"))
+			_ = a.Frame(batch, frameOf("2\n"))
+			batch.Flush()
+			batch.Flush() // nothing held: nothing written
+		}, []string{"1\n2\n"}, []string{"x\n"}},
+		{"a write goes after the frames held", func(a, _ *FrameWriter, batch *Batch) {
+			_ = a.Frame(batch, frameOf("1\n"))
+			_, _ = a.Write([]byte("w\n"))
+			_ = a.Frame(batch, frameOf("2\n"))
+			batch.Flush()
+		}, []string{"1\nw\n", "2\n"}, nil},
+		{"a frame without a batch takes the held ones", func(a, _ *FrameWriter, batch *Batch) {
+			_ = a.Frame(batch, frameOf("1\n"))
+			_ = a.Frame(nil, frameOf("2\n"))
+			batch.Flush()
+		}, []string{"1\n2\n"}, nil},
+		{"frames past the bound go out at once", func(a, _ *FrameWriter, batch *Batch) {
+			_ = a.Frame(batch, frameOf("1\n"))
+			_ = a.Frame(batch, frameOf(big))
+			_ = a.Frame(batch, frameOf("2\n"))
+			batch.Flush()
+		}, []string{"1\n" + big, "2\n"}, nil},
+		{"a large part is written where it lies", func(a, _ *FrameWriter, batch *Batch) {
+			_ = a.Frame(batch, frameOf("1\n"))
+			_ = a.LargeFrame(frameOf("<"), []byte(big), ">\n")
+			batch.Flush()
+		}, []string{"1\n<", big, ">\n"}, nil},
+		{"a small large frame is one write", func(a, _ *FrameWriter, _ *Batch) {
+			_ = a.LargeFrame(frameOf("<"), []byte("body"), ">\n")
+		}, []string{"<body>\n"}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var wa, wb writes
+			var batch Batch
+			c.run(NewFrameWriter(&wa), NewFrameWriter(&wb), &batch)
+			if !slices.Equal(wa.got, c.a) || !slices.Equal(wb.got, c.b) {
+				t.Errorf("writes %q and %q, want %q and %q", wa.got, wb.got, c.a, c.b)
+			}
+			if len(batch.held) != 0 {
+				t.Errorf("the batch still holds %d writers", len(batch.held))
+			}
+		})
+	}
+}
+
+// A stream that fails says so once, to OnError, and every write after it
+// fails the same way, held frames included.
+func TestFrameWriterError(t *testing.T) {
+	broken := errors.New("broken pipe")
+	w := &writes{}
+	f := NewFrameWriter(w)
+	var told []error
+	f.OnError = func(err error) { told = append(told, err) }
+	var batch Batch
+	if err := f.Frame(&batch, frameOf("held\n")); err != nil {
+		t.Fatal(err)
+	}
+	w.failing = broken
+	batch.Flush()
+	for _, err := range []error{
+		f.Frame(nil, frameOf("after\n")),
+		f.Frame(&batch, frameOf("held after\n")),
+		f.Flush(),
+		f.LargeFrame(nil, []byte("x"), "\n"),
+	} {
+		if !errors.Is(err, broken) {
+			t.Errorf("a write after the failure: %v, want %v", err, broken)
+		}
+	}
+	if len(told) != 1 || told[0] != broken {
+		t.Errorf("OnError heard %v, want the failure once", told)
+	}
+	if len(w.got) != 0 {
+		t.Errorf("written after all: %q", w.got)
 	}
 }

@@ -187,29 +187,36 @@ func (f frame) size() int {
 	return len(`{"jsonrpc":"2.0","id":,"result":}`) + len(f.id) + len(f.result)
 }
 
-// writeTo writes the frame and then end (stdio's newline, or nothing):
-// as one write when the result is small, put together in scratch, else in
-// three, the result from where it lies. It returns scratch, perhaps grown,
-// for the next frame. The caller keeps other frames off w until it
-// returns.
-func (f frame) writeTo(w io.Writer, end string, scratch []byte) ([]byte, error) {
+// appendTo appends the frame and then end.
+func (f frame) appendTo(b []byte, end string) []byte {
+	b = append(f.appendHead(b), f.result...)
+	b = append(b, '}')
+	return append(b, end...)
+}
+
+// writeTo writes the frame as an HTTP response body: in one write when
+// the result is small, else in three, the result from where it lies.
+func (f frame) writeTo(w io.Writer) error {
 	if len(f.result) < inPlace {
-		if need := f.size() + len(end); cap(scratch) < need {
-			scratch = make([]byte, 0, need)
-		}
-		b := f.appendHead(scratch[:0])
-		b = append(b, f.result...)
-		b = append(b, '}')
-		b = append(b, end...)
-		_, err := w.Write(b)
-		return b, err
+		_, err := w.Write(f.appendTo(make([]byte, 0, f.size()), ""))
+		return err
 	}
-	for _, piece := range [][]byte{f.appendHead(scratch[:0]), f.result, []byte("}" + end)} {
+	for _, piece := range [][]byte{f.appendHead(nil), f.result, []byte("}")} {
 		if _, err := w.Write(piece); err != nil {
-			return scratch, err
+			return err
 		}
 	}
-	return scratch, nil
+	return nil
+}
+
+// writeLine writes the frame and the newline that ends it on stdio, or
+// holds it in b (guard.FrameWriter). A large result is written where it
+// lies.
+func (f frame) writeLine(w *guard.FrameWriter, b *guard.Batch) error {
+	if len(f.result) < inPlace {
+		return w.Frame(b, func(buf []byte) []byte { return f.appendTo(buf, "\n") })
+	}
+	return w.LargeFrame(f.appendHead, f.result, "}\n")
 }
 
 // isErrorResult tells a tool error from a success, for the metrics, by

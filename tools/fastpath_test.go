@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -437,7 +438,7 @@ func TestFastPathStdioUpstream(t *testing.T) {
 
 	// This upstream takes the path without a goroutine.
 	got := make(chan string, 1)
-	stop, ok := g.stdio.Load().att.StartRaw("mcp_fx__echo", json.RawMessage(`{"message":"started"}`), func(raw json.RawMessage, err error) {
+	stop, ok := g.stdio.Load().att.StartRaw("mcp_fx__echo", json.RawMessage(`{"message":"started"}`), nil, func(raw json.RawMessage, err error, _ *guard.Batch) {
 		got <- fmt.Sprint(string(raw), err)
 	})
 	if !ok {
@@ -540,6 +541,56 @@ func TestFastPathStdioUpstreamConcurrent(t *testing.T) {
 	if res, err := c.CallTool(context.Background(), req); err != nil || firstText(res) != "after" {
 		t.Fatalf("after the burst: %v %+v", err, res)
 	}
+}
+
+// Frames that reach the gateway in one read are held and sent on in one
+// write each way (guard.Batch): calls, a call the server answers, a
+// malformed line and a notification, all in one write from the client,
+// each get their own answer, and the session goes on.
+func TestFastPathStdioBatched(t *testing.T) {
+	c := rawStdio(t, New(pinnedFixture(buildFixture(t), 10*time.Second), quietLog, Options{Version: "test"}))
+	c.caller(t, `"mcp_fx__echo","arguments":{"message":"ready?"}`, `"text":"ready?"`)
+
+	const calls = 60
+	var burst bytes.Buffer
+	want := map[string]string{} // id: what its answer holds
+	for i := range calls {
+		id := strconv.Itoa(100 + i)
+		fmt.Fprintf(&burst, `{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":"call %d"}}}`+"\n", id, i)
+		want[id] = fmt.Sprintf(`"text":"call %d"`, i)
+		switch i {
+		case 20:
+			burst.WriteString(`{"jsonrpc":"2.0","id":"list","method":"tools/list"}` + "\n")
+			want[`"list"`] = `"mcp_fx__echo"`
+		case 30:
+			burst.WriteString(`{"jsonrpc":"2.0","id":"bad","method":` + "\n")
+			want["null"] = `"code":-32700`
+		case 40:
+			burst.WriteString(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}` + "\n")
+		}
+	}
+	if _, err := c.w.Write(burst.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	for len(want) > 0 {
+		line, err := c.out.ReadSlice('\n')
+		if err != nil {
+			t.Fatalf("%v, with %d answers still to come", err, len(want))
+		}
+		var f struct{ ID json.RawMessage }
+		if err := json.Unmarshal(line, &f); err != nil || f.ID == nil {
+			continue // a notification
+		}
+		w, ok := want[string(f.ID)]
+		if !ok {
+			t.Fatalf("an answer to no call, or a second one: %.200s", line)
+		}
+		if !bytes.Contains(line, []byte(w)) {
+			t.Fatalf("answer %s: %.200s; want %s in it", f.ID, line, w)
+		}
+		delete(want, string(f.ID))
+	}
+	c.caller(t, `"mcp_fx__echo","arguments":{"message":"after"}`, `"text":"after"`)()
 }
 
 // isErrorResult reads the top-level isError member only, whatever comes

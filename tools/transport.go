@@ -35,7 +35,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 	srv.SetErrorLogger(slog.NewLogLogger(g.log.Handler(), slog.LevelError))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w := &frameWriter{w: out}
+	w := guard.NewFrameWriter(out) // the server writes a frame per Write
 	toServer, fromReader := io.Pipe()
 	r := &stdioReader{g: g, w: w, server: fromReader, cancels: map[string]*stdioCall{}}
 	// An over-size frame is cut, so it gets a parse error and the session
@@ -50,36 +50,17 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 	return err
 }
 
-// frameWriter keeps frames whole on the wire: the MCP server writes a
-// frame per Write, and the fast path a frame per writeFrame.
-type frameWriter struct {
-	mu      sync.Mutex
-	w       io.Writer
-	scratch []byte // where the fast path puts a small frame together
-}
-
-func (f *frameWriter) Write(p []byte) (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.w.Write(p)
-}
-
-// writeFrame writes fr and the newline that ends a frame on stdio.
-func (f *frameWriter) writeFrame(fr frame) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var err error
-	f.scratch, err = fr.writeTo(f.w, "\n", f.scratch)
-	return err
-}
-
 // stdioReader reads the client's frames and sends each to the fast path
 // or on to the MCP server.
 type stdioReader struct {
 	g      *Gateway
-	w      *frameWriter
+	w      *guard.FrameWriter
 	server *io.PipeWriter
 	calls  callGroup
+	// held is what the reader holds back while it has more frames at
+	// hand: the requests of fast calls, which then reach each upstream in
+	// one write, and refusals. Only the reader's goroutine uses it.
+	held guard.Batch
 
 	mu      sync.Mutex
 	cancels map[string]*stdioCall // fast calls in flight, by id
@@ -87,14 +68,20 @@ type stdioReader struct {
 
 // run reads the client's frames. A frame is valid until the next read:
 // the fast path and the server's pipe (whose Write returns once the
-// server has copied it all) are done with it by then.
+// server has copied it all) are done with it by then. What the fast path
+// held goes out before the reader waits, on the client or on the server.
 func (r *stdioReader) run(ctx context.Context, in *guard.LineReader) {
+	defer r.held.Flush()
 	for {
 		line, err := in.ReadLine()
 		if len(line) > 0 && !r.fast(ctx, line) {
+			r.held.Flush()
 			if _, werr := r.server.Write(line); werr != nil {
 				return // the server stopped listening
 			}
+		}
+		if err != nil || !in.LineBuffered() {
+			r.held.Flush()
 		}
 		if err != nil {
 			_ = r.server.CloseWithError(err) // io.EOF ends the server's Listen
@@ -127,7 +114,7 @@ func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
 	}
 	a, refused := r.g.admit(s, c.Name, nil)
 	if refused != nil {
-		r.reply(response(c.ID, refused))
+		r.reply(response(c.ID, refused), &r.held)
 		r.calls.done()
 		return true
 	}
@@ -135,7 +122,7 @@ func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
 	r.mu.Lock()
 	r.cancels[c.ID] = sc
 	r.mu.Unlock()
-	if stop, ok := s.att.StartRaw(c.Name, c.Arguments, sc.finish); ok {
+	if stop, ok := s.att.StartRaw(c.Name, c.Arguments, &r.held, sc.finish); ok {
 		sc.started(stop)
 		return true
 	}
@@ -146,7 +133,7 @@ func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
 	go func() {
 		defer cancel()
 		raw, err := s.att.CallRaw(callCtx, c.Name, sc.c.Arguments)
-		sc.finish(raw, err)
+		sc.finish(raw, err, nil)
 	}()
 	return true
 }
@@ -167,13 +154,14 @@ type stdioCall struct {
 	cancelled bool
 }
 
-// finish writes the call's result to the client and forgets the call.
-func (sc *stdioCall) finish(raw json.RawMessage, err error) {
+// finish writes the call's result to the client, or holds it in b
+// (attach.RawDone), and forgets the call.
+func (sc *stdioCall) finish(raw json.RawMessage, err error, b *guard.Batch) {
 	r := sc.r
 	r.mu.Lock()
 	delete(r.cancels, sc.c.ID)
 	r.mu.Unlock()
-	r.reply(r.g.fastResult(sc.ctx, sc.c, sc.a, raw, err))
+	r.reply(r.g.fastResult(sc.ctx, sc.c, sc.a, raw, err), b)
 	r.calls.done()
 }
 
@@ -200,9 +188,9 @@ func (sc *stdioCall) started(stop func(error)) {
 	}
 }
 
-// reply writes one frame to the client.
-func (r *stdioReader) reply(f frame) {
-	if err := r.w.writeFrame(f); err != nil {
+// reply writes one frame to the client, or holds it in b.
+func (r *stdioReader) reply(f frame, b *guard.Batch) {
+	if err := f.writeLine(r.w, b); err != nil {
 		r.g.log.Debug("fast call result not written", "err", err)
 	}
 }
@@ -379,7 +367,7 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 				f := h.g.serveFast(r.Context(), s, c)
 				w.Header().Set("Content-Type", "application/json")
 				w.Header().Set("Content-Length", strconv.Itoa(f.size()))
-				_, _ = f.writeTo(w, "", nil)
+				_ = f.writeTo(w)
 				return
 			}
 		}
