@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,6 +44,7 @@ func proxyBench(args []string, out io.Writer) error {
 	defer os.RemoveAll(dir)
 	fmt.Fprintf(out, "proxy: %d sequential calls, %d clients x %d calls, %d x 1 MiB; %s\n", *calls, *clients, *concCalls, *bigCalls, machine())
 	fmt.Fprintln(out, "cpu/call: the CPU time (user+system) of the relay or gateway process alone, per call")
+	fmt.Fprintln(out, "all/call: the CPU time of the whole machine (client, relay or gateway, upstream) per call; busy: its share of both CPUs")
 
 	self, err := os.Executable()
 	if err != nil {
@@ -82,19 +84,20 @@ func proxyBench(args []string, out io.Writer) error {
 			}},
 		}
 		fmt.Fprintf(out, "\n%s upstream, %s client\n", transportName, transportName)
-		fmt.Fprintf(out, "%-16s %-9s %9s %9s %9s %10s %9s\n", "workload", "path", "p50", "p99", "max", "calls/s", "cpu/call")
+		fmt.Fprintf(out, "%-16s %-9s %9s %9s %9s %10s %9s %9s %5s\n", "workload", "path", "p50", "p99", "max", "calls/s", "cpu/call", "all/call", "busy")
 		for _, c := range cases {
 			// The paths take turns, a round each, so that the machine's
 			// drift during the run falls on all of them alike.
 			all := make([]sample, len(paths))
 			for range *rounds {
 				for i, p := range paths {
-					before := cpuTime(targets[i].pid)
+					before, machineBefore := cpuTime(targets[i].pid), machineTime()
 					got, err := c.run(targets[i], max(1, c.calls / *rounds))
 					if err != nil {
 						return fmt.Errorf("%s %s: %w", c.name, p.name, err)
 					}
 					got.cpu = cpuTime(targets[i].pid) - before
+					got.machine = machineTime() - machineBefore
 					all[i].add(got)
 				}
 			}
@@ -109,7 +112,7 @@ func proxyBench(args []string, out io.Writer) error {
 				if targets[i].pid != 0 {
 					cpu = res[i].cpu.String()
 				}
-				fmt.Fprintf(out, "%-16s %-9s %9s %9s %9s %10.0f %9s\n", label, p.name, res[i].p50, res[i].p99, res[i].max, res[i].rate, cpu)
+				fmt.Fprintf(out, "%-16s %-9s %9s %9s %9s %10.0f %9s %9s %4.0f%%\n", label, p.name, res[i].p50, res[i].p99, res[i].max, res[i].rate, cpu, res[i].machine, 100*res[i].busy)
 			}
 			for i := 1; i < len(paths); i++ {
 				d, v := res[0], res[i]
@@ -149,25 +152,50 @@ type stats struct {
 	p50, p99, max time.Duration
 	rate          float64
 	cpu           time.Duration // the middle process's, per call
+	machine       time.Duration // the whole machine's, per call
+	busy          float64       // the machine's CPU time over the wall time of both CPUs
 }
 
 // sample is what one or more rounds of a workload measured on one path.
 type sample struct {
-	lat  []time.Duration
-	wall time.Duration
-	cpu  time.Duration // the middle process's CPU time
+	lat     []time.Duration
+	wall    time.Duration
+	cpu     time.Duration // the middle process's CPU time
+	machine time.Duration // the whole machine's
 }
 
 func (s *sample) add(o sample) {
 	s.lat = append(s.lat, o.lat...)
 	s.wall += o.wall
 	s.cpu += o.cpu
+	s.machine += o.machine
 }
 
 func (s sample) stats() stats {
 	slices.Sort(s.lat)
 	return stats{p50: pct(s.lat, 50), p99: pct(s.lat, 99), max: s.lat[len(s.lat)-1].Round(time.Microsecond), rate: float64(len(s.lat)) / s.wall.Seconds(),
-		cpu: (s.cpu / time.Duration(len(s.lat))).Round(time.Microsecond)}
+		cpu:     (s.cpu / time.Duration(len(s.lat))).Round(time.Microsecond),
+		machine: (s.machine / time.Duration(len(s.lat))).Round(time.Microsecond),
+		busy:    s.machine.Seconds() / s.wall.Seconds() / float64(runtime.NumCPU())}
+}
+
+// machineTime is the CPU time the whole machine has spent busy (not idle
+// or waiting on I/O), from the first line of /proc/stat, in clock ticks of
+// 10 ms.
+func machineTime() time.Duration {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	var busy int64
+	for i, f := range strings.Fields(line)[1:] {
+		n, _ := strconv.ParseInt(f, 10, 64)
+		if i != 3 && i != 4 && i < 7 { // user nice system (idle iowait) irq softirq
+			busy += n
+		}
+	}
+	return time.Duration(busy) * 10 * time.Millisecond
 }
 
 // cpuTime is the user and system CPU time process pid has used, from
