@@ -169,10 +169,8 @@ const maxHeld = 64 << 10
 // writer next writes anything else; without one it goes out now, with the
 // frames held before it.
 func (f *FrameWriter) Frame(b *Batch, add func([]byte) []byte) error {
-	f.mu.Lock()
-	if f.err != nil {
-		defer f.mu.Unlock()
-		return f.err
+	if err := f.lock(); err != nil {
+		return err
 	}
 	held := len(f.buf)
 	f.buf = add(f.buf)
@@ -200,10 +198,8 @@ func (f *FrameWriter) Write(p []byte) (int, error) {
 // with nothing between them. A body that does not fit the buffer is
 // written where it lies.
 func (f *FrameWriter) LargeFrame(head func([]byte) []byte, body []byte, tail string) error {
-	f.mu.Lock()
-	if f.err != nil {
-		defer f.mu.Unlock()
-		return f.err
+	if err := f.lock(); err != nil {
+		return err
 	}
 	if head != nil {
 		f.buf = head(f.buf)
@@ -221,12 +217,21 @@ func (f *FrameWriter) LargeFrame(head func([]byte) []byte, body []byte, tail str
 
 // Flush writes the frames held.
 func (f *FrameWriter) Flush() error {
-	f.mu.Lock()
-	if f.err != nil {
-		defer f.mu.Unlock()
-		return f.err
+	if err := f.lock(); err != nil {
+		return err
 	}
 	return f.unlock(f.flush())
+}
+
+// lock locks f, unless the stream has failed: then it returns why, and f
+// stays unlocked.
+func (f *FrameWriter) lock() error {
+	f.mu.Lock()
+	if err := f.err; err != nil {
+		f.mu.Unlock()
+		return err
+	}
+	return nil
 }
 
 // flush writes the buffer and empties it, keeping it for the next frames
