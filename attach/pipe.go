@@ -128,9 +128,10 @@ func (ch replyChan) failed(err error)                 { ch <- reply{err: err} }
 
 // send registers w under key, keyed as mcp.RequestId.String keys its id,
 // with a deadline when timeout is not zero, and writes the request that
-// line appends, or holds it in b (guard.FrameWriter). It returns at once: w hears the response, the
-// connection's end, ErrTimeout after timeout, or the cause given to stop,
-// on the goroutine that saw it. On failure w is not called.
+// line appends, or holds it in b (guard.FrameWriter). It returns at once:
+// w hears the response, the connection's end, ErrTimeout after timeout,
+// or the cause given to stop, on the goroutine that saw it. On failure w
+// is not called.
 //
 // It is how a proxied call over stdio waits without a goroutine of its
 // own: the response is written to the client from the reader that read it,
