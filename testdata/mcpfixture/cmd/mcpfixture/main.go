@@ -101,8 +101,12 @@ func main() {
 func serveStdio(ctx context.Context, s *server.MCPServer, logger *log.Logger) error {
 	// The default pool of 5 workers would queue the 6th concurrent tools/call
 	// behind the others; tests that fan out slow calls should not see that.
+	// Nor should they meet the default queue of 100 full: mcp-go then runs
+	// the call on the reader itself, and a slow one stops every message
+	// after it, cancellations included, until it ends.
 	stdio := server.NewStdioServer(s)
 	server.WithWorkerPoolSize(32)(stdio)
+	server.WithQueueSize(1000)(stdio)
 	stdio.SetErrorLogger(logger)
 	// Listen returns nil when stdin reaches EOF, so closing our stdin is a
 	// clean way to stop us.
