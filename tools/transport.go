@@ -47,6 +47,10 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 	r.calls.shut()
 	r.cancelAll()
 	r.calls.wait()
+	// A call is done once its answer is written or held; what an
+	// upstream's reader still holds goes out now, before the caller
+	// closes out.
+	_ = w.Flush()
 	return err
 }
 
