@@ -34,6 +34,7 @@ func proxyBench(args []string, out io.Writer) error {
 	bigCalls := fs.Int("big-calls", 200, "1 MiB results per case")
 	rounds := fs.Int("rounds", 10, "turns the paths take at each workload")
 	transports := fs.String("transports", "stdio,http", "which transports to measure")
+	stdioSessions := fs.Int("stdio-sessions", 1, "stdio clients, each with its own chain of processes; the concurrent callers share them")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -43,6 +44,9 @@ func proxyBench(args []string, out io.Writer) error {
 	}
 	defer os.RemoveAll(dir)
 	fmt.Fprintf(out, "proxy: %d sequential calls, %d clients x %d calls, %d x 1 MiB; %s\n", *calls, *clients, *concCalls, *bigCalls, machine())
+	if *stdioSessions > 1 {
+		fmt.Fprintf(out, "stdio: %d client sessions, each with its own relay or gateway and fixture processes\n", *stdioSessions)
+	}
 	fmt.Fprintln(out, "cpu/call: the CPU time (user+system) of the relay or gateway process alone, per call")
 	fmt.Fprintln(out, "all/call: the CPU time of the whole machine (client, relay or gateway, upstream) per call; busy: its share of both CPUs")
 
@@ -55,9 +59,9 @@ func proxyBench(args []string, out io.Writer) error {
 			name  string
 			start func() (target, func(), error)
 		}{
-			{"direct", func() (target, func(), error) { return startDirect(transportName, fx) }},
-			{"relay", func() (target, func(), error) { return startRelay(transportName, self, fx) }},
-			{"ardgate", func() (target, func(), error) { return startViaGateway(transportName, gw, fx, dir) }},
+			{"direct", func() (target, func(), error) { return startDirect(transportName, fx, *stdioSessions) }},
+			{"relay", func() (target, func(), error) { return startRelay(transportName, self, fx, *stdioSessions) }},
+			{"ardgate", func() (target, func(), error) { return startViaGateway(transportName, gw, fx, dir, *stdioSessions) }},
 		}
 		targets := make([]target, len(paths))
 		for i, p := range paths {
@@ -91,12 +95,12 @@ func proxyBench(args []string, out io.Writer) error {
 			all := make([]sample, len(paths))
 			for range *rounds {
 				for i, p := range paths {
-					before, machineBefore := cpuTime(targets[i].pid), machineTime()
+					before, machineBefore := cpuTime(targets[i].pids), machineTime()
 					got, err := c.run(targets[i], max(1, c.calls / *rounds))
 					if err != nil {
 						return fmt.Errorf("%s %s: %w", c.name, p.name, err)
 					}
-					got.cpu = cpuTime(targets[i].pid) - before
+					got.cpu = cpuTime(targets[i].pids) - before
 					got.machine = machineTime() - machineBefore
 					all[i].add(got)
 				}
@@ -109,7 +113,7 @@ func proxyBench(args []string, out io.Writer) error {
 					label = ""
 				}
 				cpu := "-"
-				if targets[i].pid != 0 {
+				if len(targets[i].pids) > 0 {
 					cpu = res[i].cpu.String()
 				}
 				fmt.Fprintf(out, "%-16s %-9s %9s %9s %9s %10.0f %9s %9s %4.0f%%\n", label, p.name, res[i].p50, res[i].p99, res[i].max, res[i].rate, cpu, res[i].machine, 100*res[i].busy)
@@ -145,7 +149,7 @@ func buildBinaries() (dir, gateway, fixture string, err error) {
 type target struct {
 	clients []*client.Client
 	tool    func(string) string // fixture tool name → name on this path
-	pid     int                 // the relay or gateway process; 0 when direct
+	pids    []int               // the relay or gateway processes; none when direct
 }
 
 type stats struct {
@@ -198,13 +202,19 @@ func machineTime() time.Duration {
 	return time.Duration(busy) * 10 * time.Millisecond
 }
 
-// cpuTime is the user and system CPU time process pid has used, from
-// /proc/<pid>/stat (in clock ticks, which Linux fixes at 100 a second for
-// user space); 0 for pid 0.
-func cpuTime(pid int) time.Duration {
-	if pid == 0 {
-		return 0
+// cpuTime is the user and system CPU time processes pids have used.
+func cpuTime(pids []int) time.Duration {
+	var t time.Duration
+	for _, pid := range pids {
+		t += processTime(pid)
 	}
+	return t
+}
+
+// processTime is the user and system CPU time process pid has used, from
+// /proc/<pid>/stat (in clock ticks, which Linux fixes at 100 a second for
+// user space).
+func processTime(pid int) time.Duration {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
@@ -285,10 +295,10 @@ func concurrent(t target, clients, per int) (sample, error) {
 
 const sessions = 64
 
-func startDirect(kind, fixture string) (target, func(), error) {
+func startDirect(kind, fixture string, stdioSessions int) (target, func(), error) {
 	if kind == "stdio" {
-		c, stop, _, err := stdioClient(fixture, nil, "--transport=stdio")
-		return target{clients: []*client.Client{c}, tool: func(s string) string { return s }}, stop, err
+		cs, stop, _, err := stdioClients(stdioSessions, fixture, "--transport=stdio")
+		return target{clients: cs, tool: func(s string) string { return s }}, stop, err
 	}
 	url, stopFx, err := startFixtureHTTP(fixture)
 	if err != nil {
@@ -300,11 +310,11 @@ func startDirect(kind, fixture string) (target, func(), error) {
 
 // startRelay puts the byte-copying relay (relay.go) where the gateway
 // would be.
-func startRelay(kind, self, fixture string) (target, func(), error) {
+func startRelay(kind, self, fixture string, stdioSessions int) (target, func(), error) {
 	same := func(s string) string { return s }
 	if kind == "stdio" {
-		c, stop, pid, err := stdioClient(self, nil, "relay", "stdio", fixture, "--transport=stdio")
-		return target{clients: []*client.Client{c}, tool: same, pid: pid}, stop, err
+		cs, stop, pids, err := stdioClients(stdioSessions, self, "relay", "stdio", fixture, "--transport=stdio")
+		return target{clients: cs, tool: same, pids: pids}, stop, err
 	}
 	upstream, stopFx, err := startFixtureHTTP(fixture)
 	if err != nil {
@@ -318,10 +328,10 @@ func startRelay(kind, self, fixture string) (target, func(), error) {
 		return target{}, nil, err
 	}
 	cs, stopClients, err := httpClients(url, sessions)
-	return target{clients: cs, tool: same, pid: pid}, func() { stopClients(); stopRelay(); stopFx() }, err
+	return target{clients: cs, tool: same, pids: []int{pid}}, func() { stopClients(); stopRelay(); stopFx() }, err
 }
 
-func startViaGateway(kind, gateway, fixture, dir string) (target, func(), error) {
+func startViaGateway(kind, gateway, fixture, dir string, stdioSessions int) (target, func(), error) {
 	via := func(s string) string { return "mcp_fx__" + s }
 	server := map[string]any{"name": "fx", "command": fixture, "args": []string{"--transport=stdio"}}
 	var stopFx func()
@@ -341,12 +351,13 @@ func startViaGateway(kind, gateway, fixture, dir string) (target, func(), error)
 	var stop func()
 	var err error
 	if kind == "stdio" {
-		var c *client.Client
-		c, stop, t.pid, err = stdioClient(gateway, nil, "serve", "--config", cfg, "--log-level", "error")
-		t.clients, t.tool = []*client.Client{c}, via
+		t.clients, stop, t.pids, err = stdioClients(stdioSessions, gateway, "serve", "--config", cfg, "--log-level", "error")
+		t.tool = via
 	} else {
 		var url string
-		url, stop, t.pid, err = startGatewayHTTP(gateway, cfg)
+		var pid int
+		url, stop, pid, err = startGatewayHTTP(gateway, cfg)
+		t.pids = []int{pid}
 		if err == nil {
 			var stopClients func()
 			t.clients, stopClients, err = httpClients(url, sessions)
@@ -374,6 +385,28 @@ func startViaGateway(kind, gateway, fixture, dir string) (target, func(), error)
 		all = func() { stop(); stopFx() }
 	}
 	return t, all, nil
+}
+
+// stdioClients starts n of bin, each with a client connected over its
+// stdio; pids are bin's processes.
+func stdioClients(n int, bin string, args ...string) ([]*client.Client, func(), []int, error) {
+	var cs []*client.Client
+	var stops []func()
+	var pids []int
+	stop := func() {
+		for _, s := range stops {
+			s()
+		}
+	}
+	for range max(1, n) {
+		c, s, pid, err := stdioClient(bin, nil, args...)
+		if err != nil {
+			stop()
+			return nil, nil, nil, err
+		}
+		cs, stops, pids = append(cs, c), append(stops, s), append(pids, pid)
+	}
+	return cs, stop, pids, nil
 }
 
 // stdioClient starts bin and connects a client to it over its stdio; pid
