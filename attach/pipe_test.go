@@ -215,6 +215,9 @@ func TestRawCallLine(t *testing.T) {
 		if got := call.appendLine([]byte("kept")); string(got) != "kept"+string(want) {
 			t.Errorf("line = %s\n want kept%s", got, want)
 		}
+		if got := call.line(); string(got) != string(want) {
+			t.Errorf("line() = %s\n want %s", got, want)
+		}
 		if call.key != call.requestID().String() {
 			t.Errorf("key %q, the id's own %q", call.key, call.requestID().String())
 		}

@@ -360,7 +360,7 @@ func (u *upstream) callRaw(ctx context.Context, tool string, args json.RawMessag
 	var resp *transport.JSONRPCResponse
 	var err error
 	if u.post != nil {
-		resp, err = u.post.call(ctx, c.key, c.appendLine(make([]byte, 0, 96+len(c.key)+len(c.tool)+len(c.args))))
+		resp, err = u.post.call(ctx, c.key, c.line())
 	} else {
 		resp, err = u.client.GetTransport().SendRequest(ctx, c.request())
 	}
@@ -478,6 +478,12 @@ func (c rawCall) appendLine(b []byte) []byte {
 		b = append(b, c.args...)
 	}
 	return append(b, "}}"...)
+}
+
+// line is the call's frame in a buffer of its size: the text around the
+// id, name and arguments is under 96 bytes.
+func (c rawCall) line() []byte {
+	return c.appendLine(make([]byte, 0, 96+len(c.key)+len(c.tool)+len(c.args)))
 }
 
 // appendJSONString appends s as encoding/json writes a string. Tool names
