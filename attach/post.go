@@ -239,7 +239,10 @@ func (p *poster) answer(ctx context.Context, f frame) {
 	}
 	reply := transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Result: json.RawMessage(`{}`)}
 	if string(f.method) != `"ping"` {
-		reply = *transport.NewJSONRPCErrorResponse(id, mcp.METHOD_NOT_FOUND, "ardgate does not offer this to its upstreams", nil)
+		var method string
+		_ = json.Unmarshal(f.method, &method)
+		msg := fmt.Sprintf("ardgate does not answer %s for its upstreams: it declared no client capability for it", guard.Text(method, 80))
+		reply = *transport.NewJSONRPCErrorResponse(id, mcp.METHOD_NOT_FOUND, msg, nil)
 	}
 	line, err := json.Marshal(reply)
 	if err != nil {

@@ -45,8 +45,9 @@ type recordingUpstream struct {
 
 	// events, when set, turns each tools/call's JSON answer into an event
 	// stream, as many servers send it: a comment, a tools/list_changed
-	// notification, a ping request, then the response over several data
-	// lines. The answers to the pings are kept in pongs.
+	// notification, a ping request and a roots/list request, then the
+	// response over several data lines. The answers to the server's
+	// requests are kept in pongs; pings counts the streams.
 	events atomic.Bool
 	pings  atomic.Int64
 	pongs  []string
@@ -81,7 +82,7 @@ func newRecordingUpstream(t testing.TB) *recordingUpstream {
 		case "tools/list":
 			u.lists.Add(1)
 		case "":
-			if strings.HasPrefix(string(msg.ID), `"srv-ping-`) {
+			if strings.HasPrefix(string(msg.ID), `"srv-`) {
 				u.mu.Lock()
 				u.pongs = append(u.pongs, string(body))
 				u.mu.Unlock()
@@ -118,7 +119,9 @@ func (u *recordingUpstream) asEvents(w http.ResponseWriter, r *http.Request, h h
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprint(w, ": a comment\n\n")
 	fmt.Fprint(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n")
-	fmt.Fprintf(w, "id: 7\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"srv-ping-%d\",\"method\":\"ping\"}\n\n", u.pings.Add(1))
+	n := u.pings.Add(1)
+	fmt.Fprintf(w, "id: 7\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"srv-ping-%d\",\"method\":\"ping\"}\n\n", n)
+	fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":\"srv-roots-%d\",\"method\":\"roots/list\"}\n\n", n)
 	for line := range strings.SplitSeq(indented.String(), "\n") {
 		fmt.Fprintf(w, "data: %s\r\n", line)
 	}
@@ -198,7 +201,8 @@ func TestFastPathSameAsServerPath(t *testing.T) {
 // Servers that answer a call with an event stream: the fast path reads
 // the response from it, passes the server's notifications on (here a
 // tools/list_changed, which makes the gateway list the tools again),
-// answers its ping, and gives the client what the server's path gives
+// answers its ping, refuses its roots/list by name (the gateway offers its
+// upstreams no roots), and gives the client what the server's path gives
 // (answered as JSON here).
 func TestFastPathEventStream(t *testing.T) {
 	up := newRecordingUpstream(t)
@@ -231,16 +235,19 @@ func TestFastPathEventStream(t *testing.T) {
 		up.mu.Lock()
 		pongs := slices.Clone(up.pongs)
 		up.mu.Unlock()
-		if len(pongs) == int(up.pings.Load()) && up.lists.Load() > lists {
+		if len(pongs) == 2*int(up.pings.Load()) && up.lists.Load() > lists {
 			for _, p := range pongs {
-				if !strings.Contains(p, `"result":{}`) {
+				switch {
+				case strings.Contains(p, `"srv-ping-`) && !strings.Contains(p, `"result":{}`):
 					t.Errorf("a ping answered with %s", p)
+				case strings.Contains(p, `"srv-roots-`) && !(strings.Contains(p, `"code":-32601`) && strings.Contains(p, "roots/list")):
+					t.Errorf("a roots/list answered with %s; want method not found, naming it", p)
 				}
 			}
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d pings answered; tools listed %d times after the notifications (%d before)", len(pongs), up.pings.Load(), up.lists.Load(), lists)
+			t.Fatalf("%d answers to %d pings and as many roots/list; tools listed %d times after the notifications (%d before)", len(pongs), up.pings.Load(), up.lists.Load(), lists)
 		}
 	}
 }
