@@ -237,7 +237,7 @@ func (p *pipeTransport) writeLine(b *guard.Batch, line func([]byte) []byte) erro
 		return transport.ErrTransportClosed
 	default:
 	}
-	err := p.out.Frame(b, func(buf []byte) []byte { return append(line(buf), '\n') })
+	err := p.out.Frame(b, line, nil, "\n")
 	if err != nil {
 		return fmt.Errorf("write to the server's stdin: %w", err)
 	}

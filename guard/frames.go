@@ -161,19 +161,34 @@ type FrameWriter struct {
 func NewFrameWriter(w io.Writer) *FrameWriter { return &FrameWriter{w: w} }
 
 // maxHeld bounds the frames held in one writer: past it they are written
-// at once. A frame at least this long is written where it lies.
+// at once. A body at least this long is written where it lies.
 const maxHeld = 64 << 10
 
-// Frame writes the frame that add appends to the buffer it is given. With
-// a batch it is held, and written when the batch is flushed or when this
-// writer next writes anything else; without one it goes out now, with the
-// frames held before it.
-func (f *FrameWriter) Frame(b *Batch, add func([]byte) []byte) error {
+// Frame writes one frame: what head appends (nothing when nil), then body,
+// then tail, after the frames held and with nothing between them. With a
+// batch it is held, and written when the batch is flushed or when this
+// writer next writes anything else; without one it goes out now, with
+// the frames held before it. A body too long to copy is written where it
+// lies, and nothing is held then.
+func (f *FrameWriter) Frame(b *Batch, head func([]byte) []byte, body []byte, tail string) error {
 	if err := f.lock(); err != nil {
 		return err
 	}
 	held := len(f.buf)
-	f.buf = add(f.buf)
+	if head != nil {
+		f.buf = head(f.buf)
+	}
+	if len(body) >= maxHeld {
+		if err := f.flush(); err != nil {
+			return f.unlock(err)
+		}
+		if err := f.write(body); err != nil {
+			return f.unlock(err)
+		}
+		f.buf = append(f.buf, tail...)
+		return f.unlock(f.flush())
+	}
+	f.buf = append(append(f.buf, body...), tail...)
 	if b != nil && len(f.buf) < maxHeld {
 		if held == 0 {
 			b.held = append(b.held, f) // the batch that holds the first frame flushes them all
@@ -184,35 +199,12 @@ func (f *FrameWriter) Frame(b *Batch, add func([]byte) []byte) error {
 	return f.unlock(f.flush())
 }
 
-// Write writes p after the frames held, in one write when they fit the
-// buffer together.
+// Write writes p as a frame, after the frames held.
 func (f *FrameWriter) Write(p []byte) (int, error) {
-	if err := f.LargeFrame(nil, p, ""); err != nil {
+	if err := f.Frame(nil, nil, p, ""); err != nil {
 		return 0, err
 	}
 	return len(p), nil
-}
-
-// LargeFrame writes a frame whose body may be too long to copy: what head
-// appends (nothing when nil), body, and tail, after the frames held and
-// with nothing between them. A body that does not fit the buffer is
-// written where it lies.
-func (f *FrameWriter) LargeFrame(head func([]byte) []byte, body []byte, tail string) error {
-	if err := f.lock(); err != nil {
-		return err
-	}
-	if head != nil {
-		f.buf = head(f.buf)
-	}
-	if len(f.buf)+len(body) < maxHeld {
-		f.buf = append(f.buf, body...)
-	} else if err := f.flush(); err != nil {
-		return f.unlock(err)
-	} else if err := f.write(body); err != nil {
-		return f.unlock(err)
-	}
-	f.buf = append(f.buf, tail...)
-	return f.unlock(f.flush())
 }
 
 // Flush writes the frames held.

@@ -154,6 +154,9 @@ func frameOf(s string) func([]byte) []byte {
 	return func(b []byte) []byte { return append(b, s...) }
 }
 
+// frame writes s as a frame, held in batch when there is one.
+func frame(w *FrameWriter, batch *Batch, s string) error { return w.Frame(batch, frameOf(s), nil, "") }
+
 // Frames held in a batch go out together, in order, when the batch is
 // flushed or when the writer writes anything else; a writer that was
 // flushed by another's write is not written again.
@@ -165,40 +168,40 @@ func TestFrameWriter(t *testing.T) {
 		a, b []string // the writes each stream saw
 	}{
 		{"no batch writes now", func(a, _ *FrameWriter, _ *Batch) {
-			_ = a.Frame(nil, frameOf("1\n"))
-			_ = a.Frame(nil, frameOf("2\n"))
+			_ = frame(a, nil, "1\n")
+			_ = frame(a, nil, "2\n")
 		}, []string{"1\n", "2\n"}, nil},
 		{"a batch writes each stream once", func(a, b *FrameWriter, batch *Batch) {
-			_ = a.Frame(batch, frameOf("1\n"))
-			_ = b.Frame(batch, frameOf("x\n"))
-			_ = a.Frame(batch, frameOf("2\n"))
+			_ = frame(a, batch, "1\n")
+			_ = frame(b, batch, "x\n")
+			_ = frame(a, batch, "2\n")
 			batch.Flush()
 			batch.Flush() // nothing held: nothing written
 		}, []string{"1\n2\n"}, []string{"x\n"}},
 		{"a write goes after the frames held", func(a, _ *FrameWriter, batch *Batch) {
-			_ = a.Frame(batch, frameOf("1\n"))
+			_ = frame(a, batch, "1\n")
 			_, _ = a.Write([]byte("w\n"))
-			_ = a.Frame(batch, frameOf("2\n"))
+			_ = frame(a, batch, "2\n")
 			batch.Flush()
 		}, []string{"1\nw\n", "2\n"}, nil},
 		{"a frame without a batch takes the held ones", func(a, _ *FrameWriter, batch *Batch) {
-			_ = a.Frame(batch, frameOf("1\n"))
-			_ = a.Frame(nil, frameOf("2\n"))
+			_ = frame(a, batch, "1\n")
+			_ = frame(a, nil, "2\n")
 			batch.Flush()
 		}, []string{"1\n2\n"}, nil},
 		{"frames past the bound go out at once", func(a, _ *FrameWriter, batch *Batch) {
-			_ = a.Frame(batch, frameOf("1\n"))
-			_ = a.Frame(batch, frameOf(big))
-			_ = a.Frame(batch, frameOf("2\n"))
+			_ = frame(a, batch, "1\n")
+			_ = frame(a, batch, big)
+			_ = frame(a, batch, "2\n")
 			batch.Flush()
 		}, []string{"1\n" + big, "2\n"}, nil},
 		{"a large part is written where it lies", func(a, _ *FrameWriter, batch *Batch) {
-			_ = a.Frame(batch, frameOf("1\n"))
-			_ = a.LargeFrame(frameOf("<"), []byte(big), ">\n")
+			_ = frame(a, batch, "1\n")
+			_ = a.Frame(nil, frameOf("<"), []byte(big), ">\n")
 			batch.Flush()
 		}, []string{"1\n<", big, ">\n"}, nil},
-		{"a small large frame is one write", func(a, _ *FrameWriter, _ *Batch) {
-			_ = a.LargeFrame(frameOf("<"), []byte("body"), ">\n")
+		{"a frame in parts is one write", func(a, _ *FrameWriter, _ *Batch) {
+			_ = a.Frame(nil, frameOf("<"), []byte("body"), ">\n")
 		}, []string{"<body>\n"}, nil},
 	}
 	for _, c := range cases {
@@ -225,16 +228,16 @@ func TestFrameWriterError(t *testing.T) {
 	var told []error
 	f.OnError = func(err error) { told = append(told, err) }
 	var batch Batch
-	if err := f.Frame(&batch, frameOf("held\n")); err != nil {
+	if err := frame(f, &batch, "held\n"); err != nil {
 		t.Fatal(err)
 	}
 	w.failing = broken
 	batch.Flush()
 	for _, err := range []error{
-		f.Frame(nil, frameOf("after\n")),
-		f.Frame(&batch, frameOf("held after\n")),
+		frame(f, nil, "after\n"),
+		frame(f, &batch, "held after\n"),
 		f.Flush(),
-		f.LargeFrame(nil, []byte("x"), "\n"),
+		f.Frame(nil, nil, []byte("x"), "\n"),
 	} {
 		if !errors.Is(err, broken) {
 			t.Errorf("a write after the failure: %v, want %v", err, broken)

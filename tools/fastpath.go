@@ -210,13 +210,10 @@ func (f frame) writeTo(w io.Writer) error {
 }
 
 // writeLine writes the frame and the newline that ends it on stdio, or
-// holds it in b (guard.FrameWriter). A large result is written where it
-// lies.
+// holds it in b (guard.FrameWriter, which writes a large result where it
+// lies).
 func (f frame) writeLine(w *guard.FrameWriter, b *guard.Batch) error {
-	if len(f.result) < inPlace {
-		return w.Frame(b, func(buf []byte) []byte { return f.appendTo(buf, "\n") })
-	}
-	return w.LargeFrame(f.appendHead, f.result, "}\n")
+	return w.Frame(b, f.appendHead, f.result, "}\n")
 }
 
 // isErrorResult tells a tool error from a success, for the metrics, by
