@@ -187,18 +187,16 @@ func (f frame) size() int {
 	return len(`{"jsonrpc":"2.0","id":,"result":}`) + len(f.id) + len(f.result)
 }
 
-// appendTo appends the frame and then end.
-func (f frame) appendTo(b []byte, end string) []byte {
-	b = append(f.appendHead(b), f.result...)
-	b = append(b, '}')
-	return append(b, end...)
+// appendTo appends the frame.
+func (f frame) appendTo(b []byte) []byte {
+	return append(append(f.appendHead(b), f.result...), '}')
 }
 
 // writeTo writes the frame as an HTTP response body: in one write when
 // the result is small, else in three, the result from where it lies.
 func (f frame) writeTo(w io.Writer) error {
 	if len(f.result) < inPlace {
-		_, err := w.Write(f.appendTo(make([]byte, 0, f.size()), ""))
+		_, err := w.Write(f.appendTo(make([]byte, 0, f.size())))
 		return err
 	}
 	for _, piece := range [][]byte{f.appendHead(nil), f.result, []byte("}")} {
