@@ -298,6 +298,14 @@ func heapPerSession(cfgPath string, c scaleCase, n, parallel int, profiles strin
 	for _, s := range sessions {
 		s.close()
 	}
+	if profiles != "" {
+		// What outlives the sessions: after the gateway's pooled
+		// connections to the upstream, nothing should.
+		time.Sleep(2 * time.Second)
+		if err := writeProfile("goroutine", 1, profiles+".goroutines.after.txt"); err != nil {
+			return f, err
+		}
+	}
 	return f, nil
 }
 

@@ -66,7 +66,7 @@ func scaleBench(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("sessions", flag.ContinueOnError)
 	n := fs.Int("sessions", 1000, "concurrent sessions per case")
 	parallel := fs.Int("parallel", 50, "sessions being opened at once")
-	profiles := fs.String("profiles", "", "write the in-process twin's profiles to this directory: per case, the heap with the sessions open (N.heap.pprof) and before (N.heap.base.pprof), and the goroutines (N.goroutines.txt)")
+	profiles := fs.String("profiles", "", "write the in-process twin's profiles to this directory: per case, the heap with the sessions open (N.heap.pprof) and before (N.heap.base.pprof), the goroutines with them open (N.goroutines.txt) and 2 s after they closed (N.goroutines.after.txt)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
