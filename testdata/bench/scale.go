@@ -145,7 +145,11 @@ func scaleBench(args []string, out io.Writer) error {
 	}
 	if lat := pa.attachLat; len(lat) > 0 {
 		slices.Sort(lat)
-		fmt.Fprintf(out, "attach of a remote HTTP server: p50 %s, p99 %s\n", pct(lat, 50), pct(lat, 99))
+		fmt.Fprintf(out, "attach of a remote HTTP server, %d sessions opening at once: p50 %s, p99 %s\n", *parallel, pct(lat, 50), pct(lat, 99))
+	}
+	if lat := pa.quietAttach; len(lat) > 0 {
+		slices.Sort(lat)
+		fmt.Fprintf(out, "attach of a remote HTTP server, one at a time on the quiet gateway: p50 %s, p99 %s\n", pct(lat, 50), pct(lat, 99))
 	}
 	return nil
 }
@@ -157,7 +161,8 @@ type processFigures struct {
 	sessions        int
 	errors          int
 	firstErr        string
-	attachLat       []time.Duration
+	attachLat       []time.Duration // under the load of the sessions opening
+	quietAttach     []time.Duration // one at a time, after they closed
 	rss, goroutines [3]int
 }
 
@@ -224,7 +229,37 @@ func sessionsOnGateway(gw, cfg string, c scaleCase, n, parallel int) (processFig
 	}
 	time.Sleep(2 * time.Second)
 	p.rss[2], p.goroutines[2] = health()
-	return p, nil
+	if c.attach {
+		p.quietAttach, err = attachOneAtATime(url, 50)
+	}
+	return p, err
+}
+
+// attachOneAtATime attaches and detaches a remote server n times in one
+// session, nothing else running, and returns the time each attach took:
+// the latency a user sees, where the figure under load is mostly queueing.
+func attachOneAtATime(url string, n int) ([]time.Duration, error) {
+	c, _, err := openSession(url, scaleCase{})
+	if c != nil {
+		defer c.Close()
+	}
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	lat := make([]time.Duration, 0, n)
+	for range n {
+		t := time.Now()
+		if err := callCheck(ctx, c, "attach_resource", map[string]any{"urn": "urn:air:bench.test:mcp:a"}); err != nil {
+			return lat, err
+		}
+		lat = append(lat, time.Since(t))
+		if err := callCheck(ctx, c, "detach_resource", map[string]any{"name": "a"}); err != nil {
+			return lat, err
+		}
+	}
+	return lat, nil
 }
 
 // openSession opens one session of case c with mcp-go's client: initialize,
