@@ -263,3 +263,27 @@ func (c *rawClient) roundTrip(t testing.TB, frame []byte) []byte {
 		}
 	}
 }
+
+// BenchmarkAttachRemote measures attach_resource of a streamable HTTP
+// server over real loopback, one at a time in one session, each followed
+// by its detach (not timed): the time a model waits between asking for a
+// server and being able to call it.
+//
+//	go test -run '^$' -bench AttachRemote -benchmem ./tools
+func BenchmarkAttachRemote(b *testing.B) {
+	up := upstream(b)
+	const urn = "urn:air:ardgate.test:mcp:remote"
+	tg := newGateway(b, 10*time.Second, remoteEntry(urn, up.URL))
+	s := tg.connect(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
+			b.Fatalf("attach: %s", firstText(res))
+		}
+		b.StopTimer()
+		if res := s.call("detach_resource", map[string]any{"name": "remote"}); res.IsError {
+			b.Fatalf("detach: %s", firstText(res))
+		}
+		b.StartTimer()
+	}
+}
