@@ -149,38 +149,45 @@ func TestScanObjectLongStrings(t *testing.T) {
 	}
 }
 
-// BenchmarkScanObject reads a frame with a 1 MiB result, against
-// encoding/json decoding it to its members.
+// BenchmarkScanObject reads a frame with a 1 MiB result, and a small
+// answer such as most tool calls get, against encoding/json decoding each
+// to its members.
 //
 //	go test -run '^$' -bench ScanObject ./guard
 func BenchmarkScanObject(b *testing.B) {
-	line := []byte(`{"jsonrpc":"2.0","id":"ardgate-1","result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 1<<20) + `"}]}}`)
-	b.Run("ScanObject", func(b *testing.B) {
-		b.SetBytes(int64(len(line)))
-		for b.Loop() {
-			if err := ScanObject(line, func(_, _ []byte) {}); err != nil {
-				b.Fatal(err)
+	frames := []struct{ name, line string }{
+		{"1MiB", `{"jsonrpc":"2.0","id":"ardgate-1","result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 1<<20) + `"}]}}`},
+		{"small", `{"jsonrpc":"2.0","id":"ardgate-1","result":{"content":[{"type":"text","text":"ping"}],"isError":false}}`},
+	}
+	for _, f := range frames {
+		line := []byte(f.line)
+		b.Run(f.name+"/ScanObject", func(b *testing.B) {
+			b.SetBytes(int64(len(line)))
+			for b.Loop() {
+				if err := ScanObject(line, func(_, _ []byte) {}); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	b.Run("ScanCheckedObject", func(b *testing.B) {
-		b.SetBytes(int64(len(line)))
-		for b.Loop() {
-			if err := ScanCheckedObject(line, func(_, _ []byte) {}); err != nil {
-				b.Fatal(err)
+		})
+		b.Run(f.name+"/ScanCheckedObject", func(b *testing.B) {
+			b.SetBytes(int64(len(line)))
+			for b.Loop() {
+				if err := ScanCheckedObject(line, func(_, _ []byte) {}); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	b.Run("encoding-json", func(b *testing.B) {
-		b.SetBytes(int64(len(line)))
-		for b.Loop() {
-			var m struct {
-				ID     json.RawMessage `json:"id"`
-				Result json.RawMessage `json:"result"`
+		})
+		b.Run(f.name+"/encoding-json", func(b *testing.B) {
+			b.SetBytes(int64(len(line)))
+			for b.Loop() {
+				var m struct {
+					ID     json.RawMessage `json:"id"`
+					Result json.RawMessage `json:"result"`
+				}
+				if err := json.Unmarshal(line, &m); err != nil {
+					b.Fatal(err)
+				}
 			}
-			if err := json.Unmarshal(line, &m); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+		})
+	}
 }
