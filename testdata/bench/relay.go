@@ -69,7 +69,18 @@ func relay(args []string) error {
 			Transport: &http.Transport{MaxIdleConnsPerHost: 256},
 			ErrorLog:  log.New(os.Stderr, "relay: ", 0),
 		}
-		return http.Serve(ln, proxy)
+		// Full duplex, so that the server leaves the request body to the
+		// proxy. The proxy's transport sends the body straight to the
+		// socket and then reads it once more, to its end; should the
+		// upstream answer in between, the server's first write of the
+		// response would drain and close that body under the transport,
+		// which then drops the upstream connection mid-response
+		// (golang/go#40747): "use of closed network connection", and the
+		// client an unexpected EOF, as two bench runs once saw.
+		return http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_ = http.NewResponseController(w).EnableFullDuplex()
+			proxy.ServeHTTP(w, r)
+		}))
 	}
 	return fmt.Errorf("relay: unknown transport %q", args[0])
 }
