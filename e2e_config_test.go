@@ -59,6 +59,26 @@ func TestPinnedServers(t *testing.T) {
 	}
 }
 
+// A client's first tools/list, which many clients never take again, has
+// the tools of a pinned server that is still starting when it asks.
+func TestPinnedToolsInFirstList(t *testing.T) {
+	cfg := map[string]any{"servers": []any{
+		map[string]any{"name": "slow", "command": fixtureBin, "args": []string{"--transport=stdio", "--start-delay=500ms"}},
+	}}
+	path := filepath.Join(t.TempDir(), "ardgate.json")
+	data, _ := json.Marshal(cfg)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := startStdio(t, env(true), "--config", path)
+	if names := g.toolNames(); !slices.Contains(names, "mcp_slow__echo") {
+		t.Fatalf("first tools/list lacks the pinned server's tools: %v", names)
+	}
+	if got := text(g.call("mcp_slow__echo", map[string]any{"message": "listed"})); got != "listed" {
+		t.Fatalf("echo = %q", got)
+	}
+}
+
 // A bad config stops the program before it serves, naming the field.
 func TestBadConfigExits(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bad.json")

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -32,6 +33,13 @@ type Session struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // attaches in flight and pinned starts
 	pins   []func()       // pinned starts, until Start runs them
+
+	// listed is closed once every pinned server whose tools are listed has
+	// started or failed (listedLeft counts those still starting); nil when
+	// there are none. started is when Start ran.
+	listed     chan struct{}
+	listedLeft atomic.Int32
+	started    time.Time
 
 	tasks taskStore
 
@@ -211,6 +219,9 @@ func newSession(m *Manager, id string) *Session {
 			return err
 		})
 	}
+	if s.listedLeft.Load() > 0 {
+		s.listed = make(chan struct{})
+	}
 	return s
 }
 
@@ -219,7 +230,18 @@ func newSession(m *Manager, id string) *Session {
 // the reason it is down.
 func (s *Session) pin(a *Attachment, start func(ctx context.Context) error) {
 	s.atts = append(s.atts, a)
+	listed := a.Kind == KindMCPServer && !a.Deferred
+	if listed {
+		s.listedLeft.Add(1)
+	}
 	s.pins = append(s.pins, func() {
+		if listed {
+			defer func() {
+				if s.listedLeft.Add(-1) == 0 {
+					close(s.listed)
+				}
+			}()
+		}
 		ctx, cancel := context.WithTimeout(s.ctx, s.m.StartTimeout)
 		defer cancel()
 		if err := start(ctx); err != nil {
@@ -243,10 +265,40 @@ func (s *Session) pin(a *Attachment, start func(ctx context.Context) error) {
 // background. Set OnChange first: a pinned server may be attached, and
 // OnChange run, before Start returns.
 func (s *Session) Start() {
+	s.started = time.Now()
 	for _, start := range s.pins {
 		s.wg.Go(start)
 	}
 	s.pins = nil
+}
+
+// WaitPinned waits until the session's pinned servers whose tools are
+// listed have started or failed, and reports whether they have: it gives
+// up when ctx ends or when within has passed since Start, at once if it
+// already has. A client's first tools/list waits here, so that it has
+// their tools.
+func (s *Session) WaitPinned(ctx context.Context, within time.Duration) bool {
+	if s.listed == nil {
+		return true
+	}
+	select {
+	case <-s.listed:
+		return true
+	default:
+	}
+	left := time.Until(s.started.Add(within))
+	if left <= 0 {
+		return false
+	}
+	t := time.NewTimer(left)
+	defer t.Stop()
+	select {
+	case <-s.listed:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
 }
 
 // PinnedURN names a pinned server in listings.

@@ -55,6 +55,9 @@ type Options struct {
 	RegistryDeadline time.Duration
 	// Tracing, when not nil, traces every method and tool handler.
 	Tracing *Tracing
+	// PinnedListWait is how long after a session starts a tools/list
+	// waits for its pinned servers still starting; zero means 10 s.
+	PinnedListWait time.Duration
 }
 
 // session ties an MCP client session to its attachments and remembers
@@ -90,10 +93,14 @@ func New(manager *attach.Manager, log *slog.Logger, opts Options) *Gateway {
 	if opts.RegistryDeadline == 0 {
 		opts.RegistryDeadline = 10 * time.Second
 	}
+	if opts.PinnedListWait == 0 {
+		opts.PinnedListWait = 10 * time.Second
+	}
 	g := &Gateway{manager: manager, log: log, started: time.Now(), opts: opts, metrics: newMetrics(manager)}
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(g.onRegister)
 	hooks.AddOnUnregisterSession(g.onUnregister)
+	hooks.AddBeforeListTools(g.waitPinned)
 	hooks.AddOnError(func(_ context.Context, id any, method mcp.MCPMethod, _ any, err error) {
 		g.log.Debug("mcp error", "method", method, "id", id, "err", err)
 	})
@@ -149,6 +156,17 @@ func (g *Gateway) onRegister(_ context.Context, cs server.ClientSession) {
 		g.stdio.Store(s)
 	}
 	g.sync(cs.SessionID(), s)
+}
+
+// waitPinned holds a tools/list while the session's pinned servers are
+// still starting, up to PinnedListWait from the session's start: a
+// client's first listing, which many clients never take again, then has
+// their tools. A server slower than that is announced with
+// tools/list_changed once it is up.
+func (g *Gateway) waitPinned(ctx context.Context, _ any, _ *mcp.ListToolsRequest) {
+	if s := g.current(ctx); s != nil {
+		s.att.WaitPinned(ctx, g.opts.PinnedListWait)
+	}
 }
 
 func (g *Gateway) onUnregister(_ context.Context, cs server.ClientSession) {

@@ -449,3 +449,41 @@ func TestUpstreamToolChanges(t *testing.T) {
 		t.Fatalf("tools/list_changed sent %d more times though no definition changed", n-before-1)
 	}
 }
+
+// A tools/list waits for the session's pinned servers that are still
+// starting, over streamable HTTP as over stdio (e2e_config_test.go), but
+// no longer than PinnedListWait from the session's start.
+func TestListWaitsForPinned(t *testing.T) {
+	fixture := buildFixture(t)
+	for _, tc := range []struct {
+		name       string
+		delay      string
+		wait       time.Duration
+		wantListed bool
+		wantStatus string
+	}{
+		{"starts within the wait", "300ms", 0, true, attach.StatusUp},
+		{"slower than the wait", "5s", 300 * time.Millisecond, false, attach.StatusStarting},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pinned := []config.Server{{Name: "slow", Command: fixture, Args: []string{"--transport=stdio", "--start-delay=" + tc.delay}}}
+			s := newGatewayWith(t, 10*time.Second, Options{Version: "test", PinnedListWait: tc.wait}, HTTPOptions{}, pinned).connect(t)
+			start := time.Now()
+			names := s.tools()
+			took := time.Since(start)
+			if got := slices.Contains(names, "mcp_slow__echo"); got != tc.wantListed {
+				t.Fatalf("first tools/list after %s has the pinned tools: %v, want %v (%v)", took, got, tc.wantListed, names)
+			}
+			if !tc.wantListed && took > 3*time.Second {
+				t.Fatalf("tools/list took %s, past a wait of %s", took, tc.wait)
+			}
+			var l struct {
+				Attachments []struct{ Name, Status string }
+			}
+			_ = json.Unmarshal(s.call("list_attached_resources", map[string]any{}).RawStructuredContent, &l)
+			if len(l.Attachments) != 1 || l.Attachments[0].Status != tc.wantStatus {
+				t.Fatalf("listing: %+v, want the pinned server %s", l, tc.wantStatus)
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@
 //	--addr=HOST:PORT        listen address for http (default 127.0.0.1:0)
 //	--name=NAME             server name reported in serverInfo (default "fixture")
 //	--exit-at-start         print a message to stderr and exit 1 at once
+//	--start-delay=DURATION  wait this long before serving (a slow server)
 //	--stderr-noise          write a few lines to stderr before serving
 //
 // Over stdio, stdout carries nothing but MCP frames. Over http, the only line
@@ -42,6 +43,7 @@ type options struct {
 	name        string
 	exitAtStart bool
 	noise       bool
+	startDelay  time.Duration
 }
 
 func parseArgs(args []string) options {
@@ -58,6 +60,8 @@ func parseArgs(args []string) options {
 			o.exitAtStart = true
 		case a == "--stderr-noise":
 			o.noise = true
+		case strings.HasPrefix(a, "--start-delay="):
+			o.startDelay, _ = time.ParseDuration(strings.TrimPrefix(a, "--start-delay="))
 		}
 		// Anything else (-y, @scope/pkg@version, ...) is what an npx-style
 		// launcher passes along; ignore it.
@@ -81,6 +85,11 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	select {
+	case <-time.After(o.startDelay):
+	case <-ctx.Done():
+		return
+	}
 
 	s := mcpfixture.New(o.name)
 	var err error
