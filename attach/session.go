@@ -273,32 +273,29 @@ func (s *Session) Start() {
 }
 
 // WaitPinned waits until the session's pinned servers whose tools are
-// listed have started or failed, and reports whether they have: it gives
-// up when ctx ends or when within has passed since Start, at once if it
-// already has. A client's first tools/list waits here, so that it has
-// their tools.
-func (s *Session) WaitPinned(ctx context.Context, within time.Duration) bool {
+// listed have started or failed. It gives up when ctx ends or when within
+// has passed since Start, at once if it already has. A client's first
+// tools/list waits here, so that it has their tools.
+func (s *Session) WaitPinned(ctx context.Context, within time.Duration) {
 	if s.listed == nil {
-		return true
-	}
-	select {
-	case <-s.listed:
-		return true
-	default:
+		return
 	}
 	left := time.Until(s.started.Add(within))
-	if left <= 0 {
-		return false
+	select {
+	case <-s.listed:
+		return
+	default:
+		if left <= 0 {
+			return
+		}
 	}
 	t := time.NewTimer(left)
 	defer t.Stop()
 	select {
 	case <-s.listed:
-		return true
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	return false
 }
 
 // PinnedURN names a pinned server in listings.
