@@ -22,11 +22,7 @@ func TestPinnedServers(t *testing.T) {
 			map[string]any{"name": "broken", "command": fixtureBin, "args": []string{"--exit-at-start"}},
 		},
 	}
-	path := filepath.Join(t.TempDir(), "ardgate.json")
-	data, _ := json.Marshal(cfg)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := writeJSON(t, filepath.Join(t.TempDir(), "ardgate.json"), cfg)
 	g := startStdio(t, env(true), "--config", path)
 	g.waitNote("notifications/tools/list_changed", 10*time.Second)
 	if !slices.Contains(g.toolNames(), "mcp_pinned__echo") {
@@ -62,14 +58,9 @@ func TestPinnedServers(t *testing.T) {
 // A client's first tools/list, which many clients never take again, has
 // the tools of a pinned server that is still starting when it asks.
 func TestPinnedToolsInFirstList(t *testing.T) {
-	cfg := map[string]any{"servers": []any{
+	path := writeJSON(t, filepath.Join(t.TempDir(), "ardgate.json"), map[string]any{"servers": []any{
 		map[string]any{"name": "slow", "command": fixtureBin, "args": []string{"--transport=stdio", "--start-delay=500ms"}},
-	}}
-	path := filepath.Join(t.TempDir(), "ardgate.json")
-	data, _ := json.Marshal(cfg)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	}})
 	g := startStdio(t, env(true), "--config", path)
 	if names := g.toolNames(); !slices.Contains(names, "mcp_slow__echo") {
 		t.Fatalf("first tools/list lacks the pinned server's tools: %v", names)

@@ -152,13 +152,9 @@ func TestInspectorCLI(t *testing.T) {
 	// The Inspector lists once, right after initialize: a pinned server
 	// still starting then must be waited for, or its tools are never seen.
 	t.Run("tools/list with a pinned server starting", func(t *testing.T) {
-		cfg := filepath.Join(t.TempDir(), "ardgate.json")
-		data, _ := json.Marshal(map[string]any{"servers": []any{
+		cfg := writeJSON(t, filepath.Join(t.TempDir(), "ardgate.json"), map[string]any{"servers": []any{
 			map[string]any{"name": "slow", "command": fixtureBin, "args": []string{"--transport=stdio", "--start-delay=300ms"}},
 		}})
-		if err := os.WriteFile(cfg, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
 		out := inspect(t, "-e", "ARDGATE_CONFIG="+cfg, "--method", "tools/list")
 		if !strings.Contains(out, `"mcp_slow__echo"`) {
 			t.Fatalf("the pinned server's tools are not in tools/list:\n%s", out)
