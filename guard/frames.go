@@ -161,8 +161,14 @@ type FrameWriter struct {
 func NewFrameWriter(w io.Writer) *FrameWriter { return &FrameWriter{w: w} }
 
 // maxHeld bounds the frames held in one writer: past it they are written
-// at once. A body at least this long is written where it lies.
+// at once.
 const maxHeld = 64 << 10
+
+// InPlace is the size from which a frame's body is written where it
+// lies, between its head and tail, rather than copied to be written with
+// them: one write a frame matters for small bodies, the copy of a large
+// one costs more.
+const InPlace = 64 << 10
 
 // Frame writes one frame: what head appends (nothing when nil), then body,
 // then tail, after the frames held and with nothing between them. With a
@@ -178,7 +184,7 @@ func (f *FrameWriter) Frame(b *Batch, head func([]byte) []byte, body []byte, tai
 	if head != nil {
 		f.buf = head(f.buf)
 	}
-	if len(body) >= maxHeld {
+	if len(body) >= InPlace {
 		if err := f.flush(); err != nil {
 			return f.unlock(err)
 		}

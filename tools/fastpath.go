@@ -170,11 +170,6 @@ type frame struct {
 	result json.RawMessage
 }
 
-// inPlace is the size from which a result is written where it lies, in
-// pieces, rather than copied into a frame and written once: one write a
-// frame matters for small results, a copy of a large one costs more.
-const inPlace = 64 << 10
-
 // appendHead appends what comes before the result.
 func (f frame) appendHead(b []byte) []byte {
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
@@ -182,7 +177,7 @@ func (f frame) appendHead(b []byte) []byte {
 	return append(b, `,"result":`...)
 }
 
-// size is the frame's length in bytes, end not counted.
+// size is the frame's length in bytes.
 func (f frame) size() int {
 	return len(`{"jsonrpc":"2.0","id":,"result":}`) + len(f.id) + len(f.result)
 }
@@ -193,9 +188,10 @@ func (f frame) appendTo(b []byte) []byte {
 }
 
 // writeTo writes the frame as an HTTP response body: in one write when
-// the result is small, else in three, the result from where it lies.
+// the result is small, else in three, the result from where it lies
+// (guard.InPlace, as FrameWriter does on stdio).
 func (f frame) writeTo(w io.Writer) error {
-	if len(f.result) < inPlace {
+	if len(f.result) < guard.InPlace {
 		_, err := w.Write(f.appendTo(make([]byte, 0, f.size())))
 		return err
 	}

@@ -167,7 +167,7 @@ func TestFastPathSameAsServerPath(t *testing.T) {
 		{"slow", map[string]any{"ms": -1}},          // a tool error result
 		{"echo", map[string]any{"nope": true}},      // missing argument
 		{"echo", nil},                               // no arguments at all
-		{"big", map[string]any{"bytes": 300 << 10}}, // written where it lies (inPlace)
+		{"big", map[string]any{"bytes": 300 << 10}}, // written where it lies (guard.InPlace)
 	}
 	for _, c := range cases {
 		fast := s.call("mcp_remote__"+c.tool, c.args)
