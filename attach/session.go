@@ -219,9 +219,6 @@ func newSession(m *Manager, id string) *Session {
 			return err
 		})
 	}
-	if s.listedLeft.Load() > 0 {
-		s.listed = make(chan struct{})
-	}
 	return s
 }
 
@@ -232,6 +229,9 @@ func (s *Session) pin(a *Attachment, start func(ctx context.Context) error) {
 	s.atts = append(s.atts, a)
 	listed := a.Kind == KindMCPServer && !a.Deferred
 	if listed {
+		if s.listed == nil {
+			s.listed = make(chan struct{})
+		}
 		s.listedLeft.Add(1)
 	}
 	s.pins = append(s.pins, func() {
