@@ -374,3 +374,91 @@ func catalogWithRemote(t *testing.T, url string) string {
 	}
 	return path
 }
+
+// rawGateway is the gateway binary over stdio with frames written and
+// read by hand, where a test needs to say what goes in one write.
+type rawGateway struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr *syncBuffer
+	id     int // the last id rpc used
+}
+
+// startRaw runs the gateway over stdio and initializes the session.
+func startRaw(t *testing.T, environ []string, args ...string) *rawGateway {
+	t.Helper()
+	cmd := exec.Command(gatewayBin, append([]string{"serve"}, args...)...)
+	cmd.Env = environ
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	g := &rawGateway{t: t, cmd: cmd, in: in, out: bufio.NewReader(out), stderr: &syncBuffer{}}
+	cmd.Stderr = g.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	g.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if m := g.read(); m["result"] == nil {
+		t.Fatalf("initialize: %v", m)
+	}
+	g.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return g
+}
+
+// send writes frames, a line each, in one write.
+func (g *rawGateway) send(frames ...string) {
+	g.t.Helper()
+	if _, err := io.WriteString(g.in, strings.Join(frames, "\n")+"\n"); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+// read reads the next frame; stdout carries nothing else.
+func (g *rawGateway) read() map[string]any {
+	g.t.Helper()
+	line, err := g.out.ReadString('\n')
+	if err != nil {
+		g.t.Fatalf("read: %v (stderr: %s)", err, g.stderr.String())
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		g.t.Fatalf("stdout carried a non-frame: %q", line)
+	}
+	return m
+}
+
+// response reads frames up to the next response, skipping notifications.
+func (g *rawGateway) response() map[string]any {
+	g.t.Helper()
+	for {
+		if m := g.read(); m["id"] != nil {
+			return m
+		}
+	}
+}
+
+// rpc sends a request with an id of its own and returns its response,
+// skipping other frames.
+func (g *rawGateway) rpc(method string, params any) map[string]any {
+	g.t.Helper()
+	g.id++
+	id := 1000 + g.id // clear of the ids tests write by hand
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	g.send(string(b))
+	for {
+		if m := g.response(); m["id"] == float64(id) {
+			return m
+		}
+	}
+}
+
+// end closes stdin, and the gateway must exit cleanly.
+func (g *rawGateway) end() {
+	g.t.Helper()
+	g.in.Close()
+	if err := g.cmd.Wait(); err != nil {
+		g.t.Fatalf("gateway exit: %v (stderr: %s)", err, g.stderr.String())
+	}
+}

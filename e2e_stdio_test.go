@@ -1,8 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -420,38 +420,8 @@ func TestStdioAttachmentCap(t *testing.T) {
 // A malformed frame gets a JSON-RPC parse error, and the next request on
 // the same stdin is served: nothing but frames on stdout throughout.
 func TestStdioMalformedFrame(t *testing.T) {
-	cmd := exec.Command(gatewayBin)
-	cmd.Env = env(false)
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	r := bufio.NewReader(out)
-	send := func(s string) {
-		if _, err := in.Write([]byte(s + "\n")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	read := func() map[string]any {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			t.Fatalf("read: %v (stderr: %s)", err, stderr.String())
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("stdout carried a non-frame: %q", line)
-		}
-		return m
-	}
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	if m := read(); m["result"] == nil {
-		t.Fatalf("initialize: %v", m)
-	}
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	g := startRaw(t, env(false))
+	send, read := g.send, g.read
 	send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"`) // cut short
 	m := read()
 	if e, _ := m["error"].(map[string]any); e == nil || e["code"].(float64) != -32700 {
@@ -471,10 +441,7 @@ func TestStdioMalformedFrame(t *testing.T) {
 	if m := read(); m["id"].(float64) != 5 || m["result"] == nil {
 		t.Fatalf("after an over-size frame, tools/list = %v", m)
 	}
-	in.Close()
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("gateway exit: %v (stderr: %s)", err, stderr.String())
-	}
+	g.end()
 }
 
 // When the client goes away (stdin closes) or the gateway gets SIGTERM,
@@ -482,33 +449,8 @@ func TestStdioMalformedFrame(t *testing.T) {
 func TestStdioSessionEndKillsChildren(t *testing.T) {
 	for _, how := range []string{"stdin closed", "SIGTERM"} {
 		t.Run(how, func(t *testing.T) {
-			cmd := exec.Command(gatewayBin, "serve", "--catalog", "testdata/catalogs/fixture.json")
-			cmd.Env = env(true)
-			in, _ := cmd.StdinPipe()
-			out, _ := cmd.StdoutPipe()
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			r := bufio.NewReader(out)
-			id := 0
-			rpc := func(method string, params any) map[string]any {
-				id++
-				b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-				_, _ = in.Write(append(b, '\n'))
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						t.Fatalf("read: %v", err)
-					}
-					var m map[string]any
-					_ = json.Unmarshal([]byte(line), &m)
-					if m["id"] == float64(id) {
-						return m
-					}
-				}
-			}
-			rpc("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
-			_, _ = in.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"))
+			g := startRaw(t, env(true), "--catalog", "testdata/catalogs/fixture.json")
+			rpc := g.rpc
 			rpc("tools/call", map[string]any{"name": "attach_resource", "arguments": map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}})
 			res := rpc("tools/call", map[string]any{"name": "list_attached_resources", "arguments": map[string]any{}})
 			var l listing
@@ -523,12 +465,12 @@ func TestStdioSessionEndKillsChildren(t *testing.T) {
 				t.Fatalf("spawn_child: %v", res)
 			}
 			if how == "SIGTERM" {
-				_ = cmd.Process.Signal(syscall.SIGTERM)
+				_ = g.cmd.Process.Signal(syscall.SIGTERM)
+				if err := g.cmd.Wait(); err != nil {
+					t.Fatalf("gateway exit: %v", err)
+				}
 			} else {
-				in.Close()
-			}
-			if err := cmd.Wait(); err != nil {
-				t.Fatalf("gateway exit: %v", err)
+				g.end()
 			}
 			waitGroupGone(t, pid, 5*time.Second)
 		})
@@ -566,3 +508,90 @@ func TestStdioUpstreamMalformedFrames(t *testing.T) {
 		t.Fatalf("listing after garbage: %+v", l.Attachments[0])
 	}
 }
+
+// An upstream that stops reading its input, as a server does that reads
+// one request at a time while it works on a call, holds up only the calls
+// to it. The session's other calls are answered meanwhile; the requests
+// sent to it, far more than its stdin pipe holds, reach it whole once it
+// reads again; past 10 MiB waiting, a call to it is refused with a
+// sentence, and it stays up.
+func TestStdioUpstreamNotReading(t *testing.T) {
+	path := writeJSON(t, filepath.Join(t.TempDir(), "ardgate.json"), map[string]any{"servers": []any{
+		map[string]any{"name": "busy", "command": fixtureBin, "args": []string{"--transport=stdio"}},
+		map[string]any{"name": "free", "command": fixtureBin, "args": []string{"--transport=stdio"}},
+	}})
+	g := startRaw(t, env(false), "--config", path)
+	g.rpc("tools/list", nil) // waits for the pinned servers
+	call := func(id int, tool string, args any) string {
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}})
+		return string(b)
+	}
+	// One write: the held server's calls first, so that a reader that
+	// waited on its pipe would read nothing after them.
+	const hold = 4 * time.Second
+	frames := []string{call(9, "mcp_busy__slow", map[string]any{"ms": hold.Milliseconds(), "hold_input": true})}
+	sent := map[int]int{} // id: message length
+	for id := 10; id < 22; id++ {
+		n := 1 << 20
+		frames = append(frames, call(id, "mcp_busy__echo", map[string]any{"message": strings.Repeat("m", n)}))
+		sent[id] = n
+	}
+	frames = append(frames,
+		call(2, "mcp_free__echo", map[string]any{"message": "meanwhile"}),
+		call(3, "gateway_health", map[string]any{}))
+	held := time.Now()
+	g.send(frames...)
+
+	answered, refused := 0, 0
+	for answered+refused < len(frames) {
+		m := g.response()
+		id := int(m["id"].(float64))
+		res, _ := m["result"].(map[string]any)
+		content, _ := res["content"].([]any)
+		if res == nil || len(content) == 0 {
+			t.Fatalf("id %d: %v", id, m)
+		}
+		text, _ := content[0].(map[string]any)["text"].(string)
+		switch {
+		case id == 9:
+			if text != "slept 4000ms" {
+				t.Fatalf("slow: %q", text)
+			}
+			answered++
+		case id == 2 || id == 3:
+			if since := time.Since(held); since >= hold {
+				t.Fatalf("id %d answered %s after the hold began: it waited on the held server", id, since)
+			}
+			if id == 2 && text != "meanwhile" {
+				t.Fatalf("free echo: %q", text)
+			}
+			answered++
+		case res["isError"] == true:
+			if !strings.Contains(text, "busy has stopped reading its input, so echo was not sent") {
+				t.Fatalf("refusal %d: %q", id, text)
+			}
+			refused++
+		default:
+			if len(text) != sent[id] || strings.Trim(text, "m") != "" {
+				t.Fatalf("echo %d came back with %d bytes, sent %d", id, len(text), sent[id])
+			}
+			answered++
+		}
+	}
+	if refused == 0 || refused > 3 {
+		t.Fatalf("%d of 12 MiB-sized calls refused, want those past 10 MiB waiting", refused)
+	}
+	var l listing
+	raw, _ := json.Marshal(g.rpc("tools/call", map[string]any{"name": "list_attached_resources", "arguments": map[string]any{}})["result"].(map[string]any)["structuredContent"])
+	_ = json.Unmarshal(raw, &l)
+	for _, a := range l.Attachments {
+		if a.Status != "up" {
+			t.Fatalf("after the hold: %s", raw)
+		}
+	}
+	if m := g.rpc("tools/call", map[string]any{"name": "mcp_busy__echo", "arguments": map[string]any{"message": "after"}}); !strings.Contains(fmt.Sprint(m), "after") {
+		t.Fatalf("after the hold: %v", m)
+	}
+	g.end()
+}
+

@@ -63,6 +63,10 @@ func newPipeTransport(stdout io.Reader, stdin io.WriteCloser, log *slog.Logger) 
 	// A server whose stdin is broken hears no more requests: the calls
 	// waiting on it, some perhaps held and never written, end now.
 	p.out.OnError = func(error) { p.end() }
+	// A server busy on a call may stop reading its stdin; the session's
+	// reader, which writes the requests of fast calls, must not wait on
+	// it, or every other call of the session would wait too.
+	p.out.Backlog = guard.MaxMessage
 	return p
 }
 

@@ -735,6 +735,8 @@ func callError(att *Attachment, tool string, timeout time.Duration, err error, t
 		return fmt.Errorf("%s: %w; attach_resource %s again to restart it", att.Name, err, att.URN)
 	case timedOut:
 		return fmt.Errorf("%w: %s did not answer %s within %s", ErrTimeout, att.Name, tool, timeout)
+	case errors.Is(err, guard.ErrBacklog):
+		return fmt.Errorf("%s has stopped reading its input, so %s was not sent (%w); try again once its calls in flight have ended", att.Name, tool, err)
 	}
 	return err
 }

@@ -552,6 +552,9 @@ func isObject(raw json.RawMessage) bool {
 // upstream down; a JSON-RPC error or the caller's deadline does not.
 func (u *upstream) failure(err error) error {
 	var te *transport.Error
+	if errors.Is(err, guard.ErrBacklog) && errors.As(err, &te) {
+		return te.Err // the server is busy, not down
+	}
 	if errors.As(err, &te) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		if u.exited != nil {
 			// Give the reaper a moment: "exited with status 3" beats

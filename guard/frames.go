@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
+	"syscall"
 )
 
 // MaxMessage is the size cap on one JSON-RPC message, on every transport.
@@ -151,10 +153,33 @@ type FrameWriter struct {
 	// every write after it fails with that error. Set it before use.
 	OnError func(error)
 
+	// Backlog, when not zero, lets no writer wait on a reader that has
+	// stopped reading (an upstream busy on a call, its stdin pipe full):
+	// what the stream does not take at once is kept, and written in order
+	// by a goroutine of the writer's own. While it is being written, a
+	// frame that would take it past Backlog bytes fails with ErrBacklog
+	// and is not written; the stream goes on. Only a descriptor the
+	// runtime polls (the ends of an os.Pipe) can tell that a write would
+	// wait; to any other writer, frames are written as without a
+	// backlog. Set it before use.
+	Backlog int
+
 	mu  sync.Mutex
 	w   io.Writer
 	buf []byte // the frames held, and where the next one is put together
 	err error  // the first write error
+
+	// With a Backlog: w's descriptor (nil when it has none), a write to
+	// it that returns instead of waiting, and what is left to write.
+	raw      syscall.RawConn
+	rawTried bool
+	try      func(fd uintptr) bool // tryOnce, made once: a closure per write would allocate
+	tryBuf   []byte
+	tryN     int
+	tryErr   error
+	draining bool   // drain is writing
+	writing  int    // the bytes drain is writing now
+	backlog  []byte // what drain writes next
 }
 
 // NewFrameWriter writes frames to w.
@@ -183,6 +208,11 @@ func (f *FrameWriter) Frame(b *Batch, head func([]byte) []byte, body []byte, tai
 	held := len(f.buf)
 	if head != nil {
 		f.buf = head(f.buf)
+	}
+	if waiting := f.writing + len(f.backlog); f.draining && waiting+len(f.buf)+len(body)+len(tail) > f.Backlog {
+		f.buf = f.buf[:held]
+		f.mu.Unlock()
+		return fmt.Errorf("%w: %s sent wait unread", ErrBacklog, size(waiting))
 	}
 	if len(body) >= InPlace {
 		if err := f.flush(); err != nil {
@@ -247,8 +277,93 @@ func (f *FrameWriter) flush() error {
 }
 
 func (f *FrameWriter) write(p []byte) error {
-	_, err := f.w.Write(p)
-	return err
+	if f.Backlog == 0 {
+		_, err := f.w.Write(p)
+		return err
+	}
+	if f.draining {
+		f.backlog = append(f.backlog, p...)
+		return nil
+	}
+	n, err := f.tryWrite(p)
+	if err != nil || n == len(p) {
+		return err
+	}
+	f.backlog = append(f.backlog, p[n:]...)
+	f.draining = true
+	go f.drain()
+	return nil
+}
+
+// ErrBacklog is the error of a frame that a writer with a Backlog did not
+// take: its reader has left that much unread.
+var ErrBacklog = errors.New("the reader has stopped reading")
+
+// tryWrite writes what of p the stream takes without waiting. f.mu is
+// held.
+func (f *FrameWriter) tryWrite(p []byte) (int, error) {
+	if !f.rawTried {
+		f.rawTried = true
+		if sc, ok := f.w.(syscall.Conn); ok {
+			f.raw, _ = sc.SyscallConn()
+		}
+		f.try = f.tryOnce
+	}
+	if f.raw == nil {
+		return f.w.Write(p)
+	}
+	f.tryBuf, f.tryN, f.tryErr = p, 0, nil
+	err := f.raw.Write(f.try)
+	n := f.tryN
+	if err == nil {
+		err = f.tryErr
+	}
+	f.tryBuf, f.tryErr = nil, nil
+	return n, err
+}
+
+// tryOnce writes f.tryBuf until the descriptor would block (EAGAIN); it
+// never asks the runtime to wait.
+func (f *FrameWriter) tryOnce(fd uintptr) bool {
+	for f.tryN < len(f.tryBuf) {
+		n, err := syscall.Write(int(fd), f.tryBuf[f.tryN:])
+		if n > 0 {
+			f.tryN += n
+		}
+		switch {
+		case err == syscall.EINTR:
+		case err == syscall.EAGAIN:
+			return true
+		case err != nil:
+			f.tryErr = &os.PathError{Op: "write", Path: "pipe", Err: err}
+			return true
+		case n == 0:
+			f.tryErr = io.ErrShortWrite
+			return true
+		}
+	}
+	return true
+}
+
+// drain writes the backlog, waiting on the reader, until none is left or
+// the stream fails.
+func (f *FrameWriter) drain() {
+	f.mu.Lock()
+	for len(f.backlog) > 0 {
+		p := f.backlog
+		f.backlog, f.writing = nil, len(p)
+		f.mu.Unlock()
+		_, err := f.w.Write(p)
+		f.mu.Lock()
+		f.writing = 0
+		if err != nil {
+			f.backlog, f.draining = nil, false
+			_ = f.unlock(err)
+			return
+		}
+	}
+	f.draining = false
+	f.mu.Unlock()
 }
 
 // unlock records err as the stream's first error, unlocks, and tells

@@ -1,13 +1,20 @@
 package guard
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/iotest"
+	"time"
+
+	"go.uber.org/goleak"
 )
 
 // Both frame guards, against what they promise line by line, whether a
@@ -249,4 +256,96 @@ func TestFrameWriterError(t *testing.T) {
 	if len(w.got) != 0 {
 		t.Errorf("written after all: %q", w.got)
 	}
+}
+
+// A writer with a backlog never waits on a reader that has stopped: what
+// the pipe does not take is kept and written, in order, once the reader
+// reads again. Past the backlog a frame is refused, and the stream goes on.
+func TestFrameWriterBacklog(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	f := NewFrameWriter(w)
+	f.Backlog = 1 << 20
+	told := make(chan error, 2)
+	f.OnError = func(err error) { told <- err }
+
+	// Written while nobody reads: a frame four times what a pipe holds,
+	// then small ones, held and not, until the backlog is full.
+	big := strings.Repeat("b", 256<<10) + "\n"
+	var want strings.Builder
+	var batch Batch
+	write := func(frame string, b *Batch) error {
+		done := make(chan error, 1)
+		go func() { done <- f.Frame(b, nil, []byte(frame), "") }()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatal("a write waited on the reader")
+			return nil
+		}
+	}
+	if err := write(big, nil); err != nil {
+		t.Fatal(err)
+	}
+	want.WriteString(big)
+	for i := range 3 {
+		line := fmt.Sprintf("small %d\n", i)
+		if err := write(line, &batch); err != nil {
+			t.Fatal(err)
+		}
+		want.WriteString(line)
+	}
+	batch.Flush()
+	refused := 0
+	for i := range 8 {
+		line := fmt.Sprintf("%d", i) + big
+		err := write(line, nil)
+		switch {
+		case err == nil:
+			want.WriteString(line)
+		case errors.Is(err, ErrBacklog):
+			refused++
+		default:
+			t.Fatal(err)
+		}
+	}
+	if refused == 0 || refused == 8 {
+		t.Fatalf("%d of 8 frames refused, want some past the 1 MiB backlog", refused)
+	}
+
+	got := make([]byte, want.Len())
+	if _, err := io.ReadFull(r, got); err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want.String() {
+		t.Fatalf("the reader got %d bytes, not the %d accepted, in order", len(got), want.Len())
+	}
+	// Drained, it takes frames again.
+	if err := write("after\n", nil); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil || line != "after\n" {
+		t.Fatalf("after the backlog: %q, %v", line, err)
+	}
+
+	// A reader that goes away fails the stream, once, even mid-backlog.
+	if err := write(big, nil); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	select {
+	case err := <-told:
+		if !errors.Is(err, syscall.EPIPE) || !errors.Is(f.Flush(), syscall.EPIPE) || len(told) != 0 {
+			t.Fatalf("OnError heard %v (and %d more); the stream says %v", err, len(told), f.Flush())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("OnError never heard of the reader's end")
+	}
+	w.Close()
 }

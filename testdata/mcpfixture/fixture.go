@@ -10,10 +10,13 @@
 //     structuredContent {"sum": a+b}; declares an outputSchema.
 //   - schema_probe {any}: advertises [SchemaProbeInputSchema] and returns
 //     the arguments it received, as structuredContent and as JSON text.
-//   - slow {ms: integer}: sleeps ms milliseconds, sending
-//     notifications/progress about every 50ms when the call carries a
-//     progress token; returns the error result "cancelled" if the call is
-//     cancelled first.
+//   - slow {ms: integer, hold_input: boolean}: sleeps ms milliseconds,
+//     sending notifications/progress about every 50ms when the call
+//     carries a progress token; returns the error result "cancelled" if
+//     the call is cancelled first. With hold_input it also stops reading
+//     its input meanwhile, as a server does that reads one request at a
+//     time, where the input is read through [HoldableInput]
+//     (cmd/mcpfixture over stdio).
 //   - crash {}: exits the process with status 3 without replying.
 //   - env {}: returns the environment, pid, process group and argv.
 //   - spawn_child {}: starts "sleep 300" in the fixture's process group and
@@ -30,11 +33,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -139,6 +144,7 @@ func New(name string) *server.MCPServer {
 	s.AddTool(mcp.NewTool("slow",
 		mcp.WithDescription("Sleeps ms milliseconds, reporting progress when asked to."),
 		mcp.WithInteger("ms", mcp.Required(), mcp.Min(0)),
+		mcp.WithBoolean("hold_input", mcp.Description("Stop reading input meanwhile.")),
 	), slow(s))
 
 	s.AddTool(mcp.NewTool("crash",
@@ -172,6 +178,19 @@ func New(name string) *server.MCPServer {
 func garbage(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	_, _ = os.Stdout.WriteString("this is not json\n{\"jsonrpc\":\"2.0\",\"id\":\"nobody-asked\",\"result\":{}}\n")
 	return mcp.NewToolResultText("wrote garbage"), nil
+}
+
+// heldUntil is when reading input may go on again, in Unix nanoseconds.
+var heldUntil atomic.Int64
+
+// HoldableInput reads r, except while a slow call holds the input.
+func HoldableInput(r io.Reader) io.Reader { return holdable{r} }
+
+type holdable struct{ r io.Reader }
+
+func (h holdable) Read(p []byte) (int, error) {
+	time.Sleep(time.Until(time.Unix(0, heldUntil.Load())))
+	return h.r.Read(p)
 }
 
 func echo(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -241,6 +260,9 @@ func slow(s *server.MCPServer) server.ToolHandlerFunc {
 
 		start := time.Now()
 		total := time.Duration(ms) * time.Millisecond
+		if hold, _ := req.GetArguments()["hold_input"].(bool); hold {
+			heldUntil.Store(start.Add(total).UnixNano())
+		}
 		done := time.NewTimer(total)
 		defer done.Stop()
 		tick := time.NewTicker(ProgressInterval)

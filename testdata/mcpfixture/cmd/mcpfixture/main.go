@@ -119,7 +119,7 @@ func serveStdio(ctx context.Context, s *server.MCPServer, logger *log.Logger) er
 	stdio.SetErrorLogger(logger)
 	// Listen returns nil when stdin reaches EOF, so closing our stdin is a
 	// clean way to stop us.
-	err := stdio.Listen(ctx, os.Stdin, os.Stdout)
+	err := stdio.Listen(ctx, mcpfixture.HoldableInput(os.Stdin), os.Stdout)
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
