@@ -595,3 +595,31 @@ func TestStdioUpstreamNotReading(t *testing.T) {
 	g.end()
 }
 
+// Gateway tools that wait do not hold up the session's other calls: with
+// eight slow calls through call_attached_tool in flight (mcp-go's stdio
+// server runs five at a time by default), gateway_health is answered
+// before any of them.
+func TestStdioGatewayCallsInFlight(t *testing.T) {
+	path := writeJSON(t, filepath.Join(t.TempDir(), "ardgate.json"), map[string]any{"servers": []any{
+		map[string]any{"name": "fx", "command": fixtureBin, "args": []string{"--transport=stdio"}},
+	}})
+	g := startRaw(t, env(false), "--config", path)
+	g.rpc("tools/list", nil) // waits for the pinned server
+	var frames []string
+	for id := 10; id < 18; id++ {
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": map[string]any{
+			"name": "call_attached_tool", "arguments": map[string]any{"name": "mcp_fx__slow", "arguments": map[string]any{"ms": 2000}}}})
+		frames = append(frames, string(b))
+	}
+	g.send(append(frames, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"gateway_health","arguments":{}}}`)...)
+	for n := range 9 {
+		m := g.response()
+		if n == 0 && m["id"] != float64(3) {
+			t.Fatalf("first answer %.200v, want gateway_health's: it waited on the slow calls", m)
+		}
+		if res, _ := m["result"].(map[string]any); res == nil || res["isError"] == true {
+			t.Fatalf("answer %v", m)
+		}
+	}
+	g.end()
+}

@@ -32,6 +32,13 @@ import (
 // server through a pipe. Both write whole frames through one writer.
 func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	srv := server.NewStdioServer(g.mcp)
+	// mcp-go runs a stdio session's tools/call on 5 workers by default: a
+	// sixth call would wait for one of them to end, so a few gateway tools
+	// that wait (attach_resource, wait_task, a slow call_attached_tool)
+	// would hold up every other. Over HTTP each request has a goroutine;
+	// here, mcp-go's largest pool and queue.
+	server.WithWorkerPoolSize(100)(srv)
+	server.WithQueueSize(10000)(srv)
 	srv.SetErrorLogger(slog.NewLogLogger(g.log.Handler(), slog.LevelError))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
