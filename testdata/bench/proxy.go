@@ -297,7 +297,7 @@ const sessions = 64
 
 func startDirect(kind, fixture string, stdioSessions int) (target, func(), error) {
 	if kind == "stdio" {
-		cs, stop, _, err := stdioClients(stdioSessions, fixture, "--transport=stdio")
+		cs, stop, _, err := stdioClients(stdioSessions, fixture, nil, "--transport=stdio")
 		return target{clients: cs, tool: func(s string) string { return s }}, stop, err
 	}
 	url, stopFx, err := startFixtureHTTP(fixture)
@@ -313,7 +313,7 @@ func startDirect(kind, fixture string, stdioSessions int) (target, func(), error
 func startRelay(kind, self, fixture string, stdioSessions int) (target, func(), error) {
 	same := func(s string) string { return s }
 	if kind == "stdio" {
-		cs, stop, pids, err := stdioClients(stdioSessions, self, "relay", "stdio", fixture, "--transport=stdio")
+		cs, stop, pids, err := stdioClients(stdioSessions, self, nil, "relay", "stdio", fixture, "--transport=stdio")
 		return target{clients: cs, tool: same, pids: pids}, stop, err
 	}
 	upstream, stopFx, err := startFixtureHTTP(fixture)
@@ -331,27 +331,44 @@ func startRelay(kind, self, fixture string, stdioSessions int) (target, func(), 
 	return target{clients: cs, tool: same, pids: []int{pid}}, func() { stopClients(); stopRelay(); stopFx() }, err
 }
 
+// startViaGateway puts ardgate in front of the fixture, which each session
+// attaches with attach_resource from a catalog file of the bench's own:
+// over HTTP a remote on loopback; over stdio an npm package, launched by
+// npx as any would be, where the bench's "npx" is the fixture itself.
 func startViaGateway(kind, gateway, fixture, dir string, stdioSessions int) (target, func(), error) {
 	via := func(s string) string { return "mcp_fx__" + s }
-	server := map[string]any{"name": "fx", "command": fixture, "args": []string{"--transport=stdio"}}
-	var stopFx func()
+	card := map[string]any{"name": "bench/fx", "packages": []any{map[string]any{
+		"registryType": "npm", "identifier": "@ardgate-bench/fixture", "version": "1.0.0",
+		"transport": map[string]any{"type": "stdio"}, "packageArguments": []any{map[string]any{"type": "positional", "value": "--transport=stdio"}},
+	}}}
+	stopFx := func() {}
 	if kind == "http" {
 		url, stop, err := startFixtureHTTP(fixture)
 		if err != nil {
 			return target{}, nil, err
 		}
-		server, stopFx = map[string]any{"name": "fx", "url": url}, stop
+		card, stopFx = map[string]any{"name": "bench/fx", "remotes": []any{map[string]any{"type": "streamable-http", "url": url}}}, stop
 	}
+	catalog := filepath.Join(dir, "catalog-"+kind+".json")
 	cfg := filepath.Join(dir, "bench-"+kind+".json")
-	data, _ := json.Marshal(map[string]any{"servers": []any{server}, "allow_local_urls": true, "max_result_bytes": 8 << 20})
-	if err := os.WriteFile(cfg, data, 0o600); err != nil {
+	catalogData, _ := json.Marshal(map[string]any{"specVersion": "1.0", "entries": []any{map[string]any{
+		"identifier": "urn:air:bench.test:mcp:fx", "displayName": "fx", "type": "application/mcp-server-card+json", "data": card}}})
+	cfgData, _ := json.Marshal(map[string]any{"registries": []any{map[string]any{"id": "bench", "kind": "catalog", "path": catalog}},
+		"allow_local_urls": true, "max_result_bytes": 8 << 20})
+	npx := filepath.Join(dir, "npx", "npx")
+	if os.MkdirAll(filepath.Dir(npx), 0o755) != nil || os.WriteFile(catalog, catalogData, 0o600) != nil || os.WriteFile(cfg, cfgData, 0o600) != nil {
+		stopFx()
+		return target{}, nil, fmt.Errorf("writing the bench's catalog and config")
+	}
+	if err := os.Link(fixture, npx); err != nil && !os.IsExist(err) {
+		stopFx()
 		return target{}, nil, err
 	}
 	var t target
 	var stop func()
 	var err error
 	if kind == "stdio" {
-		t.clients, stop, t.pids, err = stdioClients(stdioSessions, gateway, "serve", "--config", cfg, "--log-level", "error")
+		t.clients, stop, t.pids, err = stdioClients(stdioSessions, gateway, []string{"PATH=" + filepath.Dir(npx) + ":" + os.Getenv("PATH")}, "serve", "--config", cfg, "--log-level", "error")
 		t.tool = via
 	} else {
 		var url string
@@ -367,29 +384,26 @@ func startViaGateway(kind, gateway, fixture, dir string, stdioSessions int) (tar
 		}
 	}
 	if err != nil {
+		stopFx()
 		return target{}, nil, err
 	}
-	// Pinned servers attach in the background: wait until every session
-	// can call the tool.
+	all := func() { stop(); stopFx() }
 	for _, c := range t.clients {
-		deadline := time.Now().Add(30 * time.Second)
-		for call(c, via("echo"), map[string]any{"message": "ready?"}) != nil {
-			if time.Now().After(deadline) {
-				return target{}, nil, fmt.Errorf("the pinned fixture never became callable through ardgate (%s)", kind)
-			}
-			time.Sleep(20 * time.Millisecond)
+		if err := call(c, "attach_resource", map[string]any{"urn": "urn:air:bench.test:mcp:fx", "name": "fx"}); err != nil {
+			all()
+			return target{}, nil, fmt.Errorf("attach the fixture through ardgate (%s): %w", kind, err)
 		}
-	}
-	all := stop
-	if stopFx != nil {
-		all = func() { stop(); stopFx() }
+		if err := call(c, via("echo"), map[string]any{"message": "attached"}); err != nil {
+			all()
+			return target{}, nil, fmt.Errorf("the attached fixture did not answer through ardgate (%s): %w", kind, err)
+		}
 	}
 	return t, all, nil
 }
 
 // stdioClients starts n of bin, each with a client connected over its
 // stdio; pids are bin's processes.
-func stdioClients(n int, bin string, args ...string) ([]*client.Client, func(), []int, error) {
+func stdioClients(n int, bin string, env []string, args ...string) ([]*client.Client, func(), []int, error) {
 	var cs []*client.Client
 	var stops []func()
 	var pids []int
@@ -399,7 +413,7 @@ func stdioClients(n int, bin string, args ...string) ([]*client.Client, func(), 
 		}
 	}
 	for range max(1, n) {
-		c, s, pid, err := stdioClient(bin, nil, args...)
+		c, s, pid, err := stdioClient(bin, env, args...)
 		if err != nil {
 			stop()
 			return nil, nil, nil, err
@@ -416,7 +430,7 @@ func stdioClient(bin string, env []string, args ...string) (c *client.Client, st
 	tr := transport.NewStdioWithOptions(bin, env, args, transport.WithCommandFunc(func(_ context.Context, cmd string, _ []string, args []string) (*exec.Cmd, error) {
 		c := exec.Command(cmd, args...)
 		proc = c
-		c.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+		c.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...) // the last PATH counts
 		c.Stderr = io.Discard
 		return c, nil
 	}))
