@@ -283,33 +283,36 @@ func (u *upstream) listTools(ctx context.Context) ([]mcp.Tool, error) {
 	}
 }
 
+// decodeTool reads a listed tool in one pass, its schemas kept as they
+// came: the outer fields take "inputSchema" and "outputSchema" from the
+// embedded mcp.Tool's lossy structs.
 func decodeTool(raw json.RawMessage) (mcp.Tool, error) {
-	var schemas struct {
-		Name         string          `json:"name"`
+	var t struct {
+		mcp.Tool
 		InputSchema  json.RawMessage `json:"inputSchema"`
 		OutputSchema json.RawMessage `json:"outputSchema"`
 	}
-	if err := json.Unmarshal(raw, &schemas); err != nil {
+	if err := json.Unmarshal(raw, &t); err != nil {
+		var named struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(raw, &named) == nil && named.Name != "" {
+			return mcp.Tool{}, fmt.Errorf("tool %s: %w", named.Name, err)
+		}
 		return mcp.Tool{}, fmt.Errorf("malformed tool: %w", err)
 	}
-	if schemas.Name == "" {
+	if t.Name == "" {
 		return mcp.Tool{}, errors.New("tool without a name")
 	}
-	var t mcp.Tool
-	if err := json.Unmarshal(raw, &t); err != nil {
-		return mcp.Tool{}, fmt.Errorf("tool %s: %w", schemas.Name, err)
+	tool := t.Tool
+	tool.RawInputSchema = t.InputSchema
+	if len(tool.RawInputSchema) == 0 || string(tool.RawInputSchema) == "null" {
+		tool.RawInputSchema = json.RawMessage(`{"type":"object"}`)
 	}
-	t.InputSchema = mcp.ToolInputSchema{}
-	t.RawInputSchema = schemas.InputSchema
-	if len(t.RawInputSchema) == 0 || string(t.RawInputSchema) == "null" {
-		t.RawInputSchema = json.RawMessage(`{"type":"object"}`)
+	if len(t.OutputSchema) > 0 && string(t.OutputSchema) != "null" {
+		tool.RawOutputSchema = t.OutputSchema
 	}
-	t.OutputSchema = mcp.ToolOutputSchema{}
-	t.RawOutputSchema = nil
-	if len(schemas.OutputSchema) > 0 && string(schemas.OutputSchema) != "null" {
-		t.RawOutputSchema = schemas.OutputSchema
-	}
-	return t, nil
+	return tool, nil
 }
 
 // call forwards one tool call. A progress token in meta is passed on, and

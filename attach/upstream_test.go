@@ -1,0 +1,53 @@
+package attach
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// A listed tool keeps its schemas byte for byte, whatever keywords they
+// use, and the rest of its definition decoded; a tool that cannot be used
+// is refused with a reason.
+func TestDecodeTool(t *testing.T) {
+	schema := `{"type":"object","$defs":{"p":{"type":"number"}},"properties":{"x":{"$ref":"#/$defs/p"}},"additionalProperties":false}`
+	cases := []struct {
+		name, raw     string
+		input, output string // the raw schemas decodeTool keeps
+		title, fails  string
+		readOnly      bool
+	}{
+		{name: "whole", raw: `{"name":"t","title":"T","description":"d","inputSchema":` + schema + `,"outputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}`,
+			input: schema, output: `{"type":"object"}`, title: "T", readOnly: true},
+		{name: "no input schema", raw: `{"name":"t"}`, input: `{"type":"object"}`},
+		{name: "null schemas", raw: `{"name":"t","inputSchema":null,"outputSchema":null}`, input: `{"type":"object"}`},
+		{name: "no name", raw: `{"inputSchema":{}}`, fails: "tool without a name"},
+		{name: "mistyped member", raw: `{"name":"t","annotations":{"readOnlyHint":"yes"}}`, fails: "tool t: json:"},
+		{name: "not an object", raw: `["t"]`, fails: "malformed tool"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tool, err := decodeTool(json.RawMessage(c.raw))
+			if c.fails != "" {
+				if err == nil || !strings.Contains(err.Error(), c.fails) {
+					t.Fatalf("err %v, want %q", err, c.fails)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(tool.RawInputSchema) != c.input || string(tool.RawOutputSchema) != c.output {
+				t.Errorf("schemas %s and %s, want %s and %s", tool.RawInputSchema, tool.RawOutputSchema, c.input, c.output)
+			}
+			if tool.Title != c.title || (tool.Annotations.ReadOnlyHint != nil && *tool.Annotations.ReadOnlyHint) != c.readOnly {
+				t.Errorf("title %q, annotations %+v", tool.Title, tool.Annotations)
+			}
+			// What the gateway lists is the schema as it came.
+			out, _ := json.Marshal(tool)
+			if c.name == "whole" && !strings.Contains(string(out), `"inputSchema":`+schema) {
+				t.Errorf("listed as %s", out)
+			}
+		})
+	}
+}
