@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"testing/iotest"
@@ -348,4 +349,103 @@ func TestFrameWriterBacklog(t *testing.T) {
 		t.Fatal("OnError never heard of the reader's end")
 	}
 	w.Close()
+}
+
+// Writers racing through a backlog to a reader that keeps stopping: every
+// frame taken arrives whole, and each writer's frames in the order it
+// wrote them; a refused frame never arrives.
+func TestFrameWriterBacklogConcurrent(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := NewFrameWriter(w)
+	f.Backlog = 2 << 20
+	const writers, frames = 6, 150
+	refused := make([]map[int]bool, writers)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var wg sync.WaitGroup
+		for id := range writers {
+			refused[id] = map[int]bool{}
+			wg.Go(func() {
+				var b Batch
+				for seq := range frames {
+					size := (seq*7919 + id*104729) % (20 << 10)
+					if seq%10 == 0 {
+						size = 150 << 10 // past what the pipe holds
+					}
+					line := fmt.Sprintf("%d %d %d %s\n", id, seq, size, strings.Repeat(string(rune('a'+id)), size))
+					var err error
+					if seq%3 == 0 {
+						err = f.Frame(&b, nil, []byte(line), "")
+						b.Flush()
+					} else {
+						err = f.Frame(nil, nil, []byte(line), "")
+					}
+					if errors.Is(err, ErrBacklog) {
+						refused[id][seq] = true
+						time.Sleep(time.Millisecond) // as a caller told to try again later
+					} else if err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		// What is still waiting goes out before the end of the stream.
+		for f.Frame(nil, nil, []byte("end\n"), "") != nil {
+			time.Sleep(time.Millisecond)
+		}
+	}()
+
+	br := bufio.NewReaderSize(r, 4096)
+	next := make([]int, writers)
+	arrived := map[[2]int]bool{}
+	got := 0
+	for n := 0; ; n++ {
+		if n%32 == 0 {
+			time.Sleep(2 * time.Millisecond) // a reader that keeps stopping
+		}
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("read after %d frames: %v", got, err)
+		}
+		if line == "end\n" {
+			break
+		}
+		var id, seq, size int
+		var body string
+		if _, err := fmt.Sscanf(line, "%d %d %d %s", &id, &seq, &size, &body); err != nil && size != 0 {
+			t.Fatalf("frame %d is not whole: %.80q", got, line)
+		}
+		if len(body) != size || strings.Trim(body, string(rune('a'+id))) != "" {
+			t.Fatalf("writer %d frame %d: %d bytes of body, want %d of %q", id, seq, len(body), size, rune('a'+id))
+		}
+		if seq < next[id] {
+			t.Fatalf("writer %d: frame %d after frame %d", id, seq, next[id]-1)
+		}
+		next[id] = seq + 1
+		arrived[[2]int{id, seq}] = true
+		got++
+	}
+	<-done
+	total := 0
+	for id := range writers {
+		for seq := range refused[id] {
+			if arrived[[2]int{id, seq}] {
+				t.Fatalf("writer %d: refused frame %d arrived", id, seq)
+			}
+		}
+		total += len(refused[id])
+	}
+	if got+total != writers*frames {
+		t.Fatalf("%d frames arrived and %d were refused, of %d written", got, total, writers*frames)
+	}
+	t.Logf("%d frames arrived, %d refused", got, total)
+	w.Close()
+	r.Close()
 }
