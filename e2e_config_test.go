@@ -53,6 +53,11 @@ func TestPinnedServers(t *testing.T) {
 	if got := text(g.call("mcp_pinned__echo", map[string]any{"message": "pinned works"})); got != "pinned works" {
 		t.Fatalf("pinned echo = %q", got)
 	}
+	// A pinned server that dies says what brings it back: not
+	// attach_resource, which takes no config: URN.
+	if msg := g.fails("mcp_pinned__crash", map[string]any{}, "upstream_down"); !strings.Contains(msg, "pinned in the gateway's config") || strings.Contains(msg, "attach_resource") {
+		t.Fatalf("a pinned server's crash: %q", msg)
+	}
 }
 
 // A client's first tools/list, which many clients never take again, has

@@ -731,6 +731,8 @@ func callError(att *Attachment, tool string, timeout time.Duration, err error, t
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, ErrUpstreamDown) && att.Pinned:
+		return fmt.Errorf("%s: %w; it is pinned in the gateway's config, so only a new session (over stdio, a new gateway process) starts it again", att.Name, err)
 	case errors.Is(err, ErrUpstreamDown):
 		return fmt.Errorf("%s: %w; attach_resource %s again to restart it", att.Name, err, att.URN)
 	case timedOut:
