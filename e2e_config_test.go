@@ -75,6 +75,25 @@ func TestPinnedToolsInFirstList(t *testing.T) {
 	}
 }
 
+// pinned_list_wait bounds that wait: past it the first listing goes out
+// without the server still starting, whose tools come with
+// tools/list_changed.
+func TestPinnedListWaitConfig(t *testing.T) {
+	path := writeJSON(t, filepath.Join(t.TempDir(), "ardgate.json"), map[string]any{
+		"pinned_list_wait": "200ms",
+		"servers": []any{
+			map[string]any{"name": "late", "command": fixtureBin, "args": []string{"--transport=stdio", "--start-delay=3s"}},
+		}})
+	g := startStdio(t, env(true), "--config", path)
+	if names := g.toolNames(); slices.Contains(names, "mcp_late__echo") {
+		t.Fatalf("the first tools/list waited for the late server: %v", names)
+	}
+	g.waitNote("notifications/tools/list_changed", 30*time.Second)
+	if got := text(g.call("mcp_late__echo", map[string]any{"message": "late"})); got != "late" {
+		t.Fatalf("echo = %q", got)
+	}
+}
+
 // A bad config stops the program before it serves, naming the field.
 func TestBadConfigExits(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bad.json")

@@ -133,6 +133,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		MaxResultBytes: cfg.MaxResultBytes,
 		Tracing:        tr,
 		Limits:         guard.LimitsFrom(cfg.Limits),
+		PinnedListWait: cfg.PinnedListWait,
 	})
 	defer gw.Close()
 

@@ -69,6 +69,10 @@ type Config struct {
 	AllowLocalURLs bool
 	// CallTimeout bounds one proxied tool call.
 	CallTimeout time.Duration
+	// PinnedListWait is how long after a session starts its tools/list
+	// waits for pinned servers still starting, so that a client that lists
+	// once sees their tools.
+	PinnedListWait time.Duration
 	// MaxResultBytes caps the content of one proxied tool result.
 	MaxResultBytes int
 	// ToolMode is "listed" (attached tools appear in tools/list) or
@@ -172,6 +176,7 @@ const (
 	DefaultAddr           = "127.0.0.1:7333"
 	DefaultMaxAttachments = 5
 	DefaultCallTimeout    = 60 * time.Second
+	DefaultPinnedListWait = 10 * time.Second
 	DefaultMaxResultBytes = 8 << 20
 )
 

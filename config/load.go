@@ -34,6 +34,7 @@ type file struct {
 	MaxAttachments   *int        `json:"max_attachments"`
 	AllowLocalURLs   *bool       `json:"allow_local_urls"`
 	CallTimeout      *string     `json:"call_timeout"`
+	PinnedListWait   *string     `json:"pinned_list_wait"`
 	MaxResultBytes   *int        `json:"max_result_bytes"`
 	ToolMode         *string     `json:"tool_mode"`
 	Limits           *fileLimits `json:"limits"`
@@ -133,6 +134,7 @@ func Load(flags Flags, environ []string) (*Config, error) {
 		MaxAttachments:   DefaultMaxAttachments,
 		AllowLocalURLs:   false,
 		CallTimeout:      DefaultCallTimeout,
+		PinnedListWait:   DefaultPinnedListWait,
 		MaxResultBytes:   DefaultMaxResultBytes,
 		ToolMode:         first(deref(f.ToolMode), ToolModeListed),
 		Limits:           DefaultLimits,
@@ -146,12 +148,19 @@ func Load(flags Flags, environ []string) (*Config, error) {
 		c.AllowLocalURLs = *v
 	}
 	var errs []error
-	if f.CallTimeout != nil {
-		d, err := time.ParseDuration(*f.CallTimeout)
+	for _, d := range []struct {
+		field string
+		value *string
+		into  *time.Duration
+	}{{"call_timeout", f.CallTimeout, &c.CallTimeout}, {"pinned_list_wait", f.PinnedListWait, &c.PinnedListWait}} {
+		if d.value == nil {
+			continue
+		}
+		v, err := time.ParseDuration(*d.value)
 		if err != nil {
-			errs = append(errs, fieldError("call_timeout", "%q is not a duration like \"60s\"", *f.CallTimeout))
+			errs = append(errs, fieldError(d.field, "%q is not a duration like \"60s\"", *d.value))
 		} else {
-			c.CallTimeout = d
+			*d.into = v
 		}
 	}
 	if f.MaxResultBytes != nil {
@@ -354,6 +363,9 @@ func (c *Config) validate() []error {
 	}
 	if c.CallTimeout <= 0 || c.CallTimeout > time.Hour {
 		add("call_timeout", "%s is outside (0, 1h]", c.CallTimeout)
+	}
+	if c.PinnedListWait <= 0 || c.PinnedListWait > 5*time.Minute {
+		add("pinned_list_wait", "%s is outside (0, 5m]", c.PinnedListWait)
 	}
 	if c.ToolMode != ToolModeListed && c.ToolMode != ToolModeDeferred {
 		add("tool_mode", "%q is not listed or deferred", c.ToolMode)

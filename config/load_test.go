@@ -330,6 +330,9 @@ func TestLoadValidation(t *testing.T) {
 		{"call_timeout zero", `{"call_timeout": "0s"}`, "call_timeout"},
 		{"call_timeout negative", `{"call_timeout": "-5s"}`, "call_timeout"},
 		{"call_timeout too long", `{"call_timeout": "2h"}`, "call_timeout"},
+		{"pinned_list_wait not a duration", `{"pinned_list_wait": "a while"}`, "pinned_list_wait"},
+		{"pinned_list_wait zero", `{"pinned_list_wait": "0s"}`, "pinned_list_wait"},
+		{"pinned_list_wait too long", `{"pinned_list_wait": "6m"}`, "pinned_list_wait"},
 		{"max_result_bytes small", `{"max_result_bytes": 10}`, "max_result_bytes"},
 		{"max_result_bytes big", `{"max_result_bytes": 1000000000}`, "max_result_bytes"},
 		{"limits negative", `{"limits": {"calls_per_second": -1}}`, "limits"},
@@ -462,6 +465,7 @@ func TestLoadDurationsAndLimits(t *testing.T) {
 	}{
 		{"defaults", `{}`, config.DefaultCallTimeout, config.DefaultLimits},
 		{"call_timeout", `{"call_timeout": "90s"}`, 90 * time.Second, config.DefaultLimits},
+		{"call_timeout and pinned_list_wait", `{"call_timeout": "90s", "pinned_list_wait": "2m"}`, 90 * time.Second, config.DefaultLimits},
 		{"full limits", `{"limits": {"calls_per_second": 5, "call_burst": 10, "discovery_per_minute": 30, "repeat_max": 3, "repeat_window": "30s"}}`,
 			config.DefaultCallTimeout, config.Limits{CallsPerSecond: 5, CallBurst: 10, DiscoveryPerMinute: 30, RepeatMax: 3, RepeatWindow: 30 * time.Second}},
 		// A field the file does not set keeps its default.
@@ -479,6 +483,13 @@ func TestLoadDurationsAndLimits(t *testing.T) {
 			}
 			if c.CallTimeout != tt.wantTimeout || c.Limits != tt.wantLimits {
 				t.Errorf("timeout=%s limits=%+v, want %s %+v", c.CallTimeout, c.Limits, tt.wantTimeout, tt.wantLimits)
+			}
+			wantWait := config.DefaultPinnedListWait
+			if strings.Contains(tt.body, "pinned_list_wait") {
+				wantWait = 2 * time.Minute
+			}
+			if c.PinnedListWait != wantWait {
+				t.Errorf("pinned_list_wait=%s, want %s", c.PinnedListWait, wantWait)
 			}
 		})
 	}
