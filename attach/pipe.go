@@ -242,6 +242,9 @@ func (p *pipeTransport) writeLine(b *guard.Batch, line func([]byte) []byte) erro
 	default:
 	}
 	err := p.out.Frame(b, line, nil, "\n")
+	if errors.Is(err, guard.ErrBacklog) {
+		p.log.Warn("the server has stopped reading its input: a request to it was refused", "err", err)
+	}
 	if err != nil {
 		return fmt.Errorf("write to the server's stdin: %w", err)
 	}

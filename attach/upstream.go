@@ -381,7 +381,8 @@ func (u *upstream) callRaw(ctx context.Context, tool string, args json.RawMessag
 // wrong. The request is held in b (pipeTransport.send). done hears the
 // result or the error once, on the goroutine that saw it; a result is the
 // pipe reader's bytes, valid only until done returns. stop ends the call
-// early with cause.
+// early with cause. A request refused because the server has stopped
+// reading (guard.ErrBacklog) ends at once, through done.
 func (u *upstream) startRaw(att *Attachment, tool string, args json.RawMessage, timeout time.Duration, b *guard.Batch, done RawDone) (stop func(cause error), ok bool) {
 	if u.pipe == nil || u.downReason() != "" {
 		return nil, false
@@ -389,7 +390,11 @@ func (u *upstream) startRaw(att *Attachment, tool string, args json.RawMessage, 
 	call := u.rawCall(tool, args)
 	c := &rawStart{u: u, att: att, key: call.key, tool: tool, timeout: timeout, done: done}
 	if err := u.pipe.send(call.key, c, timeout, b, call.appendLine); err != nil {
-		return nil, false
+		if !errors.Is(err, guard.ErrBacklog) {
+			return nil, false
+		}
+		c.finish(nil, err, nil) // refused, the server up: said now, not tried again
+		return func(error) {}, true
 	}
 	return c.stop, true
 }
