@@ -56,7 +56,8 @@ type Options struct {
 	// Tracing, when not nil, traces every method and tool handler.
 	Tracing *Tracing
 	// PinnedListWait is how long after a session starts a tools/list
-	// waits for its pinned servers still starting; zero means 10 s.
+	// waits for its pinned servers still starting; zero means
+	// config.DefaultPinnedListWait.
 	PinnedListWait time.Duration
 }
 
@@ -94,7 +95,7 @@ func New(manager *attach.Manager, log *slog.Logger, opts Options) *Gateway {
 		opts.RegistryDeadline = 10 * time.Second
 	}
 	if opts.PinnedListWait == 0 {
-		opts.PinnedListWait = 10 * time.Second
+		opts.PinnedListWait = config.DefaultPinnedListWait
 	}
 	g := &Gateway{manager: manager, log: log, started: time.Now(), opts: opts, metrics: newMetrics(manager)}
 	hooks := &server.Hooks{}
