@@ -177,7 +177,6 @@ type FrameWriter struct {
 	tryBuf   []byte
 	tryN     int
 	tryErr   error
-	draining bool   // drain is writing
 	writing  int    // the bytes drain is writing now
 	backlog  []byte // what drain writes next
 }
@@ -209,7 +208,7 @@ func (f *FrameWriter) Frame(b *Batch, head func([]byte) []byte, body []byte, tai
 	if head != nil {
 		f.buf = head(f.buf)
 	}
-	if waiting := f.writing + len(f.backlog); f.draining && waiting+len(f.buf)+len(body)+len(tail) > f.Backlog {
+	if waiting := f.waiting(); waiting > 0 && waiting+len(f.buf)+len(body)+len(tail) > f.Backlog {
 		f.buf = f.buf[:held]
 		f.mu.Unlock()
 		return fmt.Errorf("%w: %s sent wait unread", ErrBacklog, size(waiting))
@@ -281,7 +280,7 @@ func (f *FrameWriter) write(p []byte) error {
 		_, err := f.w.Write(p)
 		return err
 	}
-	if f.draining {
+	if f.waiting() > 0 { // drain runs: after what it has
 		f.backlog = append(f.backlog, p...)
 		return nil
 	}
@@ -290,7 +289,6 @@ func (f *FrameWriter) write(p []byte) error {
 		return err
 	}
 	f.backlog = append(f.backlog, p[n:]...)
-	f.draining = true
 	go f.drain()
 	return nil
 }
@@ -357,14 +355,17 @@ func (f *FrameWriter) drain() {
 		f.mu.Lock()
 		f.writing = 0
 		if err != nil {
-			f.backlog, f.draining = nil, false
+			f.backlog = nil
 			_ = f.unlock(err)
 			return
 		}
 	}
-	f.draining = false
 	f.mu.Unlock()
 }
+
+// waiting is what the backlog holds, written or not yet: not zero exactly
+// while drain runs. f.mu is held.
+func (f *FrameWriter) waiting() int { return f.writing + len(f.backlog) }
 
 // unlock records err as the stream's first error, unlocks, and tells
 // OnError, outside the lock: it may write to the stream itself.
