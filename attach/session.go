@@ -281,13 +281,8 @@ func (s *Session) WaitPinned(ctx context.Context, within time.Duration) {
 		return
 	}
 	left := time.Until(s.started.Add(within))
-	select {
-	case <-s.listed:
+	if left <= 0 {
 		return
-	default:
-		if left <= 0 {
-			return
-		}
 	}
 	t := time.NewTimer(left)
 	defer t.Stop()
