@@ -429,6 +429,12 @@ func (g *rawGateway) read() map[string]any {
 	return m
 }
 
+// request is a JSON-RPC request frame.
+func request(id int, method string, params any) string {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	return string(b)
+}
+
 // response reads frames up to the next response, skipping notifications.
 func (g *rawGateway) response() map[string]any {
 	g.t.Helper()
@@ -445,8 +451,7 @@ func (g *rawGateway) rpc(method string, params any) map[string]any {
 	g.t.Helper()
 	g.id++
 	id := 1000 + g.id // clear of the ids tests write by hand
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-	g.send(string(b))
+	g.send(request(id, method, params))
 	for {
 		if m := g.response(); m["id"] == float64(id) {
 			return m

@@ -523,8 +523,7 @@ func TestStdioUpstreamNotReading(t *testing.T) {
 	g := startRaw(t, env(false), "--config", path)
 	g.rpc("tools/list", nil) // waits for the pinned servers
 	call := func(id int, tool string, args any) string {
-		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}})
-		return string(b)
+		return request(id, "tools/call", map[string]any{"name": tool, "arguments": args})
 	}
 	// One write: the held server's calls first, so that a reader that
 	// waited on its pipe would read nothing after them.
@@ -607,11 +606,10 @@ func TestStdioGatewayCallsInFlight(t *testing.T) {
 	g.rpc("tools/list", nil) // waits for the pinned server
 	var frames []string
 	for id := 10; id < 18; id++ {
-		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": map[string]any{
-			"name": "call_attached_tool", "arguments": map[string]any{"name": "mcp_fx__slow", "arguments": map[string]any{"ms": 2000}}}})
-		frames = append(frames, string(b))
+		frames = append(frames, request(id, "tools/call", map[string]any{
+			"name": "call_attached_tool", "arguments": map[string]any{"name": "mcp_fx__slow", "arguments": map[string]any{"ms": 2000}}}))
 	}
-	g.send(append(frames, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"gateway_health","arguments":{}}}`)...)
+	g.send(append(frames, request(3, "tools/call", map[string]any{"name": "gateway_health", "arguments": map[string]any{}}))...)
 	for n := range 9 {
 		m := g.response()
 		if n == 0 && m["id"] != float64(3) {
