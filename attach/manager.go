@@ -82,6 +82,9 @@ type Manager struct {
 	// sharedConns are the connections to stateless pinned servers, by
 	// name (shared.go).
 	sharedConns map[string]*sharedConn
+	// conns are the connections proxied calls to plain-http servers go
+	// out on (http1.go).
+	conns conns
 }
 
 // New builds a Manager from the configuration. hc must be the guarded

@@ -7,8 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
+	"net/url"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,11 +40,67 @@ type poster struct {
 	url     string
 	client  *http.Client
 	headers map[string]string
-	version string                        // the protocol version the session negotiated
-	session func() string                 // the session id mcp-go's transport holds
-	notify  func(mcp.JSONRPCNotification) // the server's notifications during a call
-	closed  context.Context               // done once the upstream is closed
-	close   context.CancelFunc
+	// pool, for a plain-http server, holds the connections its calls are
+	// sent on by the poster itself (http1.go); nil sends them through
+	// client. host, target and headerLines are the request's parts.
+	pool        *connPool
+	host        string
+	target      string
+	headerLines string
+	version     string                        // the protocol version the session negotiated
+	session     func() string                 // the session id mcp-go's transport holds
+	notify      func(mcp.JSONRPCNotification) // the server's notifications during a call
+	closed      context.Context               // done once the upstream is closed
+	cancel      context.CancelFunc            // closes closed
+	conns       *conns                        // where pool came from
+	release     sync.Once                     // gives pool back
+}
+
+// newPoster makes the poster of a streamable HTTP server at plan.URL, its
+// calls sent through hc or, for a plain-http server, on connections from
+// cs. session returns the session id mcp-go's transport holds; notify
+// hears the server's notifications during calls.
+func newPoster(plan Plan, hc *http.Client, cs *conns, session func() string, notify func(mcp.JSONRPCNotification)) *poster {
+	closed, cancel := context.WithCancel(context.Background())
+	p := &poster{url: plan.URL, client: hc, headers: plan.Headers, session: session, notify: notify, closed: closed, cancel: cancel}
+	u, err := url.Parse(plan.URL)
+	if err != nil || !plainHeaders(plan.Headers) {
+		return p // net/http says what is wrong with them, or sends them its way
+	}
+	p.host, p.target = u.Host, u.RequestURI()
+	var lines strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(plan.Headers)) {
+		lines.WriteString("\r\n" + http.CanonicalHeaderKey(k) + ": " + plan.Headers[k])
+	}
+	p.headerLines = lines.String()
+	p.conns, p.pool = cs, cs.acquire(hc, u)
+	return p
+}
+
+// plainHeaders accepts configured headers the poster can write itself:
+// valid, and none that net/http writes its own way or that frames the
+// request.
+func plainHeaders(h map[string]string) bool {
+	for k, v := range h {
+		switch http.CanonicalHeaderKey(k) {
+		case "Host", "Content-Length", "Transfer-Encoding", "Trailer", "Connection", "Content-Type", "Accept", "User-Agent",
+			server.HeaderKeySessionID, server.HeaderKeyProtocolVersion:
+			return false
+		}
+		if !validHeaderName(k) || !validHeaderValue(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// close ends the calls in flight, as mcp-go's do on Close, and gives back
+// the poster's connections.
+func (p *poster) close() {
+	p.cancel()
+	if p.pool != nil {
+		p.release.Do(func() { p.conns.release(p.pool) })
+	}
 }
 
 // errSessionGone is a 404 to a call: the server no longer knows the
@@ -62,28 +122,28 @@ func (p *poster) call(ctx context.Context, key string, line []byte) (*transport.
 }
 
 func (p *poster) exchange(ctx context.Context, key string, line []byte) (*transport.JSONRPCResponse, error) {
-	resp, err := p.post(ctx, line, "application/json, text/event-stream")
+	resp, err := p.send(ctx, line, "application/json, text/event-stream")
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	body := io.LimitReader(resp.Body, guard.MaxMessage+1)
+	defer resp.body.Close()
+	body := io.LimitReader(resp.body, guard.MaxMessage+1)
 	switch {
-	case resp.StatusCode == http.StatusNotFound:
+	case resp.status == http.StatusNotFound:
 		return nil, errSessionGone
-	case resp.StatusCode != http.StatusOK:
+	case resp.status != http.StatusOK:
 		// A JSON-RPC error may come with any status; anything else is the
 		// server failing.
 		b, _ := io.ReadAll(io.LimitReader(body, 64<<10))
 		if r, err := p.response(key, b); err == nil {
 			return r, nil
 		}
-		return nil, fmt.Errorf("the server answered HTTP %d: %s", resp.StatusCode, guard.Text(string(b), 200))
+		return nil, fmt.Errorf("the server answered HTTP %d: %s", resp.status, guard.Text(string(b), 200))
 	}
-	media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	media, _, _ := mime.ParseMediaType(resp.media)
 	switch media {
 	case "application/json":
-		b, err := readBody(body, resp.ContentLength)
+		b, err := readBody(body, resp.length)
 		if err != nil {
 			return nil, fmt.Errorf("reading the response: %w", err)
 		}
@@ -94,7 +154,7 @@ func (p *poster) exchange(ctx context.Context, key string, line []byte) (*transp
 	case "text/event-stream":
 		return p.events(ctx, key, body)
 	}
-	return nil, fmt.Errorf("the server answered with content type %q", resp.Header.Get("Content-Type"))
+	return nil, fmt.Errorf("the server answered with content type %q", resp.media)
 }
 
 // readBody reads a response body whole into one buffer of its size. One
@@ -141,6 +201,25 @@ func readBody(body io.Reader, length int64) ([]byte, error) {
 // bodyBlocks lends the blocks that a body of unknown length is read in.
 var bodyBlocks = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
+// send POSTs line: over the poster's own connections when it has them,
+// else through its client. A call the server redirects (307, 308: not
+// acted on) is sent again through the client, which follows redirects.
+func (p *poster) send(ctx context.Context, line []byte, accept string) (httpReply, error) {
+	if p.pool != nil {
+		r, err := p.post1(ctx, line, accept)
+		if err != nil || r.status < 300 || r.status >= 400 {
+			return r, err
+		}
+		r.body.Close()
+	}
+	resp, err := p.post(ctx, line, accept)
+	if err != nil {
+		return httpReply{}, err
+	}
+	return httpReply{status: resp.StatusCode, media: resp.Header.Get("Content-Type"), length: resp.ContentLength, body: resp.Body}, nil
+}
+
+// post POSTs line through the poster's client.
 func (p *poster) post(ctx context.Context, line []byte, accept string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(line))
 	if err != nil {
@@ -252,9 +331,9 @@ func (p *poster) answer(ctx context.Context, f frame) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		if resp, err := p.post(ctx, line, "application/json, text/event-stream"); err == nil {
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-			resp.Body.Close()
+		if resp, err := p.send(ctx, line, "application/json, text/event-stream"); err == nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.body, 64<<10))
+			resp.body.Close()
 		}
 	}()
 }

@@ -57,7 +57,7 @@ const upstreamProtocol = mcp.LATEST_LEGACY_PROTOCOL_VERSION
 // progress, when not nil, hears "initialising" once the handshake is sent:
 // for an npx or uvx package, the wait that follows includes fetching it.
 // opts are added to the client's (Manager.ClientOptions: tracing).
-func dial(ctx context.Context, plan Plan, hc *http.Client, log *slog.Logger, version string, progress func(string), opts ...client.ClientOption) (*upstream, error) {
+func dial(ctx context.Context, plan Plan, hc *http.Client, cs *conns, log *slog.Logger, version string, progress func(string), opts ...client.ClientOption) (*upstream, error) {
 	u := &upstream{log: log, progress: map[string]func(mcp.JSONRPCNotification){}}
 	var t transport.Interface
 	switch plan.Transport {
@@ -77,8 +77,7 @@ func dial(ctx context.Context, plan Plan, hc *http.Client, log *slog.Logger, ver
 			return nil, err
 		}
 		t = ht
-		closed, cancel := context.WithCancel(context.Background())
-		u.post = &poster{url: plan.URL, client: hc, headers: plan.Headers, session: ht.GetSessionId, notify: u.onNotification, closed: closed, close: cancel}
+		u.post = newPoster(plan, hc, cs, ht.GetSessionId, u.onNotification)
 	case TransportSSE:
 		st, err := transport.NewSSE(plan.URL, transport.WithHTTPClient(hc), transport.WithHeaders(plan.Headers), transport.WithSSELogger(log))
 		if err != nil {
