@@ -357,6 +357,8 @@ func readHead(br *bufio.Reader) (h1Head, error) {
 		}
 	}
 	switch {
+	case h.status == http.StatusSwitchingProtocols:
+		h.length, h.chunked, h.keep = 0, false, false // no longer HTTP
 	case h.status < 200 || h.status == http.StatusNoContent || h.status == http.StatusNotModified:
 		h.length, h.chunked = 0, false
 	case h.chunked:

@@ -42,6 +42,7 @@ func TestReadHead(t *testing.T) {
 			want: h1Head{status: 200, length: 2, keep: true}},
 		{name: "to the end", head: "HTTP/1.1 200 OK\r\n\r\n", want: h1Head{status: 200, length: -1}},
 		{name: "no content", head: "HTTP/1.1 204 No Content\r\n\r\n", want: h1Head{status: 204, length: 0, keep: true}},
+		{name: "switching", head: "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n", want: h1Head{status: 101, length: 0}},
 		{name: "continue", head: "HTTP/1.1 100 Continue\r\n\r\n", want: h1Head{status: 100, length: 0, keep: true}},
 		{name: "length and chunked", head: "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
 			want: h1Head{status: 200, length: -1, chunked: true}},
@@ -225,6 +226,13 @@ func TestPosterOwnConnections(t *testing.T) {
 		if got := h.Get(k); got != want {
 			t.Errorf("header %s: %q, want %q", k, got, want)
 		}
+	}
+
+	// A request body too large to copy beside its head goes out from
+	// where it lies, on the same connection.
+	big := fmt.Sprintf(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"json","arguments":{"pad":%q}}}`, strings.Repeat("x", 300<<10))
+	if resp, err := p.call(ctx, "int64:5", []byte(big)); err != nil || !strings.Contains(string(resp.Result), `"json"`) || up.opened.Load() != 1 {
+		t.Errorf("a 300 KiB request: %v, %v, %d connections opened, want 1", resp, err, up.opened.Load())
 	}
 
 	// An event stream is read up to the event that answers the call; the
