@@ -159,6 +159,18 @@ func (a *Attachment) PID() int {
 	return a.up.pid()
 }
 
+// Backlog returns the bytes of requests waiting to be written to a stdio
+// server that has stopped reading its input; 0 for any other.
+func (a *Attachment) Backlog() int {
+	a.mu.Lock()
+	up := a.up
+	a.mu.Unlock()
+	if up == nil || up.pipe == nil {
+		return 0
+	}
+	return up.pipe.out.Waiting()
+}
+
 // Tools returns the attachment's exposed tools.
 func (a *Attachment) Tools() []Tool {
 	a.mu.Lock()

@@ -363,6 +363,14 @@ func (f *FrameWriter) drain() {
 	f.mu.Unlock()
 }
 
+// Waiting returns the bytes of frames accepted with a Backlog that the
+// stream has not taken yet: not zero while its reader lags.
+func (f *FrameWriter) Waiting() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.waiting()
+}
+
 // waiting is what the backlog holds, written or not yet: not zero exactly
 // while drain runs. f.mu is held.
 func (f *FrameWriter) waiting() int { return f.writing + len(f.backlog) }

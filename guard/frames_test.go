@@ -318,6 +318,11 @@ func TestFrameWriterBacklog(t *testing.T) {
 	if refused == 0 || refused == 8 {
 		t.Fatalf("%d of 8 frames refused, want some past the 1 MiB backlog", refused)
 	}
+	// What waits is what was accepted less what the pipe took (64 KiB
+	// here, at most 1 MiB anywhere).
+	if n := f.Waiting(); n < want.Len()-(1<<20) || n > want.Len() || n == 0 {
+		t.Errorf("%d bytes waiting with %d accepted and none read", n, want.Len())
+	}
 
 	got := make([]byte, want.Len())
 	if _, err := io.ReadFull(r, got); err != nil {
@@ -325,6 +330,12 @@ func TestFrameWriterBacklog(t *testing.T) {
 	}
 	if string(got) != want.String() {
 		t.Fatalf("the reader got %d bytes, not the %d accepted, in order", len(got), want.Len())
+	}
+	// drain's last write returns just after the reader has it all.
+	for deadline := time.Now().Add(5 * time.Second); f.Waiting() != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes waiting 5 s after the reader read them all", f.Waiting())
+		}
 	}
 	// Drained, it takes frames again.
 	if err := write("after\n", nil); err != nil {

@@ -25,6 +25,7 @@ type metrics struct {
 	attaches *prometheus.CounterVec
 	sessions prometheus.GaugeFunc
 	attached *prometheus.GaugeVec
+	backlog  *prometheus.GaugeVec
 
 	// The proxied tools' series, looked up once: every proxied call
 	// records into them, and a lookup takes the vector's lock, which every
@@ -50,6 +51,8 @@ func newMetrics(m *attach.Manager) *metrics {
 			Help: "attach_resource calls by kind and result."}, []string{"kind", "result"}),
 		attached: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ardgate_attachments",
 			Help: "Current attachments by kind and status, over all sessions."}, []string{"kind", "status"}),
+		backlog: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ardgate_stdio_backlog_bytes",
+			Help: "Bytes of requests waiting to be written to stdio servers that have stopped reading their input, by attachment name, over all sessions; absent while none waits."}, []string{"upstream"}),
 	}
 	x.proxiedOK = x.calls.WithLabelValues("proxied", "ok")
 	x.proxiedFailed = x.calls.WithLabelValues("proxied", "error")
@@ -57,29 +60,38 @@ func newMetrics(m *attach.Manager) *metrics {
 	x.sessions = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ardgate_sessions", Help: "Open sessions."},
 		func() float64 { return float64(len(m.Sessions())) })
 	x.reg.MustRegister(x.calls, x.latency, x.upstream, x.registry, x.refusals, x.attaches, x.sessions,
-		attachmentsCollector{m: m, desc: x.attached},
+		attachmentsCollector{m: m, attached: x.attached, backlog: x.backlog},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return x
 }
 
-// attachmentsCollector counts attachments when scraped, so the gauge is
-// never out of step with the sessions.
+// attachmentsCollector counts attachments, and what waits for their
+// stdio servers, when scraped, so the gauges are never out of step with
+// the sessions.
 type attachmentsCollector struct {
-	m    *attach.Manager
-	desc *prometheus.GaugeVec
+	m                 *attach.Manager
+	attached, backlog *prometheus.GaugeVec
 }
 
-func (c attachmentsCollector) Describe(ch chan<- *prometheus.Desc) { c.desc.Describe(ch) }
+func (c attachmentsCollector) Describe(ch chan<- *prometheus.Desc) {
+	c.attached.Describe(ch)
+	c.backlog.Describe(ch)
+}
 
 func (c attachmentsCollector) Collect(ch chan<- prometheus.Metric) {
-	c.desc.Reset()
+	c.attached.Reset()
+	c.backlog.Reset()
 	for _, s := range c.m.Sessions() {
 		for _, a := range s.Attachments() {
 			st, _ := a.Status()
-			c.desc.WithLabelValues(a.Kind, st).Inc()
+			c.attached.WithLabelValues(a.Kind, st).Inc()
+			if n := a.Backlog(); n > 0 {
+				c.backlog.WithLabelValues(a.Name).Add(float64(n))
+			}
 		}
 	}
-	c.desc.Collect(ch)
+	c.attached.Collect(ch)
+	c.backlog.Collect(ch)
 }
 
 // observe records one tool call.
