@@ -102,9 +102,26 @@ func newUpstream1(t *testing.T) *upstream1 {
 			u.closed.Add(1)
 		}
 	}
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // last: after the server and the posters have closed
 	u.Start()
 	t.Cleanup(u.Close)
 	return u
+}
+
+// posterTo makes a poster to url with connections of its own, closed at
+// the test's end.
+func posterTo(t *testing.T, url string, headers map[string]string, session string, notify func(mcp.JSONRPCNotification)) *poster {
+	t.Helper()
+	hc := (&guard.Dialer{AllowLocal: true}).Client()
+	p := newPoster(Plan{URL: url, Headers: headers}, hc, &conns{}, func() string { return session }, notify)
+	if p.pool == nil {
+		t.Fatal("a plain-http server's poster has no connections of its own")
+	}
+	t.Cleanup(func() {
+		p.close()
+		hc.CloseIdleConnections()
+	})
+	return p
 }
 
 func (u *upstream1) serve(w http.ResponseWriter, r *http.Request) {
@@ -198,18 +215,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // kept across calls of every shape, a new one only where the last cannot
 // carry another request, and all closed when the poster is.
 func TestPosterOwnConnections(t *testing.T) {
-	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the server's own cleanup
 	up := newUpstream1(t)
-	var cs conns
-	hc := (&guard.Dialer{AllowLocal: true}).Client()
-	defer hc.CloseIdleConnections()
 	var notes atomic.Int32
-	plan := Plan{URL: up.URL + "/mcp", Headers: map[string]string{"x-api-key": "k1"}}
-	p := newPoster(plan, hc, &cs, func() string { return "s-1" }, func(mcp.JSONRPCNotification) { notes.Add(1) })
+	p := posterTo(t, up.URL+"/mcp", map[string]string{"x-api-key": "k1"}, "s-1", func(mcp.JSONRPCNotification) { notes.Add(1) })
 	p.version = "2025-06-18"
-	if p.pool == nil {
-		t.Fatal("a plain-http server's poster has no connections of its own")
-	}
 	ctx := context.Background()
 
 	for i, tool := range []string{"json", "chunked", "json", "chunked"} {
@@ -381,11 +390,8 @@ func TestPosterOwnConnectionsWhen(t *testing.T) {
 // A session id the server gave that would break the header is refused
 // with a sentence, not sent.
 func TestPosterSessionIDInjection(t *testing.T) {
-	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the server's own cleanup
 	up := newUpstream1(t)
-	var cs conns
-	p := newPoster(Plan{URL: up.URL + "/mcp"}, (&guard.Dialer{AllowLocal: true}).Client(), &cs, func() string { return "s\r\nX-Evil: 1" }, nil)
-	defer p.close()
+	p := posterTo(t, up.URL+"/mcp", nil, "s\r\nX-Evil: 1", nil)
 	if _, err := call1(t, context.Background(), p, 1, "json"); err == nil || !strings.Contains(err.Error(), "session id") {
 		t.Fatalf("a session id with a line break: %v", err)
 	}
@@ -397,13 +403,8 @@ func TestPosterSessionIDInjection(t *testing.T) {
 // A call the server redirects is sent again through net/http, which
 // follows the redirect.
 func TestPosterRedirect(t *testing.T) {
-	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the server's own cleanup
 	up := newUpstream1(t)
-	var cs conns
-	hc := (&guard.Dialer{AllowLocal: true}).Client()
-	defer hc.CloseIdleConnections()
-	p := newPoster(Plan{URL: up.URL + "/moved"}, hc, &cs, func() string { return "" }, nil)
-	defer p.close()
+	p := posterTo(t, up.URL+"/moved", nil, "", nil)
 	if got, err := call1(t, context.Background(), p, 1, "json"); err != nil || got != "json" {
 		t.Fatalf("a redirected call: %q, %v", got, err)
 	}
@@ -412,7 +413,7 @@ func TestPosterRedirect(t *testing.T) {
 // A server that answers with something other than HTTP, or breaks off,
 // gives an error that says so, and the poster goes on.
 func TestPosterHostileServer(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // last: after the poster has closed
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -439,9 +440,7 @@ func TestPosterHostileServer(t *testing.T) {
 	})
 	defer wg.Wait()
 	defer ln.Close()
-	var cs conns
-	p := newPoster(Plan{URL: "http://" + ln.Addr().String() + "/mcp"}, (&guard.Dialer{AllowLocal: true}).Client(), &cs, func() string { return "" }, nil)
-	defer p.close()
+	p := posterTo(t, "http://"+ln.Addr().String()+"/mcp", nil, "", nil)
 	for i, want := range []string{"did not answer in HTTP/1.x", "unexpected EOF", "invalid byte in chunk length"} {
 		line := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x"}}`, i+1)
 		if _, err := p.call(context.Background(), fmt.Sprint(i+1), []byte(line)); err == nil || !strings.Contains(err.Error(), want) {
