@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -43,13 +42,18 @@ type conns struct {
 	pools map[string]*connPool
 }
 
-// connPool is the idle connections to one host:port.
+// connPool is the idle connections to one host:port. The one used last
+// is taken first, as net/http does, so that after a burst of calls the
+// connections it opened fall idle and go, instead of each being kept in
+// use by turns.
 type connPool struct {
-	addr   string
-	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
-	idle   chan *h1Conn
-	refs   int // the posters using it; guarded by conns.mu
-	closed atomic.Bool
+	addr string
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	refs int // the posters using it; guarded by conns.mu
+
+	mu     sync.Mutex
+	idle   []*h1Conn // the longest idle first
+	closed bool
 }
 
 const (
@@ -82,7 +86,7 @@ func (cs *conns) acquire(hc *http.Client, u *url.URL) *connPool {
 		if cs.pools == nil {
 			cs.pools = map[string]*connPool{}
 		}
-		p = &connPool{addr: addr, dial: t.DialContext, idle: make(chan *h1Conn, maxIdlePerHost)}
+		p = &connPool{addr: addr, dial: t.DialContext}
 		cs.pools[addr] = p
 	}
 	p.refs++
@@ -100,54 +104,77 @@ func (cs *conns) release(p *connPool) {
 	}
 	cs.mu.Unlock()
 	if last {
-		p.closed.Store(true)
-		p.closeIdle()
+		p.shut()
 	}
 }
 
+// shut closes the idle connections, and those given back later.
+func (p *connPool) shut() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.closeIdle()
+}
+
+// closeIdle closes the idle connections.
 func (p *connPool) closeIdle() {
-	for {
-		select {
-		case c := <-p.idle:
-			c.Close()
-		default:
-			return
-		}
-	}
-}
-
-// get returns an idle connection still open, or dials one.
-func (p *connPool) get(ctx context.Context) (*h1Conn, error) {
-	for {
-		select {
-		case c := <-p.idle:
-			if c.usable() {
-				return c, nil
-			}
-			c.Close()
-			continue
-		default:
-		}
-		conn, err := p.dial(ctx, "tcp", p.addr)
-		if err != nil {
-			return nil, err
-		}
-		return newH1Conn(conn), nil
-	}
-}
-
-// put keeps c for the next call, or closes it when the pool is full or
-// released.
-func (p *connPool) put(c *h1Conn) {
-	c.idleSince = time.Now()
-	select {
-	case p.idle <- c:
-		if p.closed.Load() { // released meanwhile, perhaps after its own sweep
-			p.closeIdle()
-		}
-	default:
+	p.mu.Lock()
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	for _, c := range idle {
 		c.Close()
 	}
+}
+
+// get returns the idle connection used last that is still open, or dials
+// one.
+func (p *connPool) get(ctx context.Context) (*h1Conn, error) {
+	for {
+		p.mu.Lock()
+		n := len(p.idle)
+		if n == 0 {
+			p.mu.Unlock()
+			break
+		}
+		c := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		if c.usable() {
+			return c, nil
+		}
+		c.Close()
+	}
+	conn, err := p.dial(ctx, "tcp", p.addr)
+	if err != nil {
+		return nil, err
+	}
+	return newH1Conn(conn), nil
+}
+
+// put keeps c for the next call, and closes the connections idle longer
+// than idleTimeout; c itself is closed when the pool is full or shut.
+func (p *connPool) put(c *h1Conn) {
+	now := time.Now()
+	c.idleSince = now
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || len(p.idle) >= maxIdlePerHost {
+		c.Close()
+		return
+	}
+	stale := 0
+	for stale < len(p.idle) && now.Sub(p.idle[stale].idleSince) > idleTimeout {
+		p.idle[stale].Close()
+		stale++
+	}
+	if stale > 0 {
+		n := copy(p.idle, p.idle[stale:])
+		clear(p.idle[n:])
+		p.idle = p.idle[:n]
+	}
+	p.idle = append(p.idle, c)
 }
 
 // h1Conn is one HTTP/1.1 connection and its reader.

@@ -201,6 +201,13 @@ func call1(t *testing.T, ctx context.Context, p *poster, id int, tool string) (s
 	return res.Content[0].Text, nil
 }
 
+// idleCount is how many connections the pool holds idle.
+func (p *connPool) idleCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle)
+}
+
 // waitFor polls cond for up to 5 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -253,7 +260,7 @@ func TestPosterOwnConnections(t *testing.T) {
 		if got, err := call1(t, ctx, p, 10+i, tool); err != nil || got != tool {
 			t.Fatalf("%s: %q, %v", tool, got, err)
 		}
-		waitFor(t, "the stream's connection to come back", func() bool { return len(p.pool.idle) == 1 })
+		waitFor(t, "the stream's connection to come back", func() bool { return p.pool.idleCount() == 1 })
 		if got, err := call1(t, ctx, p, 11, "json"); err != nil || got != "json" || up.opened.Load() != before+1 {
 			t.Errorf("after %s: %q, %v, %d connections opened, want 1", tool, got, err, up.opened.Load()-before)
 		}
@@ -305,6 +312,38 @@ func TestPosterOwnConnections(t *testing.T) {
 	if n := up.opened.Load() - opened; n != 0 {
 		t.Errorf("ten calls after ten opened %d connections, want 0", n)
 	}
+
+	// One at a time, the calls after them take the connection used last,
+	// and the others stay idle until they are idle too long: then the
+	// next connection given back closes them.
+	since := time.Now()
+	for i := range 5 {
+		if got, err := call1(t, ctx, p, 300+i, "json"); err != nil || got != "json" {
+			t.Fatalf("call %d after the burst: %q, %v", i, got, err)
+		}
+	}
+	p.pool.mu.Lock()
+	var used int
+	for _, c := range p.pool.idle {
+		if c.idleSince.After(since) {
+			used++
+		} else {
+			c.idleSince = c.idleSince.Add(-2 * idleTimeout) // as if long idle
+		}
+	}
+	idle := len(p.pool.idle)
+	p.pool.mu.Unlock()
+	if idle != 10 || used != 1 {
+		t.Errorf("five calls one at a time used %d of the %d idle connections, want 1 of 10", used, idle)
+	}
+	closedBefore := up.closed.Load()
+	if got, err := call1(t, ctx, p, 310, "json"); err != nil || got != "json" {
+		t.Fatalf("a call after the others were long idle: %q, %v", got, err)
+	}
+	if n := p.pool.idleCount(); n != 1 || up.opened.Load() != opened {
+		t.Errorf("%d connections idle after the long-idle ones went, want 1; %d opened, want 0", n, up.opened.Load()-opened)
+	}
+	waitFor(t, "the long-idle connections to close", func() bool { return up.closed.Load() == closedBefore+9 })
 
 	// A server's error status and its sentence; the connection stays.
 	if _, err := call1(t, ctx, p, 20, "error"); err == nil || !strings.Contains(err.Error(), "HTTP 500: the tool broke") {
