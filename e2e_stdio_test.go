@@ -417,6 +417,51 @@ func TestStdioAttachmentCap(t *testing.T) {
 	g.ok("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}, nil)
 }
 
+// A remote (streamable HTTP) server that dies mid-call: the call and the
+// other call in flight to it end at once with a sentence, not at their
+// timeout, and the session goes on with its other servers.
+func TestStdioRemoteUpstreamDiesMidCall(t *testing.T) {
+	remote := startFixtureHTTP(t)
+	g := startStdio(t, env(true, "ARDGATE_ALLOW_LOCAL_URLS=true"), "--catalog", catalogWithRemote(t, remote))
+	for _, urn := range []string{"urn:air:ardgate.test:mcp:remote-fixture", "urn:air:ardgate.test:mcp:fixture"} {
+		g.ok("attach_resource", map[string]any{"urn": urn}, nil)
+	}
+	if got := text(g.call("mcp_remote_fixture__echo", map[string]any{"message": "before"})); got != "before" {
+		t.Fatalf("remote echo = %q", got)
+	}
+	start := time.Now()
+	slow := make(chan string, 1)
+	go func() {
+		res := g.call("mcp_remote_fixture__slow", map[string]any{"ms": 20000})
+		slow <- fmt.Sprint(res.IsError, " ", text(res))
+	}()
+	time.Sleep(300 * time.Millisecond) // the slow call is in flight
+	msg := g.fails("mcp_remote_fixture__crash", map[string]any{}, "upstream_down")
+	if !strings.Contains(msg, "closed the connection without answering") {
+		t.Errorf("crash message %q", msg)
+	}
+	t.Logf("the crashing call: %s", msg)
+	select {
+	case got := <-slow:
+		t.Logf("the call in flight: %s", got)
+		if !strings.HasPrefix(got, "true ") || !strings.Contains(got, "upstream is down") {
+			t.Errorf("the call in flight when the server died: %s", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call in flight when the server died still waits after 10 s")
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the calls took %s to end", took)
+	}
+	g.fails("mcp_remote_fixture__echo", map[string]any{"message": "after"}, "upstream_down")
+	if got := text(g.call("mcp_fixture__echo", map[string]any{"message": "local"})); got != "local" {
+		t.Fatalf("the local server after the remote died: %q", got)
+	}
+	if res := g.call("gateway_health", map[string]any{}); res.IsError {
+		t.Fatalf("gateway_health: %s", text(res))
+	}
+}
+
 // A malformed frame gets a JSON-RPC parse error, and the next request on
 // the same stdin is served: nothing but frames on stdout throughout.
 func TestStdioMalformedFrame(t *testing.T) {

@@ -325,6 +325,9 @@ func readHead(br *bufio.Reader) (h1Head, error) {
 	h := h1Head{length: -1}
 	budget := maxResponseHead
 	line, err := readHeadLine(br, &budget)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return h, fmt.Errorf("the server closed the connection without answering: %w", err)
+	}
 	if err != nil {
 		return h, fmt.Errorf("reading the response: %w", err)
 	}

@@ -60,7 +60,7 @@ func TestReadHead(t *testing.T) {
 		{name: "folded", head: "HTTP/1.1 200 OK\r\nX-A: 1\r\n 2\r\n\r\n", err: "folded"},
 		{name: "no colon", head: "HTTP/1.1 200 OK\r\nnonsense\r\n\r\n", err: "malformed header line"},
 		{name: "cut short", head: "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n", err: "unexpected EOF"},
-		{name: "empty", head: "", err: "unexpected EOF"},
+		{name: "empty", head: "", err: "closed the connection without answering"},
 		{name: "too large", head: "HTTP/1.1 200 OK\r\n" + strings.Repeat("X-Big: "+strings.Repeat("b", 1000)+"\r\n", 1100) + "\r\n", err: "larger than 1024 KiB"},
 	}
 	for _, c := range cases {
