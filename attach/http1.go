@@ -2,24 +2,20 @@ package attach
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
-
-	"github.com/ardgate/ardgate/guard"
+	"golang.org/x/net/http/httpguts"
 )
 
 // The proxied calls to a plain-http upstream (http://, mostly a sidecar or
@@ -180,7 +176,8 @@ func (p *connPool) put(c *h1Conn) {
 // h1Conn is one HTTP/1.1 connection and its reader.
 type h1Conn struct {
 	net.Conn
-	br        *bufio.Reader
+	br        *bufio.Reader // reads through head
+	head      headLimit
 	raw       syscall.RawConn // nil when the connection has no descriptor
 	idleSince time.Time
 
@@ -194,12 +191,40 @@ type h1Conn struct {
 }
 
 func newH1Conn(conn net.Conn) *h1Conn {
-	c := &h1Conn{Conn: conn, br: bufio.NewReaderSize(conn, 4<<10)}
+	c := &h1Conn{Conn: conn, head: headLimit{r: conn, left: -1}}
+	c.br = bufio.NewReaderSize(&c.head, 4<<10)
 	if sc, ok := conn.(syscall.Conn); ok {
 		c.raw, _ = sc.SyscallConn()
 	}
 	c.peekFn, c.poisonFn = c.peek, c.poison
 	return c
+}
+
+// headLimit bounds what a response's head may take of the connection, as
+// net/http's Transport does: while left is not negative, a read past it
+// fails.
+type headLimit struct {
+	r    io.Reader
+	left int64
+	read int64 // since left was set
+}
+
+// errHeadTooLarge is a response head past maxResponseHead.
+var errHeadTooLarge = fmt.Errorf("the server's response head is larger than %d KiB", maxResponseHead>>10)
+
+func (l *headLimit) Read(p []byte) (int, error) {
+	if l.left >= 0 {
+		if l.left == 0 {
+			return 0, errHeadTooLarge
+		}
+		p = p[:min(int64(len(p)), l.left)]
+	}
+	n, err := l.r.Read(p)
+	l.read += int64(n)
+	if l.left >= 0 {
+		l.left -= int64(n)
+	}
+	return n, err
 }
 
 // usable reports whether an idle connection can carry a request: not idle
@@ -234,7 +259,7 @@ func (c *h1Conn) poison() { _ = c.SetDeadline(time.Unix(1, 0)) }
 // connection back once it was read to its end, or closes it.
 func (p *poster) post1(ctx context.Context, line []byte, accept string) (httpReply, error) {
 	session := p.session()
-	if !validHeaderValue(session) {
+	if !httpguts.ValidHeaderFieldValue(session) {
 		return httpReply{}, fmt.Errorf("the server's session id %q cannot be sent in a header", session)
 	}
 	c, err := p.pool.get(ctx)
@@ -253,21 +278,12 @@ func (p *poster) post1(ctx context.Context, line []byte, accept string) (httpRep
 	if err := p.writeRequest(c, line, accept, session); err != nil {
 		return fail(err)
 	}
-	var h h1Head
-	for {
-		if h, err = readHead(c.br); err != nil {
-			return fail(err)
-		}
-		if h.status >= 200 || h.status == http.StatusSwitchingProtocols {
-			break
-		}
-		// 100 Continue, 103 Early Hints: the response is still to come.
+	resp, keep, err := readResponse(c.br, &c.head)
+	if err != nil {
+		return fail(err)
 	}
-	body := &h1Body{ctx: ctx, c: c, pool: p.pool, stop: stop, remain: h.length, keep: h.keep}
-	if h.chunked {
-		body.chunks = httputil.NewChunkedReader(c.br)
-	}
-	return httpReply{status: h.status, media: h.media, length: h.length, body: body}, nil
+	body := &h1Body{ctx: ctx, c: c, pool: p.pool, stop: stop, body: resp.Body, keep: keep}
+	return httpReply{status: resp.StatusCode, media: resp.Header.Get("Content-Type"), length: resp.ContentLength, body: body}, nil
 }
 
 // writeRequest writes the POST: head and body in one write, or, for a
@@ -306,196 +322,55 @@ func (p *poster) writeRequest(c *h1Conn, line []byte, accept, session string) er
 // requestBufs lends the buffers requests are written from.
 var requestBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1<<10); return &b }}
 
-// h1Head is what the poster needs of a response's head.
-type h1Head struct {
-	status  int
-	media   string // the Content-Type header
-	length  int64  // -1 when not given
-	chunked bool
-	keep    bool // the connection may carry another request after this response
-}
-
-// errHeadTooLarge is a response head past maxResponseHead.
-var errHeadTooLarge = fmt.Errorf("the server's response head is larger than %d KiB", maxResponseHead>>10)
-
-// readHead reads a response's status line and headers. What it does not
-// understand it refuses rather than guesses: a length given twice over, a
-// transfer coding other than chunked, a folded header line.
-func readHead(br *bufio.Reader) (h1Head, error) {
-	h := h1Head{length: -1}
-	budget := maxResponseHead
-	line, err := readHeadLine(br, &budget)
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		return h, fmt.Errorf("the server closed the connection without answering: %w", err)
-	}
-	if err != nil {
-		return h, fmt.Errorf("reading the response: %w", err)
-	}
-	proto, rest, _ := bytes.Cut(line, []byte(" "))
-	code, _, _ := bytes.Cut(rest, []byte(" "))
-	switch string(proto) {
-	case "HTTP/1.1":
-		h.keep = true
-	case "HTTP/1.0":
-	default:
-		return h, fmt.Errorf("the server did not answer in HTTP/1.x: %q", guard.Text(string(line), 80))
-	}
-	if h.status, err = strconv.Atoi(string(code)); err != nil || len(code) != 3 {
-		return h, fmt.Errorf("the server's status line is malformed: %q", guard.Text(string(line), 80))
-	}
-	lengthSeen := false
+// readResponse reads the response to a POST with net/http's own parser,
+// past any 100 Continue or 103 Early Hints, its head bounded by
+// maxResponseHead. keep tells whether the connection may carry another
+// request once the body has been read.
+func readResponse(br *bufio.Reader, head *headLimit) (resp *http.Response, keep bool, err error) {
+	head.left, head.read = maxResponseHead, 0
+	defer func() { head.left = -1 }()
 	for {
-		line, err := readHeadLine(br, &budget)
-		if err != nil {
-			return h, fmt.Errorf("reading the response's headers: %w", err)
-		}
-		if len(line) == 0 {
-			break
-		}
-		if line[0] == ' ' || line[0] == '\t' {
-			return h, errors.New("the server folded a header line, which HTTP/1.1 forbids")
-		}
-		name, value, ok := bytes.Cut(line, []byte(":"))
-		if !ok {
-			return h, fmt.Errorf("the server sent a malformed header line: %q", guard.Text(string(line), 80))
-		}
-		value = bytes.Trim(value, " \t")
+		resp, err = http.ReadResponse(br, postRequest)
 		switch {
-		case asciiEqualFold(name, "Content-Type"):
-			h.media = string(value)
-		case asciiEqualFold(name, "Content-Length"):
-			n, err := strconv.ParseInt(string(value), 10, 64)
-			if err != nil || n < 0 || (lengthSeen && n != h.length) {
-				return h, fmt.Errorf("the server sent a bad Content-Length: %q", guard.Text(string(value), 80))
-			}
-			h.length, lengthSeen = n, true
-		case asciiEqualFold(name, "Transfer-Encoding"):
-			if !asciiEqualFold(value, "chunked") {
-				return h, fmt.Errorf("the server used transfer coding %q, which the gateway does not read", guard.Text(string(value), 80))
-			}
-			h.chunked = true
-		case asciiEqualFold(name, "Connection"):
-			for _, token := range bytes.Split(value, []byte(",")) {
-				token = bytes.Trim(token, " \t")
-				switch {
-				case asciiEqualFold(token, "close"):
-					h.keep = false
-				case asciiEqualFold(token, "keep-alive") && string(proto) == "HTTP/1.0":
-					h.keep = true
-				}
-			}
+		case err != nil && head.read == 0 && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)):
+			return nil, false, fmt.Errorf("the server closed the connection without answering: %w", io.ErrUnexpectedEOF)
+		case err != nil:
+			return nil, false, fmt.Errorf("reading the response: %w", err)
+		case resp.StatusCode == http.StatusSwitchingProtocols:
+			return resp, false, nil // no longer HTTP
+		case resp.StatusCode >= 200:
+			return resp, !resp.Close, nil
 		}
 	}
-	switch {
-	case h.status == http.StatusSwitchingProtocols:
-		h.length, h.chunked, h.keep = 0, false, false // no longer HTTP
-	case h.status < 200 || h.status == http.StatusNoContent || h.status == http.StatusNotModified:
-		h.length, h.chunked = 0, false
-	case h.chunked:
-		// A length beside chunked is ignored, and the connection not
-		// trusted with another request (RFC 9112 6.3).
-		h.keep = h.keep && !lengthSeen
-		h.length = -1
-	case h.length < 0:
-		h.keep = false // the body ends when the connection does
-	}
-	return h, nil
 }
 
-// readHeadLine reads one line of a head, without its line end, charging
-// it to budget. The slice is valid until the next read.
-func readHeadLine(br *bufio.Reader, budget *int) ([]byte, error) {
-	line, err := br.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) {
-		long := append([]byte(nil), line...)
-		for errors.Is(err, bufio.ErrBufferFull) && len(long) <= *budget {
-			line, err = br.ReadSlice('\n')
-			long = append(long, line...)
-		}
-		line = long
-	}
-	if *budget -= len(line); *budget < 0 {
-		return nil, errHeadTooLarge
-	}
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, io.ErrUnexpectedEOF
-		}
-		return nil, err
-	}
-	return bytes.TrimRight(line, "\r\n"), nil
-}
+// postRequest is what http.ReadResponse needs to know of the request: a
+// POST, whose response has a body.
+var postRequest = &http.Request{Method: http.MethodPost}
 
 // h1Body is a response body read from its connection.
 type h1Body struct {
-	ctx    context.Context // the call's: its end is the error of a read it broke
-	c      *h1Conn
-	pool   *connPool
-	stop   func() bool // ends the call's context.AfterFunc
-	remain int64       // a body of known length: the bytes still unread; -1 otherwise
-	chunks io.Reader   // a chunked body's decoder; nil otherwise
-	keep   bool        // the head allows another request on the connection
-	ended  bool        // read to its end, and the connection with it
+	ctx   context.Context // the call's: its end is the error of a read it broke
+	c     *h1Conn
+	pool  *connPool
+	stop  func() bool   // ends the call's context.AfterFunc
+	body  io.ReadCloser // the response's, as http.ReadResponse reads it
+	keep  bool          // the response allows another request on the connection
+	ended bool          // read to its end, trailer included
 }
 
 func (b *h1Body) Read(p []byte) (int, error) {
-	n, err := b.read(p)
-	if err != nil && !errors.Is(err, io.EOF) && b.ctx.Err() != nil {
+	if b.ended {
+		return 0, io.EOF
+	}
+	n, err := b.body.Read(p)
+	switch {
+	case errors.Is(err, io.EOF):
+		b.ended = true
+	case err != nil && b.ctx.Err() != nil:
 		err = b.ctx.Err() // as net/http says it, so that the call is not taken for the server failing
 	}
 	return n, err
-}
-
-func (b *h1Body) read(p []byte) (int, error) {
-	switch {
-	case b.ended:
-		return 0, io.EOF
-	case b.chunks != nil:
-		n, err := b.chunks.Read(p)
-		if errors.Is(err, io.EOF) {
-			if err := skipTrailer(b.c.br); err != nil {
-				return n, err
-			}
-			b.ended = true
-		}
-		return n, err
-	case b.remain >= 0:
-		if b.remain == 0 {
-			b.ended = true
-			return 0, io.EOF
-		}
-		if int64(len(p)) > b.remain {
-			p = p[:b.remain]
-		}
-		n, err := b.c.br.Read(p)
-		b.remain -= int64(n)
-		if b.remain == 0 {
-			b.ended = true
-		}
-		if errors.Is(err, io.EOF) && b.remain > 0 {
-			err = io.ErrUnexpectedEOF
-		}
-		return n, err
-	default:
-		n, err := b.c.br.Read(p)
-		b.ended = errors.Is(err, io.EOF)
-		return n, err
-	}
-}
-
-// skipTrailer reads what follows a chunked body's last chunk: trailer
-// fields, which nothing here needs, and the empty line that ends them.
-func skipTrailer(br *bufio.Reader) error {
-	budget := maxResponseHead
-	for {
-		line, err := readHeadLine(br, &budget)
-		if err != nil {
-			return fmt.Errorf("reading the response's trailer: %w", err)
-		}
-		if len(line) == 0 {
-			return nil
-		}
-	}
 }
 
 // Close gives the connection back when the body was read to its end. A
@@ -538,48 +413,4 @@ type httpReply struct {
 	media  string // the Content-Type header
 	length int64  // -1 when not given
 	body   io.ReadCloser
-}
-
-// validHeaderValue refuses what would end a header line early or smuggle
-// another: a value is sent as it is.
-func validHeaderValue(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-// validHeaderName accepts an HTTP token.
-func validHeaderName(n string) bool {
-	if n == "" {
-		return false
-	}
-	for i := 0; i < len(n); i++ {
-		c := n[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func asciiEqualFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range len(b) {
-		x, y := b[i], s[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }

@@ -23,57 +23,71 @@ import (
 	"github.com/ardgate/ardgate/guard"
 )
 
-// readHead reads what servers send and refuses, with a sentence, what it
-// cannot read safely.
-func TestReadHead(t *testing.T) {
+// readResponse reads what servers send, with net/http's parser, and
+// refuses with a sentence what it cannot read safely; keep says whether
+// the connection may carry another request.
+func TestReadResponse(t *testing.T) {
+	type read struct {
+		status int
+		media  string
+		length int64
+		keep   bool
+	}
 	cases := []struct {
 		name, head string
-		want       h1Head
+		want       read
 		err        string
 	}{
 		{name: "length", head: "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 12\r\n\r\n",
-			want: h1Head{status: 200, media: "application/json", length: 12, keep: true}},
+			want: read{status: 200, media: "application/json", length: 12, keep: true}},
 		{name: "chunked", head: "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: Chunked\r\n\r\n",
-			want: h1Head{status: 200, media: "text/event-stream", length: -1, chunked: true, keep: true}},
+			want: read{status: 200, media: "text/event-stream", length: -1, keep: true}},
 		{name: "close", head: "HTTP/1.1 200 OK\r\nConnection: Keep-Alive, close\r\nContent-Length: 2\r\n\r\n",
-			want: h1Head{status: 200, length: 2}},
-		{name: "1.0", head: "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\n", want: h1Head{status: 200, length: 2}},
+			want: read{status: 200, length: 2}},
+		{name: "1.0", head: "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\n", want: read{status: 200, length: 2}},
 		{name: "1.0 keep-alive", head: "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\n",
-			want: h1Head{status: 200, length: 2, keep: true}},
-		{name: "to the end", head: "HTTP/1.1 200 OK\r\n\r\n", want: h1Head{status: 200, length: -1}},
-		{name: "no content", head: "HTTP/1.1 204 No Content\r\n\r\n", want: h1Head{status: 204, length: 0, keep: true}},
-		{name: "switching", head: "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n", want: h1Head{status: 101, length: 0}},
-		{name: "continue", head: "HTTP/1.1 100 Continue\r\n\r\n", want: h1Head{status: 100, length: 0, keep: true}},
+			want: read{status: 200, length: 2, keep: true}},
+		{name: "to the end", head: "HTTP/1.1 200 OK\r\n\r\n", want: read{status: 200, length: -1}},
+		{name: "no content", head: "HTTP/1.1 204 No Content\r\n\r\n", want: read{status: 204, length: 0, keep: true}},
+		{name: "switching", head: "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n", want: read{status: 101, length: 0}},
+		{name: "continue first", head: "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n",
+			want: read{status: 200, length: 2, keep: true}},
 		{name: "length and chunked", head: "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
-			want: h1Head{status: 200, length: -1, chunked: true}},
+			want: read{status: 200, length: -1, keep: true}},
 		{name: "same length twice", head: "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n",
-			want: h1Head{status: 200, length: 5, keep: true}},
+			want: read{status: 200, length: 5, keep: true}},
 		{name: "long header", head: "HTTP/1.1 200 OK\r\nX-Long: " + strings.Repeat("a", 10000) + "\r\nContent-Length: 1\r\n\r\n",
-			want: h1Head{status: 200, length: 1, keep: true}},
+			want: read{status: 200, length: 1, keep: true}},
 
-		{name: "not HTTP", head: "SSH-2.0-OpenSSH_9.6\r\n\r\n", err: "did not answer in HTTP/1.x"},
-		{name: "HTTP/2 preface", head: "PRI * HTTP/2.0\r\n\r\n", err: "did not answer in HTTP/1.x"},
-		{name: "bad status", head: "HTTP/1.1 2000 OK\r\n\r\n", err: "status line is malformed"},
-		{name: "two lengths", head: "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", err: "bad Content-Length"},
+		{name: "not HTTP", head: "SSH-2.0-OpenSSH_9.6\r\n\r\n", err: "malformed HTTP response"},
+		{name: "HTTP/2 preface", head: "PRI * HTTP/2.0\r\n\r\n", err: "malformed HTTP status code"},
+		{name: "bad status", head: "HTTP/1.1 2000 OK\r\n\r\n", err: "malformed HTTP status code"},
+		{name: "two lengths", head: "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", err: "multiple Content-Length"},
 		{name: "negative length", head: "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", err: "bad Content-Length"},
-		{name: "gzip coding", head: "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", err: "transfer coding"},
-		{name: "folded", head: "HTTP/1.1 200 OK\r\nX-A: 1\r\n 2\r\n\r\n", err: "folded"},
-		{name: "no colon", head: "HTTP/1.1 200 OK\r\nnonsense\r\n\r\n", err: "malformed header line"},
-		{name: "cut short", head: "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n", err: "unexpected EOF"},
+		{name: "gzip coding", head: "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", err: "unsupported transfer encoding"},
+		{name: "no colon", head: "HTTP/1.1 200 OK\r\nnonsense\r\n\r\n", err: "missing colon"},
+		{name: "cut short", head: "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n", err: "reading the response: unexpected EOF"},
 		{name: "empty", head: "", err: "closed the connection without answering"},
 		{name: "too large", head: "HTTP/1.1 200 OK\r\n" + strings.Repeat("X-Big: "+strings.Repeat("b", 1000)+"\r\n", 1100) + "\r\n", err: "larger than 1024 KiB"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h, err := readHead(bufio.NewReaderSize(strings.NewReader(c.head), 4<<10))
+			head := headLimit{r: strings.NewReader(c.head), left: -1}
+			resp, keep, err := readResponse(bufio.NewReaderSize(&head, 4<<10), &head)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("error %v, want one saying %q", err, c.err)
 				}
 				return
 			}
-			if err != nil || h != c.want {
-				t.Fatalf("got %+v, %v; want %+v", h, err, c.want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := (read{resp.StatusCode, resp.Header.Get("Content-Type"), resp.ContentLength, keep}); got != c.want {
+				t.Fatalf("got %+v, want %+v", got, c.want)
+			}
+			if head.left != -1 {
+				t.Errorf("the head's bound is still on after the head (%d left): a body would be cut at it", head.left)
 			}
 		})
 	}
@@ -480,7 +494,7 @@ func TestPosterHostileServer(t *testing.T) {
 	defer wg.Wait()
 	defer ln.Close()
 	p := posterTo(t, "http://"+ln.Addr().String()+"/mcp", nil, "", nil)
-	for i, want := range []string{"did not answer in HTTP/1.x", "unexpected EOF", "invalid byte in chunk length"} {
+	for i, want := range []string{"malformed HTTP response", "unexpected EOF", "invalid byte in chunk length"} {
 		line := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x"}}`, i+1)
 		if _, err := p.call(context.Background(), fmt.Sprint(i+1), []byte(line)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("answer %d: %v, want an error saying %q", i, err, want)

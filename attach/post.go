@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/ardgate/ardgate/guard"
 )
@@ -87,7 +88,7 @@ func plainHeaders(h map[string]string) bool {
 			server.HeaderKeySessionID, server.HeaderKeyProtocolVersion:
 			return false
 		}
-		if !validHeaderName(k) || !validHeaderValue(v) {
+		if !httpguts.ValidHeaderFieldName(k) || !httpguts.ValidHeaderFieldValue(v) {
 			return false
 		}
 	}
