@@ -25,6 +25,8 @@ import (
 // back from a reader goroutine, and each hand-off wakes the scheduler: on
 // this project's two CPUs, a sequential POST on loopback took 86 µs and
 // 60 µs of CPU that way, against 37 µs and 21 µs written and read in place.
+// The response is still read by net/http's own parser (http.ReadResponse):
+// only the hand-offs are left out.
 //
 // https upstreams keep net/http, for TLS and HTTP/2. So does an upstream
 // whose configured headers net/http treats specially (Host, framing), and
