@@ -481,7 +481,7 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 // connect dials the upstream and lists its tools; it also arranges for the
 // upstream's own tools/list_changed to refresh them.
 func (s *Session) connect(ctx context.Context, a *Attachment, plan Plan, progress func(string)) (*upstream, []Tool, error) {
-	up, err := dial(ctx, plan, s.m.HTTP, &s.m.conns, s.m.Log.With("session", s.ID, "upstream", a.Name), s.m.Version, progress, s.m.ClientOptions...)
+	up, err := s.m.dial(ctx, plan, s.m.Log.With("session", s.ID, "upstream", a.Name), progress)
 	if err != nil {
 		return nil, nil, err
 	}

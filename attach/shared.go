@@ -51,7 +51,7 @@ func (m *Manager) shared(ctx context.Context, p config.Server, s *Session, a *At
 			c.up.close()
 		}
 		c.up, c.tools = nil, nil
-		up, err := dial(ctx, m.pinnedPlan(p), m.HTTP, &m.conns, m.Log.With("upstream", p.Name, "shared", true), m.Version, nil, m.ClientOptions...)
+		up, err := m.dial(ctx, m.pinnedPlan(p), m.Log.With("upstream", p.Name, "shared", true), nil)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -53,11 +52,13 @@ type upstream struct {
 // probe, which costs old servers a 5 s wait.
 const upstreamProtocol = mcp.LATEST_LEGACY_PROTOCOL_VERSION
 
-// dial starts or connects to the upstream and completes the MCP handshake.
-// progress, when not nil, hears "initialising" once the handshake is sent:
-// for an npx or uvx package, the wait that follows includes fetching it.
-// opts are added to the client's (Manager.ClientOptions: tracing).
-func dial(ctx context.Context, plan Plan, hc *http.Client, cs *conns, log *slog.Logger, version string, progress func(string), opts ...client.ClientOption) (*upstream, error) {
+// dial starts or connects to the upstream and completes the MCP handshake,
+// with what m gives every upstream: its HTTP client and connections, its
+// version, its client options (tracing). progress, when not nil, hears
+// "initialising" once the handshake is sent: for an npx or uvx package,
+// the wait that follows includes fetching it.
+func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progress func(string)) (*upstream, error) {
+	hc := m.HTTP
 	u := &upstream{log: log, progress: map[string]func(mcp.JSONRPCNotification){}}
 	var t transport.Interface
 	switch plan.Transport {
@@ -77,7 +78,7 @@ func dial(ctx context.Context, plan Plan, hc *http.Client, cs *conns, log *slog.
 			return nil, err
 		}
 		t = ht
-		u.post = newPoster(plan, hc, cs, ht.GetSessionId, u.onNotification)
+		u.post = newPoster(plan, hc, &m.conns, ht.GetSessionId, u.onNotification)
 	case TransportSSE:
 		st, err := transport.NewSSE(plan.URL, transport.WithHTTPClient(hc), transport.WithHeaders(plan.Headers), transport.WithSSELogger(log))
 		if err != nil {
@@ -88,7 +89,7 @@ func dial(ctx context.Context, plan Plan, hc *http.Client, cs *conns, log *slog.
 		return nil, fmt.Errorf("unknown transport %q", plan.Transport)
 	}
 
-	u.client = client.NewClient(t, append([]client.ClientOption{client.WithProtocolVersion(upstreamProtocol)}, opts...)...)
+	u.client = client.NewClient(t, append([]client.ClientOption{client.WithProtocolVersion(upstreamProtocol)}, m.ClientOptions...)...)
 	// Start's context lives as long as the connection (stdio keeps it for
 	// serving server-to-client requests), so it is not the caller's, nor
 	// derived from it: that would keep the attach request's values (its
@@ -104,7 +105,7 @@ func dial(ctx context.Context, plan Plan, hc *http.Client, cs *conns, log *slog.
 	}
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = upstreamProtocol
-	init.Params.ClientInfo = mcp.Implementation{Name: "ardgate", Version: version}
+	init.Params.ClientInfo = mcp.Implementation{Name: "ardgate", Version: m.Version}
 	res, err := u.client.Initialize(ctx, init)
 	if err != nil {
 		return nil, u.abort(fmt.Errorf("initialize: %w", err))
