@@ -35,6 +35,7 @@ func proxyBench(args []string, out io.Writer) error {
 	rounds := fs.Int("rounds", 10, "turns the paths take at each workload")
 	transports := fs.String("transports", "stdio,http", "which transports to measure")
 	stdioSessions := fs.Int("stdio-sessions", 1, "stdio clients, each with its own chain of processes; the concurrent callers share them")
+	native := fs.Bool("native-relays", false, "also measure socat (stdio) and nginx (HTTP) as relays; both must be installed")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -55,14 +56,14 @@ func proxyBench(args []string, out io.Writer) error {
 		return err
 	}
 	for _, transportName := range strings.Split(*transports, ",") {
-		paths := []struct {
-			name  string
-			start func() (target, func(), error)
-		}{
+		paths := []benchPath{
 			{"direct", func() (target, func(), error) { return startDirect(transportName, fx, *stdioSessions) }},
 			{"relay", func() (target, func(), error) { return startRelay(transportName, self, fx, *stdioSessions) }},
-			{"ardgate", func() (target, func(), error) { return startViaGateway(transportName, gw, fx, dir, *stdioSessions) }},
 		}
+		if *native {
+			paths = append(paths, benchPath{nativeRelay(transportName), func() (target, func(), error) { return startNative(transportName, fx, dir, *stdioSessions) }})
+		}
+		paths = append(paths, benchPath{"ardgate", func() (target, func(), error) { return startViaGateway(transportName, gw, fx, dir, *stdioSessions) }})
 		targets := make([]target, len(paths))
 		for i, p := range paths {
 			t, stop, err := p.start()
@@ -126,6 +127,12 @@ func proxyBench(args []string, out io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// benchPath is one way of reaching the fixture: its name and how to start it.
+type benchPath struct {
+	name  string
+	start func() (target, func(), error)
 }
 
 // buildBinaries builds the gateway and the fixture server into a new
@@ -304,8 +311,13 @@ func startDirect(kind, fixture string, stdioSessions int) (target, func(), error
 	if err != nil {
 		return target{}, nil, err
 	}
-	cs, stop, err := httpClients(url, sessions)
-	return target{clients: cs, tool: func(s string) string { return s }}, func() { stop(); stopFx() }, err
+	cs, stopClients, err := httpClients(url, sessions)
+	stop := func() { stopClients(); stopFx() }
+	if err != nil {
+		stop()
+		return target{}, nil, err
+	}
+	return target{clients: cs, tool: func(s string) string { return s }}, stop, nil
 }
 
 // startRelay puts the byte-copying relay (relay.go) where the gateway
@@ -328,7 +340,12 @@ func startRelay(kind, self, fixture string, stdioSessions int) (target, func(), 
 		return target{}, nil, err
 	}
 	cs, stopClients, err := httpClients(url, sessions)
-	return target{clients: cs, tool: same, pids: []int{pid}}, func() { stopClients(); stopRelay(); stopFx() }, err
+	stop := func() { stopClients(); stopRelay(); stopFx() }
+	if err != nil {
+		stop()
+		return target{}, nil, err
+	}
+	return target{clients: cs, tool: same, pids: []int{pid}}, stop, nil
 }
 
 // startViaGateway puts ardgate in front of the fixture, which each session

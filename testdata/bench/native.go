@@ -1,0 +1,135 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+)
+
+// The native relays are the floor measured with tools written in C for
+// this job, so that the floor does not rest on Go's runtime: socat copies
+// a stdio server's pipes, nginx is a reverse proxy that keeps its upstream
+// connections. They run when -native-relays is given, from Debian's socat
+// and nginx packages (apt-get install socat nginx-light).
+
+// nativeRelay names the native relay for a transport.
+func nativeRelay(kind string) string {
+	if kind == "stdio" {
+		return "socat"
+	}
+	return "nginx"
+}
+
+// startNative puts the native relay where the gateway would be.
+func startNative(kind, fixture, dir string, stdioSessions int) (target, func(), error) {
+	same := func(s string) string { return s }
+	if kind == "stdio" {
+		socat, err := exec.LookPath("socat")
+		if err != nil {
+			return target{}, nil, fmt.Errorf("-native-relays needs socat: %w", err)
+		}
+		// 64 KiB blocks, as a pipe holds; pipes to the fixture, as the
+		// other paths give it.
+		cs, stop, pids, err := stdioClients(stdioSessions, socat, nil, "-b", "65536", "-", "EXEC:"+fixture+" --transport=stdio,pipes")
+		return target{clients: cs, tool: same, pids: pids}, stop, err
+	}
+	upstream, stopFx, err := startFixtureHTTP(fixture)
+	if err != nil {
+		return target{}, nil, err
+	}
+	u, stopNginx, pid, err := startNginx(upstream, dir)
+	if err != nil {
+		stopFx()
+		return target{}, nil, err
+	}
+	cs, stopClients, err := httpClients(u, sessions)
+	stop := func() { stopClients(); stopNginx(); stopFx() }
+	if err != nil {
+		stop()
+		return target{}, nil, err
+	}
+	return target{clients: cs, tool: same, pids: []int{pid}}, stop, nil
+}
+
+// startNginx runs nginx in the foreground, one worker process and no
+// master, so that its CPU time is one process's, in front of upstream.
+func startNginx(upstream, dir string) (string, func(), int, error) {
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		bin, err = exec.LookPath("/usr/sbin/nginx")
+	}
+	if err != nil {
+		return "", nil, 0, fmt.Errorf("-native-relays needs nginx: %w", err)
+	}
+	up, err := url.Parse(upstream)
+	if err != nil {
+		return "", nil, 0, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, 0, err
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close() // nginx binds it again
+	prefix := filepath.Join(dir, "nginx")
+	if err := os.MkdirAll(prefix, 0o755); err != nil {
+		return "", nil, 0, err
+	}
+	// As many idle upstream connections as calls in flight; HTTP/1.1 and
+	// no Connection header upstream, or nginx would close each one; the
+	// upstream's own Host, which the fixture checks against DNS
+	// rebinding; no buffering, so event streams pass as they come.
+	conf := fmt.Sprintf(`daemon off;
+master_process off;
+worker_processes 1;
+pid %[1]s/nginx.pid;
+error_log stderr error;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	client_body_temp_path %[1]s/body;
+	proxy_temp_path %[1]s/proxy;
+	upstream fixture { server %[2]s; keepalive 256; }
+	server {
+		listen %[3]s;
+		keepalive_requests 1000000;
+		location / {
+			proxy_pass http://fixture;
+			proxy_http_version 1.1;
+			proxy_set_header Connection "";
+			proxy_set_header Host %[2]s;
+			proxy_buffering off;
+			proxy_request_buffering off;
+			proxy_read_timeout 1h;
+		}
+	}
+}
+`, prefix, up.Host, addr)
+	confPath := filepath.Join(prefix, "nginx.conf")
+	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
+		return "", nil, 0, err
+	}
+	cmd := exec.Command(bin, "-p", prefix, "-c", confPath, "-e", "stderr")
+	cmd.Stderr = os.Stderr // what nginx says went wrong
+	if err := cmd.Start(); err != nil {
+		return "", nil, 0, err
+	}
+	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			_ = c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return "", nil, 0, fmt.Errorf("nginx did not listen on %s: %w", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return "http://" + addr + up.Path, stop, cmd.Process.Pid, nil
+}
