@@ -37,22 +37,7 @@ func startNative(kind, fixture, dir string, stdioSessions int) (target, func(), 
 		cs, stop, pids, err := stdioClients(stdioSessions, socat, nil, "-b", "65536", "-", "EXEC:"+fixture+" --transport=stdio,pipes")
 		return target{clients: cs, tool: same, pids: pids}, stop, err
 	}
-	upstream, stopFx, err := startFixtureHTTP(fixture)
-	if err != nil {
-		return target{}, nil, err
-	}
-	u, stopNginx, pid, err := startNginx(upstream, dir)
-	if err != nil {
-		stopFx()
-		return target{}, nil, err
-	}
-	cs, stopClients, err := httpClients(u, sessions)
-	stop := func() { stopClients(); stopNginx(); stopFx() }
-	if err != nil {
-		stop()
-		return target{}, nil, err
-	}
-	return target{clients: cs, tool: same, pids: []int{pid}}, stop, nil
+	return behindHTTPRelay(fixture, func(upstream string) (string, func(), int, error) { return startNginx(upstream, dir) })
 }
 
 // startNginx runs nginx in the foreground, one worker process and no

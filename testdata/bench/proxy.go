@@ -328,13 +328,21 @@ func startRelay(kind, self, fixture string, stdioSessions int) (target, func(), 
 		cs, stop, pids, err := stdioClients(stdioSessions, self, nil, "relay", "stdio", fixture, "--transport=stdio")
 		return target{clients: cs, tool: same, pids: pids}, stop, err
 	}
+	return behindHTTPRelay(fixture, func(upstream string) (string, func(), int, error) {
+		cmd := exec.Command(self, "relay", "http", upstream)
+		cmd.Stderr = os.Stderr // what the reverse proxy says went wrong
+		return readyURL(cmd, cmd.StdoutPipe, func(line string) (string, bool) { return strings.CutPrefix(line, "READY ") })
+	})
+}
+
+// behindHTTPRelay runs the fixture over HTTP, puts the relay that start
+// starts in front of it, and connects the clients to the relay's URL.
+func behindHTTPRelay(fixture string, start func(upstream string) (url string, stop func(), pid int, err error)) (target, func(), error) {
 	upstream, stopFx, err := startFixtureHTTP(fixture)
 	if err != nil {
 		return target{}, nil, err
 	}
-	cmd := exec.Command(self, "relay", "http", upstream)
-	cmd.Stderr = os.Stderr // what the reverse proxy says went wrong
-	url, stopRelay, pid, err := readyURL(cmd, cmd.StdoutPipe, func(line string) (string, bool) { return strings.CutPrefix(line, "READY ") })
+	url, stopRelay, pid, err := start(upstream)
 	if err != nil {
 		stopFx()
 		return target{}, nil, err
@@ -345,7 +353,7 @@ func startRelay(kind, self, fixture string, stdioSessions int) (target, func(), 
 		stop()
 		return target{}, nil, err
 	}
-	return target{clients: cs, tool: same, pids: []int{pid}}, stop, nil
+	return target{clients: cs, tool: func(s string) string { return s }, pids: []int{pid}}, stop, nil
 }
 
 // startViaGateway puts ardgate in front of the fixture, which each session
