@@ -96,9 +96,9 @@ type clientSession struct {
 	notes []mcp.JSONRPCNotification
 }
 
-func (tg *testGateway) connect(t testing.TB) *clientSession {
+func (tg *testGateway) connect(t testing.TB, opts ...transport.StreamableHTTPCOption) *clientSession {
 	t.Helper()
-	tr, err := transport.NewStreamableHTTP(tg.url)
+	tr, err := transport.NewStreamableHTTP(tg.url, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -268,12 +268,14 @@ func (c *callGroup) wait() { c.wg.Wait() }
 
 // HTTP serves MCP over streamable HTTP at /mcp, with /healthz.
 type HTTP struct {
-	g          *Gateway
-	streamable *server.StreamableHTTPServer
-	mux        *http.ServeMux
-	authToken  string
-	idleTTL    time.Duration
-	versions   []string // the protocol versions offered
+	g             *Gateway
+	streamable    *server.StreamableHTTPServer
+	mux           *http.ServeMux
+	authToken     string
+	idleTTL       time.Duration
+	headerTimeout time.Duration
+	versions      []string // the protocol versions offered
+	kept          keptConns
 }
 
 // HTTPOptions configure NewHTTP.
@@ -283,7 +285,15 @@ type HTTPOptions struct {
 	// IdleTTL ends sessions whose client went away without saying so;
 	// zero means 30 minutes.
 	IdleTTL time.Duration
+	// ReadHeaderTimeout bounds the reading of a request's head on the
+	// connections the gateway serves itself (keepalive.go); zero means
+	// DefaultReadHeaderTimeout. Give the http.Server the same.
+	ReadHeaderTimeout time.Duration
 }
+
+// DefaultReadHeaderTimeout is the time a client has to send a request's
+// head once it has started it.
+const DefaultReadHeaderTimeout = 10 * time.Second
 
 // NewHTTP builds the HTTP handler.
 //
@@ -296,13 +306,16 @@ func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 	if opt.IdleTTL == 0 {
 		opt.IdleTTL = 30 * time.Minute
 	}
+	if opt.ReadHeaderTimeout == 0 {
+		opt.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
 	var legacy []string
 	for _, v := range mcp.ValidProtocolVersions {
 		if !mcp.IsModernProtocol(v) {
 			legacy = append(legacy, v)
 		}
 	}
-	h := &HTTP{g: g, authToken: opt.AuthToken, mux: http.NewServeMux(), idleTTL: opt.IdleTTL}
+	h := &HTTP{g: g, authToken: opt.AuthToken, mux: http.NewServeMux(), idleTTL: opt.IdleTTL, headerTimeout: opt.ReadHeaderTimeout}
 	h.versions = legacy
 	h.streamable = server.NewStreamableHTTPServer(g.mcp,
 		server.WithStateful(true),
@@ -320,29 +333,47 @@ func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
 // Shutdown ends every HTTP session (and so its attachments) and releases
-// open event streams, so that http.Server.Shutdown can finish.
-func (h *HTTP) Shutdown(ctx context.Context) error { return h.streamable.Shutdown(ctx) }
+// open event streams, so that http.Server.Shutdown can finish. The
+// connections the gateway serves itself are closed once idle; Shutdown
+// waits for them until ctx ends.
+func (h *HTTP) Shutdown(ctx context.Context) error {
+	h.kept.shutdown(ctx)
+	return h.streamable.Shutdown(ctx)
+}
 
 // guard applies the gateway's HTTP access rules before MCP sees a request:
 // the Origin check against DNS rebinding from browsers, the bearer token,
 // and the body cap.
 func (h *HTTP) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if o := r.Header.Get("Origin"); o != "" && !originAllowed(o, r.Host) {
-			http.Error(w, "Forbidden: Origin "+o+" may not use this gateway", http.StatusForbidden)
+		if !h.originOK(r) {
+			http.Error(w, "Forbidden: Origin "+r.Header.Get("Origin")+" may not use this gateway", http.StatusForbidden)
 			return
 		}
-		if h.authToken != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(h.authToken)) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="ardgate"`)
-				http.Error(w, "Unauthorized: send Authorization: Bearer <ARDGATE_AUTH_TOKEN>", http.StatusUnauthorized)
-				return
-			}
+		if !h.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="ardgate"`)
+			http.Error(w, "Unauthorized: send Authorization: Bearer <ARDGATE_AUTH_TOKEN>", http.StatusUnauthorized)
+			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, guard.MaxMessage)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// originOK tells whether the request's Origin, if any, may use the gateway.
+func (h *HTTP) originOK(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	return o == "" || originAllowed(o, r.Host)
+}
+
+// authorized tells whether the request carries the bearer token, when the
+// gateway has one.
+func (h *HTTP) authorized(r *http.Request) bool {
+	if h.authToken == "" {
+		return true
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(h.authToken)) == 1
 }
 
 // fast answers a plain call of a proxied tool of a known session on the
@@ -357,18 +388,8 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 		return next // traced calls take the server's path, where the spans are made
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get(server.HeaderKeySessionID)
-		var s *session
-		if id != "" {
-			s = h.g.lookup(id)
-		}
-		if s == nil || !s.perSession {
-			next.ServeHTTP(w, r)
-			return
-		}
-		now := time.Now().UnixNano()
-		if r.Method != http.MethodPost || !h.fastEligible(r) || time.Duration(now-s.seen.Load()) > h.idleTTL/4 {
-			s.seen.Store(now)
+		s, ok := h.fastSession(r)
+		if !ok {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -376,6 +397,9 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 		if err == nil {
 			if c, ok := h.g.fastCall(s, body); ok {
 				f := h.g.serveFast(r.Context(), s, c)
+				if h.keep(w, r, f) {
+					return
+				}
 				w.Header().Set("Content-Type", "application/json")
 				w.Header().Set("Content-Length", strconv.Itoa(f.size()))
 				_ = f.writeTo(w)
@@ -384,9 +408,38 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 		}
 		// The server reads the body again, and meets the same error.
 		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
-		s.seen.Store(now)
+		s.seen.Store(time.Now().UnixNano())
 		next.ServeHTTP(w, r)
 	})
+}
+
+// fastSession returns the session of a request the fast path may answer
+// (fastTarget). For any other request of a session it winds the session's
+// idle clock, as the server, which the request goes to, will.
+func (h *HTTP) fastSession(r *http.Request) (*session, bool) {
+	s, ok := h.fastTarget(r)
+	if s != nil && !ok {
+		s.seen.Store(time.Now().UnixNano())
+	}
+	return s, ok
+}
+
+// fastTarget returns r's session, and whether the fast path may answer r:
+// a POST of JSON, in a protocol version the server offers, for a known
+// session whose idle clock the server wound not long ago.
+func (h *HTTP) fastTarget(r *http.Request) (*session, bool) {
+	id := r.Header.Get(server.HeaderKeySessionID)
+	if id == "" {
+		return nil, false
+	}
+	s := h.g.lookup(id)
+	if s == nil || !s.perSession {
+		return nil, false
+	}
+	if r.Method != http.MethodPost || !h.fastEligible(r) || time.Duration(time.Now().UnixNano()-s.seen.Load()) > h.idleTTL/4 {
+		return s, false
+	}
+	return s, true
 }
 
 // fastEligible checks what the server would check of a POST before a call:

@@ -1,0 +1,482 @@
+package tools
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/ardgate/ardgate/guard"
+)
+
+// Kept-alive HTTP/1.1 connections served in place.
+//
+// net/http's server costs a call about 20 µs of CPU and as much latency
+// (BENCHMARKS.md): for each request it starts a goroutine that watches
+// for the client going away, and sets and clears read deadlines to stop
+// it. Once a connection has carried a call on the fast path, the gateway
+// takes it over (Hijack) and serves the proxied calls that follow on it in
+// the same goroutine, reading each request with net/http's own parser and
+// checking what net/http's server and the gateway's guard check. Any other
+// request on it (another method or path, a request a check refuses, one
+// that does not parse) is handed back, with the bytes read of it, to a
+// net/http server of the gateway's own: every answer but a proxied call's
+// stays net/http's.
+
+// maxHead bounds a request's head, as net/http's server bounds it
+// (DefaultMaxHeaderBytes and its 4 KiB of slack).
+const maxHead = http.DefaultMaxHeaderBytes + 4096
+
+// watchAfter is how long a call runs before its connection is watched for
+// the client going away, which cancels the call. Watching costs about what
+// net/http's server spends on each request; most calls end sooner.
+const watchAfter = 20 * time.Millisecond
+
+// errHeadTooLarge ends the reading of a head over maxHead; net/http's
+// server, handed the connection, answers it.
+var errHeadTooLarge = errors.New("request head too large")
+
+// keptConns are the connections the gateway serves itself.
+type keptConns struct {
+	mu      sync.Mutex
+	conns   map[*keptConn]struct{}
+	closing atomic.Bool
+	wg      sync.WaitGroup
+	back    handBack
+	served  atomic.Int64 // calls answered in place, for the tests
+}
+
+// Connection states, for Shutdown: only an idle connection is closed at
+// once.
+const (
+	connIdle int32 = iota
+	connActive
+	connClosed
+)
+
+// keep takes over r's connection after the fast call that answered r, and
+// serves it until it ends. false: w was left alone, for the caller to
+// write f.
+func (h *HTTP) keep(w http.ResponseWriter, r *http.Request, f frame) bool {
+	if r.ProtoMajor != 1 || r.ProtoMinor != 1 || r.Close || r.TLS != nil {
+		return false
+	}
+	c := &keptConn{h: h}
+	c.state.Store(connActive)
+	if !h.kept.add(c) {
+		return false
+	}
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		h.kept.remove(c)
+		return false
+	}
+	// What net/http read ahead of this request is the next one's start.
+	ahead, _ := brw.Reader.Peek(brw.Reader.Buffered())
+	c.start(conn, bytes.Clone(ahead))
+	defer c.end()
+	if !c.write(f) {
+		return true
+	}
+	for c.next() {
+	}
+	return true
+}
+
+func (k *keptConns) add(c *keptConn) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.closing.Load() {
+		return false
+	}
+	if k.conns == nil {
+		k.conns = map[*keptConn]struct{}{}
+	}
+	k.conns[c] = struct{}{}
+	k.wg.Add(1)
+	return true
+}
+
+func (k *keptConns) remove(c *keptConn) {
+	k.mu.Lock()
+	delete(k.conns, c)
+	k.mu.Unlock()
+	k.wg.Done()
+}
+
+// shutdown closes the idle connections and, as each ends its call, the
+// others; it waits for them until ctx ends, then closes those left. Then
+// it shuts the server of the handed-back connections down.
+func (k *keptConns) shutdown(ctx context.Context) {
+	k.mu.Lock()
+	k.closing.Store(true)
+	for c := range k.conns {
+		if c.state.CompareAndSwap(connIdle, connClosed) {
+			_ = c.conn.Close()
+		}
+	}
+	k.mu.Unlock()
+	done := make(chan struct{})
+	go func() { k.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		k.mu.Lock()
+		for c := range k.conns {
+			_ = c.conn.Close()
+		}
+		k.mu.Unlock()
+		<-done
+	}
+	k.back.shutdown(ctx)
+}
+
+// keptConn is one connection the gateway serves itself.
+type keptConn struct {
+	h      *HTTP
+	conn   net.Conn
+	in     keptReader
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	state  atomic.Int32
+	ctx    context.Context // ended when the client goes away
+	cancel context.CancelFunc
+	watch  watch
+	handed bool // the connection went back to net/http
+}
+
+func (c *keptConn) start(conn net.Conn, ahead []byte) {
+	c.conn = conn
+	c.in = keptReader{conn: conn, pending: ahead, left: -1}
+	c.br = bufio.NewReaderSize(&c.in, 4<<10)
+	c.bw = bufio.NewWriterSize(conn, 4<<10)
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.watch.c = c
+	c.watch.done = make(chan struct{}, 1)
+	c.watch.timer = time.AfterFunc(time.Hour, c.watch.read)
+	c.watch.timer.Stop()
+}
+
+func (c *keptConn) end() {
+	c.watch.timer.Stop()
+	c.cancel()
+	if !c.handed {
+		_ = c.conn.Close()
+	}
+	c.h.kept.remove(c)
+}
+
+// next waits for the next request and serves it: false once the
+// connection is done with, closed or handed back.
+func (c *keptConn) next() bool {
+	if c.h.kept.closing.Load() {
+		return false
+	}
+	c.state.Store(connIdle)
+	// Shutdown may have looked before the connection was idle.
+	if c.h.kept.closing.Load() {
+		return false
+	}
+	if _, err := c.br.Peek(1); err != nil {
+		return false
+	}
+	if !c.state.CompareAndSwap(connIdle, connActive) {
+		return false // Shutdown closed it
+	}
+	return c.serve()
+}
+
+// serve reads one request and answers it in place, or hands the
+// connection back.
+func (c *keptConn) serve() bool {
+	// Keep what is read from here on, should net/http have to read it.
+	buffered, _ := c.br.Peek(c.br.Buffered())
+	c.in.kept = append(c.in.kept[:0], buffered...)
+	c.in.keep = true
+	// A head already read whole needs no deadline; setting and clearing
+	// one costs about a microsecond.
+	deadline := !bytes.Contains(buffered, []byte("\r\n\r\n"))
+	if deadline {
+		_ = c.conn.SetReadDeadline(time.Now().Add(c.h.headerTimeout))
+	}
+	c.in.left = maxHead - int64(len(buffered))
+	req, err := http.ReadRequest(c.br)
+	c.in.left = -1
+	if err != nil {
+		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+			return false // as net/http's server does: closed, no answer
+		}
+		return c.handBack()
+	}
+	if deadline {
+		// No deadline on the body, as net/http's server sets none.
+		_ = c.conn.SetReadDeadline(time.Time{})
+	}
+	s, ok := c.h.inPlace(req)
+	if !ok {
+		return c.handBack()
+	}
+	body, err := readBody(req)
+	if err != nil {
+		return c.handBack()
+	}
+	call, ok := c.h.g.fastCall(s, body)
+	if !ok {
+		return c.handBack()
+	}
+	c.in.keep = false
+	if cap(c.in.kept) > 64<<10 {
+		c.in.kept = nil // a large body's copy is not kept for the next
+	}
+	f, gone := c.call(s, call)
+	if gone {
+		return false
+	}
+	c.h.kept.served.Add(1)
+	return c.write(f)
+}
+
+// readBody reads r's body of Content-Length bytes: into a buffer of that
+// size when small, else as it comes, so that a length claimed and not
+// sent takes no memory.
+func readBody(r *http.Request) ([]byte, error) {
+	if r.ContentLength > 64<<10 {
+		return io.ReadAll(r.Body)
+	}
+	body := make([]byte, r.ContentLength)
+	_, err := io.ReadFull(r.Body, body)
+	return body, err
+}
+
+// inPlace checks r as net/http's server, the guard and the fast path
+// would, and returns its session when the gateway may answer it itself.
+func (h *HTTP) inPlace(r *http.Request) (*session, bool) {
+	if r.Method != http.MethodPost || r.URL.Path != "/mcp" || r.ProtoMajor != 1 || r.ProtoMinor != 1 || r.Close {
+		return nil, false
+	}
+	if r.TransferEncoding != nil || r.ContentLength < 0 || r.ContentLength > guard.MaxMessage ||
+		r.Header.Get("Expect") != "" || r.Header.Get("Upgrade") != "" {
+		return nil, false
+	}
+	if !httpguts.ValidHostHeader(r.Host) || r.Host == "" {
+		return nil, false
+	}
+	for k, vv := range r.Header {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return nil, false
+		}
+		for _, v := range vv {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return nil, false
+			}
+		}
+	}
+	if !h.originOK(r) || !h.authorized(r) {
+		return nil, false
+	}
+	// Whatever the fast path would not answer goes back, to wind the
+	// session's idle clock there.
+	return h.fastTarget(r)
+}
+
+// call runs the call, watching for the client going away if it runs
+// long; gone tells that it went.
+func (c *keptConn) call(s *session, call callFrame) (f frame, gone bool) {
+	// A byte already read ahead is the client's next request: it is
+	// there, and the connection need not be watched.
+	watched := c.br.Buffered() == 0 && len(c.in.pending) == 0
+	if watched {
+		c.watch.timer.Reset(watchAfter)
+	}
+	f = c.h.g.serveFast(c.ctx, s, call)
+	if watched && !c.watch.timer.Stop() {
+		c.watch.stop()
+	}
+	return f, c.watch.gone
+}
+
+// write writes f as the answer, with the head net/http's server gives
+// the fast path's answer.
+func (c *keptConn) write(f frame) bool {
+	b := c.bw.AvailableBuffer()
+	b = append(b, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "...)
+	b = strconv.AppendInt(b, int64(f.size()), 10)
+	b = append(b, "\r\nDate: "...)
+	b = time.Now().UTC().AppendFormat(b, http.TimeFormat)
+	if c.h.kept.closing.Load() {
+		b = append(b, "\r\nConnection: close"...)
+	}
+	b = append(b, "\r\n\r\n"...)
+	if _, err := c.bw.Write(b); err != nil {
+		return false
+	}
+	if err := f.writeTo(c.bw); err != nil {
+		return false
+	}
+	return c.bw.Flush() == nil
+}
+
+// handBack gives the connection to net/http's server, which reads the
+// request again from its first byte.
+func (c *keptConn) handBack() bool {
+	c.in.keep, c.in.left = false, -1
+	c.handed = true
+	c.h.kept.back.serve(c.h, &replayConn{Conn: c.conn, r: io.MultiReader(bytes.NewReader(c.in.kept), &c.in)})
+	return false
+}
+
+// keptReader reads a kept connection: first what net/http had read ahead,
+// then the connection. While keep is set it keeps a copy of what it read;
+// while left is not negative it reads at most that much more.
+type keptReader struct {
+	conn    net.Conn
+	pending []byte
+	kept    []byte
+	keep    bool
+	left    int64
+}
+
+func (r *keptReader) Read(p []byte) (n int, err error) {
+	if r.left == 0 {
+		return 0, errHeadTooLarge
+	}
+	if r.left > 0 && int64(len(p)) > r.left {
+		p = p[:r.left]
+	}
+	if len(r.pending) > 0 {
+		n = copy(p, r.pending)
+		r.pending = r.pending[n:]
+	} else {
+		n, err = r.conn.Read(p)
+	}
+	if r.left > 0 {
+		r.left -= int64(n)
+	}
+	if r.keep {
+		r.kept = append(r.kept, p[:n]...)
+	}
+	return n, err
+}
+
+// watch reads the connection while a long call runs: an end of stream or
+// an error is the client gone, which cancels the call; a byte is the start
+// of its next request.
+type watch struct {
+	c       *keptConn
+	timer   *time.Timer
+	done    chan struct{}
+	b       [1]byte
+	abort   atomic.Bool
+	gone    bool
+	pending [1]byte
+}
+
+// read runs on the timer's goroutine.
+func (w *watch) read() {
+	n, err := w.c.conn.Read(w.b[:])
+	if n == 1 {
+		w.pending[0] = w.b[0]
+		w.c.in.pending = w.pending[:1]
+	}
+	if err != nil && !(w.abort.Load() && errors.Is(err, os.ErrDeadlineExceeded)) {
+		w.gone = true
+		w.c.cancel()
+	}
+	w.done <- struct{}{}
+}
+
+// stop ends a read in progress and waits for it.
+func (w *watch) stop() {
+	w.abort.Store(true)
+	_ = w.c.conn.SetReadDeadline(time.Unix(1, 0))
+	<-w.done
+	_ = w.c.conn.SetReadDeadline(time.Time{})
+	w.abort.Store(false)
+}
+
+// replayConn is a connection whose reads start with what was read of it.
+type replayConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *replayConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// CloseWrite lets net/http's server close its side first after an error
+// answer, so that the client reads the answer before the connection goes.
+func (c *replayConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// handBack is the net/http server of the connections handed back, started
+// with the first of them.
+type handBack struct {
+	once sync.Once
+	srv  *http.Server
+	ln   connQueue
+}
+
+func (b *handBack) serve(h *HTTP, conn net.Conn) {
+	b.once.Do(func() {
+		b.ln.init(conn.LocalAddr())
+		b.srv = &http.Server{Handler: h, ReadHeaderTimeout: h.headerTimeout}
+		go func() { _ = b.srv.Serve(&b.ln) }()
+	})
+	if b.srv == nil { // shut down before any was handed back
+		_ = conn.Close()
+		return
+	}
+	select {
+	case b.ln.conns <- conn:
+	case <-b.ln.done:
+		_ = conn.Close()
+	}
+}
+
+func (b *handBack) shutdown(ctx context.Context) {
+	b.once.Do(func() {}) // none started, and none will be
+	if b.srv != nil {
+		_ = b.srv.Shutdown(ctx)
+	}
+}
+
+// connQueue is a listener whose connections are handed to it.
+type connQueue struct {
+	conns chan net.Conn
+	done  chan struct{}
+	close sync.Once
+	addr  net.Addr
+}
+
+func (q *connQueue) init(addr net.Addr) {
+	q.conns, q.done, q.addr = make(chan net.Conn), make(chan struct{}), addr
+}
+
+func (q *connQueue) Accept() (net.Conn, error) {
+	select {
+	case c := <-q.conns:
+		return c, nil
+	case <-q.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (q *connQueue) Close() error {
+	q.close.Do(func() { close(q.done) })
+	return nil
+}
+
+func (q *connQueue) Addr() net.Addr { return q.addr }

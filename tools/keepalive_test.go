@@ -1,0 +1,341 @@
+package tools
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+)
+
+// rawConn is one client connection to the gateway, written and read by
+// hand, so that the tests know which connection each request takes.
+type rawConn struct {
+	t    *testing.T
+	conn net.Conn
+	br   *bufio.Reader
+	host string
+	sid  string
+}
+
+func dialRaw(t *testing.T, tg *testGateway, sid string) *rawConn {
+	t.Helper()
+	u, err := url.Parse(tg.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return &rawConn{t: t, conn: conn, br: bufio.NewReader(conn), host: u.Host, sid: sid}
+}
+
+// request is a POST to /mcp of body with the session's headers, then
+// extra header lines.
+func (c *rawConn) request(body string, extra ...string) string {
+	head := "POST /mcp HTTP/1.1\r\nHost: " + c.host + "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+	if c.sid != "" {
+		head += "Mcp-Session-Id: " + c.sid + "\r\n"
+	}
+	for _, h := range extra {
+		head += h + "\r\n"
+	}
+	return head + fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(body), body)
+}
+
+func callBody(id int, tool, message string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{"message":%q}}}`, id, tool, message)
+}
+
+func (c *rawConn) send(raw string) {
+	c.t.Helper()
+	if _, err := io.WriteString(c.conn, raw); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// answer reads one response, past any 100 Continue: its status and body.
+func (c *rawConn) answer() (int, string) {
+	c.t.Helper()
+	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(c.br, nil)
+	for err == nil && resp.StatusCode < 200 {
+		resp, err = http.ReadResponse(c.br, nil)
+	}
+	if err != nil {
+		c.t.Fatalf("reading the answer: %v", err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatalf("reading the answer's body: %v", err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+// echo sends an echo call and checks its answer.
+func (c *rawConn) echo(id int, message string, extra ...string) {
+	c.t.Helper()
+	c.send(c.request(callBody(id, "mcp_remote__echo", message), extra...))
+	code, body := c.answer()
+	if code != http.StatusOK || !strings.Contains(body, `"text":"`+message+`"`) || !strings.Contains(body, fmt.Sprintf(`"id":%d`, id)) {
+		c.t.Fatalf("echo %q: %d %s", message, code, body)
+	}
+}
+
+// closed tells whether the gateway closed the connection, waiting up to d.
+func (c *rawConn) closed(d time.Duration) bool {
+	_ = c.conn.SetReadDeadline(time.Now().Add(d))
+	_, err := c.br.ReadByte()
+	return err == io.EOF
+}
+
+// keptGateway is a gateway with the fixture attached to one session.
+func keptGateway(t *testing.T, hopts HTTPOptions) (*testGateway, *recordingUpstream, string) {
+	t.Helper()
+	up := newRecordingUpstream(t)
+	tg := newGatewayWith(t, time.Minute, Options{Version: "test"}, hopts, nil, remoteEntry(fastURN, up.URL))
+	var opts []transport.StreamableHTTPCOption
+	if hopts.AuthToken != "" {
+		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + hopts.AuthToken}))
+	}
+	s := tg.connect(t, opts...)
+	attachRemote(t, s)
+	return tg, up, s.c.GetSessionId()
+}
+
+// After a call on the fast path, the calls that follow on its connection
+// are answered in place; anything else on it is answered by net/http as
+// before, and the connection goes on.
+func TestKeptConnection(t *testing.T) {
+	tg, up, sid := keptGateway(t, HTTPOptions{})
+	c := dialRaw(t, tg, sid)
+
+	c.echo(1, "first") // net/http's, then the connection is kept
+	if n := tg.h.kept.served.Load(); n != 0 {
+		t.Fatalf("%d calls answered in place before any could be", n)
+	}
+	for i := 2; i <= 6; i++ {
+		c.echo(i, fmt.Sprint("kept ", i))
+		if !fastPathTaken(up.lastID()) {
+			t.Fatalf("call %d did not reach the upstream on the fast path", i)
+		}
+	}
+	if n := tg.h.kept.served.Load(); n != 5 {
+		t.Fatalf("%d calls answered in place, want 5", n)
+	}
+
+	// Not a proxied call: net/http answers it, on the same connection.
+	c.send(c.request(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`))
+	if code, body := c.answer(); code != http.StatusOK || !strings.Contains(body, "mcp_remote__echo") {
+		t.Fatalf("tools/list on a kept connection: %d %s", code, body)
+	}
+	c.echo(8, "after the list")
+
+	// Three requests in one write: each answered, in order.
+	c.send(c.request(callBody(9, "mcp_remote__echo", "pipelined a")) +
+		c.request(`{"jsonrpc":"2.0","id":10,"method":"tools/list"}`) +
+		c.request(callBody(11, "mcp_remote__echo", "pipelined b")))
+	for _, want := range []string{`"text":"pipelined a"`, "mcp_remote__echo", `"text":"pipelined b"`} {
+		if code, body := c.answer(); code != http.StatusOK || !strings.Contains(body, want) {
+			t.Fatalf("pipelined: want %s, got %d %s", want, code, body)
+		}
+	}
+	c.echo(12, "still kept")
+	served := tg.h.kept.served.Load()
+	c.echo(13, "once more")
+	if tg.h.kept.served.Load() != served+1 {
+		t.Fatal("the connection was not kept after pipelined requests")
+	}
+}
+
+// Every request that a kept connection does not answer in place gets the
+// answer net/http gives on a connection of its own, and none is
+// answered in place.
+func TestKeptConnectionHandsBack(t *testing.T) {
+	tg, _, sid := keptGateway(t, HTTPOptions{AuthToken: "s3cret"})
+	auth := "Authorization: Bearer s3cret"
+	call := callBody(1, "mcp_remote__echo", "x")
+	cases := []struct {
+		name string
+		raw  func(c *rawConn) string
+	}{
+		{"origin refused", func(c *rawConn) string { return c.request(call, auth, "Origin: http://evil.example") }},
+		{"no token", func(c *rawConn) string { return c.request(call) }},
+		{"wrong token", func(c *rawConn) string { return c.request(call, "Authorization: Bearer nope") }},
+		{"unknown session", func(c *rawConn) string {
+			return strings.Replace(c.request(call, auth), sid, "mcp-session-unknown", 1)
+		}},
+		{"not JSON", func(c *rawConn) string {
+			return strings.Replace(c.request(call, auth), "application/json\r\n", "text/plain\r\n", 1)
+		}},
+		{"protocol version not offered", func(c *rawConn) string { return c.request(call, auth, "Mcp-Protocol-Version: 2026-07-28") }},
+		{"not a call", func(c *rawConn) string { return c.request(`{"jsonrpc":"2.0","id":1,"method":"ping"}`, auth) }},
+		{"malformed JSON", func(c *rawConn) string { return c.request(`{"jsonrpc":"2.0","id":1,`, auth) }},
+		{"GET", func(c *rawConn) string { return "GET /nothing HTTP/1.1\r\nHost: " + c.host + "\r\n\r\n" }},
+		{"other path", func(c *rawConn) string { return strings.Replace(c.request(call, auth), "/mcp", "/mcp/", 1) }},
+		{"expect continue", func(c *rawConn) string { return c.request(call, auth, "Expect: 100-continue") }},
+		{"chunked", func(c *rawConn) string {
+			head, body, _ := strings.Cut(c.request(call, auth), "Content-Length: ")
+			_, body, _ = strings.Cut(body, "\r\n\r\n")
+			return head + fmt.Sprintf("Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n", len(body), body)
+		}},
+		{"HTTP/1.0", func(c *rawConn) string {
+			return strings.Replace(c.request(call, auth), "HTTP/1.1", "HTTP/1.0", 1)
+		}},
+		{"no Host", func(c *rawConn) string {
+			return strings.Replace(c.request(call, auth), "Host: "+c.host+"\r\n", "", 1)
+		}},
+		{"two Hosts", func(c *rawConn) string { return c.request(call, auth, "Host: other.example") }},
+		{"bad header value", func(c *rawConn) string { return c.request(call, auth, "X-Bad: a\x01b") }},
+		{"bad request line", func(c *rawConn) string { return "NOT HTTP\r\n\r\n" }},
+		{"head over 1 MiB", func(c *rawConn) string {
+			return c.request(call, auth, "X-Big: "+strings.Repeat("a", 1<<20+8192))
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			// The answer on a connection of net/http's own...
+			fresh := dialRaw(t, tg, sid)
+			fresh.send(tc.raw(fresh))
+			wantCode, wantBody := fresh.answer()
+			// ...and on a kept one.
+			kept := dialRaw(t, tg, sid)
+			kept.send(kept.request(callBody(100, "mcp_remote__echo", "take it"), auth))
+			if code, _ := kept.answer(); code != http.StatusOK {
+				t.Fatalf("the first call: %d", code)
+			}
+			kept.echo(101, "kept", auth)
+			served := tg.h.kept.served.Load()
+			kept.send(tc.raw(kept))
+			code, body := kept.answer()
+			// Event ids count the session's events.
+			body, wantBody = eventIDs.ReplaceAllString(body, ""), eventIDs.ReplaceAllString(wantBody, "")
+			if code != wantCode || body != wantBody {
+				t.Fatalf("kept connection: %d %q\nnet/http's own: %d %q", code, trim(body), wantCode, trim(wantBody))
+			}
+			if got := tg.h.kept.served.Load(); got != served {
+				t.Fatalf("answered in place: %d calls", got-served)
+			}
+		})
+	}
+}
+
+var eventIDs = regexp.MustCompile(`(?m)^id: \d+\n`)
+
+func trim(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
+func slowBody(id, ms int) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"mcp_remote__slow","arguments":{"ms":%d}}}`, id, ms)
+}
+
+// keptRaw dials a connection and makes it kept: a first call through
+// net/http, a second answered in place.
+func keptRaw(t *testing.T, tg *testGateway, sid string) *rawConn {
+	t.Helper()
+	c := dialRaw(t, tg, sid)
+	served := tg.h.kept.served.Load()
+	c.echo(1, "through net/http")
+	c.echo(2, "in place")
+	if tg.h.kept.served.Load() != served+1 {
+		t.Fatal("the connection was not kept")
+	}
+	return c
+}
+
+func waitInflight(t *testing.T, up *recordingUpstream, want int64, within time.Duration, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(within); up.inflight.Load() != want; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal(what)
+		}
+	}
+}
+
+// A client that goes away from a kept connection mid-call cancels the
+// upstream's call; one that sends its next request while a long call runs
+// has it answered after.
+func TestKeptConnectionLongCalls(t *testing.T) {
+	tg, up, sid := keptGateway(t, HTTPOptions{})
+
+	c := keptRaw(t, tg, sid)
+	c.send(c.request(slowBody(3, 30000)))
+	waitInflight(t, up, 1, 5*time.Second, "the call never reached the upstream")
+	_ = c.conn.Close()
+	waitInflight(t, up, 0, 10*time.Second, "the upstream kept working on a call whose client went away")
+
+	c = keptRaw(t, tg, sid)
+	c.send(c.request(slowBody(3, 300)))
+	waitInflight(t, up, 1, 5*time.Second, "the slow call never reached the upstream")
+	time.Sleep(2 * watchAfter) // the connection is watched by now
+	c.send(c.request(callBody(4, "mcp_remote__echo", "next")))
+	if code, body := c.answer(); code != http.StatusOK || !strings.Contains(body, `"id":3`) || strings.Contains(body, "isError") {
+		t.Fatalf("the slow call: %d %s", code, body)
+	}
+	if code, body := c.answer(); code != http.StatusOK || !strings.Contains(body, `"text":"next"`) {
+		t.Fatalf("the request sent during the slow call: %d %s", code, body)
+	}
+	c.echo(5, "still kept")
+}
+
+// Shutdown closes idle kept connections at once, lets a call in progress
+// answer, with Connection: close, and closes its connection then.
+func TestKeptConnectionShutdown(t *testing.T) {
+	tg, up, sid := keptGateway(t, HTTPOptions{})
+	idle := keptRaw(t, tg, sid)
+	busy := keptRaw(t, tg, sid)
+	busy.send(busy.request(slowBody(3, 500)))
+	waitInflight(t, up, 1, 5*time.Second, "the slow call never reached the upstream")
+	done := make(chan struct{})
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = tg.h.Shutdown(ctx)
+		close(done)
+	}()
+	if !idle.closed(2 * time.Second) {
+		t.Fatal("Shutdown left an idle kept connection open")
+	}
+	_ = busy.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(busy.br, nil)
+	if err != nil {
+		t.Fatalf("the call in progress at Shutdown: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"id":3`) || !resp.Close {
+		t.Fatalf("the call in progress at Shutdown: %d, close %v, %s", resp.StatusCode, resp.Close, body)
+	}
+	if !busy.closed(2 * time.Second) {
+		t.Fatal("the busy connection stayed open after its answer")
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown did not return")
+	}
+}
+
+// A head begun and not finished on a kept connection is given the header
+// timeout, as net/http's server gives it, and the connection closed.
+func TestKeptConnectionHeaderTimeout(t *testing.T) {
+	tg, _, sid := keptGateway(t, HTTPOptions{ReadHeaderTimeout: 200 * time.Millisecond})
+	c := keptRaw(t, tg, sid)
+	c.send("POST /mcp HTTP/1.1\r\nHost: " + c.host + "\r\n")
+	if !c.closed(5 * time.Second) {
+		t.Fatal("a kept connection with a head left unfinished stayed open")
+	}
+}
