@@ -81,16 +81,21 @@ func (h *HTTP) keep(w http.ResponseWriter, r *http.Request, f frame) bool {
 		h.kept.remove(c)
 		return false
 	}
-	// What net/http read ahead of this request is the next one's start.
-	ahead, _ := brw.Reader.Peek(brw.Reader.Buffered())
-	c.start(conn, bytes.Clone(ahead))
+	// The connection gets a goroutine of its own, so that net/http's
+	// goroutine, and the request, response and buffers it holds, go.
+	go c.run(conn, brw.Reader, f)
+	return true
+}
+
+// run answers with f, then serves the connection until it ends.
+func (c *keptConn) run(conn net.Conn, br *bufio.Reader, f frame) {
+	c.start(conn, br)
 	defer c.end()
 	if !c.write(f) {
-		return true
+		return
 	}
 	for c.next() {
 	}
-	return true
 }
 
 func (k *keptConns) add(c *keptConn) bool {
@@ -147,7 +152,6 @@ type keptConn struct {
 	conn   net.Conn
 	in     keptReader
 	br     *bufio.Reader
-	bw     *bufio.Writer
 	state  atomic.Int32
 	ctx    context.Context // ended when the client goes away
 	cancel context.CancelFunc
@@ -155,11 +159,15 @@ type keptConn struct {
 	handed bool // the connection went back to net/http
 }
 
-func (c *keptConn) start(conn net.Conn, ahead []byte) {
+// start reads the connection through br, net/http's reader of it, which
+// the connection keeps, reset on the gateway's own reader; what net/http
+// read ahead of the first request is the next one's start.
+func (c *keptConn) start(conn net.Conn, br *bufio.Reader) {
+	ahead, _ := br.Peek(br.Buffered())
 	c.conn = conn
-	c.in = keptReader{conn: conn, pending: ahead, left: -1}
-	c.br = bufio.NewReaderSize(&c.in, 4<<10)
-	c.bw = bufio.NewWriterSize(conn, 4<<10)
+	c.in = keptReader{conn: conn, pending: bytes.Clone(ahead), left: -1}
+	br.Reset(&c.in)
+	c.br = br
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.watch.c = c
 	c.watch.done = make(chan struct{}, 1)
@@ -306,10 +314,11 @@ func (c *keptConn) call(s *session, call callFrame) (f frame, gone bool) {
 }
 
 // write writes f as the answer, with the head net/http's server gives
-// the fast path's answer.
+// the fast path's answer: in one write, or for a large result, one
+// writev with the result from where it lies.
 func (c *keptConn) write(f frame) bool {
-	b := c.bw.AvailableBuffer()
-	b = append(b, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "...)
+	bp := answerBufs.Get().(*[]byte)
+	b := append((*bp)[:0], "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "...)
 	b = strconv.AppendInt(b, int64(f.size()), 10)
 	b = append(b, "\r\nDate: "...)
 	b = time.Now().UTC().AppendFormat(b, http.TimeFormat)
@@ -317,14 +326,24 @@ func (c *keptConn) write(f frame) bool {
 		b = append(b, "\r\nConnection: close"...)
 	}
 	b = append(b, "\r\n\r\n"...)
-	if _, err := c.bw.Write(b); err != nil {
-		return false
+	var err error
+	if len(f.result) < guard.InPlace {
+		b = f.appendTo(b)
+		_, err = c.conn.Write(b)
+	} else {
+		b = f.appendHead(b)
+		bufs := net.Buffers{b, f.result, []byte("}")}
+		_, err = bufs.WriteTo(c.conn)
 	}
-	if err := f.writeTo(c.bw); err != nil {
-		return false
+	if cap(b) <= 64<<10 {
+		*bp = b[:0]
+		answerBufs.Put(bp)
 	}
-	return c.bw.Flush() == nil
+	return err == nil
 }
+
+// answerBufs lends the buffers answers are written from.
+var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1<<10); return &b }}
 
 // handBack gives the connection to net/http's server, which reads the
 // request again from its first byte.

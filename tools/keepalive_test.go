@@ -150,6 +150,11 @@ func TestKeptConnection(t *testing.T) {
 			t.Fatalf("pipelined: want %s, got %d %s", want, code, body)
 		}
 	}
+	// A large result is written from where it lies.
+	c.send(c.request(`{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"mcp_remote__big","arguments":{"bytes":300000}}}`))
+	if code, body := c.answer(); code != http.StatusOK || strings.Count(body, "x") < 300000 || !strings.HasPrefix(body, `{"jsonrpc":"2.0","id":14,"result":`) || !strings.HasSuffix(body, "}") {
+		t.Fatalf("a 300 KB result: %d, %d bytes, %q…", code, len(body), trim(body))
+	}
 	c.echo(12, "still kept")
 	served := tg.h.kept.served.Load()
 	c.echo(13, "once more")
