@@ -164,8 +164,16 @@ type keptConn struct {
 // read ahead of the first request is the next one's start.
 func (c *keptConn) start(conn net.Conn, br *bufio.Reader) {
 	ahead, _ := br.Peek(br.Buffered())
+	pending := bytes.Clone(ahead)
+	// A connection handed back before comes with what it has not yet
+	// read again: taken here, so that the client's connection is read
+	// directly and not through one more layer at each hand-back.
+	if rc, ok := conn.(*replayConn); ok {
+		pending = append(pending, rc.pending...)
+		conn = rc.Conn
+	}
 	c.conn = conn
-	c.in = keptReader{conn: conn, pending: bytes.Clone(ahead), left: -1}
+	c.in = keptReader{conn: conn, pending: pending, left: -1}
 	br.Reset(&c.in)
 	c.br = br
 	c.ctx, c.cancel = context.WithCancel(context.Background())
@@ -181,6 +189,10 @@ func (c *keptConn) end() {
 	if !c.handed {
 		_ = c.conn.Close()
 	}
+	// mcp-go keeps the response writer of a request it answered as an
+	// event stream for as long as the session lasts, and through it the
+	// hijacked connection and its reader: that reader must not keep this.
+	c.br.Reset(nil)
 	c.h.kept.remove(c)
 }
 
@@ -350,7 +362,7 @@ var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1<<10); return
 func (c *keptConn) handBack() bool {
 	c.in.keep, c.in.left = false, -1
 	c.handed = true
-	c.h.kept.back.serve(c.h, &replayConn{Conn: c.conn, r: io.MultiReader(bytes.NewReader(c.in.kept), &c.in)})
+	c.h.kept.back.serve(c.h, &replayConn{Conn: c.conn, pending: append(c.in.kept, c.in.pending...)})
 	return false
 }
 
@@ -423,13 +435,21 @@ func (w *watch) stop() {
 	w.abort.Store(false)
 }
 
-// replayConn is a connection whose reads start with what was read of it.
+// replayConn is the client's connection, whose reads start with what was
+// read of it already.
 type replayConn struct {
 	net.Conn
-	r io.Reader
+	pending []byte
 }
 
-func (c *replayConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+func (c *replayConn) Read(p []byte) (int, error) {
+	if len(c.pending) > 0 {
+		n := copy(p, c.pending)
+		c.pending = c.pending[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}
 
 // CloseWrite lets net/http's server close its side first after an error
 // answer, so that the client reads the answer before the connection goes.
