@@ -81,15 +81,28 @@ func (h *HTTP) keep(w http.ResponseWriter, r *http.Request, f frame) bool {
 		h.kept.remove(c)
 		return false
 	}
+	// What net/http read ahead of this request is the next one's start. A
+	// connection handed back before comes with what it has not yet read
+	// again: taken here, so that the client's connection is read directly
+	// and not through one more layer at each hand-back.
+	ahead, _ := brw.Reader.Peek(brw.Reader.Buffered())
+	pending := bytes.Clone(ahead)
+	if rc, ok := conn.(*replayConn); ok {
+		pending = append(pending, rc.pending...)
+		conn = rc.Conn
+	}
+	h.kept.mu.Lock()
+	c.conn = conn // Shutdown may close it from now on
+	h.kept.mu.Unlock()
 	// The connection gets a goroutine of its own, so that net/http's
 	// goroutine, and the request, response and buffers it holds, go.
-	go c.run(conn, brw.Reader, f)
+	go c.run(brw.Reader, pending, f)
 	return true
 }
 
 // run answers with f, then serves the connection until it ends.
-func (c *keptConn) run(conn net.Conn, br *bufio.Reader, f frame) {
-	c.start(conn, br)
+func (c *keptConn) run(br *bufio.Reader, pending []byte, f frame) {
+	c.start(br, pending)
 	defer c.end()
 	if !c.write(f) {
 		return
@@ -138,7 +151,9 @@ func (k *keptConns) shutdown(ctx context.Context) {
 	case <-ctx.Done():
 		k.mu.Lock()
 		for c := range k.conns {
-			_ = c.conn.Close()
+			if c.conn != nil {
+				_ = c.conn.Close()
+			}
 		}
 		k.mu.Unlock()
 		<-done
@@ -160,20 +175,10 @@ type keptConn struct {
 }
 
 // start reads the connection through br, net/http's reader of it, which
-// the connection keeps, reset on the gateway's own reader; what net/http
-// read ahead of the first request is the next one's start.
-func (c *keptConn) start(conn net.Conn, br *bufio.Reader) {
-	ahead, _ := br.Peek(br.Buffered())
-	pending := bytes.Clone(ahead)
-	// A connection handed back before comes with what it has not yet
-	// read again: taken here, so that the client's connection is read
-	// directly and not through one more layer at each hand-back.
-	if rc, ok := conn.(*replayConn); ok {
-		pending = append(pending, rc.pending...)
-		conn = rc.Conn
-	}
-	c.conn = conn
-	c.in = keptReader{conn: conn, pending: pending, left: -1}
+// the connection keeps, reset on the gateway's own reader; pending is what
+// was read of the connection and not yet parsed.
+func (c *keptConn) start(br *bufio.Reader, pending []byte) {
+	c.in = keptReader{conn: c.conn, pending: pending, left: -1}
 	br.Reset(&c.in)
 	c.br = br
 	c.ctx, c.cancel = context.WithCancel(context.Background())

@@ -156,6 +156,15 @@ func TestKeptConnection(t *testing.T) {
 		t.Fatalf("a 300 KB result: %d, %d bytes, %q…", code, len(body), trim(body))
 	}
 	c.echo(12, "still kept")
+	// Handed back and kept again three times, the connection is read
+	// directly, not through a layer for each hand-back.
+	tg.h.kept.mu.Lock()
+	for kc := range tg.h.kept.conns {
+		if _, ok := kc.conn.(*net.TCPConn); !ok {
+			t.Errorf("a kept connection is read through a %T", kc.conn)
+		}
+	}
+	tg.h.kept.mu.Unlock()
 	served := tg.h.kept.served.Load()
 	c.echo(13, "once more")
 	if tg.h.kept.served.Load() != served+1 {
