@@ -7,9 +7,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -351,5 +354,42 @@ func TestKeptConnectionHeaderTimeout(t *testing.T) {
 	c.send("POST /mcp HTTP/1.1\r\nHost: " + c.host + "\r\n")
 	if !c.closed(5 * time.Second) {
 		t.Fatal("a kept connection with a head left unfinished stayed open")
+	}
+}
+
+// mcp-go keeps the writer of each request it answers as an event stream
+// until the session ends. Once answered, the gateway's writer lets go of
+// net/http's, and so of the request and its connection: here, kept
+// connections that had such a request before their first proxied call.
+func TestAnsweredRequestsLetGo(t *testing.T) {
+	tg, _, sid := keptGateway(t, HTTPOptions{})
+	var live atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		live.Add(1)
+		runtime.AddCleanup(r, func(int) { live.Add(-1) }, 0)
+		tg.h.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	counted := &testGateway{g: tg.g, h: tg.h, url: ts.URL + "/mcp"}
+	const conns = 20
+	for i := range conns {
+		c := dialRaw(t, counted, sid)
+		c.send(c.request(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i)))
+		if code, body := c.answer(); code != http.StatusOK || !strings.Contains(body, "event:") {
+			t.Fatalf("ping: %d %s (want an event stream, which mcp-go keeps)", code, body)
+		}
+		c.echo(1, "a") // kept from here
+		c.echo(2, "b")
+		_ = c.conn.Close()
+	}
+	var n int64
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		runtime.GC()
+		if n = live.Load(); n <= 2 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if n > 2 {
+		t.Fatalf("%d requests still held after their connections closed, want at most 2", n)
 	}
 }
