@@ -26,7 +26,7 @@ import (
 // for the client going away, and sets and clears read deadlines to stop
 // it. Once a connection has carried a call on the fast path, the gateway
 // takes it over (Hijack) and serves the proxied calls that follow on it in
-// the same goroutine, reading each request with net/http's own parser and
+// a goroutine of its own, reading each request with net/http's own parser and
 // checking what net/http's server and the gateway's guard check. Any other
 // request on it (another method or path, a request a check refuses, one
 // that does not parse) is handed back, with the bytes read of it, to a
@@ -133,8 +133,9 @@ func (k *keptConns) remove(c *keptConn) {
 }
 
 // shutdown closes the idle connections and, as each ends its call, the
-// others; it waits for them until ctx ends, then closes those left. Then
-// it shuts the server of the handed-back connections down.
+// others; it waits for them until ctx ends, then closes those left. The
+// server of the connections handed back is shut down on its own, once
+// the sessions have ended and with them their event streams.
 func (k *keptConns) shutdown(ctx context.Context) {
 	k.mu.Lock()
 	k.closing.Store(true)
@@ -158,7 +159,6 @@ func (k *keptConns) shutdown(ctx context.Context) {
 		k.mu.Unlock()
 		<-done
 	}
-	k.back.shutdown(ctx)
 }
 
 // keptConn is one connection the gateway serves itself.

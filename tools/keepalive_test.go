@@ -95,11 +95,12 @@ func (c *rawConn) echo(id int, message string, extra ...string) {
 	}
 }
 
-// closed tells whether the gateway closed the connection, waiting up to d.
+// closed tells whether the gateway closed the connection, reading what
+// comes before for up to d.
 func (c *rawConn) closed(d time.Duration) bool {
 	_ = c.conn.SetReadDeadline(time.Now().Add(d))
-	_, err := c.br.ReadByte()
-	return err == io.EOF
+	_, err := io.Copy(io.Discard, c.br)
+	return err == nil
 }
 
 // keptGateway is a gateway with the fixture attached to one session.
@@ -314,6 +315,14 @@ func TestKeptConnectionLongCalls(t *testing.T) {
 func TestKeptConnectionShutdown(t *testing.T) {
 	tg, up, sid := keptGateway(t, HTTPOptions{})
 	idle := keptRaw(t, tg, sid)
+	// A kept connection that went back to net/http for the session's
+	// event stream, which Shutdown ends.
+	stream := keptRaw(t, tg, sid)
+	stream.send("GET /mcp HTTP/1.1\r\nHost: " + stream.host + "\r\nAccept: text/event-stream\r\nMcp-Session-Id: " + sid + "\r\n\r\n")
+	_ = stream.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if resp, err := http.ReadResponse(stream.br, nil); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the event stream: %v %v", resp, err)
+	}
 	busy := keptRaw(t, tg, sid)
 	busy.send(busy.request(slowBody(3, 500)))
 	waitInflight(t, up, 1, 5*time.Second, "the slow call never reached the upstream")
@@ -341,8 +350,11 @@ func TestKeptConnectionShutdown(t *testing.T) {
 	}
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(5 * time.Second):
 		t.Fatal("Shutdown did not return")
+	}
+	if !stream.closed(2 * time.Second) {
+		t.Fatal("Shutdown left the event stream's connection open")
 	}
 }
 

@@ -340,7 +340,9 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHT
 // waits for them until ctx ends.
 func (h *HTTP) Shutdown(ctx context.Context) error {
 	h.kept.shutdown(ctx)
-	return h.streamable.Shutdown(ctx)
+	err := h.streamable.Shutdown(ctx)
+	h.kept.back.shutdown(ctx)
+	return err
 }
 
 // guard applies the gateway's HTTP access rules before MCP sees a request:
