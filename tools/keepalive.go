@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -476,7 +477,8 @@ type handBack struct {
 func (b *handBack) serve(h *HTTP, conn net.Conn) {
 	b.once.Do(func() {
 		b.ln.init(conn.LocalAddr())
-		b.srv = &http.Server{Handler: h, ReadHeaderTimeout: h.headerTimeout}
+		b.srv = &http.Server{Handler: h, ReadHeaderTimeout: h.headerTimeout,
+			ErrorLog: slog.NewLogLogger(h.g.log.Handler(), slog.LevelWarn)}
 		go func() { _ = b.srv.Serve(&b.ln) }()
 	})
 	if b.srv == nil { // shut down before any was handed back
