@@ -381,8 +381,9 @@ func (h *HTTP) authorized(r *http.Request) bool {
 }
 
 // fast answers a plain call of a proxied tool of a known session on the
-// fast path (fastpath.go) and passes every other request to next, the MCP
-// server, with its body as it came.
+// fast path (fastpath.go), then serves the calls that follow on its
+// connection itself (keepalive.go), and passes every other request to
+// next, the MCP server, with its body as it came.
 //
 // The server keeps each session's idle clock, and only it can: a session
 // that the server has not seen for a quarter of the idle TTL takes the
