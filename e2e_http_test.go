@@ -307,6 +307,11 @@ func TestHTTPGracefulDrain(t *testing.T) {
 	g := connectHTTP(t, url, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
 	g.ok("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}, nil)
 	pid := g.pidOf("fixture")
+	// A call first, so that the slow one is likely to go on a connection
+	// the gateway has kept and serves itself.
+	if got := text(g.call("mcp_fixture__echo", map[string]any{"message": "first"})); got != "first" {
+		t.Fatalf("echo = %q", got)
+	}
 
 	done := make(chan *mcp.CallToolResult, 1)
 	go func() { done <- g.call("mcp_fixture__slow", map[string]any{"ms": 1500}) }()
