@@ -45,9 +45,10 @@ type conns struct {
 // connections it opened fall idle and go, instead of each being kept in
 // use by turns.
 type connPool struct {
-	addr string
-	dial func(ctx context.Context, network, addr string) (net.Conn, error)
-	refs int // the posters using it; guarded by conns.mu
+	addr  string
+	dial  func(ctx context.Context, network, addr string) (net.Conn, error)
+	owner *conns
+	refs  int // the posters using it; guarded by owner.mu
 
 	mu     sync.Mutex
 	idle   []*h1Conn // the longest idle first
@@ -84,7 +85,7 @@ func (cs *conns) acquire(hc *http.Client, u *url.URL) *connPool {
 		if cs.pools == nil {
 			cs.pools = map[string]*connPool{}
 		}
-		p = &connPool{addr: addr, dial: t.DialContext}
+		p = &connPool{addr: addr, dial: t.DialContext, owner: cs}
 		cs.pools[addr] = p
 	}
 	p.refs++
@@ -93,7 +94,8 @@ func (cs *conns) acquire(hc *http.Client, u *url.URL) *connPool {
 
 // release gives back a pool acquire returned; the last user closes its
 // idle connections.
-func (cs *conns) release(p *connPool) {
+func (p *connPool) release() {
+	cs := p.owner
 	cs.mu.Lock()
 	p.refs--
 	last := p.refs == 0

@@ -53,7 +53,6 @@ type poster struct {
 	notify      func(mcp.JSONRPCNotification) // the server's notifications during a call
 	closed      context.Context               // done once the upstream is closed
 	cancel      context.CancelFunc            // closes closed
-	conns       *conns                        // where pool came from
 	release     sync.Once                     // gives pool back
 }
 
@@ -74,7 +73,7 @@ func newPoster(plan Plan, hc *http.Client, cs *conns, session func() string, not
 		lines.WriteString("\r\n" + http.CanonicalHeaderKey(k) + ": " + plan.Headers[k])
 	}
 	p.headerLines = lines.String()
-	p.conns, p.pool = cs, cs.acquire(hc, u)
+	p.pool = cs.acquire(hc, u)
 	return p
 }
 
@@ -100,7 +99,7 @@ func plainHeaders(h map[string]string) bool {
 func (p *poster) close() {
 	p.cancel()
 	if p.pool != nil {
-		p.release.Do(func() { p.conns.release(p.pool) })
+		p.release.Do(p.pool.release)
 	}
 }
 
