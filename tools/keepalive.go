@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -270,18 +269,6 @@ func (c *keptConn) serve() bool {
 	}
 	c.h.kept.served.Add(1)
 	return c.write(f)
-}
-
-// readBody reads r's body of Content-Length bytes: into a buffer of that
-// size when small, else as it comes, so that a length claimed and not
-// sent takes no memory.
-func readBody(r *http.Request) ([]byte, error) {
-	if r.ContentLength > 64<<10 {
-		return io.ReadAll(r.Body)
-	}
-	body := make([]byte, r.ContentLength)
-	_, err := io.ReadFull(r.Body, body)
-	return body, err
 }
 
 // inPlace checks r as net/http's server, the guard and the fast path

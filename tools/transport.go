@@ -398,7 +398,7 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(r.Body)
+		body, err := readBody(r)
 		if err == nil {
 			if c, ok := h.g.fastCall(s, body); ok {
 				f := h.g.serveFast(r.Context(), s, c)
@@ -416,6 +416,19 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 		s.seen.Store(time.Now().UnixNano())
 		next.ServeHTTP(w, r)
 	})
+}
+
+// readBody reads a request's body for the fast path: into a buffer of
+// its Content-Length when that is small, else as it comes, so that a
+// length claimed and not sent takes no memory. On an error, body is what
+// was read.
+func readBody(r *http.Request) ([]byte, error) {
+	if r.ContentLength < 0 || r.ContentLength > 64<<10 {
+		return io.ReadAll(r.Body)
+	}
+	body := make([]byte, r.ContentLength)
+	n, err := io.ReadFull(r.Body, body)
+	return body[:n], err
 }
 
 // fastSession returns the session of a request the fast path may answer
