@@ -52,7 +52,7 @@ type keptConns struct {
 	conns   map[*keptConn]struct{}
 	closing atomic.Bool
 	wg      sync.WaitGroup
-	back    handBack
+	back    backServer
 	served  atomic.Int64 // calls answered in place, for the tests
 }
 
@@ -396,21 +396,19 @@ func (r *keptReader) Read(p []byte) (n int, err error) {
 // an error is the client gone, which cancels the call; a byte is the start
 // of its next request.
 type watch struct {
-	c       *keptConn
-	timer   *time.Timer
-	done    chan struct{}
-	b       [1]byte
-	abort   atomic.Bool
-	gone    bool
-	pending [1]byte
+	c     *keptConn
+	timer *time.Timer
+	done  chan struct{}
+	b     [1]byte // the byte read, once it is c's pending
+	abort atomic.Bool
+	gone  bool
 }
 
 // read runs on the timer's goroutine.
 func (w *watch) read() {
 	n, err := w.c.conn.Read(w.b[:])
 	if n == 1 {
-		w.pending[0] = w.b[0]
-		w.c.in.pending = w.pending[:1]
+		w.c.in.pending = w.b[:1]
 	}
 	if err != nil && !(w.abort.Load() && errors.Is(err, os.ErrDeadlineExceeded)) {
 		w.gone = true
@@ -453,15 +451,15 @@ func (c *replayConn) CloseWrite() error {
 	return nil
 }
 
-// handBack is the net/http server of the connections handed back, started
-// with the first of them.
-type handBack struct {
+// backServer is the net/http server of the connections handed back,
+// started with the first of them.
+type backServer struct {
 	once sync.Once
 	srv  *http.Server
 	ln   connQueue
 }
 
-func (b *handBack) serve(h *HTTP, conn net.Conn) {
+func (b *backServer) serve(h *HTTP, conn net.Conn) {
 	b.once.Do(func() {
 		b.ln.init(conn.LocalAddr())
 		b.srv = &http.Server{Handler: h, ReadHeaderTimeout: h.headerTimeout,
@@ -479,7 +477,7 @@ func (b *handBack) serve(h *HTTP, conn net.Conn) {
 	}
 }
 
-func (b *handBack) shutdown(ctx context.Context) {
+func (b *backServer) shutdown(ctx context.Context) {
 	b.once.Do(func() {}) // none started, and none will be
 	if b.srv != nil {
 		_ = b.srv.Shutdown(ctx)
