@@ -193,21 +193,25 @@ func TestPipeTransportSkipsWhatItCannotRoute(t *testing.T) {
 }
 
 // A raw call's line is what encoding/json writes, with the argument bytes
-// as the client sent them.
+// as the client sent them, and the gateway's progress token when it has
+// one.
 func TestRawCallLine(t *testing.T) {
 	u := &upstream{}
-	for _, c := range []struct{ tool, args string }{
-		{"echo", `{"message":"hi"}`},
-		{"weird \"name\" <é>", `{"a":[1,2,{"b":null}]}`},
-		{"tab\tand\\slash", `{}`},
-		{"ünïcode", `{}`},
-		{"no_args", ``},
+	for _, c := range []struct{ tool, args, progress string }{
+		{"echo", `{"message":"hi"}`, ""},
+		{"weird \"name\" <é>", `{"a":[1,2,{"b":null}]}`, ""},
+		{"tab\tand\\slash", `{}`, ""},
+		{"ünïcode", `{}`, ""},
+		{"no_args", ``, ""},
+		{"echo", `{"message":"hi"}`, "ardgate-progress-7"},
+		{"no_args", ``, "ardgate-progress-8"},
 	} {
 		var args json.RawMessage
 		if c.args != "" {
 			args = json.RawMessage(c.args)
 		}
 		call := u.rawCall(c.tool, args)
+		call.progress = c.progress
 		want, err := json.Marshal(call.request())
 		if err != nil {
 			t.Fatal(err)

@@ -665,11 +665,12 @@ func (s *Session) Call(ctx context.Context, name string, args any, meta *mcp.Met
 // CallRaw is Call for the gateway's fast path: the arguments go to the
 // upstream as the client sent them, and its result comes back as the JSON
 // it sent, so nothing is decoded into structures and encoded again on
-// the way through. It carries no progress; such calls take Call.
-func (s *Session) CallRaw(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+// the way through. progress, when not nil, hears the upstream's progress
+// on the call.
+func (s *Session) CallRaw(ctx context.Context, name string, args json.RawMessage, progress *Progress) (json.RawMessage, error) {
 	var res json.RawMessage
 	err := s.call(ctx, name, func(ctx context.Context, up *upstream, tool string) (err error) {
-		res, err = up.callRaw(ctx, tool, args)
+		res, err = up.callRaw(ctx, tool, args, progress)
 		return err
 	})
 	return res, err
@@ -701,13 +702,14 @@ func (s *Session) call(ctx context.Context, name string, do func(context.Context
 //
 // A caller that has more calls at hand passes a batch b: the request is
 // held in it, and goes upstream with the others when b is flushed (see
-// guard.FrameWriter). A nil b writes it now.
-func (s *Session) StartRaw(name string, args json.RawMessage, b *guard.Batch, done RawDone) (stop func(cause error), ok bool) {
+// guard.FrameWriter). A nil b writes it now. progress, when not nil,
+// hears the upstream's progress until done is called.
+func (s *Session) StartRaw(name string, args json.RawMessage, progress *Progress, b *guard.Batch, done RawDone) (stop func(cause error), ok bool) {
 	att, up, tool, timeout := s.target(name)
 	if up == nil {
 		return nil, false
 	}
-	return up.startRaw(att, tool, args, timeout, b, done)
+	return up.startRaw(att, tool, args, progress, timeout, b, done)
 }
 
 // RawDone hears how a call that StartRaw started ended, once: its result

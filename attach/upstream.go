@@ -325,25 +325,9 @@ func (u *upstream) call(ctx context.Context, tool string, args any, meta *mcp.Me
 	req.Params.Name = tool
 	req.Params.Arguments = args
 	if meta != nil && meta.ProgressToken != nil && onProgress != nil {
-		// The upstream gets a token of ours, unique on this connection:
-		// clients pick theirs freely, and a connection shared by sessions
-		// must not hand one session's progress to another. The client's
-		// own token goes back into what is relayed.
-		tok := "ardgate-progress-" + strconv.FormatUint(u.rawIDs.Add(1), 10)
+		tok, forget := u.relayProgress(&Progress{Token: meta.ProgressToken, To: onProgress})
+		defer forget()
 		req.Params.Meta = &mcp.Meta{ProgressToken: tok}
-		theirs := meta.ProgressToken
-		u.mu.Lock()
-		u.progress[tok] = func(n mcp.JSONRPCNotification) {
-			n.Params.AdditionalFields = maps.Clone(n.Params.AdditionalFields)
-			n.Params.AdditionalFields["progressToken"] = theirs
-			onProgress(n)
-		}
-		u.mu.Unlock()
-		defer func() {
-			u.mu.Lock()
-			delete(u.progress, tok)
-			u.mu.Unlock()
-		}()
 	}
 	res, err := u.client.CallTool(ctx, req)
 	if err != nil {
@@ -352,14 +336,48 @@ func (u *upstream) call(ctx context.Context, tool string, args any, meta *mcp.Me
 	return res, nil
 }
 
+// Progress asks for the upstream's progress on a call: what it reports
+// reaches To with the caller's own Token in it.
+type Progress struct {
+	Token any // a string, a number, or their JSON
+	To    func(mcp.JSONRPCNotification)
+}
+
+// relayProgress gives a call whose caller asked for progress a token of
+// the gateway's for the upstream, unique on this connection: clients pick
+// theirs freely, and a connection shared by sessions must not hand one
+// session's progress to another. forget ends the relay once the call has
+// ended; the upstream's progress after that goes nowhere.
+func (u *upstream) relayProgress(p *Progress) (tok string, forget func()) {
+	tok = "ardgate-progress-" + strconv.FormatUint(u.rawIDs.Add(1), 10)
+	u.mu.Lock()
+	u.progress[tok] = func(n mcp.JSONRPCNotification) {
+		n.Params.AdditionalFields = maps.Clone(n.Params.AdditionalFields)
+		n.Params.AdditionalFields["progressToken"] = p.Token
+		p.To(n)
+	}
+	u.mu.Unlock()
+	return tok, func() {
+		u.mu.Lock()
+		delete(u.progress, tok)
+		u.mu.Unlock()
+	}
+}
+
 // callRaw forwards one tool call with the arguments as the client sent
 // them and returns the upstream's result as it sent it: the transport
 // decodes the reply frame once, and nothing else decodes or encodes it.
-func (u *upstream) callRaw(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error) {
+// progress, when not nil, hears the upstream's progress on the call.
+func (u *upstream) callRaw(ctx context.Context, tool string, args json.RawMessage, progress *Progress) (json.RawMessage, error) {
 	if why := u.downReason(); why != "" {
 		return nil, fmt.Errorf("%w: %s", ErrUpstreamDown, why)
 	}
 	c := u.rawCall(tool, args)
+	if progress != nil {
+		var forget func()
+		c.progress, forget = u.relayProgress(progress)
+		defer forget()
+	}
 	var resp *transport.JSONRPCResponse
 	var err error
 	if u.post != nil {
@@ -383,14 +401,18 @@ func (u *upstream) callRaw(ctx context.Context, tool string, args json.RawMessag
 // pipe reader's bytes, valid only until done returns. stop ends the call
 // early with cause. A request refused because the server has stopped
 // reading (guard.ErrBacklog) ends at once, through done.
-func (u *upstream) startRaw(att *Attachment, tool string, args json.RawMessage, timeout time.Duration, b *guard.Batch, done RawDone) (stop func(cause error), ok bool) {
+func (u *upstream) startRaw(att *Attachment, tool string, args json.RawMessage, progress *Progress, timeout time.Duration, b *guard.Batch, done RawDone) (stop func(cause error), ok bool) {
 	if u.pipe == nil || u.downReason() != "" {
 		return nil, false
 	}
 	call := u.rawCall(tool, args)
 	c := &rawStart{u: u, att: att, key: call.key, tool: tool, timeout: timeout, done: done}
+	if progress != nil {
+		call.progress, c.forget = u.relayProgress(progress)
+	}
 	if err := u.pipe.send(call.key, c, timeout, b, call.appendLine); err != nil {
 		if !errors.Is(err, guard.ErrBacklog) {
+			c.forgetProgress() // callRaw relays it anew
 			return nil, false
 		}
 		c.finish(nil, err, nil) // refused, the server up: said now, not tried again
@@ -408,6 +430,7 @@ type rawStart struct {
 	tool    string
 	timeout time.Duration
 	done    RawDone
+	forget  func() // ends the relay of the call's progress; nil without one
 }
 
 func (c *rawStart) answered(f frame, b *guard.Batch) {
@@ -434,7 +457,14 @@ func (c *rawStart) failed(err error) {
 }
 
 func (c *rawStart) finish(res json.RawMessage, err error, b *guard.Batch) {
+	c.forgetProgress()
 	c.done(res, callError(c.att, c.tool, c.timeout, err, errors.Is(err, ErrTimeout)), b)
+}
+
+func (c *rawStart) forgetProgress() {
+	if c.forget != nil {
+		c.forget()
+	}
 }
 
 func (c *rawStart) stop(cause error) { c.u.pipe.stop(c.key, cause) }
@@ -442,9 +472,10 @@ func (c *rawStart) stop(cause error) { c.u.pipe.stop(c.key, cause) }
 // rawCall is a tools/call that carries the client's argument bytes as
 // they came, under a request id of the gateway's own.
 type rawCall struct {
-	key  string // rawKeyPrefix and a number: the id's key, as requestID().String() gives it
-	tool string
-	args json.RawMessage // nil when the client sent none
+	key      string // rawKeyPrefix and a number: the id's key, as requestID().String() gives it
+	tool     string
+	args     json.RawMessage // nil when the client sent none
+	progress string          // the progress token the upstream gets; "" for none
 }
 
 // rawKeyPrefix starts the key of every raw call's id, "ardgate-<n>" (the
@@ -468,8 +499,16 @@ func (c rawCall) request() transport.JSONRPCRequest {
 		JSONRPC: mcp.JSONRPC_VERSION,
 		ID:      c.requestID(),
 		Method:  string(mcp.MethodToolsCall),
-		Params:  rawCallParams{Name: c.tool, Arguments: c.args},
+		Params:  rawCallParams{Name: c.tool, Arguments: c.args, Meta: c.meta()},
 	}
+}
+
+// meta is the call's _meta: its progress token, if it has one.
+func (c rawCall) meta() *mcp.Meta {
+	if c.progress == "" {
+		return nil
+	}
+	return &mcp.Meta{ProgressToken: c.progress}
 }
 
 // appendLine appends the call's frame, as encoding/json writes request(),
@@ -485,13 +524,18 @@ func (c rawCall) appendLine(b []byte) []byte {
 		b = append(b, `,"arguments":`...)
 		b = append(b, c.args...)
 	}
+	if c.progress != "" { // the gateway's token needs no escaping either
+		b = append(b, `,"_meta":{"progressToken":"`...)
+		b = append(b, c.progress...)
+		b = append(b, `"}`...)
+	}
 	return append(b, "}}"...)
 }
 
 // line is the call's frame in a buffer of its size: the text around the
-// id, name and arguments is under 96 bytes.
+// id, name, arguments and progress token is under 128 bytes.
 func (c rawCall) line() []byte {
-	return c.appendLine(make([]byte, 0, 96+len(c.key)+len(c.tool)+len(c.args)))
+	return c.appendLine(make([]byte, 0, 128+len(c.key)+len(c.tool)+len(c.args)+len(c.progress)))
 }
 
 // appendJSONString appends s as encoding/json writes a string. Tool names
@@ -530,6 +574,7 @@ func objectResult(tool string, result json.RawMessage) (json.RawMessage, error) 
 type rawCallParams struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Meta      *mcp.Meta       `json:"_meta,omitempty"`
 }
 
 // cancelRequest tells a stdio server that the caller gave up on a request,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/guard"
 )
 
@@ -20,18 +21,20 @@ import (
 // client wrote them, and the result comes back as the upstream wrote it.
 //
 // Only calls that need nothing else take it: a proxied tool registered
-// for the session, an id, arguments that are an object, and no _meta (a
-// progress token or trace context take the server's path, which relays
-// progress). What every call passes still applies: the drain, the rate
-// limit, the call timeout, the result cap, metrics, and the same error
-// results. With tracing on, the fast path is off.
+// for the session, an id, and arguments that are an object. A progress
+// token in _meta is relayed (progress.go); the rest of _meta goes no
+// further, as on the server's path. What every call passes still
+// applies: the drain, the rate limit, the call timeout, the result cap,
+// metrics, and the same error results. With tracing on, the fast path is
+// off.
 
-// callFrame is a tools/call as the fast path reads it: the id and the
-// arguments as the client wrote them.
+// callFrame is a tools/call as the fast path reads it: the id, the
+// arguments and the progress token as the client wrote them.
 type callFrame struct {
 	ID        string          // the JSON of the id, the frame's own copy
 	Name      string          // the session's string for the tool's name
 	Arguments json.RawMessage // a slice of the frame; nil when absent or null
+	Progress  json.RawMessage // the JSON of the progress token, a copy; nil for none
 }
 
 var toolsCallMethod = []byte(`"tools/call"`)
@@ -79,8 +82,12 @@ func (g *Gateway) fastCall(s *session, frame []byte) (c callFrame, ok bool) {
 		}
 	})
 	tool, known := proxiedTool(*proxied, name)
-	if meta != nil || !known {
-		return c, false // a progress token or trace context take the server's path
+	if !known {
+		return c, false
+	}
+	token, ok := progressToken(meta)
+	if !ok {
+		return c, false // the server says what is wrong with it
 	}
 	switch {
 	case args == nil || string(args) == "null":
@@ -88,7 +95,28 @@ func (g *Gateway) fastCall(s *session, frame []byte) (c callFrame, ok bool) {
 	case args[0] != '{':
 		return c, false // the server says what is wrong with them
 	}
-	return callFrame{ID: string(id), Name: tool, Arguments: args}, true
+	return callFrame{ID: string(id), Name: tool, Arguments: args, Progress: bytes.Clone(token)}, true
+}
+
+// progressToken returns the progress token in meta, a call's _meta: nil
+// when there is none; ok is false when meta is not an object or the
+// token neither a string nor a number.
+func progressToken(meta []byte) (token []byte, ok bool) {
+	if meta == nil || string(meta) == "null" {
+		return nil, true
+	}
+	if meta[0] != '{' {
+		return nil, false
+	}
+	_ = guard.ScanObject(meta, func(name, value []byte) { // checked with the frame
+		if string(name) == "progressToken" {
+			token = value
+		}
+	})
+	if token == nil || string(token) == "null" {
+		return nil, true
+	}
+	return token, plainID(token) // the same two types as an id
 }
 
 // proxiedTool finds the tool that raw, a JSON string, names in proxied.
@@ -109,7 +137,8 @@ func proxiedTool(proxied map[string]string, raw []byte) (string, bool) {
 	return tool, ok
 }
 
-// plainID accepts the ids JSON-RPC requests carry: a string or a number.
+// plainID accepts the ids JSON-RPC requests carry, and progress tokens:
+// a string or a number.
 func plainID(id json.RawMessage) bool {
 	if len(id) == 0 {
 		return false
@@ -122,13 +151,24 @@ func plainID(id json.RawMessage) bool {
 }
 
 // serveFast runs a call fastCall accepted and returns the response frame.
-func (g *Gateway) serveFast(ctx context.Context, s *session, c callFrame) frame {
+// The upstream's progress on it goes to notify, if the client asked for
+// progress and notify is not nil.
+func (g *Gateway) serveFast(ctx context.Context, s *session, c callFrame, notify func(mcp.JSONRPCNotification)) frame {
 	a, refused := g.admit(s, c.Name, nil)
 	if refused != nil {
 		return response(c.ID, refused)
 	}
-	raw, err := s.att.CallRaw(ctx, c.Name, c.Arguments)
+	raw, err := s.att.CallRaw(ctx, c.Name, c.Arguments, c.progress(notify))
 	return g.fastResult(ctx, c, a, raw, err)
+}
+
+// progress asks for the upstream's progress on the call, for notify,
+// when the client asked for it.
+func (c callFrame) progress(notify func(mcp.JSONRPCNotification)) *attach.Progress {
+	if c.Progress == nil || notify == nil {
+		return nil
+	}
+	return &attach.Progress{Token: c.Progress, To: notify}
 }
 
 // fastResult ends an admitted fast call with what its upstream answered

@@ -185,16 +185,29 @@ func TestFastPathSameAsServerPath(t *testing.T) {
 		}
 	}
 
-	// A progress token takes the server's path, which relays progress.
-	req := mcp.CallToolRequest{}
-	req.Params.Name = "mcp_remote__echo"
-	req.Params.Arguments = map[string]any{"message": "with progress"}
-	req.Params.Meta = &mcp.Meta{ProgressToken: "p1"}
-	if _, err := s.c.CallTool(context.Background(), req); err != nil {
-		t.Fatal(err)
-	}
-	if id := up.lastID(); fastPathTaken(id) {
-		t.Fatalf("a call with a progress token took the fast path (upstream saw id %s)", id)
+	// A progress token, or other _meta, takes the fast path too (see
+	// progress_test.go); a token neither a string nor a number takes the
+	// server's path.
+	for _, c := range []struct {
+		meta *mcp.Meta
+		fast bool
+	}{
+		{&mcp.Meta{ProgressToken: "p1"}, true},
+		{&mcp.Meta{ProgressToken: 7, AdditionalFields: map[string]any{"example.com/trace": "x"}}, true},
+		{&mcp.Meta{AdditionalFields: map[string]any{"example.com/trace": "x"}}, true},
+		{&mcp.Meta{ProgressToken: map[string]any{"an": "object"}}, false},
+	} {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "mcp_remote__echo"
+		req.Params.Arguments = map[string]any{"message": "with _meta"}
+		req.Params.Meta = c.meta
+		res, err := s.c.CallTool(context.Background(), req)
+		if err != nil || firstText(res) != "with _meta" {
+			t.Fatalf("_meta %+v: %v %+v", c.meta, err, res)
+		}
+		if id := up.lastID(); fastPathTaken(id) != c.fast {
+			t.Errorf("_meta %+v: the upstream saw id %s; fast path wanted: %v", c.meta, id, c.fast)
+		}
 	}
 }
 
@@ -445,7 +458,7 @@ func TestFastPathStdioUpstream(t *testing.T) {
 
 	// This upstream takes the path without a goroutine.
 	got := make(chan string, 1)
-	stop, ok := g.stdio.Load().att.StartRaw("mcp_fx__echo", json.RawMessage(`{"message":"started"}`), nil, func(raw json.RawMessage, err error, _ *guard.Batch) {
+	stop, ok := g.stdio.Load().att.StartRaw("mcp_fx__echo", json.RawMessage(`{"message":"started"}`), nil, nil, func(raw json.RawMessage, err error, _ *guard.Batch) {
 		got <- fmt.Sprint(string(raw), err)
 	})
 	if !ok {

@@ -263,11 +263,16 @@ func (c *keptConn) serve() bool {
 	if cap(c.in.kept) > 64<<10 {
 		c.in.kept = nil // a large body's copy is not kept for the next
 	}
-	f, gone := c.call(s, call)
+	stream := newProgressStream(call, &keptEvents{c: c}, c.h.g.log)
+	f, gone := c.call(s, call, stream)
+	streamed, err := stream.finish(f) // also when gone: its writer must stop
 	if gone {
 		return false
 	}
 	c.h.kept.served.Add(1)
+	if streamed {
+		return err == nil
+	}
 	return c.write(f)
 }
 
@@ -304,14 +309,14 @@ func (h *HTTP) inPlace(r *http.Request) (*session, bool) {
 
 // call runs the call, watching for the client going away if it runs
 // long; gone tells that it went.
-func (c *keptConn) call(s *session, call callFrame) (f frame, gone bool) {
+func (c *keptConn) call(s *session, call callFrame, stream *progressStream) (f frame, gone bool) {
 	// A byte already read ahead is the client's next request: it is
 	// there, and the connection need not be watched.
 	watched := c.br.Buffered() == 0 && len(c.in.pending) == 0
 	if watched {
 		c.watch.timer.Reset(watchAfter)
 	}
-	f = c.h.g.serveFast(c.ctx, s, call)
+	f = c.h.g.serveFast(c.ctx, s, call, stream.relay())
 	if watched && !c.watch.timer.Stop() {
 		c.watch.stop()
 	}
@@ -325,12 +330,7 @@ func (c *keptConn) write(f frame) bool {
 	bp := answerBufs.Get().(*[]byte)
 	b := append((*bp)[:0], "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "...)
 	b = strconv.AppendInt(b, int64(f.size()), 10)
-	b = append(b, "\r\nDate: "...)
-	b = time.Now().UTC().AppendFormat(b, http.TimeFormat)
-	if c.h.kept.closing.Load() {
-		b = append(b, "\r\nConnection: close"...)
-	}
-	b = append(b, "\r\n\r\n"...)
+	b = c.appendHeadEnd(b)
 	var err error
 	if len(f.result) < guard.InPlace {
 		b = f.appendTo(b)
@@ -345,6 +345,41 @@ func (c *keptConn) write(f frame) bool {
 		answerBufs.Put(bp)
 	}
 	return err == nil
+}
+
+// appendHeadEnd appends the rest of an answer's head, as net/http's
+// server ends it.
+func (c *keptConn) appendHeadEnd(b []byte) []byte {
+	b = append(b, "\r\nDate: "...)
+	b = time.Now().UTC().AppendFormat(b, http.TimeFormat)
+	if c.h.kept.closing.Load() {
+		b = append(b, "\r\nConnection: close"...)
+	}
+	return append(b, "\r\n\r\n"...)
+}
+
+// keptEvents writes an answer as an event stream on a kept connection,
+// in chunks, as net/http's server writes a body of no set length.
+type keptEvents struct {
+	c *keptConn
+}
+
+func (k *keptEvents) begin() error {
+	b := []byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked")
+	_, err := k.c.conn.Write(k.c.appendHeadEnd(b))
+	return err
+}
+
+func (k *keptEvents) write(p []byte) error {
+	size := strconv.AppendInt(nil, int64(len(p)), 16)
+	bufs := net.Buffers{append(size, "\r\n"...), p, []byte("\r\n")}
+	_, err := bufs.WriteTo(k.c.conn)
+	return err
+}
+
+func (k *keptEvents) end() error {
+	_, err := k.c.conn.Write([]byte("0\r\n\r\n"))
+	return err
 }
 
 // answerBufs lends the buffers answers are written from.

@@ -135,7 +135,8 @@ func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
 	r.mu.Lock()
 	r.cancels[c.ID] = sc
 	r.mu.Unlock()
-	if stop, ok := s.att.StartRaw(c.Name, c.Arguments, &r.held, sc.finish); ok {
+	progress := c.progress(r.notify)
+	if stop, ok := s.att.StartRaw(c.Name, c.Arguments, progress, &r.held, sc.finish); ok {
 		sc.started(stop)
 		return true
 	}
@@ -145,10 +146,23 @@ func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
 	sc.started(func(error) { cancel() })
 	go func() {
 		defer cancel()
-		raw, err := s.att.CallRaw(callCtx, c.Name, sc.c.Arguments)
+		raw, err := s.att.CallRaw(callCtx, c.Name, sc.c.Arguments, progress)
 		sc.finish(raw, err, nil)
 	}()
 	return true
+}
+
+// notify writes the upstream's progress on a fast call to the client, on
+// the goroutine that read it: before the call's result, which that
+// goroutine reads after it.
+func (r *stdioReader) notify(n mcp.JSONRPCNotification) {
+	line, err := json.Marshal(n)
+	if err == nil {
+		_, err = r.w.Write(append(line, '\n'))
+	}
+	if err != nil {
+		r.g.log.Debug("progress not relayed", "err", err)
+	}
 }
 
 // stdioCall is a fast call in flight on the stdio transport. One of them
@@ -401,7 +415,11 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 		body, err := readBody(r)
 		if err == nil {
 			if c, ok := h.g.fastCall(s, body); ok {
-				f := h.g.serveFast(r.Context(), s, c)
+				stream := newProgressStream(c, &responseEvents{w: w}, h.g.log)
+				f := h.g.serveFast(r.Context(), s, c, stream.relay())
+				if streamed, _ := stream.finish(f); streamed {
+					return // answered as an event stream
+				}
 				if h.keep(w, r, f) {
 					return
 				}

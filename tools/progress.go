@@ -1,0 +1,178 @@
+package tools
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Progress on the fast path.
+//
+// A call whose _meta carries a progress token takes the fast path too.
+// Clients that send a token with every call (Claude Code and the MCP
+// Inspector do) would otherwise send all their calls through the MCP
+// server. The upstream gets a token of the gateway's (attach.Progress),
+// and what it reports reaches the client under the client's own.
+//
+// Over stdio, each progress notification is one more frame
+// (stdioReader.notify). Over HTTP, the answer stays JSON while the
+// upstream reports nothing. Its first progress turns the answer into an
+// event stream, as mcp-go's server answers: the progress, then the result.
+// Its events carry no ids. A client whose stream breaks loses the call,
+// as it loses a JSON answer (the call upstream is cancelled), where
+// mcp-go's server would keep the stream's events for a resumption.
+
+// maxProgressQueued bounds the progress waiting to be written to one
+// HTTP client. Past it, progress is dropped, as mcp-go's server drops a
+// notification when a session's queue is full: the upstream's reader
+// that hands it on must not wait on a slow client.
+const maxProgressQueued = 16
+
+// progressStream is the answer to a fast call with a progress token over
+// HTTP, once the upstream reports progress: an event stream written to
+// out by a goroutine of its own.
+type progressStream struct {
+	out eventOut
+	log *slog.Logger
+
+	mu     sync.Mutex
+	events chan []byte   // nil until the first progress
+	done   chan struct{} // closed once the writer has stopped
+	ended  bool          // the call has ended: no more progress
+	err    error         // the writer's error, once done is closed
+}
+
+// eventOut is where an answer written as an event stream goes.
+type eventOut interface {
+	begin() error         // writes the head of the answer
+	write(p []byte) error // writes events and sends them
+	end() error           // ends the answer
+}
+
+// newProgressStream returns the stream for call's answer, or nil when
+// the client asked for no progress.
+func newProgressStream(call callFrame, out eventOut, log *slog.Logger) *progressStream {
+	if call.Progress == nil {
+		return nil
+	}
+	return &progressStream{out: out, log: log}
+}
+
+// relay is what hears the upstream's progress: nil for a nil stream.
+func (p *progressStream) relay() func(mcp.JSONRPCNotification) {
+	if p == nil {
+		return nil
+	}
+	return p.notify
+}
+
+func (p *progressStream) notify(n mcp.JSONRPCNotification) {
+	msg, err := json.Marshal(n)
+	if err != nil {
+		p.log.Debug("progress not relayed", "err", err)
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended {
+		return
+	}
+	if p.events == nil {
+		p.events = make(chan []byte, maxProgressQueued)
+		p.done = make(chan struct{})
+		go p.run()
+	}
+	select {
+	case p.events <- appendEvent(nil, msg):
+	default:
+		p.log.Debug("progress not relayed: the client is not reading")
+	}
+}
+
+// run writes the answer's head, then the events as they come, until the
+// call ends.
+func (p *progressStream) run() {
+	defer close(p.done)
+	err := p.out.begin()
+	for ev := range p.events {
+		if err == nil {
+			err = p.out.write(ev)
+		}
+	}
+	p.err = err
+}
+
+// finish ends the call with f. Once the upstream has reported progress,
+// f goes out as the last event, and finish returns true and whether the
+// answer went out whole; otherwise it returns false, and the caller
+// answers with JSON, as for any fast call.
+func (p *progressStream) finish(f frame) (streamed bool, err error) {
+	if p == nil {
+		return false, nil
+	}
+	p.mu.Lock()
+	p.ended = true
+	events := p.events
+	if events != nil {
+		close(events)
+	}
+	p.mu.Unlock()
+	if events == nil {
+		return false, nil
+	}
+	<-p.done
+	err = p.err
+	if err == nil {
+		err = p.out.write(appendEvent(nil, f.appendTo(nil)))
+	}
+	if err == nil {
+		err = p.out.end()
+	}
+	if err != nil {
+		p.log.Debug("event stream not written", "err", err)
+	}
+	return true, err
+}
+
+// appendEvent appends msg, one JSON-RPC message, as an event, the way
+// mcp-go's server writes one. A line break in an upstream's JSON is
+// whitespace, which becomes a space: within an event it would end the
+// data line.
+func appendEvent(b, msg []byte) []byte {
+	b = append(b, "event: message\ndata: "...)
+	for {
+		i := bytes.IndexAny(msg, "\r\n")
+		if i < 0 {
+			break
+		}
+		b = append(append(b, msg[:i]...), ' ')
+		msg = msg[i+1:]
+	}
+	return append(append(b, msg...), "\n\n"...)
+}
+
+// responseEvents writes an event stream through net/http's server.
+type responseEvents struct {
+	w http.ResponseWriter
+}
+
+func (r *responseEvents) begin() error {
+	h := r.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	r.w.WriteHeader(http.StatusOK)
+	return http.NewResponseController(r.w).Flush()
+}
+
+func (r *responseEvents) write(p []byte) error {
+	if _, err := r.w.Write(p); err != nil {
+		return err
+	}
+	return http.NewResponseController(r.w).Flush()
+}
+
+func (r *responseEvents) end() error { return nil }

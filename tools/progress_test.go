@@ -1,0 +1,267 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/attach"
+	"github.com/ardgate/ardgate/config"
+	"github.com/ardgate/ardgate/guard"
+)
+
+// progressCall is a raw tools/call of tool with a progress token (its
+// JSON).
+func progressCall(id int, tool, args, token string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s,"_meta":{"progressToken":%s}}}`, id, tool, args, token)
+}
+
+// checkProgress checks the messages that answered call id, in order: at
+// least min notifications/progress for token, nothing else, then the
+// response, holding want.
+func checkProgress(t *testing.T, msgs []string, id int, token string, min int, want string) {
+	t.Helper()
+	if len(msgs) == 0 {
+		t.Fatal("no answer")
+	}
+	last := msgs[len(msgs)-1]
+	if !strings.HasPrefix(last, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":`, id)) || !strings.Contains(last, want) {
+		t.Fatalf("the answer is %.300s; want the result of call %d, holding %s", last, id, want)
+	}
+	for _, m := range msgs[:len(msgs)-1] {
+		var n struct {
+			Method string
+			Params map[string]json.RawMessage
+		}
+		if err := json.Unmarshal([]byte(m), &n); err != nil || n.Method != "notifications/progress" {
+			t.Fatalf("before the result: %.300s (%v); want progress only", m, err)
+		}
+		if got := string(n.Params["progressToken"]); got != token {
+			t.Fatalf("progress for token %s: %s; want the client's token %s", got, m, token)
+		}
+		if n.Params["progress"] == nil {
+			t.Fatalf("progress without its progress: %s", m)
+		}
+	}
+	if got := len(msgs) - 1; got < min {
+		t.Fatalf("%d progress notifications before the result, want at least %d", got, min)
+	}
+}
+
+// Over HTTP, a call with a progress token takes the fast path, on a
+// connection of net/http's and on a kept one alike. While the upstream
+// reports nothing the answer is JSON; its progress turns the answer into
+// an event stream, of that progress under the client's token and then
+// the result. The connection is kept after either.
+func TestFastPathProgressHTTP(t *testing.T) {
+	tg, up, sid := keptGateway(t, HTTPOptions{})
+	c := dialRaw(t, tg, sid)
+
+	// The first call on a connection: net/http's server writes the stream.
+	slow := func(id int, token string) {
+		t.Helper()
+		c.send(c.request(progressCall(id, "mcp_remote__slow", `{"ms":180}`, token)))
+		resp, body := c.response()
+		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+			t.Fatalf("call %d: Content-Type %q, want an event stream: %s", id, ct, body)
+		}
+		checkProgress(t, sseMessages(t, body), id, token, 2, `"text":"slept 180ms"`)
+		if !fastPathTaken(up.lastID()) {
+			t.Fatalf("call %d did not take the fast path (upstream saw id %s)", id, up.lastID())
+		}
+	}
+	slow(1, `"tok-1"`)
+	if n := tg.h.kept.served.Load(); n != 0 {
+		t.Fatalf("%d calls answered in place; the first is net/http's", n)
+	}
+	// net/http's server answers the next call too, then the gateway
+	// takes the connection; the calls that follow are answered in place,
+	// a stream in chunks.
+	c.echo(2, "kept")
+	slow(3, `42`)
+	c.send(c.request(progressCall(4, "mcp_remote__echo", `{"message":"quiet"}`, `"tok-4"`)))
+	resp, body := c.response()
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" || !strings.Contains(body, `"text":"quiet"`) {
+		t.Fatalf("a call that reports no progress: %q %s; want JSON", ct, body)
+	}
+	c.echo(5, "after the streams")
+	if n := tg.h.kept.served.Load(); n != 3 {
+		t.Fatalf("%d calls answered in place, want 3", n)
+	}
+
+	// A real client hears the progress and gets the result.
+	s := tg.connect(t)
+	attachRemote(t, s)
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "mcp_remote__slow"
+	req.Params.Arguments = map[string]any{"ms": 180}
+	req.Params.Meta = &mcp.Meta{ProgressToken: "from-client"}
+	res, err := s.c.CallTool(context.Background(), req)
+	if err != nil || firstText(res) != "slept 180ms" {
+		t.Fatalf("slow with progress: %v %+v", err, res)
+	}
+	if !fastPathTaken(up.lastID()) {
+		t.Fatalf("the client's call did not take the fast path (upstream saw id %s)", up.lastID())
+	}
+	s.mu.Lock()
+	var heard int
+	for _, n := range s.notes {
+		if n.Method == "notifications/progress" && n.Params.AdditionalFields["progressToken"] == "from-client" {
+			heard++
+		}
+	}
+	s.mu.Unlock()
+	if heard < 2 {
+		t.Fatalf("the client heard %d progress notifications for its token, want 2 or more", heard)
+	}
+}
+
+// response reads one answer with its head.
+func (c *rawConn) response() (*http.Response, string) {
+	c.t.Helper()
+	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(c.br, nil)
+	if err != nil {
+		c.t.Fatalf("reading the answer: %v", err)
+	}
+	var b strings.Builder
+	if _, err := io.Copy(&b, resp.Body); err != nil {
+		c.t.Fatalf("reading the answer's body: %v", err)
+	}
+	return resp, b.String()
+}
+
+// sseMessages returns the data of each event in body, an event stream.
+func sseMessages(t *testing.T, body string) []string {
+	t.Helper()
+	var msgs []string
+	for _, ev := range strings.Split(strings.TrimSuffix(body, "\n\n"), "\n\n") {
+		var data []string
+		for _, line := range strings.Split(ev, "\n") {
+			if v, ok := strings.CutPrefix(line, "data: "); ok {
+				data = append(data, v)
+			}
+		}
+		if data == nil {
+			t.Fatalf("an event without data in %q", body)
+		}
+		msgs = append(msgs, strings.Join(data, "\n"))
+	}
+	return msgs
+}
+
+// Over stdio, a call with a progress token takes the fast path to a
+// stdio upstream (answered from its pipe) and to a remote one alike:
+// the upstream's progress comes first, as frames under the client's
+// token, then the result. Calls in flight at once each hear only their
+// own progress.
+func TestFastPathProgressStdio(t *testing.T) {
+	up := newRecordingUpstream(t)
+	m := pinnedFixture(buildFixture(t), 30*time.Second)
+	d := &guard.Dialer{AllowLocal: true}
+	m.Pinned = append(m.Pinned, config.Server{Name: "fh", URL: up.URL})
+	m.HTTP = d.Client()
+	t.Cleanup(m.HTTP.CloseIdleConnections)
+	c := rawStdio(t, New(m, quietLog, Options{Version: "test"}))
+	c.caller(t, `"mcp_fx__echo","arguments":{"message":"ready?"}`, `"text":"ready?"`)
+	c.caller(t, `"mcp_fh__echo","arguments":{"message":"ready?"}`, `"text":"ready?"`)
+
+	// Four calls in one write, two to each upstream.
+	tokens := map[int]string{10: `"a"`, 11: `11`, 12: `"c"`, 13: `-4.5`}
+	var burst strings.Builder
+	for id, token := range tokens {
+		tool := "mcp_fx__slow"
+		if id%2 == 1 {
+			tool = "mcp_fh__slow"
+		}
+		burst.WriteString(progressCall(id, tool, `{"ms":180}`, token) + "\n")
+	}
+	if _, err := c.w.Write([]byte(burst.String())); err != nil {
+		t.Fatal(err)
+	}
+	byCall := map[int][]string{}
+	byToken := map[string]int{}
+	for id, token := range tokens {
+		byToken[token] = id
+	}
+	for done := 0; done < len(tokens); {
+		line, err := c.out.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		line = strings.TrimSuffix(line, "\n")
+		var f struct {
+			ID     *int
+			Params struct{ ProgressToken json.RawMessage }
+		}
+		if err := json.Unmarshal([]byte(line), &f); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		id := 0
+		if f.ID != nil {
+			id, done = *f.ID, done+1
+		} else if id = byToken[string(f.Params.ProgressToken)]; id == 0 {
+			t.Fatalf("progress for no call of the client's: %s", line)
+		}
+		byCall[id] = append(byCall[id], line)
+	}
+	for id, token := range tokens {
+		checkProgress(t, byCall[id], id, token, 2, `"text":"slept 180ms"`)
+	}
+	if !fastPathTaken(up.lastID()) {
+		t.Fatalf("the remote's calls did not take the fast path (upstream saw id %s)", up.lastID())
+	}
+	c.caller(t, `"mcp_fx__echo","arguments":{"message":"after"}`, `"text":"after"`)()
+}
+
+// StartRaw relays a stdio upstream's progress from its pipe's reader,
+// each notification before the result, with the caller's token, and
+// none once the call has ended.
+func TestStartRawProgress(t *testing.T) {
+	g := New(pinnedFixture(buildFixture(t), 30*time.Second), quietLog, Options{Version: "test"})
+	cl := serveStdio(t, g)
+	waitCallable(t, cl, "mcp_fx__echo", map[string]any{"message": "ready?"})
+
+	var mu sync.Mutex
+	var heard []string
+	ended := make(chan string, 1)
+	progress := &attach.Progress{Token: json.RawMessage(`"mine"`), To: func(n mcp.JSONRPCNotification) {
+		b, _ := json.Marshal(n)
+		mu.Lock()
+		heard = append(heard, string(b))
+		mu.Unlock()
+	}}
+	var before int // progress heard before the result
+	_, ok := g.stdio.Load().att.StartRaw("mcp_fx__slow", json.RawMessage(`{"ms":180}`), progress, nil, func(raw json.RawMessage, err error, _ *guard.Batch) {
+		mu.Lock()
+		before = len(heard)
+		mu.Unlock()
+		ended <- fmt.Sprint(string(raw), err)
+	})
+	if !ok {
+		t.Fatal("StartRaw did not take a call to a stdio upstream")
+	}
+	if r := <-ended; !strings.Contains(r, "slept 180ms") || !strings.HasSuffix(r, "<nil>") {
+		t.Fatalf("StartRaw with progress: %s", r)
+	}
+	// The fixture reports every 50 ms, and nothing after its result.
+	time.Sleep(100 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if before < 2 || len(heard) != before {
+		t.Fatalf("%d progress notifications before the result and %d after; want 2 or more, then none", before, len(heard)-before)
+	}
+	for _, n := range heard {
+		if !strings.Contains(n, `"progressToken":"mine"`) {
+			t.Errorf("progress relayed as %s; want the caller's token", n)
+		}
+	}
+}
