@@ -25,6 +25,8 @@ import (
 // gateway after attach_resource, in one run: the difference is what the
 // gateway's hop costs (its CPU shows in -cpuprofile, its allocations in
 // allocs/op, which count client, gateway and upstream alike).
+// gateway_progress makes the same call with a progress token, as Claude
+// Code and the MCP Inspector call every tool.
 //
 //	go test -run '^$' -bench ProxyCall -benchmem ./tools
 func BenchmarkProxyCall(b *testing.B) {
@@ -46,21 +48,30 @@ func BenchmarkProxyCall(b *testing.B) {
 		if _, err := c.Initialize(context.Background(), mcp.InitializeRequest{}); err != nil {
 			b.Fatal(err)
 		}
-		benchCalls(b, c, "echo", args)
+		benchCalls(b, c, "echo", args, nil)
 	})
 	b.Run("gateway", func(b *testing.B) {
 		s := tg.connect(b)
 		if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
 			b.Fatalf("attach: %s", firstText(res))
 		}
-		benchCalls(b, s.c, "mcp_remote__echo", args)
+		benchCalls(b, s.c, "mcp_remote__echo", args, nil)
+	})
+	// As Claude Code and the MCP Inspector call: with a progress token.
+	b.Run("gateway_progress", func(b *testing.B) {
+		s := tg.connect(b)
+		if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
+			b.Fatalf("attach: %s", firstText(res))
+		}
+		benchCalls(b, s.c, "mcp_remote__echo", args, &mcp.Meta{ProgressToken: "bench"})
 	})
 }
 
-func benchCalls(b *testing.B, c *client.Client, name string, args any) {
+func benchCalls(b *testing.B, c *client.Client, name string, args any, meta *mcp.Meta) {
 	req := mcp.CallToolRequest{}
 	req.Params.Name = name
 	req.Params.Arguments = args
+	req.Params.Meta = meta
 	b.ReportAllocs()
 	for b.Loop() {
 		res, err := c.CallTool(context.Background(), req)
@@ -91,12 +102,17 @@ func BenchmarkProxyCallStdio(b *testing.B) {
 		if _, err := c.Initialize(context.Background(), mcp.InitializeRequest{}); err != nil {
 			b.Fatal(err)
 		}
-		benchCalls(b, c, "echo", args)
+		benchCalls(b, c, "echo", args, nil)
 	})
 	b.Run("gateway", func(b *testing.B) {
 		c := serveStdio(b, New(pinnedFixture(fixture, 10*time.Second), quietLog, Options{Version: "bench"}))
 		waitCallable(b, c, "mcp_fx__echo", args)
-		benchCalls(b, c, "mcp_fx__echo", args)
+		benchCalls(b, c, "mcp_fx__echo", args, nil)
+	})
+	b.Run("gateway_progress", func(b *testing.B) {
+		c := serveStdio(b, New(pinnedFixture(fixture, 10*time.Second), quietLog, Options{Version: "bench"}))
+		waitCallable(b, c, "mcp_fx__echo", args)
+		benchCalls(b, c, "mcp_fx__echo", args, &mcp.Meta{ProgressToken: "bench"})
 	})
 }
 

@@ -152,8 +152,8 @@ func plainID(id json.RawMessage) bool {
 
 // serveFast runs a call fastCall accepted and returns the response frame.
 // The upstream's progress on it goes to notify, if the client asked for
-// progress and notify is not nil.
-func (g *Gateway) serveFast(ctx context.Context, s *session, c callFrame, notify func(mcp.JSONRPCNotification)) frame {
+// progress.
+func (g *Gateway) serveFast(ctx context.Context, s *session, c callFrame, notify notifier) frame {
 	a, refused := g.admit(s, c.Name, nil)
 	if refused != nil {
 		return response(c.ID, refused)
@@ -162,13 +162,19 @@ func (g *Gateway) serveFast(ctx context.Context, s *session, c callFrame, notify
 	return g.fastResult(ctx, c, a, raw, err)
 }
 
+// A notifier hears the upstream's progress on a fast call.
+type notifier interface {
+	notify(mcp.JSONRPCNotification)
+}
+
 // progress asks for the upstream's progress on the call, for notify,
-// when the client asked for it.
-func (c callFrame) progress(notify func(mcp.JSONRPCNotification)) *attach.Progress {
-	if c.Progress == nil || notify == nil {
+// when the client asked for it. A call without a token allocates nothing
+// here.
+func (c callFrame) progress(notify notifier) *attach.Progress {
+	if c.Progress == nil {
 		return nil
 	}
-	return &attach.Progress{Token: c.Progress, To: notify}
+	return &attach.Progress{Token: c.Progress, To: notify.notify}
 }
 
 // fastResult ends an admitted fast call with what its upstream answered

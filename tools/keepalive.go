@@ -172,6 +172,7 @@ type keptConn struct {
 	cancel context.CancelFunc
 	watch  watch
 	handed bool // the connection went back to net/http
+	events keptEvents
 }
 
 // start reads the connection through br, net/http's reader of it, which
@@ -183,6 +184,7 @@ func (c *keptConn) start(br *bufio.Reader, pending []byte) {
 	c.br = br
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.watch.c = c
+	c.events.c = c
 	c.watch.done = make(chan struct{}, 1)
 	c.watch.timer = time.AfterFunc(time.Hour, c.watch.read)
 	c.watch.timer.Stop()
@@ -263,7 +265,7 @@ func (c *keptConn) serve() bool {
 	if cap(c.in.kept) > 64<<10 {
 		c.in.kept = nil // a large body's copy is not kept for the next
 	}
-	stream := newProgressStream(call, &keptEvents{c: c}, c.h.g.log)
+	stream := newProgressStream(call, &c.events, c.h.g.log)
 	f, gone := c.call(s, call, stream)
 	streamed, err := stream.finish(f) // also when gone: its writer must stop
 	if gone {
@@ -316,7 +318,7 @@ func (c *keptConn) call(s *session, call callFrame, stream *progressStream) (f f
 	if watched {
 		c.watch.timer.Reset(watchAfter)
 	}
-	f = c.h.g.serveFast(c.ctx, s, call, stream.relay())
+	f = c.h.g.serveFast(c.ctx, s, call, stream)
 	if watched && !c.watch.timer.Stop() {
 		c.watch.stop()
 	}

@@ -62,14 +62,6 @@ func newProgressStream(call callFrame, out eventOut, log *slog.Logger) *progress
 	return &progressStream{out: out, log: log}
 }
 
-// relay is what hears the upstream's progress: nil for a nil stream.
-func (p *progressStream) relay() func(mcp.JSONRPCNotification) {
-	if p == nil {
-		return nil
-	}
-	return p.notify
-}
-
 func (p *progressStream) notify(n mcp.JSONRPCNotification) {
 	msg, err := json.Marshal(n)
 	if err != nil {

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -264,4 +265,40 @@ func TestStartRawProgress(t *testing.T) {
 			t.Errorf("progress relayed as %s; want the caller's token", n)
 		}
 	}
+}
+
+// A client that goes away while its call streams progress has the call
+// cancelled upstream, on a connection of net/http's and on a kept one,
+// and the gateway goes on.
+func TestFastPathProgressClientGone(t *testing.T) {
+	tg, up, sid := keptGateway(t, HTTPOptions{})
+	for _, kept := range []bool{false, true} {
+		c := dialRaw(t, tg, sid)
+		if kept {
+			c.echo(1, "net/http's, then kept")
+		}
+		c.send(c.request(progressCall(2, "mcp_remote__slow", `{"ms":20000}`, `"bye"`)))
+		_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(c.br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		events := bufio.NewReader(resp.Body)
+		for {
+			line, err := events.ReadString('\n')
+			if err != nil {
+				t.Fatalf("kept %v: the stream ended before any progress: %v", kept, err)
+			}
+			if strings.Contains(line, `"progressToken":"bye"`) {
+				break
+			}
+		}
+		_ = c.conn.Close()
+		for deadline := time.Now().Add(5 * time.Second); up.inflight.Load() != 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("kept %v: the upstream kept working on the call of a client that went away", kept)
+			}
+		}
+	}
+	dialRaw(t, tg, sid).echo(3, "still serving")
 }

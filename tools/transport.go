@@ -135,7 +135,7 @@ func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
 	r.mu.Lock()
 	r.cancels[c.ID] = sc
 	r.mu.Unlock()
-	progress := c.progress(r.notify)
+	progress := c.progress(r)
 	if stop, ok := s.att.StartRaw(c.Name, c.Arguments, progress, &r.held, sc.finish); ok {
 		sc.started(stop)
 		return true
@@ -416,7 +416,7 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 		if err == nil {
 			if c, ok := h.g.fastCall(s, body); ok {
 				stream := newProgressStream(c, &responseEvents{w: w}, h.g.log)
-				f := h.g.serveFast(r.Context(), s, c, stream.relay())
+				f := h.g.serveFast(r.Context(), s, c, stream)
 				if streamed, _ := stream.finish(f); streamed {
 					return // answered as an event stream
 				}

@@ -36,6 +36,7 @@ func proxyBench(args []string, out io.Writer) error {
 	transports := fs.String("transports", "stdio,http", "which transports to measure")
 	stdioSessions := fs.Int("stdio-sessions", 1, "stdio clients, each with its own chain of processes; the concurrent callers share them")
 	native := fs.Bool("native-relays", false, "also measure socat (stdio) and nginx (HTTP) as relays; both must be installed")
+	progress := fs.Bool("progress-token", false, "give every measured call a progress token, as Claude Code and the MCP Inspector call tools")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -45,6 +46,11 @@ func proxyBench(args []string, out io.Writer) error {
 	}
 	defer os.RemoveAll(dir)
 	fmt.Fprintf(out, "proxy: %d sequential calls, %d clients x %d calls, %d x 1 MiB; %s\n", *calls, *clients, *concCalls, *bigCalls, machine())
+	var meta *mcp.Meta
+	if *progress {
+		meta = &mcp.Meta{ProgressToken: "bench"}
+		fmt.Fprintln(out, "every measured call carries a progress token")
+	}
 	if *stdioSessions > 1 {
 		fmt.Fprintf(out, "stdio: %d client sessions, each with its own relay or gateway and fixture processes\n", *stdioSessions)
 	}
@@ -71,6 +77,7 @@ func proxyBench(args []string, out io.Writer) error {
 				return fmt.Errorf("%s %s: %w", transportName, p.name, err)
 			}
 			defer stop()
+			t.meta = meta
 			targets[i] = t
 		}
 		cases := []struct {
@@ -157,6 +164,7 @@ type target struct {
 	clients []*client.Client
 	tool    func(string) string // fixture tool name → name on this path
 	pids    []int               // the relay or gateway processes; none when direct
+	meta    *mcp.Meta           // the _meta of every measured call
 }
 
 type stats struct {
@@ -240,10 +248,11 @@ func processTime(pid int) time.Duration {
 
 func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
 
-func call(c *client.Client, name string, args map[string]any) error {
+func call(c *client.Client, name string, args map[string]any, meta *mcp.Meta) error {
 	req := mcp.CallToolRequest{}
 	req.Params.Name = name
 	req.Params.Arguments = args
+	req.Params.Meta = meta
 	res, err := c.CallTool(context.Background(), req)
 	if err != nil {
 		return err
@@ -260,7 +269,7 @@ func sequential(t target, n int, tool string, args map[string]any) (sample, erro
 	start := time.Now()
 	for range n {
 		s := time.Now()
-		if err := call(c, name, args); err != nil {
+		if err := call(c, name, args, t.meta); err != nil {
 			return sample{}, err
 		}
 		lat = append(lat, time.Since(s))
@@ -280,7 +289,7 @@ func concurrent(t target, clients, per int) (sample, error) {
 			local := make([]time.Duration, 0, per)
 			for range per {
 				s := time.Now()
-				if err := call(c, t.tool("echo"), map[string]any{"message": "ping"}); err != nil {
+				if err := call(c, t.tool("echo"), map[string]any{"message": "ping"}, t.meta); err != nil {
 					mu.Lock()
 					firstErr = err
 					mu.Unlock()
@@ -414,11 +423,11 @@ func startViaGateway(kind, gateway, fixture, dir string, stdioSessions int) (tar
 	}
 	all := func() { stop(); stopFx() }
 	for _, c := range t.clients {
-		if err := call(c, "attach_resource", map[string]any{"urn": "urn:air:bench.test:mcp:fx", "name": "fx"}); err != nil {
+		if err := call(c, "attach_resource", map[string]any{"urn": "urn:air:bench.test:mcp:fx", "name": "fx"}, nil); err != nil {
 			all()
 			return target{}, nil, fmt.Errorf("attach the fixture through ardgate (%s): %w", kind, err)
 		}
-		if err := call(c, via("echo"), map[string]any{"message": "attached"}); err != nil {
+		if err := call(c, via("echo"), map[string]any{"message": "attached"}, nil); err != nil {
 			all()
 			return target{}, nil, fmt.Errorf("the attached fixture did not answer through ardgate (%s): %w", kind, err)
 		}

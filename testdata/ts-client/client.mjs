@@ -3,8 +3,9 @@
 //   node client.mjs stdio <command> [args...]   spawn the gateway on stdio
 //   node client.mjs http <url>                  connect over streamable HTTP
 //
-// Runs discover -> attach -> tools/list_changed -> call -> detach and prints
-// "OK", or "FAIL: <reason>" and exits 1. Run by e2e_tsclient_test.go.
+// Runs discover -> attach -> tools/list_changed -> call -> a call with
+// progress, as Claude Code calls -> call -> detach and prints "OK", or
+// "FAIL: <reason>" and exits 1. Run by e2e_tsclient_test.go.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -12,6 +13,7 @@ import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/typ
 
 const URN = 'urn:air:ardgate.test:mcp:fixture';
 const TOOL = 'mcp_fixture__echo';
+const SLOW = 'mcp_fixture__slow';
 const MESSAGE = 'from typescript';
 
 function fail(reason) {
@@ -82,6 +84,15 @@ async function main() {
 
   const echoed = text(await call(client, TOOL, { message: MESSAGE }));
   if (echoed !== MESSAGE) fail(`${TOOL} returned ${JSON.stringify(echoed)}, want ${JSON.stringify(MESSAGE)}`);
+
+  // With onprogress the SDK sends a progress token, as Claude Code does;
+  // the fixture reports progress every 50 ms.
+  const heard = [];
+  const slow = await client.callTool({ name: SLOW, arguments: { ms: 180 } }, undefined, { onprogress: (p) => heard.push(p) });
+  if (slow.isError || text(slow) !== 'slept 180ms') fail(`${SLOW} with progress: ${JSON.stringify(slow)}`);
+  if (heard.length < 2) fail(`${SLOW} reported ${heard.length} progress notifications, want 2 or more`);
+  const again = text(await call(client, TOOL, { message: 'after progress' }));
+  if (again !== 'after progress') fail(`${TOOL} after the call with progress returned ${JSON.stringify(again)}`);
 
   await call(client, 'detach_resource', { name: 'fixture' });
 
