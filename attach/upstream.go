@@ -354,6 +354,7 @@ func (u *upstream) relayProgress(p *Progress) (tok string, forget func()) {
 	u.progress[tok] = func(n mcp.JSONRPCNotification) {
 		n.Params.AdditionalFields = maps.Clone(n.Params.AdditionalFields)
 		n.Params.AdditionalFields["progressToken"] = p.Token
+		n.Params.Meta = nil // the upstream's _meta was for the gateway
 		p.To(n)
 	}
 	u.mu.Unlock()

@@ -48,8 +48,8 @@ func checkProgress(t *testing.T, msgs []string, id int, token string, min int, w
 		if got := string(n.Params["progressToken"]); got != token {
 			t.Fatalf("progress for token %s: %s; want the client's token %s", got, m, token)
 		}
-		if n.Params["progress"] == nil {
-			t.Fatalf("progress without its progress: %s", m)
+		if n.Params["progress"] == nil || n.Params["total"] == nil || len(n.Params) != 3 {
+			t.Fatalf("progress relayed as %s; want the fixture's progress, total and the token only", m)
 		}
 	}
 	if got := len(msgs) - 1; got < min {
