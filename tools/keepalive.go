@@ -168,7 +168,7 @@ type keptConn struct {
 	in     keptReader
 	br     *bufio.Reader
 	state  atomic.Int32
-	ctx    context.Context // ended when the client goes away
+	ctx    context.Context // ended when the client goes away, or cancels the call (then made anew)
 	cancel context.CancelFunc
 	watch  watch
 	handed bool // the connection went back to net/http
@@ -318,9 +318,13 @@ func (c *keptConn) call(s *session, call callFrame, stream *progressStream) (f f
 	if watched {
 		c.watch.timer.Reset(watchAfter)
 	}
-	f = c.h.g.serveFast(c.ctx, s, call, stream)
+	f = c.h.g.serveFast(c.ctx, c.cancel, s, call, stream)
 	if watched && !c.watch.timer.Stop() {
 		c.watch.stop()
+	}
+	if c.ctx.Err() != nil && !c.watch.gone {
+		// The client cancelled the call, and goes on.
+		c.ctx, c.cancel = context.WithCancel(context.Background())
 	}
 	return f, c.watch.gone
 }

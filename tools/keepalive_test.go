@@ -405,3 +405,43 @@ func TestAnsweredRequestsLetGo(t *testing.T) {
 		t.Fatalf("%d requests still held after their connections closed, want at most 2", n)
 	}
 }
+
+// A notifications/cancelled stops a call on the fast path over HTTP, as
+// the MCP server stops its own: the TypeScript SDK cancels that way and
+// leaves the call's request open. The notice may come on another
+// connection; the call is answered at once, cancelled, on a connection of
+// net/http's and on a kept one.
+func TestFastPathCancelledHTTP(t *testing.T) {
+	tg, up, sid := keptGateway(t, HTTPOptions{})
+	other := dialRaw(t, tg, sid)
+	for id, kept := range map[int]bool{2: false, 4: true} {
+		c := dialRaw(t, tg, sid)
+		if kept {
+			c.echo(id-1, "net/http's, then kept")
+		}
+		c.send(c.request(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"mcp_remote__slow","arguments":{"ms":20000}}}`, id)))
+		for deadline := time.Now().Add(5 * time.Second); up.inflight.Load() == 0; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the slow call never reached the upstream")
+			}
+		}
+		start := time.Now()
+		other.send(other.request(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d,"reason":"the user pressed Esc"}}`, id)))
+		if code, body := other.answer(); code != http.StatusAccepted {
+			t.Fatalf("the notice: %d %s", code, body)
+		}
+		code, body := c.answer()
+		if code != http.StatusOK || !strings.Contains(body, fmt.Sprintf(`"id":%d`, id)) || !strings.Contains(body, `"isError":true`) || !strings.Contains(body, "cancelled") {
+			t.Fatalf("kept %v: the cancelled call answered %d %s", kept, code, body)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Fatalf("kept %v: the cancelled call answered after %s", kept, took)
+		}
+		for deadline := time.Now().Add(5 * time.Second); up.inflight.Load() != 0; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("kept %v: the upstream kept working on the cancelled call", kept)
+			}
+		}
+		c.echo(10+id, "after the cancel")
+	}
+}

@@ -110,8 +110,8 @@ func (r *stdioReader) run(ctx context.Context, in *guard.LineReader) {
 // cancellation of a fast call is applied here and still passed on to the
 // server.
 func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
-	if bytes.Contains(line, cancelledMethod) {
-		r.cancel(line)
+	if id, ok := cancelledID(line); ok {
+		r.cancel(id)
 		return false
 	}
 	if r.g.opts.Tracing != nil {
@@ -235,19 +235,10 @@ func (r *stdioReader) cancelAll() {
 	}
 }
 
-var cancelledMethod = []byte(`"notifications/cancelled"`)
-
-func (r *stdioReader) cancel(line []byte) {
-	var n struct {
-		Params struct {
-			RequestID json.RawMessage `json:"requestId"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(line, &n) != nil {
-		return
-	}
+// cancel stops the fast call with id (its JSON), if it is in flight.
+func (r *stdioReader) cancel(id string) {
 	r.mu.Lock()
-	sc := r.cancels[string(n.Params.RequestID)]
+	sc := r.cancels[id]
 	r.mu.Unlock()
 	if sc != nil {
 		sc.cancel()
@@ -397,7 +388,8 @@ func (h *HTTP) authorized(r *http.Request) bool {
 // fast answers a plain call of a proxied tool of a known session on the
 // fast path (fastpath.go), then serves the calls that follow on its
 // connection itself (keepalive.go), and passes every other request to
-// next, the MCP server, with its body as it came.
+// next, the MCP server, with its body as it came. A notifications/cancelled
+// among them stops the fast call it names on its way.
 //
 // The server keeps each session's idle clock, and only it can: a session
 // that the server has not seen for a quarter of the idle TTL takes the
@@ -408,15 +400,17 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s, ok := h.fastSession(r)
-		if !ok {
+		if s == nil || r.Method != http.MethodPost {
 			next.ServeHTTP(w, r)
 			return
 		}
 		body, err := readBody(r)
-		if err == nil {
+		if err == nil && ok {
 			if c, ok := h.g.fastCall(s, body); ok {
 				stream := newProgressStream(c, &responseEvents{w: w}, h.g.log)
-				f := h.g.serveFast(r.Context(), s, c, stream)
+				ctx, cancel := context.WithCancel(r.Context())
+				f := h.g.serveFast(ctx, cancel, s, c, stream)
+				cancel()
 				if streamed, _ := stream.finish(f); streamed {
 					return // answered as an event stream
 				}
@@ -428,6 +422,9 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 				_ = f.writeTo(w)
 				return
 			}
+		}
+		if err == nil {
+			s.cancelFast(body) // the server hears the notice too, and answers it
 		}
 		// The server reads the body again, and meets the same error.
 		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
