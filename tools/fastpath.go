@@ -8,7 +8,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/guard"
 )
 
@@ -163,75 +162,6 @@ func (g *Gateway) serveFast(ctx context.Context, cancel context.CancelFunc, s *s
 	raw, err := s.att.CallRaw(ctx, c.Name, c.Arguments, c.progress(notify))
 	s.untrack(c.ID)
 	return g.fastResult(ctx, c, a, raw, err)
-}
-
-// track lets a notifications/cancelled for the call with id stop it, as
-// the MCP server lets one stop its own calls; untrack forgets the call.
-// An id is the client's, unique in the session while its call is in
-// flight.
-func (s *session) track(id string, cancel context.CancelFunc) {
-	s.fastMu.Lock()
-	if s.fastCalls == nil {
-		s.fastCalls = map[string]context.CancelFunc{}
-	}
-	s.fastCalls[id] = cancel
-	s.fastMu.Unlock()
-}
-
-func (s *session) untrack(id string) {
-	s.fastMu.Lock()
-	delete(s.fastCalls, id)
-	s.fastMu.Unlock()
-}
-
-// cancelFast stops the fast call that frame, a notifications/cancelled,
-// names, if it is in flight.
-func (s *session) cancelFast(frame []byte) {
-	id, ok := cancelledID(frame)
-	if !ok {
-		return
-	}
-	s.fastMu.Lock()
-	cancel := s.fastCalls[id]
-	s.fastMu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
-}
-
-var cancelledMethod = []byte(`"notifications/cancelled"`)
-
-// cancelledID returns the JSON of the request id that frame, a
-// notifications/cancelled, names.
-func cancelledID(frame []byte) (string, bool) {
-	if !bytes.Contains(frame, cancelledMethod) {
-		return "", false
-	}
-	var n struct {
-		Method string
-		Params struct {
-			RequestID json.RawMessage `json:"requestId"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(frame, &n) != nil || n.Method != "notifications/cancelled" || n.Params.RequestID == nil {
-		return "", false
-	}
-	return string(n.Params.RequestID), true
-}
-
-// A notifier hears the upstream's progress on a fast call.
-type notifier interface {
-	notify(mcp.JSONRPCNotification)
-}
-
-// progress asks for the upstream's progress on the call, for notify,
-// when the client asked for it. A call without a token allocates nothing
-// here.
-func (c callFrame) progress(notify notifier) *attach.Progress {
-	if c.Progress == nil {
-		return nil
-	}
-	return &attach.Progress{Token: c.Progress, To: notify.notify}
 }
 
 // fastResult ends an admitted fast call with what its upstream answered

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/attach"
 )
 
 // Progress on the fast path.
@@ -22,9 +24,25 @@ import (
 // (stdioReader.notify). Over HTTP, the answer stays JSON while the
 // upstream reports nothing. Its first progress turns the answer into an
 // event stream, as mcp-go's server answers: the progress, then the result.
-// Its events carry no ids. A client whose stream breaks loses the call,
-// as it loses a JSON answer (the call upstream is cancelled), where
-// mcp-go's server would keep the stream's events for a resumption.
+// Its events carry no ids, so a stream that breaks cannot be resumed. The
+// call upstream is cancelled then, as for a broken JSON answer; mcp-go's
+// server cancels it too, but keeps the stream's events, ending with the
+// cancelled result, for a resumption.
+
+// A notifier hears the upstream's progress on a fast call.
+type notifier interface {
+	notify(mcp.JSONRPCNotification)
+}
+
+// progress asks for the upstream's progress on the call, for notify,
+// when the client asked for it. A call without a token allocates nothing
+// here.
+func (c callFrame) progress(notify notifier) *attach.Progress {
+	if c.Progress == nil {
+		return nil
+	}
+	return &attach.Progress{Token: c.Progress, To: notify.notify}
+}
 
 // maxProgressQueued bounds the progress waiting to be written to one
 // HTTP client. Past it, progress is dropped, as mcp-go's server drops a
