@@ -126,7 +126,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	manager := attach.New(cfg, regs, hc, log, buildVersion())
-	manager.ClientOptions = tr.ClientOptions()
+	manager.ClientOptions, manager.Tracing = tr.ClientOptions(), tr.Upstream()
 	go manager.Run(ctx) // agent health checks
 	gw := tools.New(manager, log, tools.Options{
 		Version:        buildVersion(),

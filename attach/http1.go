@@ -279,7 +279,7 @@ func (p *poster) post1(ctx context.Context, line []byte, accept string) (httpRep
 		}
 		return httpReply{}, err
 	}
-	if err := p.writeRequest(c, line, accept, session); err != nil {
+	if err := p.writeRequest(c, line, accept, session, p.trace.headerLines(ctx)); err != nil {
 		return fail(err)
 	}
 	resp, keep, err := readResponse(c.br, &c.head)
@@ -291,8 +291,9 @@ func (p *poster) post1(ctx context.Context, line []byte, accept string) (httpRep
 }
 
 // writeRequest writes the POST: head and body in one write, or, for a
-// large body, the body from where it lies.
-func (p *poster) writeRequest(c *h1Conn, line []byte, accept, session string) error {
+// large body, the body from where it lies. trace is header lines of the
+// call's trace context.
+func (p *poster) writeRequest(c *h1Conn, line []byte, accept, session, trace string) error {
 	bp := requestBufs.Get().(*[]byte)
 	defer requestBufs.Put(bp)
 	b := append((*bp)[:0], "POST "...)
@@ -308,6 +309,7 @@ func (p *poster) writeRequest(c *h1Conn, line []byte, accept, session string) er
 		b = append(append(append(append(b, "\r\n"...), server.HeaderKeyProtocolVersion...), ": "...), p.version...)
 	}
 	b = append(b, p.headerLines...)
+	b = append(b, trace...)
 	b = append(b, "\r\nContent-Length: "...)
 	b = strconv.AppendInt(b, int64(len(line)), 10)
 	b = append(b, "\r\n\r\n"...)

@@ -74,6 +74,9 @@ type Manager struct {
 	// ClientOptions are added to every upstream MCP client: tracing, when
 	// it is on (tools.Tracing.ClientOptions).
 	ClientOptions []client.ClientOption
+	// Tracing, when it is on, traces the calls that go around that client
+	// (tools.Tracing.Upstream).
+	Tracing *CallTracing
 	// Log receives lifecycle events.
 	Log *slog.Logger
 

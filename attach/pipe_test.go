@@ -193,25 +193,31 @@ func TestPipeTransportSkipsWhatItCannotRoute(t *testing.T) {
 }
 
 // A raw call's line is what encoding/json writes, with the argument bytes
-// as the client sent them, and the gateway's progress token when it has
-// one.
+// as the client sent them, and the gateway's progress token and trace
+// context when it has them.
 func TestRawCallLine(t *testing.T) {
 	u := &upstream{}
-	for _, c := range []struct{ tool, args, progress string }{
-		{"echo", `{"message":"hi"}`, ""},
-		{"weird \"name\" <é>", `{"a":[1,2,{"b":null}]}`, ""},
-		{"tab\tand\\slash", `{}`, ""},
-		{"ünïcode", `{}`, ""},
-		{"no_args", ``, ""},
-		{"echo", `{"message":"hi"}`, "ardgate-progress-7"},
-		{"no_args", ``, "ardgate-progress-8"},
+	trace := map[string]any{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tracestate": "k=v"}
+	for _, c := range []struct {
+		tool, args, progress string
+		trace                map[string]any
+	}{
+		{"echo", `{"message":"hi"}`, "", nil},
+		{"weird \"name\" <é>", `{"a":[1,2,{"b":null}]}`, "", nil},
+		{"tab\tand\\slash", `{}`, "", nil},
+		{"ünïcode", `{}`, "", nil},
+		{"no_args", ``, "", nil},
+		{"echo", `{"message":"hi"}`, "ardgate-progress-7", nil},
+		{"no_args", ``, "ardgate-progress-8", nil},
+		{"echo", `{"message":"hi"}`, "", trace},
+		{"echo", `{"message":"hi"}`, "ardgate-progress-9", trace},
 	} {
 		var args json.RawMessage
 		if c.args != "" {
 			args = json.RawMessage(c.args)
 		}
 		call := u.rawCall(c.tool, args)
-		call.progress = c.progress
+		call.progress, call.trace = c.progress, c.trace
 		want, err := json.Marshal(call.request())
 		if err != nil {
 			t.Fatal(err)

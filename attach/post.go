@@ -51,6 +51,7 @@ type poster struct {
 	version     string                        // the protocol version the session negotiated
 	session     func() string                 // the session id mcp-go's transport holds
 	notify      func(mcp.JSONRPCNotification) // the server's notifications during a call
+	trace       *CallTracing                  // nil while tracing is off
 	closed      context.Context               // done once the upstream is closed
 	cancel      context.CancelFunc            // closes closed
 	release     sync.Once                     // gives pool back
@@ -235,6 +236,9 @@ func (p *poster) post(ctx context.Context, line []byte, accept string) (*http.Re
 	}
 	for k, v := range p.headers {
 		req.Header.Set(k, v)
+	}
+	for k, v := range p.trace.header(ctx) {
+		req.Header[k] = v
 	}
 	return p.client.Do(req)
 }

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/tracing"
 
 	"github.com/ardgate/ardgate/guard"
 )
@@ -39,6 +41,7 @@ type upstream struct {
 	rawIDs atomic.Uint64  // ids of callRaw's requests and progress tokens
 	pipe   *pipeTransport // a stdio server's transport; nil for remotes
 	post   *poster        // a streamable HTTP server's proxied calls
+	trace  *CallTracing   // nil while tracing is off
 
 	mu       sync.Mutex
 	downWhy  string // why the upstream is down; "" while up
@@ -59,7 +62,7 @@ const upstreamProtocol = mcp.LATEST_LEGACY_PROTOCOL_VERSION
 // the wait that follows includes fetching it.
 func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progress func(string)) (*upstream, error) {
 	hc := m.HTTP
-	u := &upstream{log: log, progress: map[string]func(mcp.JSONRPCNotification){}}
+	u := &upstream{log: log, progress: map[string]func(mcp.JSONRPCNotification){}, trace: m.Tracing}
 	var t transport.Interface
 	switch plan.Transport {
 	case TransportStdio:
@@ -79,6 +82,7 @@ func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progres
 		}
 		t = ht
 		u.post = newPoster(plan, hc, &m.conns, ht.GetSessionId, u.onNotification)
+		u.post.trace = m.Tracing
 	case TransportSSE:
 		st, err := transport.NewSSE(plan.URL, transport.WithHTTPClient(hc), transport.WithHeaders(plan.Headers), transport.WithSSELogger(log))
 		if err != nil {
@@ -369,7 +373,7 @@ func (u *upstream) relayProgress(p *Progress) (tok string, forget func()) {
 // them and returns the upstream's result as it sent it: the transport
 // decodes the reply frame once, and nothing else decodes or encodes it.
 // progress, when not nil, hears the upstream's progress on the call.
-func (u *upstream) callRaw(ctx context.Context, tool string, args json.RawMessage, progress *Progress) (json.RawMessage, error) {
+func (u *upstream) callRaw(ctx context.Context, tool string, args json.RawMessage, progress *Progress) (res json.RawMessage, err error) {
 	if why := u.downReason(); why != "" {
 		return nil, fmt.Errorf("%w: %s", ErrUpstreamDown, why)
 	}
@@ -379,12 +383,18 @@ func (u *upstream) callRaw(ctx context.Context, tool string, args json.RawMessag
 		c.progress, forget = u.relayProgress(progress)
 		defer forget()
 	}
+	if u.trace != nil {
+		var span tracing.Span
+		ctx, span, c.trace = u.trace.start(ctx)
+		defer func() { endSpan(span, err) }()
+	}
 	var resp *transport.JSONRPCResponse
-	var err error
 	if u.post != nil {
 		resp, err = u.post.call(ctx, c.key, c.line())
 	} else {
-		resp, err = u.client.GetTransport().SendRequest(ctx, c.request())
+		req := c.request()
+		req.Header = u.trace.header(ctx) // mcp-go's HTTP transports send it
+		resp, err = u.client.GetTransport().SendRequest(ctx, req)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -477,6 +487,7 @@ type rawCall struct {
 	tool     string
 	args     json.RawMessage // nil when the client sent none
 	progress string          // the progress token the upstream gets; "" for none
+	trace    map[string]any  // the _meta members carrying the trace context; nil for none
 }
 
 // rawKeyPrefix starts the key of every raw call's id, "ardgate-<n>" (the
@@ -504,12 +515,17 @@ func (c rawCall) request() transport.JSONRPCRequest {
 	}
 }
 
-// meta is the call's _meta: its progress token, if it has one.
+// meta is the call's _meta: its progress token and trace context, if it
+// has them.
 func (c rawCall) meta() *mcp.Meta {
-	if c.progress == "" {
+	if c.progress == "" && c.trace == nil {
 		return nil
 	}
-	return &mcp.Meta{ProgressToken: c.progress}
+	m := &mcp.Meta{AdditionalFields: c.trace}
+	if c.progress != "" {
+		m.ProgressToken = c.progress
+	}
+	return m
 }
 
 // appendLine appends the call's frame, as encoding/json writes request(),
@@ -525,12 +541,28 @@ func (c rawCall) appendLine(b []byte) []byte {
 		b = append(b, `,"arguments":`...)
 		b = append(b, c.args...)
 	}
-	if c.progress != "" { // the gateway's token needs no escaping either
-		b = append(b, `,"_meta":{"progressToken":"`...)
-		b = append(b, c.progress...)
-		b = append(b, `"}`...)
+	if c.progress != "" || c.trace != nil {
+		b = c.appendMeta(append(b, `,"_meta":{`...))
 	}
 	return append(b, "}}"...)
+}
+
+// appendMeta appends the members of the call's _meta, in the order of
+// their names, as encoding/json writes a map.
+func (c rawCall) appendMeta(b []byte) []byte {
+	start := len(b)
+	if c.progress != "" { // the gateway's token needs no escaping either
+		b = append(append(append(b, `"progressToken":"`...), c.progress...), '"')
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.trace)) { // after "progressToken": trace…
+		if len(b) > start {
+			b = append(b, ',')
+		}
+		b = append(appendJSONString(b, k), ':')
+		v, _ := json.Marshal(c.trace[k]) // strings, from the propagator
+		b = append(b, v...)
+	}
+	return append(b, '}')
 }
 
 // line is the call's frame in a buffer of its size: the text around the

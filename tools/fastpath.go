@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/ardgate/ardgate/guard"
 )
@@ -24,29 +26,31 @@ import (
 // token in _meta is relayed (progress.go); the rest of _meta goes no
 // further, as on the server's path. What every call passes still
 // applies: the drain, the rate limit, the call timeout, the result cap,
-// metrics, and the same error results. With tracing on, the fast path is
-// off.
+// metrics, the same error results, and with tracing on the same spans
+// (tracing.go).
 
 // callFrame is a tools/call as the fast path reads it: the id, the
-// arguments and the progress token as the client wrote them.
+// arguments and the progress token as the client wrote them, and the
+// trace context in its _meta.
 type callFrame struct {
 	ID        string          // the JSON of the id, the frame's own copy
 	Name      string          // the session's string for the tool's name
 	Arguments json.RawMessage // a slice of the frame; nil when absent or null
 	Progress  json.RawMessage // the JSON of the progress token, a copy; nil for none
+
+	TraceParent, TraceState string // "" for none
 }
 
 var toolsCallMethod = []byte(`"tools/call"`)
 
 // fastCall reads frame and, when it is a call the fast path takes,
 // returns it; ok is false for anything else, which the MCP server then
-// handles as usual. With tracing on, every call takes the server's path,
-// so that each is traced whole.
+// handles as usual.
 //
 // The frame is read with guard.ScanObject, which checks it all but
 // decodes only the members named here.
 func (g *Gateway) fastCall(s *session, frame []byte) (c callFrame, ok bool) {
-	if s == nil || g.opts.Tracing != nil || !bytes.Contains(frame, toolsCallMethod) {
+	if s == nil || !bytes.Contains(frame, toolsCallMethod) {
 		return c, false
 	}
 	proxied := s.proxied.Load()
@@ -84,38 +88,55 @@ func (g *Gateway) fastCall(s *session, frame []byte) (c callFrame, ok bool) {
 	if !known {
 		return c, false
 	}
-	token, ok := progressToken(meta)
-	if !ok {
-		return c, false // the server says what is wrong with it
-	}
 	switch {
 	case args == nil || string(args) == "null":
 		args = nil
 	case args[0] != '{':
 		return c, false // the server says what is wrong with them
 	}
-	return callFrame{ID: string(id), Name: tool, Arguments: args, Progress: bytes.Clone(token)}, true
+	c = callFrame{ID: string(id), Name: tool, Arguments: args}
+	if !c.readMeta(meta) {
+		return c, false // the server says what is wrong with it
+	}
+	return c, true
 }
 
-// progressToken returns the progress token in meta, a call's _meta: nil
-// when there is none; ok is false when meta is not an object or the
-// token neither a string nor a number.
-func progressToken(meta []byte) (token []byte, ok bool) {
+// readMeta reads what the fast path uses of a call's _meta: the progress
+// token, and the trace context (SEP-414: string values, as the server
+// reads them). false: meta is not an object, or the token neither a
+// string nor a number.
+func (c *callFrame) readMeta(meta []byte) bool {
 	if meta == nil || string(meta) == "null" {
-		return nil, true
+		return true
 	}
 	if meta[0] != '{' {
-		return nil, false
+		return false
 	}
+	var token []byte
 	_ = guard.ScanObject(meta, func(name, value []byte) { // checked with the frame
-		if string(name) == "progressToken" {
+		switch string(name) {
+		case "progressToken":
 			token = value
+		case "traceparent":
+			c.TraceParent = jsonString(value)
+		case "tracestate":
+			c.TraceState = jsonString(value)
 		}
 	})
 	if token == nil || string(token) == "null" {
-		return nil, true
+		return true
 	}
-	return token, plainID(token) // the same two types as an id
+	c.Progress = bytes.Clone(token)
+	return plainID(token) // the same two types as an id
+}
+
+// jsonString is the string value is, or "" when it is not a string.
+func jsonString(value []byte) string {
+	var s string
+	if len(value) == 0 || value[0] != '"' || json.Unmarshal(value, &s) != nil {
+		return ""
+	}
+	return s
 }
 
 // proxiedTool finds the tool that raw, a JSON string, names in proxied.
@@ -149,19 +170,24 @@ func plainID(id json.RawMessage) bool {
 	return false
 }
 
-// serveFast runs a call fastCall accepted over HTTP and returns the
-// response frame. A notifications/cancelled for the call calls cancel,
-// which must end ctx. The upstream's progress on the call goes to notify,
-// if the client asked for progress.
-func (g *Gateway) serveFast(ctx context.Context, cancel context.CancelFunc, s *session, c callFrame, notify notifier) frame {
+// serveFast runs a call fastCall accepted over HTTP, in a request with
+// header, and returns the response frame. A notifications/cancelled for
+// the call calls cancel, which must end ctx. The upstream's progress on
+// the call goes to notify, if the client asked for progress.
+func (g *Gateway) serveFast(ctx context.Context, cancel context.CancelFunc, s *session, c callFrame, notify notifier, header http.Header) frame {
+	ctx, trace := g.opts.Tracing.startCall(ctx, header, header.Get(server.HeaderKeySessionID), c)
 	a, refused := g.admit(s, c.Name, nil)
 	if refused != nil {
-		return response(c.ID, refused)
+		f := response(c.ID, refused)
+		trace.end(f)
+		return f
 	}
 	s.track(c.ID, cancel)
 	raw, err := s.att.CallRaw(ctx, c.Name, c.Arguments, c.progress(notify))
 	s.untrack(c.ID)
-	return g.fastResult(ctx, c, a, raw, err)
+	f := g.fastResult(ctx, c, a, raw, err)
+	trace.end(f)
+	return f
 }
 
 // fastResult ends an admitted fast call with what its upstream answered

@@ -76,6 +76,7 @@ func newGatewayWith(t testing.TB, callTimeout time.Duration, opts Options, hopts
 		Pinned:         pinned,
 		Log:            log,
 		ClientOptions:  opts.Tracing.ClientOptions(),
+		Tracing:        opts.Tracing.Upstream(),
 	}
 	g := New(m, log, opts)
 	h := g.NewHTTP(hopts)

@@ -266,7 +266,7 @@ func (c *keptConn) serve() bool {
 		c.in.kept = nil // a large body's copy is not kept for the next
 	}
 	stream := newProgressStream(call, &c.events, c.h.g.log)
-	f, gone := c.call(s, call, stream)
+	f, gone := c.call(s, call, stream, req.Header)
 	streamed, err := stream.finish(f) // also when gone: its writer must stop
 	if gone {
 		return false
@@ -311,14 +311,14 @@ func (h *HTTP) inPlace(r *http.Request) (*session, bool) {
 
 // call runs the call, watching for the client going away if it runs
 // long; gone tells that it went.
-func (c *keptConn) call(s *session, call callFrame, stream *progressStream) (f frame, gone bool) {
+func (c *keptConn) call(s *session, call callFrame, stream *progressStream, header http.Header) (f frame, gone bool) {
 	// A byte already read ahead is the client's next request: it is
 	// there, and the connection need not be watched.
 	watched := c.br.Buffered() == 0 && len(c.in.pending) == 0
 	if watched {
 		c.watch.timer.Reset(watchAfter)
 	}
-	f = c.h.g.serveFast(c.ctx, c.cancel, s, call, stream)
+	f = c.h.g.serveFast(c.ctx, c.cancel, s, call, stream, header)
 	if watched && !c.watch.timer.Stop() {
 		c.watch.stop()
 	}

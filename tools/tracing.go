@@ -20,6 +20,8 @@ import (
 	sdkresource "go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/ardgate/ardgate/attach"
 )
 
 // Tracing is the gateway's optional OpenTelemetry tracing, plugged into
@@ -30,6 +32,11 @@ import (
 // A nil *Tracing is tracing off: it yields no server or client options, so
 // mcp-go keeps its no-op tracer and nothing is allocated or sent on the
 // call path.
+//
+// Proxied calls that take the fast path (fastpath.go) go around mcp-go's
+// server and client; the gateway makes the same spans for them itself
+// (startCall, attach.CallTracing) and carries the trace context upstream
+// the same ways.
 //
 // Spans, with their names as mcp-go makes them:
 //   - mcp.<method> (server): every JSON-RPC request the gateway serves;
@@ -131,6 +138,61 @@ func (t *Tracing) ClientOptions() []client.ClientOption {
 		return nil
 	}
 	return []client.ClientOption{client.WithTracer(t.tracer), client.WithPropagator(t.headers), client.WithMetaPropagator(t.meta)}
+}
+
+// Upstream traces the calls the gateway makes itself on the fast path,
+// around mcp-go's client, as ClientOptions have that client trace its own.
+func (t *Tracing) Upstream() *attach.CallTracing {
+	if t == nil {
+		return nil
+	}
+	return &attach.CallTracing{Tracer: t.tracer, Headers: t.headers, Meta: t.meta}
+}
+
+// callTrace holds the spans of a proxied call on the fast path.
+type callTrace struct {
+	call, tool tracing.Span
+}
+
+// startCall opens, for a proxied call on the fast path, the spans that the
+// MCP server opens for a call it serves: mcp.tools/call (server), then
+// tool.<name> (internal). Their parent is the trace context of the call's
+// _meta, or of header, which wins, as with the server. header is nil on
+// stdio; session is the session's id. A nil Tracing opens none.
+func (t *Tracing) startCall(ctx context.Context, header http.Header, session string, c callFrame) (context.Context, *callTrace) {
+	if t == nil {
+		return ctx, nil
+	}
+	if c.TraceParent != "" {
+		ctx = t.meta.ExtractMeta(ctx, &mcp.Meta{AdditionalFields: map[string]any{"traceparent": c.TraceParent, "tracestate": c.TraceState}})
+	}
+	ctx = t.headers.Extract(ctx, header)
+	attrs := []tracing.Attribute{tracing.String("mcp.method", "tools/call")}
+	if session != "" {
+		attrs = append(attrs, tracing.String("mcp.session.id", session))
+	}
+	if v := header.Get(server.HeaderKeyProtocolVersion); v != "" {
+		attrs = append(attrs, tracing.String("mcp.protocol.version", v))
+	}
+	ctx, call := t.tracer.Start(ctx, "mcp.tools/call", tracing.SpanKindServer, attrs...)
+	call.SetAttributes(tracing.String("mcp.tool.name", c.Name))
+	ctx, tool := t.tracer.Start(ctx, "tool."+c.Name, tracing.SpanKindInternal, tracing.String("mcp.tool.name", c.Name))
+	return ctx, &callTrace{call: call, tool: tool}
+}
+
+// end ends the spans of a call answered with f: a tool error marks both,
+// as the server marks its own.
+func (ct *callTrace) end(f frame) {
+	if ct == nil {
+		return
+	}
+	if isErrorResult(f.result) {
+		const msg = "tool returned error result"
+		ct.tool.SetStatus(tracing.StatusError, msg)
+		ct.call.SetStatus(tracing.StatusError, msg)
+	}
+	ct.tool.End()
+	ct.call.End()
 }
 
 // Shutdown flushes the queued spans and stops the exporter, until ctx

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -31,6 +32,13 @@ type probedUpstream struct {
 	*httptest.Server
 	mu      sync.Mutex
 	headers []string
+	lastID  string // of the last tools/call: "ardgate-…" on the fast path
+}
+
+func (p *probedUpstream) last() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastID
 }
 
 func (p *probedUpstream) seenHeaders() []string {
@@ -55,11 +63,21 @@ func newProbedUpstreamTB(t testing.TB) *probedUpstream {
 	h := server.NewStreamableHTTPServer(srv)
 	p := &probedUpstream{}
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if v := r.Header.Get("traceparent"); v != "" {
-			p.mu.Lock()
-			p.headers = append(p.headers, v)
-			p.mu.Unlock()
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
 		}
+		_ = json.Unmarshal(body, &msg)
+		p.mu.Lock()
+		if v := r.Header.Get("traceparent"); v != "" {
+			p.headers = append(p.headers, v)
+		}
+		if msg.Method == "tools/call" {
+			p.lastID = string(msg.ID)
+		}
+		p.mu.Unlock()
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() {
@@ -132,6 +150,17 @@ func findSpan(t *testing.T, spans tracetest.SpanStubs, name string, kind trace.S
 	return found[0]
 }
 
+// inTrace returns the spans of the trace with that id.
+func inTrace(spans tracetest.SpanStubs, id string) tracetest.SpanStubs {
+	var in tracetest.SpanStubs
+	for _, s := range spans {
+		if s.SpanContext.TraceID().String() == id {
+			in = append(in, s)
+		}
+	}
+	return in
+}
+
 // childSpan returns the one span with that name and kind whose parent is
 // parent.
 func childSpan(t *testing.T, spans tracetest.SpanStubs, parent tracetest.SpanStub, name string, kind trace.SpanKind) tracetest.SpanStub {
@@ -162,54 +191,72 @@ func TestTracingProxiedCall(t *testing.T) {
 	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:remote"}); res.IsError {
 		t.Fatalf("attach: %s", firstText(res))
 	}
-	const (
-		clientTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
-		clientSpan  = "00f067aa0ba902b7"
-	)
-	req := mcp.CallToolRequest{}
-	req.Params.Name = "mcp_remote__trace_probe"
-	req.Params.Arguments = map[string]any{}
-	req.Params.Meta = &mcp.Meta{AdditionalFields: map[string]any{"traceparent": "00-" + clientTrace + "-" + clientSpan + "-01"}}
-	res, err := s.c.CallTool(context.Background(), req)
-	if err != nil || res.IsError {
-		t.Fatalf("trace_probe: %v %v", err, res)
-	}
-	var probe struct {
-		MetaTraceparent string `json:"meta_traceparent"`
-	}
-	if err := json.Unmarshal(res.RawStructuredContent, &probe); err != nil {
-		t.Fatal(err)
-	}
+	// The same call on the fast path and, with a progress token the fast
+	// path does not take, on the MCP server's path: the same spans.
+	for _, path := range []struct {
+		name                    string
+		clientTrace, clientSpan string
+		token                   any
+		fast                    bool
+	}{
+		{"fast path", "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", nil, true},
+		{"server's path", "5bf92f3577b34da6a3ce929d0e0e4737", "01f067aa0ba902b8", map[string]any{"not": "a string"}, false},
+	} {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "mcp_remote__trace_probe"
+		req.Params.Arguments = map[string]any{}
+		req.Params.Meta = &mcp.Meta{ProgressToken: path.token, AdditionalFields: map[string]any{"traceparent": "00-" + path.clientTrace + "-" + path.clientSpan + "-01"}}
+		res, err := s.c.CallTool(context.Background(), req)
+		if err != nil || res.IsError {
+			t.Fatalf("%s: trace_probe: %v %v", path.name, err, res)
+		}
+		if fastPathTaken(up.last()) != path.fast {
+			t.Fatalf("%s: the upstream saw id %s", path.name, up.last())
+		}
+		var probe struct {
+			MetaTraceparent string `json:"meta_traceparent"`
+		}
+		if err := json.Unmarshal(res.RawStructuredContent, &probe); err != nil {
+			t.Fatal(err)
+		}
 
-	spans := tracetest.SpanStubs(exp.GetSpans())
-	srv := findSpan(t, spans, "mcp.tools/call", trace.SpanKindServer, "mcp_remote__trace_probe")
-	tool := findSpan(t, spans, "tool.mcp_remote__trace_probe", trace.SpanKindInternal, "")
-	cli := childSpan(t, spans, tool, "mcp.tools/call", trace.SpanKindClient)
+		spans := inTrace(tracetest.SpanStubs(exp.GetSpans()), path.clientTrace)
+		srv := findSpan(t, spans, "mcp.tools/call", trace.SpanKindServer, "mcp_remote__trace_probe")
+		tool := findSpan(t, spans, "tool.mcp_remote__trace_probe", trace.SpanKindInternal, "")
+		cli := childSpan(t, spans, tool, "mcp.tools/call", trace.SpanKindClient)
+		if len(spans) != 3 {
+			t.Errorf("%s: %d spans in the call's trace, want 3", path.name, len(spans))
+		}
+		if !srv.Parent.IsRemote() || srv.Parent.SpanID().String() != path.clientSpan {
+			t.Errorf("%s: gateway tools/call span's parent = %v, want the client's remote span %s", path.name, srv.Parent, path.clientSpan)
+		}
+		if tool.Parent.SpanID() != srv.SpanContext.SpanID() {
+			t.Errorf("%s: tool span's parent %s, want the tools/call span %s", path.name, tool.Parent.SpanID(), srv.SpanContext.SpanID())
+		}
+		want := map[string]string{"mcp.method": "tools/call", "mcp.tool.name": "mcp_remote__trace_probe", "mcp.session.id": s.c.GetSessionId(), "mcp.protocol.version": "2025-11-25"}
+		for k, v := range want {
+			if got := attrOf(srv, k); got != v {
+				t.Errorf("%s: server span %s = %q, want %q", path.name, k, got, v)
+			}
+		}
+		if attrOf(tool, "mcp.tool.name") != "mcp_remote__trace_probe" || attrOf(cli, "mcp.method") != "tools/call" {
+			t.Errorf("%s: tool span attributes %v, client span's %v", path.name, tool.Attributes, cli.Attributes)
+		}
 
-	if got := srv.SpanContext.TraceID().String(); got != clientTrace {
-		t.Errorf("gateway tools/call span in trace %s, want the client's %s (from _meta)", got, clientTrace)
-	}
-	if !srv.Parent.IsRemote() || srv.Parent.SpanID().String() != clientSpan {
-		t.Errorf("gateway tools/call span's parent = %v, want the client's remote span %s", srv.Parent, clientSpan)
-	}
-	if tool.Parent.SpanID() != srv.SpanContext.SpanID() {
-		t.Errorf("tool span's parent %s, want the tools/call span %s", tool.Parent.SpanID(), srv.SpanContext.SpanID())
-	}
-	if cli.SpanContext.TraceID() != srv.SpanContext.TraceID() {
-		t.Errorf("upstream client span in trace %s, gateway span in %s", cli.SpanContext.TraceID(), srv.SpanContext.TraceID())
-	}
-	if attrOf(cli, "mcp.method") != "tools/call" {
-		t.Errorf("client span attributes %v", cli.Attributes)
-	}
-
-	// What the upstream received: the client span as a header, the trace
-	// in _meta.
-	wantHeader := "00-" + clientTrace + "-" + cli.SpanContext.SpanID().String() + "-01"
-	if !slices.Contains(up.seenHeaders(), wantHeader) {
-		t.Errorf("upstream traceparent headers %q lack %q", up.seenHeaders(), wantHeader)
-	}
-	if len(probe.MetaTraceparent) != 55 || probe.MetaTraceparent[3:35] != clientTrace {
-		t.Errorf("upstream _meta traceparent %q, want one in trace %s", probe.MetaTraceparent, clientTrace)
+		// What the upstream received: the client span as a header, the
+		// trace in _meta.
+		wantHeader := "00-" + path.clientTrace + "-" + cli.SpanContext.SpanID().String() + "-01"
+		if !slices.Contains(up.seenHeaders(), wantHeader) {
+			t.Errorf("%s: upstream traceparent headers %q lack %q", path.name, up.seenHeaders(), wantHeader)
+		}
+		if len(probe.MetaTraceparent) != 55 || probe.MetaTraceparent[3:35] != path.clientTrace {
+			t.Errorf("%s: upstream _meta traceparent %q, want one in trace %s", path.name, probe.MetaTraceparent, path.clientTrace)
+		}
+		// mcp-go's client puts the tool span in _meta, the span it makes
+		// for the request in the header; the fast path, that one in both.
+		if path.fast && probe.MetaTraceparent != wantHeader {
+			t.Errorf("%s: upstream _meta traceparent %q, want %q", path.name, probe.MetaTraceparent, wantHeader)
+		}
 	}
 
 	// A plain proxied call (no _meta, no progress token) is traced the
@@ -217,13 +264,31 @@ func TestTracingProxiedCall(t *testing.T) {
 	if got := firstText(s.call("mcp_remote__echo", map[string]any{"message": "x"})); got != "x" {
 		t.Fatalf("echo = %q", got)
 	}
-	spans = tracetest.SpanStubs(exp.GetSpans())
+	spans := tracetest.SpanStubs(exp.GetSpans())
 	echoSrv := findSpan(t, spans, "mcp.tools/call", trace.SpanKindServer, "mcp_remote__echo")
 	echoTool := childSpan(t, spans, echoSrv, "tool.mcp_remote__echo", trace.SpanKindInternal)
 	echoCli := childSpan(t, spans, echoTool, "mcp.tools/call", trace.SpanKindClient)
 	if echoSrv.Parent.IsValid() || echoCli.SpanContext.TraceID() != echoSrv.SpanContext.TraceID() {
 		t.Errorf("echo: server span parent %v, client span trace %s, server trace %s",
 			echoSrv.Parent, echoCli.SpanContext.TraceID(), echoSrv.SpanContext.TraceID())
+	}
+
+	// A tool error on the fast path marks both of the gateway's spans, as
+	// the server marks its own (TestTracingErrorResult).
+	if res := s.call("mcp_remote__slow", map[string]any{"ms": -1}); !res.IsError {
+		t.Fatalf("slow with ms -1 succeeded: %s", firstText(res))
+	}
+	if !fastPathTaken(up.last()) {
+		t.Fatalf("the failing call did not take the fast path (upstream saw id %s)", up.last())
+	}
+	spans = tracetest.SpanStubs(exp.GetSpans())
+	for _, sp := range []tracetest.SpanStub{
+		findSpan(t, spans, "mcp.tools/call", trace.SpanKindServer, "mcp_remote__slow"),
+		findSpan(t, spans, "tool.mcp_remote__slow", trace.SpanKindInternal, ""),
+	} {
+		if sp.Status.Code.String() != "Error" || sp.Status.Description != "tool returned error result" {
+			t.Errorf("%s status %v, want Error", sp.Name, sp.Status)
+		}
 	}
 
 	// The attach made its own spans: the upstream's initialize is a

@@ -25,6 +25,10 @@ import (
 	"github.com/ardgate/ardgate/guard"
 )
 
+// stdioSessionID is the id of the stdio transport's one session, as
+// mcp-go's stdio server gives it.
+const stdioSessionID = "stdio"
+
 // ServeStdio serves one client over in and out until in ends or ctx is
 // done. stdout carries only MCP frames; the session's attachments end with
 // it.
@@ -114,9 +118,6 @@ func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
 		r.cancel(id)
 		return false
 	}
-	if r.g.opts.Tracing != nil {
-		return false // traced calls take the server's path, where the spans are made
-	}
 	s := r.g.stdio.Load()
 	c, ok := r.g.fastCall(s, line)
 	if !ok {
@@ -125,24 +126,29 @@ func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
 	if !r.calls.add() {
 		return false // the session is ending; the server answers
 	}
+	traced, trace := r.g.opts.Tracing.startCall(ctx, nil, stdioSessionID, c)
 	a, refused := r.g.admit(s, c.Name, nil)
 	if refused != nil {
-		r.reply(response(c.ID, refused), &r.held)
+		f := response(c.ID, refused)
+		trace.end(f)
+		r.reply(f, &r.held)
 		r.calls.done()
 		return true
 	}
-	sc := &stdioCall{r: r, ctx: ctx, c: c, a: a}
+	sc := &stdioCall{r: r, ctx: ctx, c: c, a: a, trace: trace}
 	r.mu.Lock()
 	r.cancels[c.ID] = sc
 	r.mu.Unlock()
 	progress := c.progress(r)
-	if stop, ok := s.att.StartRaw(c.Name, c.Arguments, progress, &r.held, sc.finish); ok {
-		sc.started(stop)
-		return true
+	if trace == nil { // a traced call runs in the context that holds its spans, below
+		if stop, ok := s.att.StartRaw(c.Name, c.Arguments, progress, &r.held, sc.finish); ok {
+			sc.started(stop)
+			return true
+		}
 	}
 	// The arguments are a slice of the frame, which the call outlives.
 	sc.c.Arguments = bytes.Clone(c.Arguments)
-	callCtx, cancel := context.WithCancel(ctx)
+	callCtx, cancel := context.WithCancel(traced)
 	sc.started(func(error) { cancel() })
 	go func() {
 		defer cancel()
@@ -168,10 +174,11 @@ func (r *stdioReader) notify(n mcp.JSONRPCNotification) {
 // stdioCall is a fast call in flight on the stdio transport. One of them
 // holds all a call needs, so that a call allocates little besides it.
 type stdioCall struct {
-	r   *stdioReader
-	ctx context.Context
-	c   callFrame
-	a   admission
+	r     *stdioReader
+	ctx   context.Context
+	c     callFrame
+	a     admission
+	trace *callTrace // nil while tracing is off
 
 	// A cancellation that comes while the call is starting still stops
 	// it, without a lock held across the start, which writes to the
@@ -188,7 +195,9 @@ func (sc *stdioCall) finish(raw json.RawMessage, err error, b *guard.Batch) {
 	r.mu.Lock()
 	delete(r.cancels, sc.c.ID)
 	r.mu.Unlock()
-	r.reply(r.g.fastResult(sc.ctx, sc.c, sc.a, raw, err), b)
+	f := r.g.fastResult(sc.ctx, sc.c, sc.a, raw, err)
+	sc.trace.end(f)
+	r.reply(f, b)
 	r.calls.done()
 }
 
@@ -395,9 +404,6 @@ func (h *HTTP) authorized(r *http.Request) bool {
 // that the server has not seen for a quarter of the idle TTL takes the
 // server's path once, which winds that clock.
 func (h *HTTP) fast(next http.Handler) http.Handler {
-	if h.g.opts.Tracing != nil {
-		return next // traced calls take the server's path, where the spans are made
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s, ok := h.fastSession(r)
 		if s == nil || r.Method != http.MethodPost {
@@ -409,7 +415,7 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 			if c, ok := h.g.fastCall(s, body); ok {
 				stream := newProgressStream(c, &responseEvents{w: w}, h.g.log)
 				ctx, cancel := context.WithCancel(r.Context())
-				f := h.g.serveFast(ctx, cancel, s, c, stream)
+				f := h.g.serveFast(ctx, cancel, s, c, stream, r.Header)
 				cancel()
 				if streamed, _ := stream.finish(f); streamed {
 					return // answered as an event stream
