@@ -315,6 +315,19 @@ func TestTracingProxiedCall(t *testing.T) {
 		t.Errorf("session attribute %q, want %q", attrOf(hs, "mcp.session.id"), h.c.GetSessionId())
 	}
 	findSpan(t, spans, "tool.gateway_health", trace.SpanKindInternal, "")
+	// And a proxied call on the fast path, whose context the headers give.
+	if res := h.call("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:remote"}); res.IsError {
+		t.Fatalf("attach: %s", firstText(res))
+	}
+	if got := firstText(h.call("mcp_remote__echo", map[string]any{"message": "y"})); got != "y" || !fastPathTaken(up.last()) {
+		t.Fatalf("echo = %q, the upstream saw id %s", got, up.last())
+	}
+	spans = inTrace(tracetest.SpanStubs(exp.GetSpans()), headerTrace)
+	hecho := findSpan(t, spans, "mcp.tools/call", trace.SpanKindServer, "mcp_remote__echo")
+	if hecho.Parent.SpanID().String() != headerSpan {
+		t.Errorf("the proxied call's span has parent %s, want %s (from the traceparent header)", hecho.Parent.SpanID(), headerSpan)
+	}
+	childSpan(t, spans, childSpan(t, spans, hecho, "tool.mcp_remote__echo", trace.SpanKindInternal), "mcp.tools/call", trace.SpanKindClient)
 }
 
 // A tool result with isError marks both spans as errors.
