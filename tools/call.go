@@ -206,8 +206,12 @@ const callSchema = `{
   "additionalProperties": false
 }`
 
+// callAttachedTool is the name of the gateway's tool that calls any
+// attached tool, listed or deferred.
+const callAttachedTool = "call_attached_tool"
+
 func (g *Gateway) callTool() server.ServerTool {
-	return newTool("call_attached_tool", "Call attached tool",
+	return newTool(callAttachedTool, "Call attached tool",
 		"Call a tool of an attached resource by its exposed name. Use it when attached tools do not show up in your tool list.",
 		callSchema, hints{destructive: true, openWorld: true}, g.call)
 }
@@ -217,15 +221,15 @@ func (g *Gateway) call(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
-	s, fail := g.begin(ctx, req, "call_attached_tool", &a)
+	s, fail := g.begin(ctx, req, callAttachedTool, &a)
 	if fail != nil {
 		return fail, nil
 	}
 	if a.Name == "" {
-		return invalid("call_attached_tool", errors.New(`"name" is required`)), nil
+		return invalid(callAttachedTool, errors.New(`"name" is required`)), nil
 	}
 	if t := strings.TrimSpace(string(a.Arguments)); t != "" && t != "null" && !strings.HasPrefix(t, "{") {
-		return invalid("call_attached_tool", errors.New(`"arguments" must be an object`)), nil
+		return invalid(callAttachedTool, errors.New(`"arguments" must be an object`)), nil
 	}
 	var names []string
 	for _, t := range s.att.Tools() {

@@ -26,7 +26,8 @@ import (
 // gateway's hop costs (its CPU shows in -cpuprofile, its allocations in
 // allocs/op, which count client, gateway and upstream alike).
 // gateway_progress makes the same call with a progress token, as Claude
-// Code and the MCP Inspector call every tool.
+// Code and the MCP Inspector call every tool; gateway_call_attached_tool
+// through call_attached_tool, as a session in deferred mode calls.
 //
 //	go test -run '^$' -bench ProxyCall -benchmem ./tools
 func BenchmarkProxyCall(b *testing.B) {
@@ -64,6 +65,14 @@ func BenchmarkProxyCall(b *testing.B) {
 			b.Fatalf("attach: %s", firstText(res))
 		}
 		benchCalls(b, s.c, "mcp_remote__echo", args, &mcp.Meta{ProgressToken: "bench"})
+	})
+	// As a session in deferred mode calls: through call_attached_tool.
+	b.Run("gateway_call_attached_tool", func(b *testing.B) {
+		s := tg.connect(b)
+		if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
+			b.Fatalf("attach: %s", firstText(res))
+		}
+		benchCalls(b, s.c, callAttachedTool, map[string]any{"name": "mcp_remote__echo", "arguments": args}, nil)
 	})
 }
 

@@ -37,6 +37,9 @@ type callFrame struct {
 	Name      string          // the session's string for the tool's name
 	Arguments json.RawMessage // a slice of the frame; nil when absent or null
 	Progress  json.RawMessage // the JSON of the progress token, a copy; nil for none
+	// Via is call_attached_tool when the client called Name through it;
+	// the call is admitted, counted and traced under that name then.
+	Via string
 
 	TraceParent, TraceState string // "" for none
 }
@@ -53,9 +56,9 @@ func (g *Gateway) fastCall(s *session, frame []byte) (c callFrame, ok bool) {
 	if s == nil || !bytes.Contains(frame, toolsCallMethod) {
 		return c, false
 	}
-	proxied := s.proxied.Load()
-	if proxied == nil || len(*proxied) == 0 {
-		return c, false
+	proxied, callable := s.proxied.Load(), s.callable.Load()
+	if callable == nil || len(*callable) == 0 {
+		return c, false // nothing attached
 	}
 	var version, id, method, params []byte
 	err := guard.ScanObject(frame, func(name, value []byte) {
@@ -84,7 +87,15 @@ func (g *Gateway) fastCall(s *session, frame []byte) (c callFrame, ok bool) {
 			meta = value
 		}
 	})
-	tool, known := proxiedTool(*proxied, name)
+	var tool, via string
+	known := false
+	if proxied != nil {
+		tool, known = proxiedTool(*proxied, name)
+	}
+	if !known && string(name) == `"`+callAttachedTool+`"` {
+		via = callAttachedTool
+		tool, args, known = calledThrough(*callable, args)
+	}
 	if !known {
 		return c, false
 	}
@@ -94,11 +105,47 @@ func (g *Gateway) fastCall(s *session, frame []byte) (c callFrame, ok bool) {
 	case args[0] != '{':
 		return c, false // the server says what is wrong with them
 	}
-	c = callFrame{ID: string(id), Name: tool, Arguments: args}
+	c = callFrame{ID: string(id), Name: tool, Via: via, Arguments: args}
 	if !c.readMeta(meta) {
 		return c, false // the server says what is wrong with it
 	}
 	return c, true
+}
+
+// called is the name of the tool the client called: Name, or the
+// gateway's tool it called Name through.
+func (c callFrame) called() string {
+	if c.Via != "" {
+		return c.Via
+	}
+	return c.Name
+}
+
+// calledThrough reads the arguments of a call_attached_tool call: the
+// attached tool they name, and that tool's arguments. ok is false unless
+// they name a tool in callable and have no other member: the gateway's
+// tool then says what is wrong.
+func calledThrough(callable map[string]string, args []byte) (tool string, inner []byte, ok bool) {
+	if len(args) == 0 || args[0] != '{' {
+		return "", nil, false
+	}
+	var name []byte
+	other := false
+	_ = guard.ScanObject(args, func(n, value []byte) { // checked with the frame
+		switch string(n) {
+		case "name":
+			name = value
+		case "arguments":
+			inner = value
+		default:
+			other = true
+		}
+	})
+	if other {
+		return "", nil, false
+	}
+	tool, ok = proxiedTool(callable, name)
+	return tool, inner, ok
 }
 
 // readMeta reads what the fast path uses of a call's _meta: the progress
@@ -176,7 +223,7 @@ func plainID(id json.RawMessage) bool {
 // the call goes to notify, if the client asked for progress.
 func (g *Gateway) serveFast(ctx context.Context, cancel context.CancelFunc, s *session, c callFrame, notify notifier, header http.Header) frame {
 	ctx, trace := g.opts.Tracing.startCall(ctx, header, header.Get(server.HeaderKeySessionID), c)
-	a, refused := g.admit(s, c.Name, nil)
+	a, refused := g.admit(s, c.called(), nil)
 	if refused != nil {
 		f := response(c.ID, refused)
 		trace.end(f)

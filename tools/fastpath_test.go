@@ -148,9 +148,10 @@ func attachRemote(t *testing.T, s *clientSession) {
 }
 
 // The fast path and the server's path give the client the same result,
-// byte for byte once re-encoded: text, structuredContent, tool errors,
-// upstream protocol errors and a result of 300 KiB alike. The upstream's request ids show
-// which path each call took.
+// byte for byte once re-encoded, for a proxied tool called by its name or
+// through call_attached_tool: text, structuredContent, tool errors,
+// upstream protocol errors and a result of 300 KiB alike. The upstream's
+// request ids show which path each call took.
 func TestFastPathSameAsServerPath(t *testing.T) {
 	up := newRecordingUpstream(t)
 	tg := newGateway(t, 10*time.Second, remoteEntry(fastURN, up.URL))
@@ -169,19 +170,32 @@ func TestFastPathSameAsServerPath(t *testing.T) {
 		{"echo", nil},                               // no arguments at all
 		{"big", map[string]any{"bytes": 300 << 10}}, // written where it lies (guard.InPlace)
 	}
+	// A progress token that is neither a string nor a number keeps a call
+	// off the fast path; the server relays progress for it all the same.
+	serverPath := &mcp.Meta{ProgressToken: map[string]any{"takes": "the server's path"}}
 	for _, c := range cases {
 		fast := s.call("mcp_remote__"+c.tool, c.args)
 		if id := up.lastID(); !fastPathTaken(id) {
 			t.Fatalf("%s: the call did not take the fast path (upstream saw id %s)", c.tool, id)
 		}
-		slow := s.call("call_attached_tool", map[string]any{"name": "mcp_remote__" + c.tool, "arguments": c.args})
+		through := s.call("call_attached_tool", map[string]any{"name": "mcp_remote__" + c.tool, "arguments": c.args})
+		if id := up.lastID(); !fastPathTaken(id) {
+			t.Fatalf("%s: call_attached_tool did not take the fast path (upstream saw id %s)", c.tool, id)
+		}
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments, req.Params.Meta = "mcp_remote__"+c.tool, c.args, serverPath
+		slow, err := s.c.CallTool(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if id := up.lastID(); fastPathTaken(id) {
-			t.Fatalf("%s: call_attached_tool took the fast path (upstream saw id %s)", c.tool, id)
+			t.Fatalf("%s: the call meant for the server's path took the fast path (upstream saw id %s)", c.tool, id)
 		}
 		fj, _ := json.Marshal(fast)
+		tj, _ := json.Marshal(through)
 		sj, _ := json.Marshal(slow)
-		if !bytes.Equal(fj, sj) {
-			t.Errorf("%s(%v):\nfast   %s\nserver %s", c.tool, c.args, fj, sj)
+		if !bytes.Equal(fj, sj) || !bytes.Equal(tj, sj) {
+			t.Errorf("%s(%v):\nfast    %s\nthrough %s\nserver  %s", c.tool, c.args, fj, tj, sj)
 		}
 	}
 
@@ -678,5 +692,70 @@ func TestFastPathStdioAllocations(t *testing.T) {
 	echo := rawEcho(t)
 	if allocs := testing.AllocsPerRun(500, echo); allocs > most {
 		t.Errorf("%.0f allocations a call, want at most %d", allocs, most)
+	}
+}
+
+// In deferred mode every proxied call goes through call_attached_tool,
+// which takes the fast path too, for a listed or a deferred tool alike,
+// and is counted under its own name, as on the server's path. What the
+// fast path does not take goes to the server, which says what is wrong:
+// an unknown tool, a member the tool does not know, arguments that are
+// not an object; and a member name in other letter case, which
+// encoding/json matches, is served there too.
+func TestFastPathCallAttachedTool(t *testing.T) {
+	up := newRecordingUpstream(t)
+	tg := newGateway(t, 10*time.Second, remoteEntry(fastURN, up.URL))
+	tg.g.manager.Deferred = true
+	s := tg.connect(t)
+	attachRemote(t, s)
+	if slices.Contains(s.tools(), "mcp_remote__echo") {
+		t.Fatal("a deferred tool is listed")
+	}
+	res := s.call(callAttachedTool, map[string]any{"name": "mcp_remote__echo", "arguments": map[string]any{"message": "deferred"}})
+	if firstText(res) != "deferred" || !fastPathTaken(up.lastID()) {
+		t.Fatalf("call_attached_tool of a deferred tool: %+v, the upstream saw id %s", res, up.lastID())
+	}
+	resp, err := http.Get(strings.TrimSuffix(tg.url, "/mcp") + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+	if want := `ardgate_tool_calls_total{result="ok",tool="call_attached_tool"} 1`; !strings.Contains(string(body), want) {
+		t.Errorf("/metrics lacks %s", want)
+	}
+
+	for _, c := range []struct {
+		args     map[string]any
+		code     string // the failure's code; "" for a result
+		contains string
+	}{
+		{map[string]any{"name": "mcp_remote__nope"}, "unknown_tool", "attached tools: mcp_remote__"},
+		{map[string]any{"name": "mcp_remote__echo", "arguments": map[string]any{"message": "x"}, "extra": 1}, "invalid_arguments", "extra"},
+		{map[string]any{"name": "mcp_remote__echo", "arguments": "not an object"}, "invalid_arguments", `"arguments" must be an object`},
+		{map[string]any{"NAME": "mcp_remote__echo", "arguments": map[string]any{"message": "case"}}, "", "case"},
+	} {
+		up.mu.Lock()
+		ids := len(up.ids)
+		up.mu.Unlock()
+		res := s.call(callAttachedTool, c.args)
+		if got := s.code(res); got != c.code || !strings.Contains(firstText(res), c.contains) {
+			t.Errorf("call_attached_tool %v: code %q, %q; want %q and %q in it", c.args, got, firstText(res), c.code, c.contains)
+		}
+		up.mu.Lock()
+		for _, id := range up.ids[ids:] {
+			if fastPathTaken(id) {
+				t.Errorf("call_attached_tool %v took the fast path", c.args)
+			}
+		}
+		up.mu.Unlock()
+	}
+	// A deferred tool is not registered: called by its own name, the
+	// server says it does not know it.
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = "mcp_remote__echo", map[string]any{"message": "x"}
+	if _, err := s.c.CallTool(context.Background(), req); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("a deferred tool called by its name: %v", err)
 	}
 }

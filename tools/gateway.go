@@ -80,6 +80,9 @@ type session struct {
 	// Each name maps to itself: a call's name is then this string, not a
 	// copy of the frame's bytes.
 	proxied atomic.Pointer[map[string]string]
+	// callable is every attached tool's name, listed or deferred: what
+	// call_attached_tool may call, and the fast path with it.
+	callable atomic.Pointer[map[string]string]
 	// seen is when the MCP server last saw a request of this HTTP session
 	// (unix nanoseconds): the fast path leaves the session's idle clock to
 	// the server, so it lets a request through to it now and then.
@@ -226,6 +229,11 @@ func (g *Gateway) current(ctx context.Context) *session {
 func (g *Gateway) sync(id string, s *session) {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
+	callable := map[string]string{}
+	for _, t := range s.att.Tools() {
+		callable[t.Name] = t.Name
+	}
+	s.callable.Store(&callable)
 	want := map[string]attach.Tool{}
 	for _, t := range s.att.ListedTools() {
 		want[t.Name] = t

@@ -174,9 +174,10 @@ func (t *Tracing) startCall(ctx context.Context, header http.Header, session str
 	if v := header.Get(server.HeaderKeyProtocolVersion); v != "" {
 		attrs = append(attrs, tracing.String("mcp.protocol.version", v))
 	}
+	name := c.called()
 	ctx, call := t.tracer.Start(ctx, "mcp.tools/call", tracing.SpanKindServer, attrs...)
-	call.SetAttributes(tracing.String("mcp.tool.name", c.Name))
-	ctx, tool := t.tracer.Start(ctx, "tool."+c.Name, tracing.SpanKindInternal, tracing.String("mcp.tool.name", c.Name))
+	call.SetAttributes(tracing.String("mcp.tool.name", name))
+	ctx, tool := t.tracer.Start(ctx, "tool."+name, tracing.SpanKindInternal, tracing.String("mcp.tool.name", name))
 	return ctx, &callTrace{call: call, tool: tool}
 }
 

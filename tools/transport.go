@@ -127,7 +127,7 @@ func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
 		return false // the session is ending; the server answers
 	}
 	traced, trace := r.g.opts.Tracing.startCall(ctx, nil, stdioSessionID, c)
-	a, refused := r.g.admit(s, c.Name, nil)
+	a, refused := r.g.admit(s, c.called(), nil)
 	if refused != nil {
 		f := response(c.ID, refused)
 		trace.end(f)
