@@ -273,6 +273,15 @@ func TestTracingProxiedCall(t *testing.T) {
 			echoSrv.Parent, echoCli.SpanContext.TraceID(), echoSrv.SpanContext.TraceID())
 	}
 
+	// Through call_attached_tool, on the fast path too: its spans are
+	// named for it, as the server names them.
+	if got := firstText(s.call("call_attached_tool", map[string]any{"name": "mcp_remote__echo", "arguments": map[string]any{"message": "via"}})); got != "via" || !fastPathTaken(up.last()) {
+		t.Fatalf("call_attached_tool = %q, the upstream saw id %s", got, up.last())
+	}
+	spans = tracetest.SpanStubs(exp.GetSpans())
+	viaSrv := findSpan(t, spans, "mcp.tools/call", trace.SpanKindServer, "call_attached_tool")
+	childSpan(t, spans, childSpan(t, spans, viaSrv, "tool.call_attached_tool", trace.SpanKindInternal), "mcp.tools/call", trace.SpanKindClient)
+
 	// A tool error on the fast path marks both of the gateway's spans, as
 	// the server marks its own (TestTracingErrorResult).
 	if res := s.call("mcp_remote__slow", map[string]any{"ms": -1}); !res.IsError {
