@@ -703,7 +703,8 @@ func (s *Session) call(ctx context.Context, name string, do func(context.Context
 // A caller that has more calls at hand passes a batch b: the request is
 // held in it, and goes upstream with the others when b is flushed (see
 // guard.FrameWriter). A nil b writes it now. progress, when not nil,
-// hears the upstream's progress until done is called.
+// hears the upstream's progress until done is called. StartRaw takes no
+// context, and so makes no trace span: a traced call takes CallRaw.
 func (s *Session) StartRaw(name string, args json.RawMessage, progress *Progress, b *guard.Batch, done RawDone) (stop func(cause error), ok bool) {
 	att, up, tool, timeout := s.target(name)
 	if up == nil {
