@@ -69,13 +69,7 @@ func newRecordingUpstream(t testing.TB) *recordingUpstream {
 			h.ServeHTTP(w, r)
 			return
 		}
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		_ = json.Unmarshal(body, &msg)
+		body, msg := peekMessage(r)
 		switch msg.Method {
 		case "initialize":
 			u.inits.Add(1)
@@ -104,6 +98,21 @@ func newRecordingUpstream(t testing.TB) *recordingUpstream {
 	}))
 	t.Cleanup(func() { _ = h.Shutdown(context.Background()); u.Close() })
 	return u
+}
+
+// peekMessage reads r's body, a JSON-RPC message, and puts it back for the
+// handler: the body, and the message's id and method.
+func peekMessage(r *http.Request) ([]byte, jsonrpcHead) {
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var msg jsonrpcHead
+	_ = json.Unmarshal(body, &msg)
+	return body, msg
+}
+
+type jsonrpcHead struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
 }
 
 func (u *recordingUpstream) asEvents(w http.ResponseWriter, r *http.Request, h http.Handler) {
@@ -715,14 +724,7 @@ func TestFastPathCallAttachedTool(t *testing.T) {
 	if firstText(res) != "deferred" || !fastPathTaken(up.lastID()) {
 		t.Fatalf("call_attached_tool of a deferred tool: %+v, the upstream saw id %s", res, up.lastID())
 	}
-	resp, err := http.Get(strings.TrimSuffix(tg.url, "/mcp") + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	http.DefaultClient.CloseIdleConnections()
-	if want := `ardgate_tool_calls_total{result="ok",tool="call_attached_tool"} 1`; !strings.Contains(string(body), want) {
+	if want := `ardgate_tool_calls_total{result="ok",tool="call_attached_tool"} 1`; !strings.Contains(tg.metrics(t), want) {
 		t.Errorf("/metrics lacks %s", want)
 	}
 

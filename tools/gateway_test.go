@@ -362,13 +362,7 @@ func TestMetricsAfterSession(t *testing.T) {
 		t.Fatal("metadata address attached")
 	}
 
-	resp, err := http.Get(strings.TrimSuffix(tg.url, "/mcp") + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	http.DefaultClient.CloseIdleConnections()
+	body := tg.metrics(t)
 	for _, want := range []string{
 		`ardgate_tool_calls_total{result="ok",tool="discover_resources"} 1`,
 		`ardgate_tool_calls_total{result="ok",tool="proxied"} 1`,
@@ -382,10 +376,23 @@ func TestMetricsAfterSession(t *testing.T) {
 		`ardgate_attachments{kind="mcp_server",status="up"} 1`,
 		`go_goroutines`,
 	} {
-		if !strings.Contains(string(body), want) {
+		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+}
+
+// metrics is what the gateway's /metrics serves.
+func (tg *testGateway) metrics(t *testing.T) string {
+	t.Helper()
+	resp, err := http.Get(strings.TrimSuffix(tg.url, "/mcp") + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+	return string(body)
 }
 
 // An upstream that changes a tool's definition and says so: the session

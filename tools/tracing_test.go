@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -63,13 +62,7 @@ func newProbedUpstreamTB(t testing.TB) *probedUpstream {
 	h := server.NewStreamableHTTPServer(srv)
 	p := &probedUpstream{}
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		_ = json.Unmarshal(body, &msg)
+		_, msg := peekMessage(r)
 		p.mu.Lock()
 		if v := r.Header.Get("traceparent"); v != "" {
 			p.headers = append(p.headers, v)
