@@ -8,7 +8,6 @@ import (
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/ardgate/ardgate/guard"
 )
@@ -222,7 +221,7 @@ func plainID(id json.RawMessage) bool {
 // the call calls cancel, which must end ctx. The upstream's progress on
 // the call goes to notify, if the client asked for progress.
 func (g *Gateway) serveFast(ctx context.Context, cancel context.CancelFunc, s *session, c callFrame, notify notifier, header http.Header) frame {
-	ctx, trace := g.opts.Tracing.startCall(ctx, header, header.Get(server.HeaderKeySessionID), c)
+	ctx, trace := g.opts.Tracing.startCall(ctx, header, c)
 	a, refused := g.admit(s, c.called(), nil)
 	if refused != nil {
 		f := response(c.ID, refused)

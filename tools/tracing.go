@@ -157,11 +157,15 @@ type callTrace struct {
 // startCall opens, for a proxied call on the fast path, the spans that the
 // MCP server opens for a call it serves: mcp.tools/call (server), then
 // tool.<name> (internal). Their parent is the trace context of the call's
-// _meta, or of header, which wins, as with the server. header is nil on
-// stdio; session is the session's id. A nil Tracing opens none.
-func (t *Tracing) startCall(ctx context.Context, header http.Header, session string, c callFrame) (context.Context, *callTrace) {
+// _meta, or of header, which wins, as with the server. header is the HTTP
+// request's, nil on stdio. A nil Tracing opens none.
+func (t *Tracing) startCall(ctx context.Context, header http.Header, c callFrame) (context.Context, *callTrace) {
 	if t == nil {
 		return ctx, nil
+	}
+	session := stdioSessionID
+	if header != nil {
+		session = header.Get(server.HeaderKeySessionID)
 	}
 	if c.TraceParent != "" {
 		ctx = t.meta.ExtractMeta(ctx, &mcp.Meta{AdditionalFields: map[string]any{"traceparent": c.TraceParent, "tracestate": c.TraceState}})

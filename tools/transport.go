@@ -126,7 +126,7 @@ func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
 	if !r.calls.add() {
 		return false // the session is ending; the server answers
 	}
-	traced, trace := r.g.opts.Tracing.startCall(ctx, nil, stdioSessionID, c)
+	traced, trace := r.g.opts.Tracing.startCall(ctx, nil, c)
 	a, refused := r.g.admit(s, c.called(), nil)
 	if refused != nil {
 		f := response(c.ID, refused)
