@@ -4,8 +4,9 @@
 //   node client.mjs http <url>                  connect over streamable HTTP
 //
 // Runs discover -> attach -> tools/list_changed -> call -> a call with
-// progress, as Claude Code calls -> call -> detach and prints "OK", or
-// "FAIL: <reason>" and exits 1. Run by e2e_tsclient_test.go.
+// progress, as Claude Code calls -> call -> (over HTTP) a call cancelled
+// -> detach and prints "OK", or "FAIL: <reason>" and exits 1. Run by
+// e2e_tsclient_test.go.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -57,6 +58,33 @@ function withTimeout(promise, ms, what) {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
+// cancelOverHTTP stops a long call as Claude Code does when the user
+// stops it: the SDK sends notifications/cancelled and leaves the call's
+// POST open. The gateway must end the call at once, which its /metrics
+// shows as one more failed proxied call; left running, it would end after
+// 20 s.
+async function cancelOverHTTP(client, metrics) {
+  const failed = async () => {
+    const body = await (await fetch(metrics)).text();
+    const m = body.match(/^ardgate_tool_calls_total\{result="error",tool="proxied"\} (\d+)$/m);
+    return m ? Number(m[1]) : 0;
+  };
+  const before = await failed();
+  const stop = new AbortController();
+  setTimeout(() => stop.abort('stopped by the user'), 300);
+  try {
+    await client.callTool({ name: SLOW, arguments: { ms: 20000 } }, undefined, { signal: stop.signal });
+    fail(`${SLOW} went on after it was cancelled`);
+  } catch (err) {
+    if (!stop.signal.aborted) throw err;
+  }
+  const deadline = Date.now() + 5000;
+  while ((await failed()) <= before) {
+    if (Date.now() > deadline) fail(`the gateway kept the cancelled ${SLOW} running`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 async function main() {
   const transport = makeTransport(process.argv.slice(2));
   const client = new Client({ name: 'ardgate-ts-e2e', version: '1.0.0' });
@@ -93,6 +121,8 @@ async function main() {
   if (heard.length < 2) fail(`${SLOW} reported ${heard.length} progress notifications, want 2 or more`);
   const again = text(await call(client, TOOL, { message: 'after progress' }));
   if (again !== 'after progress') fail(`${TOOL} after the call with progress returned ${JSON.stringify(again)}`);
+
+  if (transport instanceof StreamableHTTPClientTransport) await cancelOverHTTP(client, new URL('/metrics', process.argv[3]));
 
   await call(client, 'detach_resource', { name: 'fixture' });
 
