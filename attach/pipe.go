@@ -102,16 +102,23 @@ func (p *pipeTransport) SendRequest(ctx context.Context, request transport.JSONR
 	if err != nil {
 		return nil, fmt.Errorf("encode %s request: %w", request.Method, err)
 	}
+	resp, err := p.roundTrip(ctx, request.ID.String(), nil, line, "\n")
+	if resp != nil {
+		resp.ID = request.ID // the id it was matched by
+	}
+	return resp, err
+}
+
+// roundTrip sends the request keyed key, whose frame is what head appends,
+// then body, then tail, and waits for its response. A large body is
+// written where it lies (guard.FrameWriter).
+func (p *pipeTransport) roundTrip(ctx context.Context, key string, head func([]byte) []byte, body []byte, tail string) (*transport.JSONRPCResponse, error) {
 	ch := make(replyChan, 1)
-	key := request.ID.String()
-	if err := p.send(key, ch, 0, nil, func(b []byte) []byte { return append(b, line...) }); err != nil {
+	if err := p.send(key, ch, 0, nil, head, body, tail); err != nil {
 		return nil, err
 	}
 	select {
 	case a := <-ch:
-		if a.resp != nil {
-			a.resp.ID = request.ID // the id it was matched by
-		}
 		return a.resp, a.err
 	case <-ctx.Done():
 		p.take([]byte(key))
@@ -140,7 +147,7 @@ func (ch replyChan) failed(err error)                 { ch <- reply{err: err} }
 // It is how a proxied call over stdio waits without a goroutine of its
 // own: the response is written to the client from the reader that read it,
 // as a relay copying bytes would, with no hand-off in between.
-func (p *pipeTransport) send(key string, w waiter, timeout time.Duration, b *guard.Batch, line func([]byte) []byte) error {
+func (p *pipeTransport) send(key string, w waiter, timeout time.Duration, b *guard.Batch, head func([]byte) []byte, body []byte, tail string) error {
 	c := pendingCall{w: w}
 	p.mu.Lock()
 	if p.ended {
@@ -153,7 +160,7 @@ func (p *pipeTransport) send(key string, w waiter, timeout time.Duration, b *gua
 	}
 	p.pending[key] = c
 	p.mu.Unlock()
-	if err := p.writeLine(b, line); err != nil {
+	if err := p.writeLine(b, head, body, tail); err != nil {
 		if _, ok := p.take([]byte(key)); !ok {
 			return nil // the connection ended in between, and said so to w
 		}
@@ -230,18 +237,18 @@ func (p *pipeTransport) SendNotification(_ context.Context, n mcp.JSONRPCNotific
 	if err != nil {
 		return fmt.Errorf("encode %s notification: %w", n.Method, err)
 	}
-	return p.writeLine(nil, func(b []byte) []byte { return append(b, line...) })
+	return p.writeLine(nil, nil, line, "\n")
 }
 
 // writeLine writes the message that line appends, and its newline, in one
 // write (the server may read it the moment it lands), or holds it in b.
-func (p *pipeTransport) writeLine(b *guard.Batch, line func([]byte) []byte) error {
+func (p *pipeTransport) writeLine(b *guard.Batch, head func([]byte) []byte, body []byte, tail string) error {
 	select {
 	case <-p.done:
 		return transport.ErrTransportClosed
 	default:
 	}
-	err := p.out.Frame(b, line, nil, "\n")
+	err := p.out.Frame(b, head, body, tail)
 	if errors.Is(err, guard.ErrBacklog) {
 		p.log.Warn("the server has stopped reading its input: a request to it was refused", "err", err)
 	}
@@ -466,7 +473,7 @@ func (p *pipeTransport) serve(req transport.JSONRPCRequest) {
 		p.log.Debug("a response to the server could not be encoded", "err", err)
 		return
 	}
-	if err := p.writeLine(nil, func(b []byte) []byte { return append(b, line...) }); err != nil {
+	if err := p.writeLine(nil, nil, line, "\n"); err != nil {
 		p.log.Debug("a response to the server was not written", "err", err)
 	}
 }

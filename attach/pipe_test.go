@@ -261,7 +261,7 @@ func TestPipeTransportDeadlines(t *testing.T) {
 		line := `{"jsonrpc":"2.0","id":"` + name + `","method":"x"}`
 		err := p.send("string:"+name, endsWith(func(err error) {
 			ends <- end{name, err, time.Since(began)}
-		}), timeout, nil, func(b []byte) []byte { return append(b, line...) })
+		}), timeout, nil, nil, []byte(line), "\n")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -389,9 +389,12 @@ func (u *upstream) callRaw(ctx context.Context, tool string, args json.RawMessag
 		defer func() { endSpan(span, err) }()
 	}
 	var resp *transport.JSONRPCResponse
-	if u.post != nil {
+	switch {
+	case u.post != nil:
 		resp, err = u.post.call(ctx, c.key, c.line())
-	} else {
+	case u.pipe != nil:
+		resp, err = u.pipe.roundTrip(ctx, c.key, c.appendHead, c.args, lineTail+"\n")
+	default:
 		req := c.request()
 		req.Header = u.trace.header(ctx) // mcp-go's HTTP transports send it
 		resp, err = u.client.GetTransport().SendRequest(ctx, req)
@@ -421,7 +424,7 @@ func (u *upstream) startRaw(att *Attachment, tool string, args json.RawMessage, 
 	if progress != nil {
 		call.progress, c.forget = u.relayProgress(progress)
 	}
-	if err := u.pipe.send(call.key, c, timeout, b, call.appendLine); err != nil {
+	if err := u.pipe.send(call.key, c, timeout, b, call.appendHead, call.args, lineTail+"\n"); err != nil {
 		if !errors.Is(err, guard.ErrBacklog) {
 			c.forgetProgress() // callRaw relays it anew
 			return nil, false
@@ -531,20 +534,30 @@ func (c rawCall) meta() *mcp.Meta {
 // appendLine appends the call's frame, as encoding/json writes request(),
 // put together around the argument bytes: encoding/json would check them
 // again, and they were checked when the client's frame was read. The id
-// needs no escaping.
+// needs no escaping. The frame is appendHead, the arguments, then
+// lineTail, so that large arguments can be written where they lie.
 func (c rawCall) appendLine(b []byte) []byte {
+	return append(append(c.appendHead(b), c.args...), lineTail...)
+}
+
+// lineTail ends a call's frame, after its arguments.
+const lineTail = "}}"
+
+// appendHead appends the call's frame up to its arguments. _meta comes
+// before them (rawCallParams), so that what follows them is always
+// lineTail.
+func (c rawCall) appendHead(b []byte) []byte {
 	b = append(b, `{"jsonrpc":"2.0","id":"`...)
 	b = append(b, c.key[len(rawKeyPrefix):]...)
 	b = append(b, `","method":"tools/call","params":{"name":`...)
 	b = appendJSONString(b, c.tool)
-	if c.args != nil {
-		b = append(b, `,"arguments":`...)
-		b = append(b, c.args...)
-	}
 	if c.progress != "" || c.trace != nil {
 		b = c.appendMeta(append(b, `,"_meta":{`...))
 	}
-	return append(b, "}}"...)
+	if c.args != nil {
+		b = append(b, `,"arguments":`...)
+	}
+	return b
 }
 
 // appendMeta appends the members of the call's _meta, in the order of
@@ -606,8 +619,8 @@ func objectResult(tool string, result json.RawMessage) (json.RawMessage, error) 
 // rawCallParams are tools/call's parameters with the arguments as bytes.
 type rawCallParams struct {
 	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments,omitempty"`
 	Meta      *mcp.Meta       `json:"_meta,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
 
 // cancelRequest tells a stdio server that the caller gave up on a request,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -203,6 +204,7 @@ func BenchmarkFastPathStdio(b *testing.B) {
 	for _, bc := range []struct{ name, call, want string }{
 		{"echo", `"mcp_fx__echo","arguments":{"message":"ping"}`, `"text":"ping"`},
 		{"1MiB", `"mcp_fx__big","arguments":{"bytes":1048576}`, `"text":"xxxxxxxx`},
+		{"1MiB-echo", `"mcp_fx__echo","arguments":{"message":"` + strings.Repeat("y", 1<<20) + `"}`, `"text":"yyyyyyyy`},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			call := c.caller(b, bc.call, bc.want)

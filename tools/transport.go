@@ -114,13 +114,14 @@ func (r *stdioReader) run(ctx context.Context, in *guard.LineReader) {
 // cancellation of a fast call is applied here and still passed on to the
 // server.
 func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
-	if id, ok := cancelledID(line); ok {
-		r.cancel(id)
-		return false
-	}
 	s := r.g.stdio.Load()
 	c, ok := r.g.fastCall(s, line)
 	if !ok {
+		// Looked for only now: a call's frame may be large, and a
+		// notice is never a call.
+		if id, ok := cancelledID(line); ok {
+			r.cancel(id)
+		}
 		return false
 	}
 	if !r.calls.add() {
