@@ -208,6 +208,17 @@ func TestFastPathSameAsServerPath(t *testing.T) {
 		}
 	}
 
+	// A task-augmented call takes the server's path, which runs the tool
+	// as a task only if its definition says it may.
+	ttl := int64(60000)
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = "mcp_remote__echo", map[string]any{"message": "as a task?"}
+	req.Params.Task = &mcp.TaskParams{TTL: &ttl}
+	res, err := s.c.CallTool(context.Background(), req)
+	if err != nil || firstText(res) != "as a task?" || fastPathTaken(up.lastID()) {
+		t.Errorf("a task-augmented call: %v %+v, the upstream saw id %s", err, res, up.lastID())
+	}
+
 	// A progress token, or other _meta, takes the fast path too (see
 	// progress_test.go); a token neither a string nor a number takes the
 	// server's path.
