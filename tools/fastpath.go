@@ -21,8 +21,8 @@ import (
 // client wrote them, and the result comes back as the upstream wrote it.
 //
 // Only calls that need nothing else take it: a proxied tool registered
-// for the session, an id, arguments that are an object, and no task (a
-// task-augmented call takes the server's path). A progress
+// for the session, an id, arguments that are an object, and no other
+// parameters (a task-augmented call takes the server's path). A progress
 // token in _meta is relayed (progress.go); the rest of _meta goes no
 // further, as on the server's path. What every call passes still
 // applies: the drain, the rate limit, the call timeout, the result cap,
@@ -77,7 +77,7 @@ func (g *Gateway) fastCall(s *session, frame []byte) (c callFrame, ok bool) {
 		return c, false
 	}
 	var name, args, meta []byte
-	task := false
+	other := false
 	_ = guard.ScanObject(params, func(n, value []byte) { // checked with the frame
 		switch string(n) {
 		case "name":
@@ -86,12 +86,14 @@ func (g *Gateway) fastCall(s *session, frame []byte) (c callFrame, ok bool) {
 			args = value
 		case "_meta":
 			meta = value
-		case "task":
-			task = true
+		default:
+			other = true
 		}
 	})
-	if task {
-		return c, false // task-augmented: the server says whether the tool takes tasks
+	if other {
+		// A task, or a multi-round trip's responses: the server knows
+		// what they mean for the tool.
+		return c, false
 	}
 	var tool, via string
 	known := false
