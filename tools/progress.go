@@ -137,7 +137,8 @@ func (p *progressStream) finish(f frame) (streamed bool, err error) {
 	<-p.done
 	err = p.err
 	if err == nil {
-		err = p.out.write(appendEvent(nil, f.appendTo(nil)))
+		// The result is copied once, into the event, from where it lies.
+		err = p.out.write(appendEvent(nil, f.appendHead(nil), f.result, []byte("}")))
 	}
 	if err == nil {
 		err = p.out.end()
@@ -148,21 +149,24 @@ func (p *progressStream) finish(f frame) (streamed bool, err error) {
 	return true, err
 }
 
-// appendEvent appends msg, one JSON-RPC message, as an event, the way
-// mcp-go's server writes one. A line break in an upstream's JSON is
-// whitespace, which becomes a space: within an event it would end the
-// data line.
-func appendEvent(b, msg []byte) []byte {
+// appendEvent appends one JSON-RPC message, the concatenation of parts,
+// as an event, the way mcp-go's server writes one. A line break in an
+// upstream's JSON is whitespace, which becomes a space: within an event
+// it would end the data line.
+func appendEvent(b []byte, parts ...[]byte) []byte {
 	b = append(b, "event: message\ndata: "...)
-	for {
-		i := bytes.IndexAny(msg, "\r\n")
-		if i < 0 {
-			break
+	for _, msg := range parts {
+		for {
+			i := bytes.IndexAny(msg, "\r\n")
+			if i < 0 {
+				break
+			}
+			b = append(append(b, msg[:i]...), ' ')
+			msg = msg[i+1:]
 		}
-		b = append(append(b, msg[:i]...), ' ')
-		msg = msg[i+1:]
+		b = append(b, msg...)
 	}
-	return append(append(b, msg...), "\n\n"...)
+	return append(b, "\n\n"...)
 }
 
 // responseEvents writes an event stream through net/http's server.
