@@ -320,5 +320,9 @@ func TestAppendEvent(t *testing.T) {
 		if json.Unmarshal([]byte(msg), &want) != nil || json.Unmarshal([]byte(strings.TrimSuffix(data, "\n\n")), &got) != nil || fmt.Sprint(want) != fmt.Sprint(got) {
 			t.Fatalf("event %q does not carry %q", ev, msg)
 		}
+		// In parts, as a result is written, it is the same event.
+		if parts := string(appendEvent(nil, []byte(msg[:7]), []byte(msg[7:20]), []byte(msg[20:]))); parts != ev {
+			t.Fatalf("in parts: %q, whole: %q", parts, ev)
+		}
 	}
 }
