@@ -171,7 +171,8 @@ func appendEvent(b []byte, parts ...[]byte) []byte {
 
 // responseEvents writes an event stream through net/http's server.
 type responseEvents struct {
-	w http.ResponseWriter
+	w  http.ResponseWriter
+	rc *http.ResponseController // made by begin
 }
 
 func (r *responseEvents) begin() error {
@@ -179,14 +180,15 @@ func (r *responseEvents) begin() error {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	r.w.WriteHeader(http.StatusOK)
-	return http.NewResponseController(r.w).Flush()
+	r.rc = http.NewResponseController(r.w)
+	return r.rc.Flush()
 }
 
 func (r *responseEvents) write(p []byte) error {
 	if _, err := r.w.Write(p); err != nil {
 		return err
 	}
-	return http.NewResponseController(r.w).Flush()
+	return r.rc.Flush()
 }
 
 func (r *responseEvents) end() error { return nil }
