@@ -70,6 +70,13 @@ func (c *rawConn) send(raw string) {
 // answer reads one response, past any 100 Continue: its status and body.
 func (c *rawConn) answer() (int, string) {
 	c.t.Helper()
+	resp, body := c.response()
+	return resp.StatusCode, body
+}
+
+// response is answer with the answer's head.
+func (c *rawConn) response() (*http.Response, string) {
+	c.t.Helper()
 	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	resp, err := http.ReadResponse(c.br, nil)
 	for err == nil && resp.StatusCode < 200 {
@@ -82,7 +89,7 @@ func (c *rawConn) answer() (int, string) {
 	if err != nil {
 		c.t.Fatalf("reading the answer's body: %v", err)
 	}
-	return resp.StatusCode, string(body)
+	return resp, string(body)
 }
 
 // echo sends an echo call and checks its answer.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -123,21 +122,6 @@ func TestFastPathProgressHTTP(t *testing.T) {
 	if heard < 2 {
 		t.Fatalf("the client heard %d progress notifications for its token, want 2 or more", heard)
 	}
-}
-
-// response reads one answer with its head.
-func (c *rawConn) response() (*http.Response, string) {
-	c.t.Helper()
-	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	resp, err := http.ReadResponse(c.br, nil)
-	if err != nil {
-		c.t.Fatalf("reading the answer: %v", err)
-	}
-	var b strings.Builder
-	if _, err := io.Copy(&b, resp.Body); err != nil {
-		c.t.Fatalf("reading the answer's body: %v", err)
-	}
-	return resp, b.String()
 }
 
 // sseMessages returns the data of each event in body, an event stream.
