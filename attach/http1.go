@@ -258,13 +258,16 @@ func (c *h1Conn) peek(fd uintptr) bool {
 // later ones, fail at once: a call's context ended.
 func (c *h1Conn) poison() { _ = c.SetDeadline(time.Unix(1, 0)) }
 
-// post1 sends line as the POST of a call through one of the pool's
-// connections and reads the response's head. The reply's body gives the
-// connection back once it was read to its end, or closes it.
-func (p *poster) post1(ctx context.Context, line []byte, accept string) (httpReply, error) {
+// send1 sends req through one of the pool's connections and reads the
+// response's head. The reply's body gives the connection back once it was
+// read to its end, or closes it.
+func (p *poster) send1(ctx context.Context, req request) (httpReply, error) {
 	session := p.session()
 	if !httpguts.ValidHeaderFieldValue(session) {
 		return httpReply{}, fmt.Errorf("the server's session id %q cannot be sent in a header", session)
+	}
+	if !httpguts.ValidHeaderFieldValue(req.lastEventID) {
+		return httpReply{}, fmt.Errorf("the server's event id %q cannot be sent in a header", req.lastEventID)
 	}
 	c, err := p.pool.get(ctx)
 	if err != nil {
@@ -279,7 +282,7 @@ func (p *poster) post1(ctx context.Context, line []byte, accept string) (httpRep
 		}
 		return httpReply{}, err
 	}
-	if err := p.writeRequest(c, line, accept, session, p.trace.headerLines(ctx)); err != nil {
+	if err := p.writeRequest(c, req, session, p.trace.headerLines(ctx)); err != nil {
 		return fail(err)
 	}
 	resp, keep, err := readResponse(c.br, &c.head)
@@ -290,35 +293,44 @@ func (p *poster) post1(ctx context.Context, line []byte, accept string) (httpRep
 	return httpReply{status: resp.StatusCode, media: resp.Header.Get("Content-Type"), length: resp.ContentLength, body: body}, nil
 }
 
-// writeRequest writes the POST: head and body in one write, or, for a
-// large body, the body from where it lies. trace is header lines of the
-// call's trace context.
-func (p *poster) writeRequest(c *h1Conn, line []byte, accept, session, trace string) error {
+// writeRequest writes req: head and body in one write, or, for a large
+// body, the body from where it lies. trace is header lines of the call's
+// trace context.
+func (p *poster) writeRequest(c *h1Conn, req request, session, trace string) error {
 	bp := requestBufs.Get().(*[]byte)
 	defer requestBufs.Put(bp)
-	b := append((*bp)[:0], "POST "...)
+	b := append((*bp)[:0], req.method...)
+	b = append(b, ' ')
 	b = append(b, p.target...)
 	b = append(b, " HTTP/1.1\r\nHost: "...)
 	b = append(b, p.host...)
-	b = append(b, "\r\nUser-Agent: Go-http-client/1.1\r\nContent-Type: application/json\r\nAccept: "...)
-	b = append(b, accept...)
+	b = append(b, "\r\nUser-Agent: Go-http-client/1.1\r\nAccept: "...)
+	b = append(b, req.accept...)
+	if req.method == http.MethodPost {
+		b = append(b, "\r\nContent-Type: application/json"...)
+	}
 	if session != "" {
 		b = append(append(append(append(b, "\r\n"...), server.HeaderKeySessionID...), ": "...), session...)
 	}
 	if p.version != "" {
 		b = append(append(append(append(b, "\r\n"...), server.HeaderKeyProtocolVersion...), ": "...), p.version...)
 	}
+	if req.lastEventID != "" {
+		b = append(append(b, "\r\nLast-Event-ID: "...), req.lastEventID...)
+	}
 	b = append(b, p.headerLines...)
 	b = append(b, trace...)
-	b = append(b, "\r\nContent-Length: "...)
-	b = strconv.AppendInt(b, int64(len(line)), 10)
+	if req.method == http.MethodPost {
+		b = append(b, "\r\nContent-Length: "...)
+		b = strconv.AppendInt(b, int64(len(req.body)), 10)
+	}
 	b = append(b, "\r\n\r\n"...)
 	var err error
-	if len(line) < 64<<10 {
-		b = append(b, line...)
+	if len(req.body) < 64<<10 {
+		b = append(b, req.body...)
 		_, err = c.Write(b)
 	} else {
-		bufs := net.Buffers{b, line}
+		bufs := net.Buffers{b, req.body}
 		_, err = bufs.WriteTo(c)
 	}
 	*bp = b[:0]
@@ -328,7 +340,7 @@ func (p *poster) writeRequest(c *h1Conn, line []byte, accept, session, trace str
 // requestBufs lends the buffers requests are written from.
 var requestBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1<<10); return &b }}
 
-// readResponse reads the response to a POST with net/http's own parser,
+// readResponse reads the response to a request with net/http's own parser,
 // past any 100 Continue or 103 Early Hints, its head bounded by
 // maxResponseHead. keep tells whether the connection may carry another
 // request once the body has been read.
@@ -336,7 +348,7 @@ func readResponse(br *bufio.Reader, head *headLimit) (resp *http.Response, keep 
 	head.left, head.read = maxResponseHead, 0
 	defer func() { head.left = -1 }()
 	for {
-		resp, err = http.ReadResponse(br, postRequest)
+		resp, err = http.ReadResponse(br, bodyRequest)
 		switch {
 		case err != nil && head.read == 0 && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)):
 			return nil, false, fmt.Errorf("the server closed the connection without answering: %w", io.ErrUnexpectedEOF)
@@ -350,9 +362,9 @@ func readResponse(br *bufio.Reader, head *headLimit) (resp *http.Response, keep 
 	}
 }
 
-// postRequest is what http.ReadResponse needs to know of the request: a
-// POST, whose response has a body.
-var postRequest = &http.Request{Method: http.MethodPost}
+// bodyRequest is what http.ReadResponse needs to know of the request: not
+// a HEAD, so its response has a body.
+var bodyRequest = &http.Request{Method: http.MethodPost}
 
 // h1Body is a response body read from its connection.
 type h1Body struct {

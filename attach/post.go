@@ -123,7 +123,7 @@ func (p *poster) call(ctx context.Context, key string, line []byte) (*transport.
 }
 
 func (p *poster) exchange(ctx context.Context, key string, line []byte) (*transport.JSONRPCResponse, error) {
-	resp, err := p.send(ctx, line, "application/json, text/event-stream")
+	resp, err := p.send(ctx, post(line))
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ func (p *poster) exchange(ctx context.Context, key string, line []byte) (*transp
 		}
 		return p.response(key, b)
 	case "text/event-stream":
-		return p.events(ctx, key, body)
+		return p.events(ctx, key, guard.NewLineReader(body, maxLineBuffer), nil)
 	}
 	return nil, fmt.Errorf("the server answered with content type %q", resp.media)
 }
@@ -202,45 +202,68 @@ func readBody(body io.Reader, length int64) ([]byte, error) {
 // bodyBlocks lends the blocks that a body of unknown length is read in.
 var bodyBlocks = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
-// send POSTs line: over the poster's own connections when it has them,
-// else through its client. A call the server redirects (307, 308: not
+// request is one request of the poster's: the POST of a message, or the
+// GET that opens the server's own event stream (listen.go).
+type request struct {
+	method      string // http.MethodPost or http.MethodGet
+	body        []byte // the message POSTed
+	accept      string
+	lastEventID string // the GET's, to resume the stream after that event
+}
+
+// post is the POST of a message, which may be answered by an event stream.
+func post(line []byte) request {
+	return request{method: http.MethodPost, body: line, accept: "application/json, text/event-stream"}
+}
+
+// send sends req: over the poster's own connections when it has them,
+// else through its client. A request the server redirects (307, 308: not
 // acted on) is sent again through the client, which follows redirects.
-func (p *poster) send(ctx context.Context, line []byte, accept string) (httpReply, error) {
+func (p *poster) send(ctx context.Context, req request) (httpReply, error) {
 	if p.pool != nil {
-		r, err := p.post1(ctx, line, accept)
+		r, err := p.send1(ctx, req)
 		if err != nil || r.status < 300 || r.status >= 400 {
 			return r, err
 		}
 		r.body.Close()
 	}
-	resp, err := p.post(ctx, line, accept)
+	resp, err := p.do(ctx, req)
 	if err != nil {
 		return httpReply{}, err
 	}
 	return httpReply{status: resp.StatusCode, media: resp.Header.Get("Content-Type"), length: resp.ContentLength, body: resp.Body}, nil
 }
 
-// post POSTs line through the poster's client.
-func (p *poster) post(ctx context.Context, line []byte, accept string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(line))
+// do sends req through the poster's client.
+func (p *poster) do(ctx context.Context, req request) (*http.Response, error) {
+	var body io.Reader
+	if req.method == http.MethodPost {
+		body = bytes.NewReader(req.body)
+	}
+	r, err := http.NewRequestWithContext(ctx, req.method, p.url, body)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", accept)
+	if req.method == http.MethodPost {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	r.Header.Set("Accept", req.accept)
 	if id := p.session(); id != "" {
-		req.Header.Set(server.HeaderKeySessionID, id)
+		r.Header.Set(server.HeaderKeySessionID, id)
 	}
 	if p.version != "" {
-		req.Header.Set(server.HeaderKeyProtocolVersion, p.version)
+		r.Header.Set(server.HeaderKeyProtocolVersion, p.version)
+	}
+	if req.lastEventID != "" {
+		r.Header.Set("Last-Event-ID", req.lastEventID)
 	}
 	for k, v := range p.headers {
-		req.Header.Set(k, v)
+		r.Header.Set(k, v)
 	}
 	for k, v := range p.trace.header(ctx) {
-		req.Header[k] = v
+		r.Header[k] = v
 	}
-	return p.client.Do(req)
+	return p.client.Do(r)
 }
 
 // response reads one JSON-RPC response that must answer key.
@@ -259,15 +282,21 @@ func (p *poster) response(key string, b []byte) (*transport.JSONRPCResponse, err
 // way, the server's notifications go to p.notify and its requests are
 // answered: ping as the spec asks, anything else (sampling, roots,
 // elicitation, which the gateway does not offer its upstreams) with
-// "method not found".
-func (p *poster) events(ctx context.Context, key string, body io.Reader) (*transport.JSONRPCResponse, error) {
-	lr := guard.NewLineReader(body, maxLineBuffer)
+// "method not found". at, when not nil, is kept at where the stream is,
+// for a reader that opens it again (listen.go).
+func (p *poster) events(ctx context.Context, key string, lr *guard.LineReader, at *streamAt) (*transport.JSONRPCResponse, error) {
 	var data []byte
 	for {
 		line, err := lr.ReadLine()
 		line = bytes.TrimRight(line, "\r\n")
 		switch {
-		case len(line) == 0 && len(data) > 0: // the end of an event
+		case len(line) == 0: // the end of an event
+			if at != nil {
+				at.end()
+			}
+			if len(data) == 0 {
+				break
+			}
 			if resp := p.event(ctx, key, data); resp != nil {
 				return resp, nil
 			}
@@ -281,15 +310,20 @@ func (p *poster) events(ctx context.Context, key string, body io.Reader) (*trans
 				return nil, fmt.Errorf("the server sent an event larger than the %d MiB cap", guard.MaxMessage>>20)
 			}
 			data = append(data, v...)
+		case at != nil:
+			at.field(line)
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				return nil, errors.New("the server's event stream ended without answering the call")
+				return nil, errStreamEnded
 			}
 			return nil, fmt.Errorf("reading the server's event stream: %w", err)
 		}
 	}
 }
+
+// errStreamEnded is an event stream that ended without answering the call.
+var errStreamEnded = errors.New("the server's event stream ended without answering the call")
 
 // event handles one SSE event and returns the response when it answers
 // key. data is reused for the next event, so what is kept is copied.
@@ -335,7 +369,7 @@ func (p *poster) answer(ctx context.Context, f frame) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		if resp, err := p.send(ctx, line, "application/json, text/event-stream"); err == nil {
+		if resp, err := p.send(ctx, post(line)); err == nil {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.body, 64<<10))
 			resp.body.Close()
 		}

@@ -481,19 +481,10 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 // connect dials the upstream and lists its tools; it also arranges for the
 // upstream's own tools/list_changed to refresh them.
 func (s *Session) connect(ctx context.Context, a *Attachment, plan Plan, progress func(string)) (*upstream, []Tool, error) {
-	up, err := s.m.dial(ctx, plan, s.m.Log.With("session", s.ID, "upstream", a.Name), progress)
+	up, list, err := s.m.open(ctx, plan, s.m.Log.With("session", s.ID, "upstream", a.Name), progress, func() { s.refresh(a) })
 	if err != nil {
 		return nil, nil, err
 	}
-	if progress != nil {
-		progress("listing tools")
-	}
-	list, err := up.listTools(ctx)
-	if err != nil {
-		up.close()
-		return nil, nil, fmt.Errorf("list tools: %w", err)
-	}
-	up.onToolsChanged = func() { s.refresh(a) }
 	return up, exposeTools(a.Name, list), nil
 }
 

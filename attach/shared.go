@@ -2,7 +2,6 @@ package attach
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -51,16 +50,10 @@ func (m *Manager) shared(ctx context.Context, p config.Server, s *Session, a *At
 			c.up.close()
 		}
 		c.up, c.tools = nil, nil
-		up, err := m.dial(ctx, m.pinnedPlan(p), m.Log.With("upstream", p.Name, "shared", true), nil)
+		up, tools, err := m.open(ctx, m.pinnedPlan(p), m.Log.With("upstream", p.Name, "shared", true), nil, func() { m.refreshShared(c) })
 		if err != nil {
 			return nil, nil, err
 		}
-		tools, err := up.listTools(ctx)
-		if err != nil {
-			up.close()
-			return nil, nil, fmt.Errorf("list tools: %w", err)
-		}
-		up.onToolsChanged = func() { m.refreshShared(c) }
 		c.up, c.tools = up, tools
 	}
 	c.users[a] = s

@@ -49,6 +49,8 @@ type upstream struct {
 
 	// onToolsChanged runs when the server says its tool list changed.
 	onToolsChanged func()
+	// toolsChange is whether the server declared it says so.
+	toolsChange bool
 }
 
 // upstreamProtocol is pinned so Initialize skips the server/discover
@@ -75,8 +77,7 @@ func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progres
 		ht, err := transport.NewStreamableHTTP(plan.URL,
 			transport.WithHTTPBasicClient(hc),
 			transport.WithHTTPHeaders(plan.Headers),
-			transport.WithContinuousListening(), // to hear tools/list_changed between calls
-			transport.WithHTTPLogger(log))
+			transport.WithHTTPLogger(log)) // not listening: the poster does (listen.go)
 		if err != nil {
 			return nil, err
 		}
@@ -117,7 +118,32 @@ func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progres
 	if u.post != nil {
 		u.post.version = res.ProtocolVersion
 	}
+	u.toolsChange = res.Capabilities.Tools != nil && res.Capabilities.Tools.ListChanged
 	return u, nil
+}
+
+// open dials the upstream and lists its tools. changed runs when the
+// server says its tool list changed: a streamable HTTP server that
+// declared it would is listened to between calls for that (listen.go);
+// over stdio and SSE, mcp-go's transport reads all the server sends.
+func (m *Manager) open(ctx context.Context, plan Plan, log *slog.Logger, progress func(string), changed func()) (*upstream, []mcp.Tool, error) {
+	up, err := m.dial(ctx, plan, log, progress)
+	if err != nil {
+		return nil, nil, err
+	}
+	if progress != nil {
+		progress("listing tools")
+	}
+	list, err := up.listTools(ctx)
+	if err != nil {
+		up.close()
+		return nil, nil, fmt.Errorf("list tools: %w", err)
+	}
+	up.onToolsChanged = changed
+	if up.post != nil && up.toolsChange {
+		go up.post.listen(log)
+	}
+	return up, list, nil
 }
 
 // startProcess launches a stdio server with pipes the upstream owns, so

@@ -458,6 +458,56 @@ func TestUpstreamToolChanges(t *testing.T) {
 	}
 }
 
+// The gateway opens a streamable HTTP server's GET stream only when the
+// server declared it sends tools/list_changed, the one thing the gateway
+// hears on it; one that did not is asked nothing between calls.
+func TestListensOnlyWhenTold(t *testing.T) {
+	var entries []registry.Entry
+	gets := map[bool]*atomic.Int64{}
+	for _, listChanged := range []bool{true, false} {
+		up := server.NewMCPServer("up", "1", server.WithToolCapabilities(listChanged))
+		up.AddTool(mcp.NewTool("t"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("ok"), nil
+		})
+		h := server.NewStreamableHTTPServer(up)
+		n := new(atomic.Int64)
+		gets[listChanged] = n
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet {
+				n.Add(1)
+			}
+			h.ServeHTTP(w, r)
+		}))
+		t.Cleanup(func() { _ = h.Shutdown(context.Background()); ts.Close() })
+		name := map[bool]string{true: "listening", false: "quiet"}[listChanged]
+		entries = append(entries, remoteEntry("urn:air:ardgate.test:mcp:"+name, ts.URL))
+	}
+	tg := newGateway(t, 10*time.Second, entries...)
+	s := tg.connect(t)
+	for _, e := range entries {
+		if res := s.call("attach_resource", map[string]any{"urn": e.Identifier}); res.IsError {
+			t.Fatalf("attach %s: %s", e.Identifier, firstText(res))
+		}
+	}
+	for _, name := range []string{"mcp_listening__t", "mcp_quiet__t"} {
+		if res := s.call(name, map[string]any{}); res.IsError || firstText(res) != "ok" {
+			t.Fatalf("%s: %s", name, firstText(res))
+		}
+	}
+	for end := time.Now().Add(5 * time.Second); gets[true].Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the server that declared tools/list_changed was never listened to")
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // as long again for the other, were it listened to
+	if n := gets[false].Load(); n != 0 {
+		t.Errorf("%d GETs to a server that declared no tools/list_changed", n)
+	}
+	if n := gets[true].Load(); n != 1 {
+		t.Errorf("%d GETs to the server that declared it, want 1", n)
+	}
+}
+
 // A tools/list waits for the session's pinned servers that are still
 // starting, over streamable HTTP as over stdio (e2e_config_test.go), but
 // no longer than PinnedListWait from the session's start.
