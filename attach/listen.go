@@ -120,10 +120,11 @@ func (p *poster) listen1(at *streamAt) (opened bool, err error) {
 	if media, _, _ := mime.ParseMediaType(resp.media); media != "text/event-stream" {
 		return false, fmt.Errorf("the server answered with content type %q", resp.media)
 	}
-	// A small buffer: the stream is idle most of its life, and a long
-	// line is gathered apart, up to a message and its field name. The
-	// stream has no end to bound it by, as a call's has.
+	// A small buffer, as the stream is idle most of its life and its
+	// events are short (tools/list_changed is 70 bytes); a longer line is
+	// gathered apart, up to a message and its field name. The stream has
+	// no end to bound it by, as a call's has.
 	lines := guard.LimitFrames(resp.body, guard.MaxMessage+len("data: \r\n"))
-	_, err = p.events(ctx, "", guard.NewLineReader(lines, 4<<10), at)
+	_, err = p.events(ctx, "", guard.NewLineReader(lines, 512), at)
 	return true, err
 }
