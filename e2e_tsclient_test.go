@@ -2,11 +2,18 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // The official TypeScript MCP SDK client drives the gateway over stdio and
@@ -14,12 +21,7 @@ import (
 // (testdata/ts-client/client.mjs). Needs
 // `npm ci --prefix testdata/ts-client`; skipped without it unless CI is set.
 func TestTypeScriptClient(t *testing.T) {
-	if _, err := os.Stat("testdata/ts-client/node_modules"); err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skip("testdata/ts-client/node_modules missing: run npm ci --prefix testdata/ts-client")
-		}
-		t.Fatalf("CI set but testdata/ts-client/node_modules missing: %v", err)
-	}
+	needTSModules(t)
 	catalog := "testdata/catalogs/fixture.json"
 
 	t.Run("stdio", func(t *testing.T) {
@@ -29,6 +31,76 @@ func TestTypeScriptClient(t *testing.T) {
 		url, _ := startHTTP(t, env(true), "--catalog", catalog)
 		runTSClient(t, env(true), "http", url)
 	})
+}
+
+// needTSModules skips a test that needs testdata/ts-client's npm packages
+// when they are missing, unless CI is set.
+func needTSModules(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("testdata/ts-client/node_modules"); err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skip("testdata/ts-client/node_modules missing: run npm ci --prefix testdata/ts-client")
+		}
+		t.Fatalf("CI set but testdata/ts-client/node_modules missing: %v", err)
+	}
+}
+
+// A server on the TypeScript SDK that answers a long call the 2025-11-25
+// way (SEP-1699): it closes the call's stream after its priming event, and
+// the gateway polls it with GETs from the last event id, over its own
+// connections, until the answer comes; the progress sent meanwhile is
+// relayed (testdata/ts-client/server.mjs).
+func TestTypeScriptServer(t *testing.T) {
+	needTSModules(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	up := exec.Command("node", "testdata/ts-client/server.mjs", port)
+	stderr := &syncBuffer{}
+	up.Stderr = stderr
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = up.Process.Kill()
+		_ = up.Wait()
+	})
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stderr.String(), "listening on "+port); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("server.mjs did not start: %s", stderr.String())
+		}
+	}
+
+	cfg := filepath.Join(t.TempDir(), "ardgate.json")
+	data, _ := json.Marshal(map[string]any{"allow_local_urls": true,
+		"servers": []any{map[string]any{"name": "ts", "url": "http://127.0.0.1:" + port + "/mcp"}}})
+	if err := os.WriteFile(cfg, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := startStdio(t, env(false), "--config", cfg)
+	for deadline := time.Now().Add(30 * time.Second); !slices.Contains(g.toolNames(), "mcp_ts__poll"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pinned server's tools never appeared: %v", g.toolNames())
+		}
+	}
+	if res := g.call("mcp_ts__echo", map[string]any{"message": "hi"}); res.IsError || text(res) != "echo: hi" {
+		t.Fatalf("echo: %s", text(res))
+	}
+	g.drainNotes()
+	res := g.callMeta("mcp_ts__poll", map[string]any{}, &mcp.Meta{ProgressToken: "p-1"})
+	if res.IsError || text(res) != "answered after polling" {
+		t.Fatalf("a call the server answers by polling: %s (server: %s)", text(res), stderr.String())
+	}
+	relayed := g.notesSince("notifications/progress")
+	if len(relayed) != 1 || relayed[0].Params.AdditionalFields["progressToken"] != "p-1" {
+		t.Errorf("progress relayed while polling: %+v, want one under p-1", relayed)
+	}
+	if res := g.call("mcp_ts__echo", map[string]any{"message": "after"}); res.IsError || text(res) != "echo: after" {
+		t.Errorf("echo after the polled call: %s", text(res))
+	}
 }
 
 // runTSClient runs client.mjs with args and expects it to print OK.

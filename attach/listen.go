@@ -1,16 +1,9 @@
 package attach
 
 import (
-	"bytes"
 	"errors"
-	"fmt"
 	"log/slog"
-	"mime"
-	"net/http"
-	"strconv"
 	"time"
-
-	"github.com/ardgate/ardgate/guard"
 )
 
 // A streamable HTTP server says what it has to say between calls
@@ -29,49 +22,19 @@ const (
 	listenRetryMax = 30 * time.Second
 )
 
-// Why the stream is not opened again: the server offers none (405), or
-// it no longer knows the session (404), which every call will meet too.
-var (
-	errNoStream = errors.New("the server offers no event stream (HTTP 405)")
-)
-
-// streamAt is where an event stream is, for opening it again: the id of
-// the last event read whole, and the wait the server asked for.
-type streamAt struct {
-	lastID  string
-	retry   time.Duration // zero until the server sets it
-	pending string        // the id of the event being read
-}
-
-// field takes an SSE field line other than data.
-func (s *streamAt) field(line []byte) {
-	name, value, _ := bytes.Cut(line, []byte(":"))
-	value = bytes.TrimPrefix(value, []byte(" "))
-	switch string(name) {
-	case "id":
-		if bytes.IndexByte(value, 0) < 0 { // as the SSE spec says: such an id is ignored
-			s.pending = string(value)
-		}
-	case "retry":
-		if ms, err := strconv.ParseUint(string(value), 10, 32); err == nil {
-			s.retry = min(time.Duration(ms)*time.Millisecond, listenRetryMax)
-		}
-	}
-}
-
-// end marks the end of an event: its id is where to resume.
-func (s *streamAt) end() { s.lastID = s.pending }
-
 // listen reads the server's event stream until the poster closes: its
 // notifications go to p.notify, and its requests are answered, as on a
 // call's stream. It opens the stream again after it ends or fails, from
-// the last event read, and stops when the server offers none or forgot
-// the session.
+// the last event read, and stops when the server offers none (405) or
+// forgot the session (404), which every call will meet too.
 func (p *poster) listen(log *slog.Logger) {
 	var at streamAt
 	wait := listenRetry
 	for {
-		opened, err := p.listen1(&at)
+		// A small line buffer, as the stream is idle most of its life and
+		// its events are short (tools/list_changed is 70 bytes); a longer
+		// line is gathered apart.
+		_, opened, err := p.openStream(p.closed, "", &at, 512)
 		if p.closed.Err() != nil {
 			return
 		}
@@ -86,45 +49,11 @@ func (p *poster) listen(log *slog.Logger) {
 			wait = listenRetry
 		}
 		log.Debug("the server's event stream ended; opening it again", "in", wait, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-p.closed.Done():
-			t.Stop()
+		if !sleep(p.closed, wait) {
 			return
 		}
 		if !opened && at.retry == 0 {
 			wait = min(2*wait, listenRetryMax)
 		}
 	}
-}
-
-// listen1 opens the stream once and reads it to its end. opened tells
-// whether the server accepted it.
-func (p *poster) listen1(at *streamAt) (opened bool, err error) {
-	ctx := p.closed
-	resp, err := p.send(ctx, request{method: http.MethodGet, accept: "text/event-stream", lastEventID: at.lastID})
-	if err != nil {
-		return false, err
-	}
-	defer resp.body.Close()
-	switch resp.status {
-	case http.StatusOK:
-	case http.StatusMethodNotAllowed:
-		return false, errNoStream
-	case http.StatusNotFound:
-		return false, errSessionGone
-	default:
-		return false, fmt.Errorf("the server answered HTTP %d", resp.status)
-	}
-	if media, _, _ := mime.ParseMediaType(resp.media); media != "text/event-stream" {
-		return false, fmt.Errorf("the server answered with content type %q", resp.media)
-	}
-	// A small buffer, as the stream is idle most of its life and its
-	// events are short (tools/list_changed is 70 bytes); a longer line is
-	// gathered apart, up to a message and its field name. The stream has
-	// no end to bound it by, as a call's has.
-	lines := guard.LimitFrames(resp.body, guard.MaxMessage+len("data: \r\n"))
-	_, err = p.events(ctx, "", guard.NewLineReader(lines, 512), at)
-	return true, err
 }

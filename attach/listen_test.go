@@ -77,13 +77,13 @@ func status(code int) func(w http.ResponseWriter) {
 
 // posterFor makes a poster to s, on connections of its own or through
 // net/http's client, as a plain-http or an https server's would be.
-func posterFor(t *testing.T, s *streamServer, own bool, notify func(mcp.JSONRPCNotification)) *poster {
+func posterFor(t *testing.T, url string, own bool, notify func(mcp.JSONRPCNotification)) *poster {
 	t.Helper()
 	if own {
-		return posterTo(t, s.URL+"/mcp", map[string]string{"x-api-key": "k1"}, "s-1", notify)
+		return posterTo(t, url+"/mcp", map[string]string{"x-api-key": "k1"}, "s-1", notify)
 	}
 	hc := &http.Client{Transport: &http.Transport{}}
-	p := newPoster(Plan{URL: s.URL + "/mcp", Headers: map[string]string{"x-api-key": "k1"}}, hc, &conns{}, func() string { return "s-1" }, notify)
+	p := newPoster(Plan{URL: url + "/mcp", Headers: map[string]string{"x-api-key": "k1"}}, hc, &conns{}, func() string { return "s-1" }, notify)
 	if p.pool != nil {
 		t.Fatal("a poster through net/http has connections of its own")
 	}
@@ -120,7 +120,7 @@ func TestListen(t *testing.T) {
 				events("id: 10\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"r1\",\"method\":\"roots/list\"}\n\n"),
 			)
 			notes := make(chan string, 10)
-			p := posterFor(t, s, own, func(n mcp.JSONRPCNotification) { notes <- n.Method })
+			p := posterFor(t, s.URL, own, func(n mcp.JSONRPCNotification) { notes <- n.Method })
 			p.version = "2025-06-18"
 			start := time.Now()
 			done := listening(p)
@@ -187,7 +187,7 @@ func TestListenStops(t *testing.T) {
 		t.Run(fmt.Sprint(code), func(t *testing.T) {
 			t.Cleanup(func() { goleak.VerifyNone(t) })
 			s := newStreamServer(t, status(code))
-			p := posterFor(t, s, true, nil)
+			p := posterFor(t, s.URL, true, nil)
 			select {
 			case <-listening(p):
 			case <-time.After(5 * time.Second):
@@ -217,7 +217,7 @@ func TestListenFlood(t *testing.T) {
 			sent.Add(int64(len(chunk)))
 		}
 	})
-	p := posterFor(t, s, true, nil)
+	p := posterFor(t, s.URL, true, nil)
 	done := listening(p)
 	waitFor(t, "the stream opened again", func() bool { return len(s.got()) == 2 })
 	if n := sent.Load(); n >= flood {

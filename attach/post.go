@@ -153,7 +153,9 @@ func (p *poster) exchange(ctx context.Context, key string, line []byte) (*transp
 		}
 		return p.response(key, b)
 	case "text/event-stream":
-		return p.events(ctx, key, guard.NewLineReader(body, maxLineBuffer), nil)
+		var at streamAt
+		r, err := p.events(ctx, key, guard.NewLineReader(body, maxLineBuffer), &at)
+		return p.resume(ctx, key, &at, r, err)
 	}
 	return nil, fmt.Errorf("the server answered with content type %q", resp.media)
 }
@@ -282,8 +284,8 @@ func (p *poster) response(key string, b []byte) (*transport.JSONRPCResponse, err
 // way, the server's notifications go to p.notify and its requests are
 // answered: ping as the spec asks, anything else (sampling, roots,
 // elicitation, which the gateway does not offer its upstreams) with
-// "method not found". at, when not nil, is kept at where the stream is,
-// for a reader that opens it again (listen.go).
+// "method not found". at is kept at where the stream is, for opening it
+// again (resume.go).
 func (p *poster) events(ctx context.Context, key string, lr *guard.LineReader, at *streamAt) (*transport.JSONRPCResponse, error) {
 	var data []byte
 	for {
@@ -291,9 +293,7 @@ func (p *poster) events(ctx context.Context, key string, lr *guard.LineReader, a
 		line = bytes.TrimRight(line, "\r\n")
 		switch {
 		case len(line) == 0: // the end of an event
-			if at != nil {
-				at.end()
-			}
+			at.end()
 			if len(data) == 0 {
 				break
 			}
@@ -310,7 +310,7 @@ func (p *poster) events(ctx context.Context, key string, lr *guard.LineReader, a
 				return nil, fmt.Errorf("the server sent an event larger than the %d MiB cap", guard.MaxMessage>>20)
 			}
 			data = append(data, v...)
-		case at != nil:
+		default:
 			at.field(line)
 		}
 		if err != nil {
