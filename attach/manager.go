@@ -88,6 +88,9 @@ type Manager struct {
 	// conns are the connections proxied calls to plain-http servers go
 	// out on (http1.go).
 	conns conns
+	// tools are the tool definitions upstreams listed, shared
+	// (tooldefs.go).
+	tools toolDefs
 }
 
 // New builds a Manager from the configuration. hc must be the guarded

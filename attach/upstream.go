@@ -51,6 +51,10 @@ type upstream struct {
 	onToolsChanged func()
 	// toolsChange is whether the server declared it says so.
 	toolsChange bool
+
+	defs    *toolDefs // where its tools' definitions are shared
+	listed  []toolKey // the definitions of its latest listing; guarded by mu
+	retired bool      // closed: it keeps no definitions; guarded by mu
 }
 
 // upstreamProtocol is pinned so Initialize skips the server/discover
@@ -64,7 +68,7 @@ const upstreamProtocol = mcp.LATEST_LEGACY_PROTOCOL_VERSION
 // the wait that follows includes fetching it.
 func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progress func(string)) (*upstream, error) {
 	hc := m.HTTP
-	u := &upstream{log: log, progress: map[string]func(mcp.JSONRPCNotification){}, trace: m.Tracing}
+	u := &upstream{log: log, progress: map[string]func(mcp.JSONRPCNotification){}, trace: m.Tracing, defs: &m.tools}
 	var t transport.Interface
 	switch plan.Transport {
 	case TransportStdio:
@@ -268,8 +272,15 @@ const maxTools = 1000
 // listTools returns the upstream's tools with their whole input and output
 // schemas. mcp.Tool's schema struct keeps only a few keywords, so the
 // listing is read raw and the schemas kept as bytes.
-func (u *upstream) listTools(ctx context.Context) ([]mcp.Tool, error) {
-	var tools []mcp.Tool
+func (u *upstream) listTools(ctx context.Context) (tools []mcp.Tool, err error) {
+	var keys []toolKey
+	defer func() {
+		if err != nil {
+			u.defs.drop(keys)
+		} else {
+			u.keepListed(keys)
+		}
+	}()
 	var cursor mcp.Cursor
 	for page := 0; ; page++ {
 		params := map[string]any{}
@@ -296,12 +307,13 @@ func (u *upstream) listTools(ctx context.Context) ([]mcp.Tool, error) {
 			return nil, fmt.Errorf("tools/list: malformed result: %w", err)
 		}
 		for _, raw := range result.Tools {
-			t, err := decodeTool(raw)
+			t, key, err := u.defs.take(raw)
 			if err != nil {
 				u.log.Warn("upstream tool left out", "err", err)
 				continue
 			}
 			tools = append(tools, t)
+			keys = append(keys, key)
 		}
 		if len(tools) > maxTools {
 			return nil, fmt.Errorf("tools/list: more than %d tools", maxTools)
@@ -311,6 +323,20 @@ func (u *upstream) listTools(ctx context.Context) ([]mcp.Tool, error) {
 		}
 		cursor = result.NextCursor
 	}
+}
+
+// keepListed keeps the definitions of the upstream's latest listing, and
+// gives back those of the one before; a closed upstream keeps none.
+func (u *upstream) keepListed(keys []toolKey) {
+	u.mu.Lock()
+	old := u.listed
+	if u.retired {
+		old = keys
+	} else {
+		u.listed = keys
+	}
+	u.mu.Unlock()
+	u.defs.drop(old)
 }
 
 // decodeTool reads a listed tool in one pass, its schemas kept as they
@@ -708,6 +734,12 @@ func (u *upstream) pid() int {
 // anything it started go with it.
 func (u *upstream) close() {
 	u.markDown("detached")
+	u.mu.Lock()
+	u.retired = true
+	listed := u.listed
+	u.listed = nil
+	u.mu.Unlock()
+	u.defs.drop(listed)
 	if u.post != nil {
 		u.post.close() // its calls in flight end, as mcp-go's do on Close
 	}

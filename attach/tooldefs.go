@@ -1,0 +1,93 @@
+package attach
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Sessions that attach the same server get the same tool listing, and
+// share one decoded copy of each of its tools, schemas included, instead
+// of keeping one each: with a server of large schemas, most of an
+// attachment's memory. A tool listed again as it was is not decoded
+// again either. A definition is kept while an upstream's latest listing
+// has it; nothing changes a definition once decoded (the gateway exposes
+// a copy of the struct under another name, which shares the rest).
+type toolDefs struct {
+	mu   sync.Mutex
+	defs map[toolKey]*toolDef
+}
+
+// toolKey identifies a tool's definition: a hash of its JSON as listed.
+type toolKey [sha256.Size]byte
+
+type toolDef struct {
+	tool mcp.Tool
+	refs int // the upstreams whose latest listing has it
+}
+
+// take returns the decoded definition of raw, shared with every upstream
+// that listed the same bytes, and its key, to give back with drop. A nil
+// toolDefs shares nothing.
+func (d *toolDefs) take(raw json.RawMessage) (mcp.Tool, toolKey, error) {
+	if d == nil { // nothing shared
+		t, err := decodeTool(raw)
+		return t, toolKey{}, err
+	}
+	key := toolKey(sha256.Sum256(raw))
+	if t, ok := d.shared(key); ok {
+		return t, key, nil
+	}
+	t, err := decodeTool(raw) // outside the lock: a listing may be large
+	if err != nil {
+		return mcp.Tool{}, key, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if def := d.defs[key]; def != nil { // decoded meanwhile for another
+		def.refs++
+		return def.tool, key, nil
+	}
+	if d.defs == nil {
+		d.defs = map[toolKey]*toolDef{}
+	}
+	d.defs[key] = &toolDef{tool: t, refs: 1}
+	return t, key, nil
+}
+
+func (d *toolDefs) shared(key toolKey) (mcp.Tool, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	def := d.defs[key]
+	if def == nil {
+		return mcp.Tool{}, false
+	}
+	def.refs++
+	return def.tool, true
+}
+
+// drop gives back the definitions of keys; one no upstream lists any more
+// goes.
+func (d *toolDefs) drop(keys []toolKey) {
+	if d == nil || len(keys) == 0 {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, k := range keys {
+		if def := d.defs[k]; def != nil {
+			if def.refs--; def.refs <= 0 {
+				delete(d.defs, k)
+			}
+		}
+	}
+}
+
+// size is how many distinct definitions are kept.
+func (d *toolDefs) size() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.defs)
+}

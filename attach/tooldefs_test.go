@@ -1,0 +1,120 @@
+package attach
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"go.uber.org/goleak"
+
+	"github.com/ardgate/ardgate/config"
+	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/registry"
+)
+
+// sameBytes reports whether a and b are one piece of memory.
+func sameBytes(a, b []byte) bool {
+	return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0]
+}
+
+func TestToolDefs(t *testing.T) {
+	var d toolDefs
+	raw := json.RawMessage(`{"name":"t","description":"d","inputSchema":{"type":"object","properties":{"a":{"type":"string"}}}}`)
+	a, ka, err := d.take(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, kb, err := d.take(append(json.RawMessage(nil), raw...)) // the same bytes, read anew
+	if err != nil || ka != kb || !sameBytes(a.RawInputSchema, b.RawInputSchema) || a.Description != "d" {
+		t.Fatalf("the same listing twice: keys equal %v, schemas shared %v, %v", ka == kb, sameBytes(a.RawInputSchema, b.RawInputSchema), err)
+	}
+	c, kc, err := d.take(json.RawMessage(`{"name":"t","description":"other","inputSchema":{"type":"object"}}`))
+	if err != nil || kc == ka || c.Description != "other" || d.size() != 2 {
+		t.Fatalf("another definition: %+v, %d kept, %v", c, d.size(), err)
+	}
+	if _, _, err := d.take(json.RawMessage(`{"name":1}`)); err == nil || d.size() != 2 {
+		t.Errorf("a malformed tool: %v, %d kept", err, d.size())
+	}
+	d.drop([]toolKey{ka, kc})
+	if d.size() != 1 {
+		t.Errorf("%d kept after one of two takers gave it back, want 1", d.size())
+	}
+	d.drop([]toolKey{kb})
+	if d.size() != 0 {
+		t.Errorf("%d kept after all were given back", d.size())
+	}
+	var none *toolDefs
+	if tool, _, err := none.take(raw); err != nil || tool.Name != "t" {
+		t.Errorf("no sharing: %+v, %v", tool, err)
+	}
+	none.drop([]toolKey{ka})
+}
+
+// Two sessions attached to one server share its tools' definitions; a
+// definition the server changed goes once every session has listed
+// again, and the rest once the sessions end.
+func TestToolDefsShared(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	up := server.NewMCPServer("up", "1", server.WithToolCapabilities(true))
+	handler := func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("ok"), nil
+	}
+	up.AddTool(mcp.NewTool("a", mcp.WithDescription("first"), mcp.WithString("x")), handler)
+	up.AddTool(mcp.NewTool("b", mcp.WithDescription("stays")), handler)
+	h := server.NewStreamableHTTPServer(up)
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	defer func() { _ = h.Shutdown(context.Background()) }()
+
+	const urn = "urn:air:ardgate.test:mcp:up"
+	data, _ := json.Marshal(map[string]any{"name": "up", "remotes": []any{map[string]any{"type": "streamable-http", "url": ts.URL}}})
+	entry := registry.Entry{Identifier: urn, DisplayName: "up", Type: config.MediaMCPServerCard, Data: data}
+	m := &Manager{
+		Registries:     []registry.Registry{registry.NewLocal("test", registry.NewIndex("test", []registry.Entry{entry}))},
+		HTTP:           (&guard.Dialer{AllowLocal: true}).Client(),
+		AllowTypes:     config.DefaultAllowAttachTypes,
+		MaxAttachments: 5,
+		CallTimeout:    10 * time.Second,
+		StartTimeout:   10 * time.Second,
+		Log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	defer m.HTTP.CloseIdleConnections()
+	defer m.Shutdown()
+	sessions := []*Session{m.NewSession("one"), m.NewSession("two")}
+	for _, s := range sessions {
+		if _, _, err := s.Attach(context.Background(), Request{URN: urn}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tool := func(s *Session, name string) mcp.Tool {
+		for _, t := range s.Tools() {
+			if t.Name == name {
+				return t.Upstream
+			}
+		}
+		return mcp.Tool{}
+	}
+	one, two := tool(sessions[0], "mcp_up__a"), tool(sessions[1], "mcp_up__a")
+	if !sameBytes(one.RawInputSchema, two.RawInputSchema) || m.tools.size() != 2 {
+		t.Fatalf("two sessions: schemas shared %v, %d definitions kept, want 2", sameBytes(one.RawInputSchema, two.RawInputSchema), m.tools.size())
+	}
+
+	up.AddTool(mcp.NewTool("a", mcp.WithDescription("second"), mcp.WithString("x")), handler) // says its list changed
+	waitFor(t, "both sessions to list the new definition", func() bool {
+		return tool(sessions[0], "mcp_up__a").Description == "second" && tool(sessions[1], "mcp_up__a").Description == "second"
+	})
+	waitFor(t, "the old definition to go", func() bool { return m.tools.size() == 2 })
+
+	for _, s := range sessions {
+		s.Close()
+	}
+	if n := m.tools.size(); n != 0 {
+		t.Errorf("%d definitions kept after the sessions ended", n)
+	}
+}
