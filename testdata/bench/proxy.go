@@ -508,8 +508,8 @@ func httpClients(url string, n int) ([]*client.Client, func(), error) {
 }
 
 // startFixtureHTTP runs the fixture over streamable HTTP on loopback.
-func startFixtureHTTP(fixture string) (string, func(), error) {
-	cmd := exec.Command(fixture, "--transport=http", "--addr=127.0.0.1:0")
+func startFixtureHTTP(fixture string, args ...string) (string, func(), error) {
+	cmd := exec.Command(fixture, append([]string{"--transport=http", "--addr=127.0.0.1:0"}, args...)...)
 	url, stop, _, err := readyURL(cmd, cmd.StdoutPipe, func(line string) (string, bool) { return strings.CutPrefix(line, "READY ") })
 	return url, stop, err
 }

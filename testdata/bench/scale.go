@@ -66,6 +66,7 @@ func scaleBench(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("sessions", flag.ContinueOnError)
 	n := fs.Int("sessions", 1000, "concurrent sessions per case")
 	parallel := fs.Int("parallel", 50, "sessions being opened at once")
+	manyTools := fs.Int("many-tools", 0, "tools of about 2 KiB each the upstream lists besides its own 9, as a large server does")
 	profiles := fs.String("profiles", "", "write the in-process twin's profiles to this directory: per case, the heap with the sessions open (N.heap.pprof) and before (N.heap.base.pprof), the goroutines with them open (N.goroutines.txt) and 2 s after they closed (N.goroutines.after.txt)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -78,7 +79,7 @@ func scaleBench(args []string, out io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	upURL, stopUp, err := startFixtureHTTP(fx)
+	upURL, stopUp, err := startFixtureHTTP(fx, fmt.Sprintf("--many-tools=%d", *manyTools))
 	if err != nil {
 		return err
 	}
@@ -118,7 +119,11 @@ func scaleBench(args []string, out io.Writer) error {
 		twins = append(twins, h)
 	}
 
-	fmt.Fprintf(out, "sessions: %d HTTP sessions per case, opened %d at a time, each case on a fresh gateway; %s\n", *n, *parallel, machine())
+	listing := ""
+	if *manyTools > 0 {
+		listing = fmt.Sprintf(", the upstream listing %d more tools of about 2 KiB", *manyTools)
+	}
+	fmt.Fprintf(out, "sessions: %d HTTP sessions per case, opened %d at a time, each case on a fresh gateway%s; %s\n", *n, *parallel, listing, machine())
 	fmt.Fprintf(out, "open: time to open them all; RSS: the gateway process (VmRSS) grown with the sessions open and idle;\n")
 	fmt.Fprintf(out, "goroutines: its /healthz; Go heap, stacks: the in-process twin, live after GC; errors: process+twin\n\n")
 	row := "%-26s %7s %9s %13s %13s %13s %11s\n"

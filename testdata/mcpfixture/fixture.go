@@ -330,3 +330,20 @@ func big(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error
 	}
 	return mcp.NewToolResultText(strings.Repeat("x", int(n))), nil
 }
+
+// AddManyTools adds n tools named tool_000, tool_001, ... to s, each with
+// a description and an input schema of about 2 KiB, as a large real
+// server lists (GitHub's lists about 90 tools of 1-3 KiB each): for
+// measuring what a large listing costs each session that attaches it.
+// Each answers as echo does.
+func AddManyTools(s *server.MCPServer, n int) {
+	for i := range n {
+		opts := []mcp.ToolOption{mcp.WithDescription(fmt.Sprintf("Tool %d of a large listing. %s", i, strings.Repeat("It does one thing and says so at length. ", 6)))}
+		for p := range 12 {
+			opts = append(opts, mcp.WithString(fmt.Sprintf("param_%02d", p),
+				mcp.Description(fmt.Sprintf("Parameter %d of tool %d: %s", p, i, strings.Repeat("what it means, ", 6)))))
+		}
+		opts = append(opts, mcp.WithString("message", mcp.Description("Text to echo back.")))
+		s.AddTool(mcp.NewTool(fmt.Sprintf("tool_%03d", i), opts...), echo)
+	}
+}

@@ -14,6 +14,7 @@
 //	--exit-at-start         print a message to stderr and exit 1 at once
 //	--start-delay=DURATION  wait this long before serving (a slow server)
 //	--stderr-noise          write a few lines to stderr before serving
+//	--many-tools=N          also serve N tools of about 2 KiB each (mcpfixture.AddManyTools)
 //
 // Over stdio, stdout carries nothing but MCP frames. Over http, the only line
 // written to stdout is "READY http://HOST:PORT/mcp", once the listener is
@@ -29,6 +30,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -44,6 +46,7 @@ type options struct {
 	exitAtStart bool
 	noise       bool
 	startDelay  time.Duration
+	manyTools   int
 }
 
 func parseArgs(args []string) options {
@@ -62,6 +65,8 @@ func parseArgs(args []string) options {
 			o.noise = true
 		case strings.HasPrefix(a, "--start-delay="):
 			o.startDelay, _ = time.ParseDuration(strings.TrimPrefix(a, "--start-delay="))
+		case strings.HasPrefix(a, "--many-tools="):
+			o.manyTools, _ = strconv.Atoi(strings.TrimPrefix(a, "--many-tools="))
 		}
 		// Anything else (-y, @scope/pkg@version, ...) is what an npx-style
 		// launcher passes along; ignore it.
@@ -92,6 +97,7 @@ func main() {
 	}
 
 	s := mcpfixture.New(o.name)
+	mcpfixture.AddManyTools(s, o.manyTools)
 	var err error
 	switch o.transport {
 	case "stdio":
