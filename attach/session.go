@@ -88,8 +88,9 @@ type Tool struct {
 	// Attachment is the name of the attachment that serves it.
 	Attachment string
 	// Upstream is the upstream's own definition, whole schemas included;
-	// its Name is the upstream's name for the tool.
-	Upstream mcp.Tool
+	// its Name is the upstream's name for the tool. It is shared with the
+	// sessions that attached the same server (tooldefs.go): read only.
+	Upstream *mcp.Tool
 }
 
 // Status values of an attachment.
@@ -512,8 +513,8 @@ func (s *Session) refresh(a *Attachment) {
 
 // exposeTools names an upstream's tools for this session. Names are
 // assigned in upstream-name order, so they are the same on every attach.
-func exposeTools(server string, list []mcp.Tool) []Tool {
-	slices.SortFunc(list, func(a, b mcp.Tool) int { return cmp.Compare(a.Name, b.Name) })
+func exposeTools(server string, list []*mcp.Tool) []Tool {
+	slices.SortFunc(list, func(a, b *mcp.Tool) int { return cmp.Compare(a.Name, b.Name) })
 	out := make([]Tool, 0, len(list))
 	used := map[string]bool{}
 	for _, t := range list {

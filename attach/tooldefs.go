@@ -13,8 +13,9 @@ import (
 // of keeping one each: with a server of large schemas, most of an
 // attachment's memory. A tool listed again as it was is not decoded
 // again either. A definition is kept while an upstream's latest listing
-// has it; nothing changes a definition once decoded (the gateway exposes
-// a copy of the struct under another name, which shares the rest).
+// has it. Sessions hold it by pointer, and nothing changes it once
+// decoded: the gateway exposes a copy of the struct under another name,
+// which shares the rest.
 type toolDefs struct {
 	mu   sync.Mutex
 	defs map[toolKey]*toolDef
@@ -24,17 +25,17 @@ type toolDefs struct {
 type toolKey [sha256.Size]byte
 
 type toolDef struct {
-	tool mcp.Tool
-	refs int // the upstreams whose latest listing has it
+	tool mcp.Tool // read only
+	refs int      // the upstreams whose latest listing has it
 }
 
 // take returns the decoded definition of raw, shared with every upstream
-// that listed the same bytes, and its key, to give back with drop. A nil
-// toolDefs shares nothing.
-func (d *toolDefs) take(raw json.RawMessage) (mcp.Tool, toolKey, error) {
+// that listed the same bytes and not to be changed, and its key, to give
+// back with drop. A nil toolDefs shares nothing.
+func (d *toolDefs) take(raw json.RawMessage) (*mcp.Tool, toolKey, error) {
 	if d == nil { // nothing shared
 		t, err := decodeTool(raw)
-		return t, toolKey{}, err
+		return &t, toolKey{}, err
 	}
 	key := toolKey(sha256.Sum256(raw))
 	if t, ok := d.shared(key); ok {
@@ -42,30 +43,31 @@ func (d *toolDefs) take(raw json.RawMessage) (mcp.Tool, toolKey, error) {
 	}
 	t, err := decodeTool(raw) // outside the lock: a listing may be large
 	if err != nil {
-		return mcp.Tool{}, key, err
+		return nil, key, err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if def := d.defs[key]; def != nil { // decoded meanwhile for another
 		def.refs++
-		return def.tool, key, nil
+		return &def.tool, key, nil
 	}
 	if d.defs == nil {
 		d.defs = map[toolKey]*toolDef{}
 	}
-	d.defs[key] = &toolDef{tool: t, refs: 1}
-	return t, key, nil
+	def := &toolDef{tool: t, refs: 1}
+	d.defs[key] = def
+	return &def.tool, key, nil
 }
 
-func (d *toolDefs) shared(key toolKey) (mcp.Tool, bool) {
+func (d *toolDefs) shared(key toolKey) (*mcp.Tool, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	def := d.defs[key]
 	if def == nil {
-		return mcp.Tool{}, false
+		return nil, false
 	}
 	def.refs++
-	return def.tool, true
+	return &def.tool, true
 }
 
 // drop gives back the definitions of keys; one no upstream lists any more

@@ -95,7 +95,7 @@ func TestToolDefsShared(t *testing.T) {
 	tool := func(s *Session, name string) mcp.Tool {
 		for _, t := range s.Tools() {
 			if t.Name == name {
-				return t.Upstream
+				return *t.Upstream
 			}
 		}
 		return mcp.Tool{}

@@ -300,7 +300,7 @@ func (g *Gateway) sync(id string, s *session) {
 // everything else (description, whole schemas, annotations) as the
 // upstream declared it.
 func exposed(t attach.Tool) mcp.Tool {
-	def := t.Upstream
+	def := *t.Upstream // a copy: the definition is shared
 	def.Name = t.Name
 	return def
 }
