@@ -6,11 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -87,6 +91,60 @@ func env(fake bool, extra ...string) []string {
 	}
 	e := []string{"PATH=" + path, "HOME=" + os.Getenv("HOME")}
 	return append(e, extra...)
+}
+
+// freePort returns a loopback port that was free a moment ago, for an
+// upstream that takes its port from its command line.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// startHTTPUpstream starts up, an MCP server over streamable HTTP, in a
+// process group of its own (npx's node goes with it) killed when the test
+// ends, and waits up to wait for ready on its stderr, which it returns.
+func startHTTPUpstream(t *testing.T, up *exec.Cmd, ready string, wait time.Duration) *syncBuffer {
+	t.Helper()
+	up.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stderr := &syncBuffer{}
+	up.Stderr = stderr
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-up.Process.Pid, syscall.SIGKILL)
+		_ = up.Wait()
+	})
+	for deadline := time.Now().Add(wait); !strings.Contains(stderr.String(), ready); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not start: %s", up.Path, stderr.String())
+		}
+	}
+	return stderr
+}
+
+// pinHTTP runs the gateway over stdio with the streamable HTTP server at
+// url pinned as name, and waits for the server's tool to be listed.
+func pinHTTP(t *testing.T, name, url, tool string) *gateway {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "ardgate.json")
+	data, _ := json.Marshal(map[string]any{"allow_local_urls": true,
+		"servers": []any{map[string]any{"name": name, "url": url}}})
+	if err := os.WriteFile(cfg, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := startStdio(t, env(false), "--config", cfg)
+	for deadline := time.Now().Add(30 * time.Second); !slices.Contains(g.toolNames(), tool); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pinned server's tools never appeared: %v", g.toolNames())
+		}
+	}
+	return g
 }
 
 // startStdio runs the gateway binary over stdio with a real MCP client on

@@ -3,12 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -105,42 +103,11 @@ func TestStdioEverythingEndToEnd(t *testing.T) {
 // bad arguments are the server's path's, byte for byte.
 func TestStdioEverythingOverHTTP(t *testing.T) {
 	needNPX(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
+	port := freePort(t)
 	up := exec.Command("npx", "-y", "@modelcontextprotocol/server-everything@2026.8.31", "streamableHttp")
 	up.Env = env(false, "PORT="+port)
-	up.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // npx's node goes with it
-	stderr := &syncBuffer{}
-	up.Stderr = stderr
-	if err := up.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-up.Process.Pid, syscall.SIGKILL)
-		_ = up.Wait()
-	})
-	for deadline := time.Now().Add(2 * time.Minute); !strings.Contains(stderr.String(), "listening on port "+port); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("server-everything did not start: %s", stderr.String())
-		}
-	}
-
-	cfg := filepath.Join(t.TempDir(), "ardgate.json")
-	data, _ := json.Marshal(map[string]any{"allow_local_urls": true,
-		"servers": []any{map[string]any{"name": "everything", "url": "http://127.0.0.1:" + port + "/mcp"}}})
-	if err := os.WriteFile(cfg, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	g := startStdio(t, env(false), "--config", cfg)
-	for deadline := time.Now().Add(30 * time.Second); !slices.Contains(g.toolNames(), "mcp_everything__get-sum"); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the pinned server's tools never appeared: %v", g.toolNames())
-		}
-	}
+	startHTTPUpstream(t, up, "listening on port "+port, 2*time.Minute)
+	g := pinHTTP(t, "everything", "http://127.0.0.1:"+port+"/mcp", "mcp_everything__get-sum")
 	for _, c := range []struct {
 		tool string
 		args map[string]any

@@ -2,13 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -52,40 +47,9 @@ func needTSModules(t *testing.T) {
 // relayed (testdata/ts-client/server.mjs).
 func TestTypeScriptServer(t *testing.T) {
 	needTSModules(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	up := exec.Command("node", "testdata/ts-client/server.mjs", port)
-	stderr := &syncBuffer{}
-	up.Stderr = stderr
-	if err := up.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = up.Process.Kill()
-		_ = up.Wait()
-	})
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stderr.String(), "listening on "+port); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("server.mjs did not start: %s", stderr.String())
-		}
-	}
-
-	cfg := filepath.Join(t.TempDir(), "ardgate.json")
-	data, _ := json.Marshal(map[string]any{"allow_local_urls": true,
-		"servers": []any{map[string]any{"name": "ts", "url": "http://127.0.0.1:" + port + "/mcp"}}})
-	if err := os.WriteFile(cfg, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	g := startStdio(t, env(false), "--config", cfg)
-	for deadline := time.Now().Add(30 * time.Second); !slices.Contains(g.toolNames(), "mcp_ts__poll"); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the pinned server's tools never appeared: %v", g.toolNames())
-		}
-	}
+	port := freePort(t)
+	stderr := startHTTPUpstream(t, exec.Command("node", "testdata/ts-client/server.mjs", port), "listening on "+port, 30*time.Second)
+	g := pinHTTP(t, "ts", "http://127.0.0.1:"+port+"/mcp", "mcp_ts__poll")
 	if res := g.call("mcp_ts__echo", map[string]any{"message": "hi"}); res.IsError || text(res) != "echo: hi" {
 		t.Fatalf("echo: %s", text(res))
 	}
