@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -29,6 +31,15 @@ type eventStore struct {
 	maxBytes  int
 	maxTotal  int
 	total     atomic.Int64 // bytes held across sessions
+	// maxAge bounds how long an event is kept: a client resumes a broken
+	// stream within seconds (the TypeScript SDK gives up after about 5),
+	// while an idle session would otherwise keep its last answers, tool
+	// lists included, until it ends. Older events go when the session
+	// stores another, or at the latest maxAge/2 later, by a sweep that is
+	// a timer only while some are kept. Zero keeps them.
+	maxAge   time.Duration
+	sweeping atomic.Bool      // a sweep is due
+	clock    func() time.Time // nil: time.Now
 }
 
 type eventLog struct {
@@ -39,12 +50,28 @@ type eventLog struct {
 
 type storedEvent struct {
 	id     uint64
+	at     int64 // when it was stored, in unix nanoseconds
 	stream string
 	msg    json.RawMessage
 }
 
-func newEventStore(maxEvents, maxBytes, maxTotal int) *eventStore {
-	return &eventStore{maxEvents: maxEvents, maxBytes: maxBytes, maxTotal: maxTotal}
+func newEventStore(maxEvents, maxBytes, maxTotal int, maxAge time.Duration) *eventStore {
+	return &eventStore{maxEvents: maxEvents, maxBytes: maxBytes, maxTotal: maxTotal, maxAge: maxAge}
+}
+
+func (s *eventStore) now() int64 {
+	if s.clock != nil {
+		return s.clock().UnixNano()
+	}
+	return time.Now().UnixNano()
+}
+
+// cutoff is when the oldest event kept was stored, at the earliest.
+func (s *eventStore) cutoff(now int64) int64 {
+	if s.maxAge <= 0 {
+		return math.MinInt64
+	}
+	return now - s.maxAge.Nanoseconds()
 }
 
 var _ server.EventStore = (*eventStore)(nil)
@@ -55,23 +82,70 @@ func (s *eventStore) StoreEvent(_ context.Context, sessionID, streamID string, m
 	log := v.(*eventLog)
 	id := s.seq.Add(1)
 	msg := append(json.RawMessage(nil), message...) // the caller may reuse its buffer
+	now := s.now()
+	cutoff := s.cutoff(now)
 	log.mu.Lock()
-	defer log.mu.Unlock()
-	log.events = append(log.events, storedEvent{id: id, stream: streamID, msg: msg})
+	log.events = append(log.events, storedEvent{id: id, at: now, stream: streamID, msg: msg})
 	log.bytes += len(msg)
 	total := s.total.Add(int64(len(msg)))
 	drop, freed := 0, 0
-	for len(log.events)-drop > 1 && (len(log.events)-drop > s.maxEvents || log.bytes > s.maxBytes || total-int64(freed) > int64(s.maxTotal)) {
-		n := len(log.events[drop].msg)
-		log.bytes -= n
-		freed += n
+	for len(log.events)-drop > 1 && (len(log.events)-drop > s.maxEvents || log.bytes-freed > s.maxBytes ||
+		total-int64(freed) > int64(s.maxTotal) || log.events[drop].at < cutoff) {
+		freed += len(log.events[drop].msg)
 		drop++
 	}
-	if drop > 0 {
-		log.events = append(log.events[:0:0], log.events[drop:]...)
-		s.total.Add(-int64(freed))
-	}
+	s.drop(log, drop, freed)
+	log.mu.Unlock()
+	s.armSweep()
 	return strconv.FormatUint(id, 10), nil
+}
+
+// drop forgets the first n events of log, of freed bytes in all; log.mu
+// is held.
+func (s *eventStore) drop(log *eventLog, n, freed int) {
+	if n == 0 {
+		return
+	}
+	// Into a new array, or none: a slice of the old one, even empty,
+	// would keep it and every message it holds.
+	log.events = append([]storedEvent(nil), log.events[n:]...)
+	log.bytes -= freed
+	s.total.Add(-int64(freed))
+}
+
+// armSweep makes a sweep due, if none is.
+func (s *eventStore) armSweep() {
+	if s.maxAge > 0 && s.sweeping.CompareAndSwap(false, true) {
+		time.AfterFunc(s.maxAge/2, s.sweep)
+	}
+}
+
+// sweep forgets the events older than maxAge in every session, and makes
+// another sweep due while any are kept.
+func (s *eventStore) sweep() {
+	s.sweeping.Store(false) // first: an event stored meanwhile arms the next
+	if s.expire(s.cutoff(s.now())) > 0 {
+		s.armSweep()
+	}
+}
+
+// expire forgets the events stored before cutoff, a session's newest
+// too, and returns how many are kept.
+func (s *eventStore) expire(cutoff int64) (kept int) {
+	s.sessions.Range(func(_, v any) bool {
+		log := v.(*eventLog)
+		log.mu.Lock()
+		n, freed := 0, 0
+		for n < len(log.events) && log.events[n].at < cutoff {
+			freed += len(log.events[n].msg)
+			n++
+		}
+		s.drop(log, n, freed)
+		kept += len(log.events)
+		log.mu.Unlock()
+		return true
+	})
+	return kept
 }
 
 // ReplayEventsAfter implements server.EventStore.

@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 )
 
 func TestEventStoreReplayAndBounds(t *testing.T) {
 	ctx := context.Background()
-	s := newEventStore(4, 1<<20, 1<<30)
+	s := newEventStore(4, 1<<20, 1<<30, 0)
 	var ids []string
 	for i := range 6 {
 		stream := "a"
@@ -52,7 +53,7 @@ func TestEventStoreReplayAndBounds(t *testing.T) {
 
 func TestEventStoreByteBound(t *testing.T) {
 	ctx := context.Background()
-	s := newEventStore(100, 1000, 1<<30)
+	s := newEventStore(100, 1000, 1<<30, 0)
 	big := json.RawMessage(fmt.Sprintf(`"%0600d"`, 0))
 	first, _ := s.StoreEvent(ctx, "s", "a", big)
 	last, _ := s.StoreEvent(ctx, "s", "a", big)
@@ -70,7 +71,7 @@ func TestEventStoreByteBound(t *testing.T) {
 // newest; a purged session gives its bytes back.
 func TestEventStoreTotalBound(t *testing.T) {
 	ctx := context.Background()
-	s := newEventStore(100, 1<<20, 3000)
+	s := newEventStore(100, 1<<20, 3000, 0)
 	ev := json.RawMessage(fmt.Sprintf(`"%0998d"`, 0)) // 1000 bytes
 	ids := map[string][]string{}
 	for round := range 3 {
@@ -94,5 +95,42 @@ func TestEventStoreTotalBound(t *testing.T) {
 	}
 	if held := s.total.Load(); held != 0 {
 		t.Fatalf("%d bytes counted after every session was purged", held)
+	}
+}
+
+// Events older than maxAge go: a session's own when it stores another,
+// every session's, its newest too, at a sweep, which is due again only
+// while some are kept.
+func TestEventStoreMaxAge(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1000, 0)
+	// An hour: the sweep's real timer fires long after the test.
+	s := newEventStore(100, 1<<20, 1<<30, time.Hour)
+	s.clock = func() time.Time { return now }
+	known := func(session, id string) bool {
+		_, err := s.ReplayEventsAfter(ctx, session, id, func(string, json.RawMessage) error { return nil })
+		return err == nil
+	}
+	old, _ := s.StoreEvent(ctx, "a", "st", json.RawMessage(`"old"`))
+	idle, _ := s.StoreEvent(ctx, "b", "st", json.RawMessage(`"idle"`))
+	if !s.sweeping.Load() {
+		t.Fatal("no sweep due with events kept")
+	}
+	now = now.Add(61 * time.Minute)
+	fresh, _ := s.StoreEvent(ctx, "a", "st", json.RawMessage(`"fresh"`))
+	if known("a", old) || !known("a", fresh) || !known("b", idle) {
+		t.Errorf("after a stored anew: old %v, fresh %v, b's idle one %v; want false, true, true", known("a", old), known("a", fresh), known("b", idle))
+	}
+	s.sweep()
+	if known("b", idle) || !known("a", fresh) || s.total.Load() != int64(len(`"fresh"`)) || !s.sweeping.Load() {
+		t.Errorf("after a sweep: b's idle one %v, fresh %v, %d bytes held, sweep due %v", known("b", idle), known("a", fresh), s.total.Load(), s.sweeping.Load())
+	}
+	now = now.Add(61 * time.Minute)
+	s.sweep()
+	if known("a", fresh) || s.total.Load() != 0 || s.sweeping.Load() {
+		t.Errorf("after the last went: fresh %v, %d bytes held, sweep due %v", known("a", fresh), s.total.Load(), s.sweeping.Load())
+	}
+	if v, _ := s.sessions.Load("a"); v.(*eventLog).events != nil {
+		t.Error("an emptied log keeps its array, and through it the messages")
 	}
 }

@@ -338,7 +338,7 @@ func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 		server.WithStateful(true),
 		server.WithStreamableHTTPProtocolVersions(legacy...),
 		server.WithSessionIdleTTL(opt.IdleTTL),
-		server.WithEventStore(newEventStore(256, 16<<20, 256<<20)),
+		server.WithEventStore(newEventStore(256, 16<<20, 256<<20, 2*time.Minute)),
 		server.WithStreamableHTTPLogger(g.log),
 	)
 	h.mux.Handle("/mcp", h.guard(h.fast(released(h.streamable))))
