@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,9 +17,11 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/config"
+	"github.com/ardgate/ardgate/testdata/mcpfixture"
 )
 
 // BenchmarkProxyCall measures one small tools/call over real loopback
@@ -298,19 +301,40 @@ func (c *rawClient) roundTrip(t testing.TB, frame []byte) []byte {
 //
 //	go test -run '^$' -bench AttachRemote -benchmem ./tools
 func BenchmarkAttachRemote(b *testing.B) {
-	up := upstream(b)
-	const urn = "urn:air:ardgate.test:mcp:remote"
-	tg := newGateway(b, 10*time.Second, remoteEntry(urn, up.URL))
-	s := tg.connect(b)
-	b.ReportAllocs()
-	for b.Loop() {
-		if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
-			b.Fatalf("attach: %s", firstText(res))
-		}
-		b.StopTimer()
-		if res := s.call("detach_resource", map[string]any{"name": "remote"}); res.IsError {
-			b.Fatalf("detach: %s", firstText(res))
-		}
-		b.StartTimer()
+	for _, c := range []struct {
+		name  string
+		many  int  // more tools of about 2 KiB (mcpfixture.AddManyTools)
+		other bool // another session keeps the server attached
+	}{
+		{"9 tools", 0, false},
+		{"99 tools", 90, false},
+		{"99 tools, attached by another session", 90, true},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			srv := mcpfixture.New("remote")
+			mcpfixture.AddManyTools(srv, c.many)
+			h := server.NewStreamableHTTPServer(srv)
+			up := httptest.NewServer(h)
+			defer func() { _ = h.Shutdown(context.Background()); up.Close() }()
+			const urn = "urn:air:ardgate.test:mcp:remote"
+			tg := newGateway(b, 10*time.Second, remoteEntry(urn, up.URL))
+			if c.other {
+				if res := tg.connect(b).call("attach_resource", map[string]any{"urn": urn}); res.IsError {
+					b.Fatalf("attach: %s", firstText(res))
+				}
+			}
+			s := tg.connect(b)
+			b.ReportAllocs()
+			for b.Loop() {
+				if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
+					b.Fatalf("attach: %s", firstText(res))
+				}
+				b.StopTimer()
+				if res := s.call("detach_resource", map[string]any{"name": "remote"}); res.IsError {
+					b.Fatalf("detach: %s", firstText(res))
+				}
+				b.StartTimer()
+			}
+		})
 	}
 }
