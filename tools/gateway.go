@@ -5,7 +5,6 @@ package tools
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"log/slog"
 	"slices"
@@ -71,10 +70,11 @@ type session struct {
 	// are the server's own.
 	perSession bool
 	syncMu     sync.Mutex
-	// registered holds a fingerprint of each proxied tool registered for
-	// the session, enough to tell when its definition changed; mcp-go keeps
-	// the definition itself.
-	registered map[string]fingerprint
+	// registered holds the upstream definition of each proxied tool
+	// registered for the session, enough to tell when it changed: an
+	// upstream that lists a tool as before gives the same shared
+	// definition (attach.Tool's Upstream). mcp-go keeps the exposed copy.
+	registered map[string]*mcp.Tool
 	// proxied is the set of proxied tool names registered for the session,
 	// replaced whole by sync, so the fast path reads it without a lock.
 	// Each name maps to itself: a call's name is then this string, not a
@@ -198,7 +198,7 @@ func (g *Gateway) session(id string, perSession bool) *session {
 	if s := g.lookup(id); s != nil {
 		return s
 	}
-	s := &session{att: g.manager.NewSession(id), limiter: g.opts.Limits.NewLimiter(), perSession: perSession, registered: map[string]fingerprint{}}
+	s := &session{att: g.manager.NewSession(id), limiter: g.opts.Limits.NewLimiter(), perSession: perSession, registered: map[string]*mcp.Tool{}}
 	s.att.OnChange = func() { g.sync(id, s) }
 	s.att.Start() // after OnChange is set: a pinned server may attach at once
 	g.sessions.Store(id, s)
@@ -245,15 +245,11 @@ func (g *Gateway) sync(id string, s *session) {
 		}
 	}
 	var add []server.ServerTool
-	sums := map[string]fingerprint{}
 	for name, t := range want {
-		def := exposed(t)
-		sum, ok := fingerprintOf(def)
-		if old, known := s.registered[name]; known && ok && old == sum {
+		if old, known := s.registered[name]; known && old == t.Upstream {
 			continue
 		}
-		sums[name] = sum
-		add = append(add, server.ServerTool{Tool: def, Handler: g.proxy(name)})
+		add = append(add, server.ServerTool{Tool: exposed(t), Handler: g.proxy(name)})
 	}
 	if len(gone) == 0 && len(add) == 0 {
 		return
@@ -292,7 +288,7 @@ func (g *Gateway) sync(id string, s *session) {
 		delete(s.registered, name)
 	}
 	for _, st := range add {
-		s.registered[st.Tool.Name] = sums[st.Tool.Name]
+		s.registered[st.Tool.Name] = want[st.Tool.Name].Upstream
 	}
 }
 
@@ -303,19 +299,6 @@ func exposed(t attach.Tool) mcp.Tool {
 	def := *t.Upstream // a copy: the definition is shared
 	def.Name = t.Name
 	return def
-}
-
-// fingerprint identifies a tool definition: a hash of its JSON.
-type fingerprint [sha256.Size]byte
-
-// fingerprintOf hashes def; ok is false when it cannot be encoded, and
-// such a tool counts as changed every time.
-func fingerprintOf(def mcp.Tool) (sum fingerprint, ok bool) {
-	b, err := json.Marshal(def)
-	if err != nil {
-		return sum, false
-	}
-	return sha256.Sum256(b), true
 }
 
 // Drain refuses new tool calls and waits for the running ones to finish,
