@@ -368,6 +368,12 @@ func decodeTool(raw json.RawMessage) (mcp.Tool, error) {
 	if len(t.OutputSchema) > 0 && string(t.OutputSchema) != "null" {
 		tool.RawOutputSchema = t.OutputSchema
 	}
+	// mcp-go refuses to serve a tool whose x-mcp-header annotations break
+	// SEP-2243's rules: with an error for the whole batch of a session's
+	// tools, and over stdio by panicking. Such a tool is left out here.
+	if err := mcp.ValidateParamHeaderAnnotations(&tool); err != nil {
+		return mcp.Tool{}, fmt.Errorf("tool %s: invalid x-mcp-header annotations: %w", t.Name, err)
+	}
 	return tool, nil
 }
 

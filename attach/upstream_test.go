@@ -24,6 +24,10 @@ func TestDecodeTool(t *testing.T) {
 		{name: "no name", raw: `{"inputSchema":{}}`, fails: "tool without a name"},
 		{name: "mistyped member", raw: `{"name":"t","annotations":{"readOnlyHint":"yes"}}`, fails: "tool t: json:"},
 		{name: "not an object", raw: `["t"]`, fails: "malformed tool"},
+		{name: "x-mcp-header on an object", raw: `{"name":"t","inputSchema":{"type":"object","properties":{"o":{"type":"object","x-mcp-header":"O"}}}}`,
+			fails: "tool t: invalid x-mcp-header annotations"},
+		{name: "x-mcp-header on a string", raw: `{"name":"t","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}}`,
+			input: `{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

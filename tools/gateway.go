@@ -6,6 +6,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"slices"
 	"sync"
@@ -270,9 +271,12 @@ func (g *Gateway) sync(id string, s *session) {
 		}
 		if len(add) > 0 {
 			if err := g.mcp.AddSessionTools(id, add...); err != nil {
-				// The session is not registered yet; the register hook
-				// syncs again.
-				g.log.Debug("session tools not added yet", "session", id, "err", err)
+				if errors.Is(err, server.ErrSessionNotFound) {
+					// Not registered yet; the register hook syncs again.
+					g.log.Debug("session tools not added yet", "session", id)
+				} else {
+					g.log.Warn("session tools not added", "session", id, "err", err)
+				}
 				return
 			}
 		}

@@ -1,0 +1,120 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/attach"
+	"github.com/ardgate/ardgate/config"
+	"github.com/ardgate/ardgate/guard"
+)
+
+// rawToolsUpstream is a streamable HTTP MCP server written by hand, so
+// that it can list tool definitions mcp-go would refuse to serve: it
+// answers initialize, lists tools (a JSON array), and answers every call
+// with "ok".
+func rawToolsUpstream(t *testing.T, tools string) *httptest.Server {
+	t.Helper()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		if json.Unmarshal(body, &req) != nil || req.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		result := `{"content":[{"type":"text","text":"ok"}]}`
+		switch req.Method {
+		case "initialize":
+			w.Header().Set("Mcp-Session-Id", "raw-1")
+			result = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}`
+		case "tools/list":
+			result = `{"tools":` + tools + `}`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, result)
+	}))
+	t.Cleanup(up.Close)
+	return up
+}
+
+// An upstream tool whose x-mcp-header annotations break SEP-2243's rules
+// is left out, and the server's other tools are attached and called, over
+// streamable HTTP and over stdio. mcp-go refuses such a definition: with
+// an error for a whole batch of a session's tools, and over stdio by
+// panicking, which ended the gateway.
+func TestHostileToolDefinition(t *testing.T) {
+	up := rawToolsUpstream(t, `[{"name":"good","inputSchema":{"type":"object"}},
+		{"name":"bad","inputSchema":{"type":"object","properties":{"o":{"type":"object","x-mcp-header":"O"}}}}]`)
+	check := func(t *testing.T, list func() []string, call func(string) *mcp.CallToolResult) {
+		t.Helper()
+		var tools []string
+		for end := time.Now().Add(10 * time.Second); !slices.Contains(tools, "mcp_remote__good"); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("the good tool was never listed: %v", tools)
+			}
+			tools = list()
+		}
+		if slices.Contains(tools, "mcp_remote__bad") {
+			t.Errorf("the tool with bad x-mcp-header annotations is listed: %v", tools)
+		}
+		if res := call("mcp_remote__good"); res.IsError || firstText(res) != "ok" {
+			t.Errorf("the good tool: %s", firstText(res))
+		}
+	}
+
+	t.Run("http", func(t *testing.T) {
+		const urn = "urn:air:ardgate.test:mcp:remote"
+		tg := newGateway(t, 10*time.Second, remoteEntry(urn, up.URL))
+		s := tg.connect(t)
+		if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
+			t.Fatalf("attach: %s", firstText(res))
+		}
+		check(t, s.tools, func(name string) *mcp.CallToolResult { return s.call(name, map[string]any{}) })
+	})
+	t.Run("stdio", func(t *testing.T) {
+		m := &attach.Manager{
+			Pinned:       []config.Server{{Name: "remote", URL: up.URL}},
+			HTTP:         (&guard.Dialer{AllowLocal: true}).Client(),
+			CallTimeout:  10 * time.Second,
+			StartTimeout: 10 * time.Second,
+			Log:          quietLog,
+		}
+		c := serveStdio(t, New(m, quietLog, Options{Version: "test"}))
+		list := func() []string {
+			res, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, tool := range res.Tools {
+				names = append(names, tool.Name)
+			}
+			return names
+		}
+		check(t, list, func(name string) *mcp.CallToolResult {
+			req := mcp.CallToolRequest{}
+			req.Params.Name = name
+			res, err := c.CallTool(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		})
+	})
+}
