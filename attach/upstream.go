@@ -47,8 +47,11 @@ type upstream struct {
 	downWhy  string // why the upstream is down; "" while up
 	progress map[string]func(mcp.JSONRPCNotification)
 
-	// onToolsChanged runs when the server says its tool list changed.
+	// onToolsChanged runs when the server says its tool list changed, on
+	// a goroutine of its own and one run at a time (toolsChanged). Both
+	// are guarded by mu.
 	onToolsChanged func()
+	refreshing     refreshState
 	// toolsChange is whether the server declared it says so.
 	toolsChange bool
 
@@ -143,7 +146,9 @@ func (m *Manager) open(ctx context.Context, plan Plan, log *slog.Logger, progres
 		up.close()
 		return nil, nil, fmt.Errorf("list tools: %w", err)
 	}
+	up.mu.Lock()
 	up.onToolsChanged = changed
+	up.mu.Unlock()
 	if up.post != nil && up.toolsChange {
 		go up.post.listen(log)
 	}
@@ -238,9 +243,7 @@ func (u *upstream) explain(err error) error {
 func (u *upstream) onNotification(n mcp.JSONRPCNotification) {
 	switch n.Method {
 	case string(mcp.MethodNotificationToolsListChanged):
-		if u.onToolsChanged != nil {
-			go u.onToolsChanged()
-		}
+		u.toolsChanged()
 	case string(mcp.MethodNotificationProgress):
 		tok := fmt.Sprint(n.Params.AdditionalFields["progressToken"])
 		u.mu.Lock()
@@ -250,6 +253,43 @@ func (u *upstream) onNotification(n mcp.JSONRPCNotification) {
 			sink(n)
 		}
 	}
+}
+
+// refreshState is where an upstream's re-listing of its tools is.
+type refreshState int
+
+const (
+	refreshIdle    refreshState = iota
+	refreshRunning              // onToolsChanged runs
+	refreshAgain                // and runs once more after
+)
+
+// toolsChanged runs onToolsChanged, one run at a time: however often the
+// server says its tools changed while a run lists them, one more run
+// follows. A server that floods the notice costs a re-listing or two, not
+// a goroutine and a tools/list each.
+func (u *upstream) toolsChanged() {
+	u.mu.Lock()
+	run, state := u.onToolsChanged, u.refreshing
+	if run != nil { // else not listed yet: the listing to come is new
+		u.refreshing = min(state+1, refreshAgain)
+	}
+	u.mu.Unlock()
+	if run == nil || state != refreshIdle {
+		return
+	}
+	go func() {
+		for {
+			run()
+			u.mu.Lock()
+			u.refreshing--
+			again := u.refreshing != refreshIdle
+			u.mu.Unlock()
+			if !again {
+				return
+			}
+		}
+	}()
 }
 
 func (u *upstream) markDown(why string) {

@@ -458,6 +458,59 @@ func TestUpstreamToolChanges(t *testing.T) {
 	}
 }
 
+// An upstream that floods tools/list_changed costs a re-listing or two,
+// not one each: the gateway lists again once after the notices that came
+// while it was listing.
+func TestUpstreamToolChangesFlood(t *testing.T) {
+	up := server.NewMCPServer("flooding", "1", server.WithToolCapabilities(true))
+	up.AddTool(mcp.NewTool("t"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("ok"), nil
+	})
+	h := server.NewStreamableHTTPServer(up)
+	var lists atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"tools/list"`)) {
+			lists.Add(1)
+			time.Sleep(20 * time.Millisecond) // a listing takes a while: notices pile up meanwhile
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { _ = h.Shutdown(context.Background()); ts.Close() })
+
+	const urn = "urn:air:ardgate.test:mcp:flooding"
+	tg := newGateway(t, 10*time.Second, remoteEntry(urn, ts.URL))
+	s := tg.connect(t)
+	if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
+		t.Fatalf("attach: %s", firstText(res))
+	}
+	// The notices go out on the GET stream the gateway opens.
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		before := lists.Load()
+		up.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil)
+		time.Sleep(50 * time.Millisecond)
+		if lists.Load() > before {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("the gateway never heard the upstream's tools/list_changed")
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // the re-listing it heard is over
+	before := lists.Load()
+	for range 1000 {
+		up.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := lists.Load() - before; n < 1 || n > 3 {
+		t.Errorf("1000 notices brought %d re-listings, want 1 to 3", n)
+	}
+	if res := s.call("mcp_flooding__t", map[string]any{}); res.IsError || firstText(res) != "ok" {
+		t.Errorf("a call after the flood: %s", firstText(res))
+	}
+}
+
 // The gateway opens a streamable HTTP server's GET stream only when the
 // server declared it sends tools/list_changed, the one thing the gateway
 // hears on it; one that did not is asked nothing between calls.
