@@ -361,6 +361,9 @@ func (u *upstream) listTools(ctx context.Context) (tools []*mcp.Tool, err error)
 		if result.NextCursor == "" || result.NextCursor == cursor {
 			return tools, nil
 		}
+		if page+1 >= maxTools { // a page may bring one tool, but not none forever
+			return nil, fmt.Errorf("tools/list: more than %d pages", maxTools)
+		}
 		cursor = result.NextCursor
 	}
 }

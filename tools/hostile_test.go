@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,10 +21,10 @@ import (
 )
 
 // rawToolsUpstream is a streamable HTTP MCP server written by hand, so
-// that it can list tool definitions mcp-go would refuse to serve: it
-// answers initialize, lists tools (a JSON array), and answers every call
-// with "ok".
-func rawToolsUpstream(t *testing.T, tools string) *httptest.Server {
+// that it can list what mcp-go would refuse to serve: it answers
+// initialize, answers tools/list with what list gives for the request's
+// cursor (a result), and answers every call with "ok".
+func rawToolsUpstream(t *testing.T, list func(cursor string) string) *httptest.Server {
 	t.Helper()
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -32,6 +34,9 @@ func rawToolsUpstream(t *testing.T, tools string) *httptest.Server {
 		var req struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
+			Params struct {
+				Cursor string `json:"cursor"`
+			} `json:"params"`
 		}
 		body, _ := io.ReadAll(r.Body)
 		if json.Unmarshal(body, &req) != nil || req.ID == nil {
@@ -44,7 +49,7 @@ func rawToolsUpstream(t *testing.T, tools string) *httptest.Server {
 			w.Header().Set("Mcp-Session-Id", "raw-1")
 			result = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}`
 		case "tools/list":
-			result = `{"tools":` + tools + `}`
+			result = list(req.Params.Cursor)
 		}
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, result)
@@ -59,8 +64,10 @@ func rawToolsUpstream(t *testing.T, tools string) *httptest.Server {
 // an error for a whole batch of a session's tools, and over stdio by
 // panicking, which ended the gateway.
 func TestHostileToolDefinition(t *testing.T) {
-	up := rawToolsUpstream(t, `[{"name":"good","inputSchema":{"type":"object"}},
-		{"name":"bad","inputSchema":{"type":"object","properties":{"o":{"type":"object","x-mcp-header":"O"}}}}]`)
+	up := rawToolsUpstream(t, func(string) string {
+		return `{"tools":[{"name":"good","inputSchema":{"type":"object"}},
+			{"name":"bad","inputSchema":{"type":"object","properties":{"o":{"type":"object","x-mcp-header":"O"}}}}]}`
+	})
 	check := func(t *testing.T, list func() []string, call func(string) *mcp.CallToolResult) {
 		t.Helper()
 		var tools []string
@@ -117,4 +124,24 @@ func TestHostileToolDefinition(t *testing.T) {
 			return res
 		})
 	})
+}
+
+// A server whose tool listing never ends (a new cursor on every page, and
+// no tools) is refused with a sentence after as many pages as tools are
+// allowed, not waited on until the attach times out.
+func TestEndlessToolListing(t *testing.T) {
+	var pages atomic.Int64
+	up := rawToolsUpstream(t, func(cursor string) string {
+		return fmt.Sprintf(`{"tools":[],"nextCursor":"c%d"}`, pages.Add(1))
+	})
+	const urn = "urn:air:ardgate.test:mcp:remote"
+	tg := newGateway(t, 10*time.Second, remoteEntry(urn, up.URL))
+	s := tg.connect(t)
+	res := s.call("attach_resource", map[string]any{"urn": urn})
+	if !res.IsError || !strings.Contains(firstText(res), "more than 1000 pages") {
+		t.Errorf("attach of an endless listing: %s", firstText(res))
+	}
+	if n := pages.Load(); n != 1000 {
+		t.Errorf("%d pages asked for, want 1000", n)
+	}
 }
