@@ -226,3 +226,43 @@ func TestListenFlood(t *testing.T) {
 	p.close()
 	<-done
 }
+
+// A server that floods requests on the stream gets every one answered,
+// with no more than a few answers on their way at once: the rest wait on
+// the stream's reader.
+func TestListenRequestFlood(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	const pings = 300
+	var inFlight, most, answered atomic.Int64
+	var gets atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			n := inFlight.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			time.Sleep(2 * time.Millisecond)
+			inFlight.Add(-1)
+			answered.Add(1)
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		if gets.Add(1) == 1 {
+			for i := range pings {
+				fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"ping\"}\n\n", i)
+			}
+			return
+		}
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	p := posterFor(t, srv.URL, true, nil)
+	done := listening(p)
+	waitFor(t, "every ping answered", func() bool { return answered.Load() == pings })
+	if m := most.Load(); m > maxAnswering+1 {
+		t.Errorf("%d answers on their way at once, want at most %d", m, maxAnswering+1)
+	}
+	p.close()
+	<-done
+}

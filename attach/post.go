@@ -52,6 +52,7 @@ type poster struct {
 	session     func() string                 // the session id mcp-go's transport holds
 	notify      func(mcp.JSONRPCNotification) // the server's notifications during a call
 	trace       *CallTracing                  // nil while tracing is off
+	answering   chan struct{}                 // the answers to the server's requests on their way
 	closed      context.Context               // done once the upstream is closed
 	cancel      context.CancelFunc            // closes closed
 	release     sync.Once                     // gives pool back
@@ -63,7 +64,8 @@ type poster struct {
 // hears the server's notifications during calls.
 func newPoster(plan Plan, hc *http.Client, cs *conns, session func() string, notify func(mcp.JSONRPCNotification)) *poster {
 	closed, cancel := context.WithCancel(context.Background())
-	p := &poster{url: plan.URL, client: hc, headers: plan.Headers, session: session, notify: notify, closed: closed, cancel: cancel}
+	p := &poster{url: plan.URL, client: hc, headers: plan.Headers, session: session, notify: notify, closed: closed, cancel: cancel,
+		answering: make(chan struct{}, maxAnswering)}
 	u, err := url.Parse(plan.URL)
 	if err != nil || !plainHeaders(plan.Headers) {
 		return p // net/http says what is wrong with them, or sends them its way
@@ -365,13 +367,29 @@ func (p *poster) answer(ctx context.Context, f frame) {
 	if err != nil {
 		return
 	}
-	// Off the stream's reader, which must go on reading meanwhile.
-	go func() {
+	send := func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		if resp, err := p.send(ctx, post(line)); err == nil {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.body, 64<<10))
 			resp.body.Close()
 		}
-	}()
+	}
+	// Off the stream's reader, which goes on reading meanwhile; past
+	// maxAnswering answers on their way, on it, so that a server flooding
+	// requests is slowed to the pace of the answers instead of costing a
+	// goroutine and a POST each at once.
+	select {
+	case p.answering <- struct{}{}:
+		go func() {
+			defer func() { <-p.answering }()
+			send()
+		}()
+	default:
+		send()
+	}
 }
+
+// maxAnswering bounds the answers to a server's requests on their way at
+// once, off the readers of its streams.
+const maxAnswering = 8
