@@ -405,6 +405,12 @@ func (s *Session) Reply(ctx context.Context, id, message string, timeout time.Du
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: message})
 	msg.TaskID, msg.ContextID = a2a.TaskID(id), t.contextID
 	res, err := conn.client.SendMessage(ctx, &a2a.MessageSendParams{Message: msg})
+	for _, d := range replyRetries {
+		if !errors.Is(err, a2a.ErrInternalError) || !sleep(ctx, d) {
+			break
+		}
+		res, err = conn.client.SendMessage(ctx, &a2a.MessageSendParams{Message: msg})
+	}
 	if err != nil {
 		return t.view(), fmt.Errorf("%s: %w", t.agent.Name, describeA2AError(err))
 	}
@@ -413,6 +419,13 @@ func (s *Session) Reply(ctx context.Context, id, message string, timeout time.Du
 	}
 	return s.wait(ctx, t, timeout, onUpdate, answered)
 }
+
+// replyRetries are the waits before a reply is sent again after an
+// internal error: an agent on a2a-go refuses so, taking nothing of it, a
+// reply that comes while the turn that asked for it is still being torn
+// down (ErrExecutionInProgress, a2aproject/a2a-go#303), a window that has
+// been seen to last seconds. About 3 s in all.
+var replyRetries = []time.Duration{50 * time.Millisecond, 150 * time.Millisecond, 400 * time.Millisecond, time.Second, 1500 * time.Millisecond}
 
 // statusMessageID identifies the task's current status message ("" when
 // it has none).

@@ -87,6 +87,8 @@ func v1Err(e *v1Error) error {
 		return fmt.Errorf("%w: %s", a2a.ErrUnsupportedOperation, e.Message)
 	case -32005:
 		return fmt.Errorf("%w: %s", a2a.ErrUnsupportedContentType, e.Message)
+	case -32603:
+		return fmt.Errorf("%w: %s", a2a.ErrInternalError, e.Message)
 	}
 	return fmt.Errorf("agent error %d: %s", e.Code, e.Message)
 }

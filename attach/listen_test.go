@@ -266,3 +266,29 @@ func TestListenRequestFlood(t *testing.T) {
 	p.close()
 	<-done
 }
+
+// Answers run off the caller up to maxAnswering at once; past that, on
+// the caller, which returns once the answer is done.
+func TestAnswering(t *testing.T) {
+	a := newAnswering()
+	release := make(chan struct{})
+	var running atomic.Int32
+	for range maxAnswering {
+		a.run(func() {
+			running.Add(1)
+			<-release
+			running.Add(-1)
+		})
+	}
+	waitFor(t, "the answers off the caller to start", func() bool { return running.Load() == maxAnswering })
+	inline := false
+	a.run(func() { inline = true })
+	if !inline {
+		t.Error("with the answers off the caller all taken, the next did not run on the caller")
+	}
+	close(release)
+	waitFor(t, "the answers to end", func() bool { return len(a) == 0 })
+	off := make(chan struct{})
+	a.run(func() { <-off }) // would block the test, were it run on the caller
+	close(off)
+}

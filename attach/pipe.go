@@ -34,6 +34,8 @@ type pipeTransport struct {
 	out *guard.FrameWriter // w, one whole line at a time
 	r   io.Reader          // its stdout
 	log *slog.Logger
+	// answering answers the server's requests off the reader (post.go).
+	answering answering
 
 	mu        sync.Mutex
 	pending   map[string]pendingCall // by request id
@@ -59,6 +61,7 @@ func newPipeTransport(stdout io.Reader, stdin io.WriteCloser, log *slog.Logger) 
 		pending: map[string]pendingCall{},
 		done:    make(chan struct{}),
 		ctx:     ctx, cancel: cancel,
+		answering: newAnswering(),
 	}
 	// A server whose stdin is broken hears no more requests: the calls
 	// waiting on it, some perhaps held and never written, end now.
@@ -392,7 +395,7 @@ func (p *pipeTransport) dispatch(line []byte, b *guard.Batch) {
 			p.log.Debug("the server wrote a malformed request", "err", err)
 			return
 		}
-		go p.serve(req)
+		p.answering.run(func() { p.serve(req) })
 	}
 }
 

@@ -52,7 +52,7 @@ type poster struct {
 	session     func() string                 // the session id mcp-go's transport holds
 	notify      func(mcp.JSONRPCNotification) // the server's notifications during a call
 	trace       *CallTracing                  // nil while tracing is off
-	answering   chan struct{}                 // the answers to the server's requests on their way
+	answering   answering                     // the answers to the server's requests on their way
 	closed      context.Context               // done once the upstream is closed
 	cancel      context.CancelFunc            // closes closed
 	release     sync.Once                     // gives pool back
@@ -65,7 +65,7 @@ type poster struct {
 func newPoster(plan Plan, hc *http.Client, cs *conns, session func() string, notify func(mcp.JSONRPCNotification)) *poster {
 	closed, cancel := context.WithCancel(context.Background())
 	p := &poster{url: plan.URL, client: hc, headers: plan.Headers, session: session, notify: notify, closed: closed, cancel: cancel,
-		answering: make(chan struct{}, maxAnswering)}
+		answering: newAnswering()}
 	u, err := url.Parse(plan.URL)
 	if err != nil || !plainHeaders(plan.Headers) {
 		return p // net/http says what is wrong with them, or sends them its way
@@ -375,21 +375,28 @@ func (p *poster) answer(ctx context.Context, f frame) {
 			resp.body.Close()
 		}
 	}
-	// Off the stream's reader, which goes on reading meanwhile; past
-	// maxAnswering answers on their way, on it, so that a server flooding
-	// requests is slowed to the pace of the answers instead of costing a
-	// goroutine and a POST each at once.
-	select {
-	case p.answering <- struct{}{}:
-		go func() {
-			defer func() { <-p.answering }()
-			send()
-		}()
-	default:
-		send()
-	}
+	p.answering.run(send)
 }
 
-// maxAnswering bounds the answers to a server's requests on their way at
-// once, off the readers of its streams.
+// answering runs the answers to a server's requests off the reader of
+// its stream or pipe, which goes on reading meanwhile, at most
+// maxAnswering at once; past that on the reader itself, so that a server
+// flooding requests is slowed to the pace of the answers instead of
+// costing a goroutine (and over HTTP a POST) each at once.
+type answering chan struct{}
+
 const maxAnswering = 8
+
+func newAnswering() answering { return make(answering, maxAnswering) }
+
+func (a answering) run(answer func()) {
+	select {
+	case a <- struct{}{}:
+		go func() {
+			defer func() { <-a }()
+			answer()
+		}()
+	default:
+		answer()
+	}
+}

@@ -370,3 +370,25 @@ func mustParse(t *testing.T, s string) *url.URL {
 	}
 	return u
 }
+
+// An agent on a2a-go refuses, with an internal error, a reply that comes
+// while the turn that asked for it is still winding down (its
+// ErrExecutionInProgress, a2aproject/a2a-go#303): message_task sends it
+// again after a moment, and the task goes on.
+func TestAgentReplyWhileWindingDown(t *testing.T) {
+	agent := a2afixture.Start(t)
+	tg := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:helper", agent.URL+a2afixture.CardPath))
+	s := tg.connect(t)
+	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:helper"}); res.IsError {
+		t.Fatalf("attach agent: %s", firstText(res))
+	}
+	v := s.task(s.call("spawn_agent", map[string]any{"message": "ask 300"}))
+	v = s.task(s.call("wait_task", map[string]any{"task_id": v.TaskID}))
+	if v.State != "input-required" {
+		t.Fatalf("ask: %+v", v)
+	}
+	v = s.task(s.call("message_task", map[string]any{"task_id": v.TaskID, "message": "Ada"}))
+	if v.State != "completed" || !v.said("hello Ada") {
+		t.Fatalf("a reply while the agent winds down its turn: %+v", v)
+	}
+}

@@ -22,11 +22,15 @@
 //     [StepInterval] apart, an artifact named "result" with a text part
 //     "done after n steps" and a data part {"steps": n}, then a final
 //     status update in state completed.
-//   - "ask": a Task (submitted), then a final status update in state
+//   - "ask [ms]": a Task (submitted), then a final status update in state
 //     input-required with the text "what is your name?". A follow-up message
 //     carrying that task's taskId (and contextId) is taken as the name: the
 //     task then gets an artifact "result" with the text "hello <name>" and
-//     a final status update in state completed.
+//     a final status update in state completed. With ms, a2asrv's teardown
+//     of the turn that asked takes that long longer (its event queue's
+//     Destroy waits), and it refuses a follow-up meanwhile with an internal
+//     error: the race of a2aproject/a2a-go#303 (ErrExecutionInProgress),
+//     made wide.
 //   - "wait": a Task (submitted), then a status update in state working with
 //     the text "waiting (tick i)" every [WaitInterval] until the task is
 //     cancelled (tasks/cancel), which ends it in state canceled.
@@ -122,8 +126,8 @@ type Agent struct {
 func Start(tb testing.TB) *Agent {
 	tb.Helper()
 	stop, cancel := context.WithCancel(context.Background())
-	exec := &executor{stop: stop, cancelStop: cancel}
-	queues := &trackedQueues{Manager: eventqueue.NewInMemoryManager(), live: map[a2a.TaskID]struct{}{}}
+	queues := &trackedQueues{Manager: eventqueue.NewInMemoryManager(), live: map[a2a.TaskID]struct{}{}, linger: map[a2a.TaskID]time.Duration{}}
+	exec := &executor{stop: stop, cancelStop: cancel, queues: queues}
 	handler := a2asrv.NewHandler(exec,
 		a2asrv.WithEventQueueManager(queues),
 		a2asrv.WithLogger(slog.New(slog.DiscardHandler)),
@@ -232,6 +236,7 @@ func NewCard(rpcURL string) *a2a.AgentCard {
 type executor struct {
 	stop       context.Context // cancelled by shutdown
 	cancelStop context.CancelFunc
+	queues     *trackedQueues
 
 	mu      sync.Mutex
 	closed  bool
@@ -294,6 +299,11 @@ func (e *executor) Execute(ctx context.Context, reqCtx *a2asrv.RequestContext, q
 		}
 		return r.stream(n)
 	case "ask":
+		ms, err := intArg(cmd, arg, 0, maxSlowMS)
+		if err != nil {
+			return err
+		}
+		e.queues.lingerOn(reqCtx.TaskID, time.Duration(ms)*time.Millisecond)
 		return r.ask()
 	case "wait":
 		return r.wait()
@@ -465,8 +475,16 @@ func (r *run) slow(ms int) error {
 type trackedQueues struct {
 	eventqueue.Manager
 
-	mu   sync.Mutex
-	live map[a2a.TaskID]struct{}
+	mu     sync.Mutex
+	live   map[a2a.TaskID]struct{}
+	linger map[a2a.TaskID]time.Duration // how much longer the next Destroy of a task takes
+}
+
+// lingerOn makes the teardown of tid's current execution take d longer.
+func (m *trackedQueues) lingerOn(tid a2a.TaskID, d time.Duration) {
+	m.mu.Lock()
+	m.linger[tid] = d
+	m.mu.Unlock()
 }
 
 func (m *trackedQueues) GetOrCreate(ctx context.Context, tid a2a.TaskID) (eventqueue.Queue, error) {
@@ -480,6 +498,11 @@ func (m *trackedQueues) GetOrCreate(ctx context.Context, tid a2a.TaskID) (eventq
 }
 
 func (m *trackedQueues) Destroy(ctx context.Context, tid a2a.TaskID) error {
+	m.mu.Lock()
+	d := m.linger[tid]
+	delete(m.linger, tid)
+	m.mu.Unlock()
+	time.Sleep(d)
 	err := m.Manager.Destroy(ctx, tid)
 	m.mu.Lock()
 	delete(m.live, tid)
