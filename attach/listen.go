@@ -16,9 +16,12 @@ import (
 // attachments that was 12,000 goroutines and about 110 KiB a server.
 
 // Waits before opening the stream again: after it ended, and longest
-// after failures one after another. A server's "retry:" field sets it.
+// after failures one after another. A server's "retry:" field sets it,
+// down to listenRetryMin: a server that ends every stream at once asking
+// for no wait is not asked again in a tight loop.
 const (
 	listenRetry    = time.Second
+	listenRetryMin = 100 * time.Millisecond
 	listenRetryMax = 30 * time.Second
 )
 
@@ -44,7 +47,7 @@ func (p *poster) listen(log *slog.Logger) {
 		}
 		switch {
 		case at.retry > 0:
-			wait = at.retry
+			wait = max(at.retry, listenRetryMin)
 		case opened:
 			wait = listenRetry
 		}

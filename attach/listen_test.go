@@ -292,3 +292,24 @@ func TestAnswering(t *testing.T) {
 	a.run(func() { <-off }) // would block the test, were it run on the caller
 	close(off)
 }
+
+// A server that ends its stream at once, every time, asking for no wait,
+// is asked again no more often than every listenRetryMin.
+func TestListenRetryFloor(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	var gets atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gets.Add(1)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "retry: 1\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	p := posterFor(t, srv.URL, true, nil)
+	done := listening(p)
+	time.Sleep(time.Second)
+	p.close()
+	<-done
+	if n := gets.Load(); n < 2 || n > int64(time.Second/listenRetryMin)+1 {
+		t.Errorf("%d GETs in a second, want 2 to %d", n, time.Second/listenRetryMin+1)
+	}
+}
