@@ -128,10 +128,14 @@ func (p *connPool) closeIdle() {
 }
 
 // get returns the idle connection used last that is still open, or dials
-// one.
+// one; a pool shut has none to give.
 func (p *connPool) get(ctx context.Context) (*h1Conn, error) {
 	for {
 		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, net.ErrClosed
+		}
 		n := len(p.idle)
 		if n == 0 {
 			p.mu.Unlock()

@@ -386,6 +386,11 @@ func TestPosterOwnConnections(t *testing.T) {
 	if _, err := call1(t, ctx, p, 30, "json"); !errors.Is(err, transport.ErrTransportClosed) {
 		t.Errorf("a call after close: %v", err)
 	}
+	// Nor is one dialled for what comes late (an answer to the server).
+	opened = up.opened.Load()
+	if _, err := p.pool.get(ctx); !errors.Is(err, net.ErrClosed) || up.opened.Load() != opened {
+		t.Errorf("a connection asked of the shut pool: %v, %d opened", err, up.opened.Load()-opened)
+	}
 }
 
 // The poster writes a request itself only where it can do so as net/http

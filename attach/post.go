@@ -368,8 +368,10 @@ func (p *poster) answer(ctx context.Context, f frame) {
 		return
 	}
 	send := func() {
+		// The answer outlives the call it came in, not the upstream.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
+		defer context.AfterFunc(p.closed, cancel)()
 		if resp, err := p.send(ctx, post(line)); err == nil {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.body, 64<<10))
 			resp.body.Close()
