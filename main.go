@@ -162,7 +162,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	h := gw.NewHTTP(tools.HTTPOptions{AuthToken: cfg.AuthToken})
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: tools.DefaultReadHeaderTimeout,
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: tools.DefaultReadHeaderTimeout, IdleTimeout: tools.DefaultIdleConnTimeout,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	log.Info("serving MCP over streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "registries", len(regs), "auth", cfg.AuthToken != "")
 	errc := make(chan error, 1)

@@ -54,6 +54,10 @@ type keptConns struct {
 	wg      sync.WaitGroup
 	back    backServer
 	served  atomic.Int64 // calls answered in place, for the tests
+	// idle closes a connection idle that long; a sweep, a timer only
+	// while connections are kept, looks every idle/2. Zero keeps them.
+	idle     time.Duration
+	sweeping atomic.Bool
 }
 
 // Connection states, for Shutdown: only an idle connection is closed at
@@ -122,7 +126,35 @@ func (k *keptConns) add(c *keptConn) bool {
 	}
 	k.conns[c] = struct{}{}
 	k.wg.Add(1)
+	k.armSweep()
 	return true
+}
+
+// armSweep makes a sweep of the idle connections due, if none is.
+func (k *keptConns) armSweep() {
+	if k.idle > 0 && k.sweeping.CompareAndSwap(false, true) {
+		time.AfterFunc(k.idle/2, k.sweep)
+	}
+}
+
+// sweep closes the connections idle longer than k.idle, and makes
+// another sweep due while any are kept.
+func (k *keptConns) sweep() {
+	k.sweeping.Store(false) // first: a connection kept meanwhile arms the next
+	cutoff := time.Now().Add(-k.idle).UnixNano()
+	k.mu.Lock()
+	for c := range k.conns {
+		// idleSince is set before the state: once idle is seen, it is
+		// that idle spell's.
+		if c.state.Load() == connIdle && c.idleSince.Load() < cutoff && c.state.CompareAndSwap(connIdle, connClosed) {
+			_ = c.conn.Close()
+		}
+	}
+	left := len(k.conns) > 0
+	k.mu.Unlock()
+	if left && !k.closing.Load() {
+		k.armSweep()
+	}
 }
 
 func (k *keptConns) remove(c *keptConn) {
@@ -163,16 +195,17 @@ func (k *keptConns) shutdown(ctx context.Context) {
 
 // keptConn is one connection the gateway serves itself.
 type keptConn struct {
-	h      *HTTP
-	conn   net.Conn
-	in     keptReader
-	br     *bufio.Reader
-	state  atomic.Int32
-	ctx    context.Context // ended when the client goes away, or cancels the call (then made anew)
-	cancel context.CancelFunc
-	watch  watch
-	handed bool // the connection went back to net/http
-	events keptEvents
+	h         *HTTP
+	conn      net.Conn
+	in        keptReader
+	br        *bufio.Reader
+	state     atomic.Int32
+	idleSince atomic.Int64    // unix nanoseconds; set before state goes idle
+	ctx       context.Context // ended when the client goes away, or cancels the call (then made anew)
+	cancel    context.CancelFunc
+	watch     watch
+	handed    bool // the connection went back to net/http
+	events    keptEvents
 }
 
 // start reads the connection through br, net/http's reader of it, which
@@ -209,6 +242,7 @@ func (c *keptConn) next() bool {
 	if c.h.kept.closing.Load() {
 		return false
 	}
+	c.idleSince.Store(time.Now().UnixNano())
 	c.state.Store(connIdle)
 	// Shutdown may have looked before the connection was idle.
 	if c.h.kept.closing.Load() {
@@ -503,7 +537,7 @@ type backServer struct {
 func (b *backServer) serve(h *HTTP, conn net.Conn) {
 	b.once.Do(func() {
 		b.ln.init(conn.LocalAddr())
-		b.srv = &http.Server{Handler: h, ReadHeaderTimeout: h.headerTimeout,
+		b.srv = &http.Server{Handler: h, ReadHeaderTimeout: h.headerTimeout, IdleTimeout: h.connTimeout,
 			ErrorLog: slog.NewLogLogger(h.g.log.Handler(), slog.LevelWarn)}
 		go func() { _ = b.srv.Serve(&b.ln) }()
 	})

@@ -452,3 +452,19 @@ func TestFastPathCancelledHTTP(t *testing.T) {
 		c.echo(10+id, "after the cancel")
 	}
 }
+
+// A kept connection left idle past IdleConnTimeout is closed; one in use
+// is not, however long its call.
+func TestKeptConnectionIdle(t *testing.T) {
+	tg, _, sid := keptGateway(t, HTTPOptions{IdleConnTimeout: 300 * time.Millisecond})
+	idle := keptRaw(t, tg, sid)
+	busy := keptRaw(t, tg, sid)
+	busy.send(busy.request(slowBody(3, 800)))
+	if !idle.closed(2 * time.Second) {
+		t.Fatal("an idle kept connection was not closed")
+	}
+	if code, body := busy.answer(); code != http.StatusOK || !strings.Contains(body, `"id":3`) {
+		t.Fatalf("the call in progress meanwhile: %d %s", code, body)
+	}
+	busy.echo(4, "still open") // within the timeout of its last answer
+}

@@ -291,7 +291,8 @@ type HTTP struct {
 	authToken     string
 	idleTTL       time.Duration
 	headerTimeout time.Duration
-	versions      []string // the protocol versions offered
+	connTimeout   time.Duration // IdleConnTimeout
+	versions      []string      // the protocol versions offered
 	kept          keptConns
 }
 
@@ -306,7 +307,18 @@ type HTTPOptions struct {
 	// connections the gateway serves itself (keepalive.go); zero means
 	// DefaultReadHeaderTimeout. Give the http.Server the same.
 	ReadHeaderTimeout time.Duration
+	// IdleConnTimeout closes a client's connection that carried no
+	// request for that long, on the connections the gateway serves
+	// itself; zero means DefaultIdleConnTimeout. Give the http.Server the
+	// same (IdleTimeout). An open event stream is a request in progress,
+	// not an idle connection.
+	IdleConnTimeout time.Duration
 }
+
+// DefaultIdleConnTimeout is how long a client's connection may wait idle
+// between requests: without a bound, clients that open connections and
+// leave them hold a goroutine and buffers each for good.
+const DefaultIdleConnTimeout = 2 * time.Minute
 
 // DefaultReadHeaderTimeout is the time a client has to send a request's
 // head once it has started it.
@@ -326,13 +338,18 @@ func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 	if opt.ReadHeaderTimeout == 0 {
 		opt.ReadHeaderTimeout = DefaultReadHeaderTimeout
 	}
+	if opt.IdleConnTimeout == 0 {
+		opt.IdleConnTimeout = DefaultIdleConnTimeout
+	}
 	var legacy []string
 	for _, v := range mcp.ValidProtocolVersions {
 		if !mcp.IsModernProtocol(v) {
 			legacy = append(legacy, v)
 		}
 	}
-	h := &HTTP{g: g, authToken: opt.AuthToken, mux: http.NewServeMux(), idleTTL: opt.IdleTTL, headerTimeout: opt.ReadHeaderTimeout}
+	h := &HTTP{g: g, authToken: opt.AuthToken, mux: http.NewServeMux(), idleTTL: opt.IdleTTL, headerTimeout: opt.ReadHeaderTimeout,
+		connTimeout: opt.IdleConnTimeout}
+	h.kept.idle = opt.IdleConnTimeout
 	h.versions = legacy
 	h.streamable = server.NewStreamableHTTPServer(g.mcp,
 		server.WithStateful(true),
