@@ -216,7 +216,7 @@ func registryServe(args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go srv.Watch(ctx)
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: tools.DefaultIdleConnTimeout}
 	log.Info("serving an ARD registry", "url", "http://"+ln.Addr().String()+"/", "catalogs", len(catalogs))
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
