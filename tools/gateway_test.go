@@ -395,6 +395,32 @@ func (tg *testGateway) metrics(t *testing.T) string {
 	return string(body)
 }
 
+// attachCounting serves up over streamable HTTP, counting the tools/list
+// requests it gets, each answered after delay, and returns a session of a
+// gateway that attached it as name, with the count.
+func attachCounting(t *testing.T, up *server.MCPServer, name string, delay time.Duration) (*clientSession, *atomic.Int64) {
+	t.Helper()
+	h := server.NewStreamableHTTPServer(up)
+	lists := new(atomic.Int64)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"tools/list"`)) {
+			lists.Add(1)
+			time.Sleep(delay)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { _ = h.Shutdown(context.Background()); ts.Close() })
+	urn := "urn:air:ardgate.test:mcp:" + name
+	tg := newGateway(t, 10*time.Second, remoteEntry(urn, ts.URL))
+	s := tg.connect(t)
+	if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
+		t.Fatalf("attach: %s", firstText(res))
+	}
+	return s, lists
+}
+
 // An upstream that changes a tool's definition and says so: the session
 // gets the new definition and one tools/list_changed. An upstream that
 // says its list changed when nothing did costs the client nothing.
@@ -404,24 +430,7 @@ func TestUpstreamToolChanges(t *testing.T) {
 		return mcp.NewToolResultText("ok"), nil
 	}
 	up.AddTool(mcp.NewTool("t", mcp.WithDescription("first version")), handler)
-	h := server.NewStreamableHTTPServer(up)
-	var lists atomic.Int64 // the gateway's tools/list requests
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		if bytes.Contains(body, []byte(`"tools/list"`)) {
-			lists.Add(1)
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() { _ = h.Shutdown(context.Background()); ts.Close() })
-
-	const urn = "urn:air:ardgate.test:mcp:changing"
-	tg := newGateway(t, 10*time.Second, remoteEntry(urn, ts.URL))
-	s := tg.connect(t)
-	if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
-		t.Fatalf("attach: %s", firstText(res))
-	}
+	s, lists := attachCounting(t, up, "changing", 0)
 	description := func() string {
 		res, err := s.c.ListTools(context.Background(), mcp.ListToolsRequest{})
 		if err != nil {
@@ -466,25 +475,8 @@ func TestUpstreamToolChangesFlood(t *testing.T) {
 	up.AddTool(mcp.NewTool("t"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("ok"), nil
 	})
-	h := server.NewStreamableHTTPServer(up)
-	var lists atomic.Int64
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		if bytes.Contains(body, []byte(`"tools/list"`)) {
-			lists.Add(1)
-			time.Sleep(20 * time.Millisecond) // a listing takes a while: notices pile up meanwhile
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() { _ = h.Shutdown(context.Background()); ts.Close() })
-
-	const urn = "urn:air:ardgate.test:mcp:flooding"
-	tg := newGateway(t, 10*time.Second, remoteEntry(urn, ts.URL))
-	s := tg.connect(t)
-	if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
-		t.Fatalf("attach: %s", firstText(res))
-	}
+	// A listing takes a while: notices pile up meanwhile.
+	s, lists := attachCounting(t, up, "flooding", 20*time.Millisecond)
 	// The notices go out on the GET stream the gateway opens.
 	for end := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		before := lists.Load()
