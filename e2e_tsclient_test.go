@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +45,8 @@ func needTSModules(t *testing.T) {
 // way (SEP-1699): it closes the call's stream after its priming event, and
 // the gateway polls it with GETs from the last event id, over its own
 // connections, until the answer comes; the progress sent meanwhile is
-// relayed (testdata/ts-client/server.mjs).
+// relayed. A tool the server adds later is announced on its GET stream,
+// which the gateway reads itself (testdata/ts-client/server.mjs).
 func TestTypeScriptServer(t *testing.T) {
 	needTSModules(t)
 	port := freePort(t)
@@ -64,6 +66,22 @@ func TestTypeScriptServer(t *testing.T) {
 	}
 	if res := g.call("mcp_ts__echo", map[string]any{"message": "after"}); res.IsError || text(res) != "echo: after" {
 		t.Errorf("echo after the polled call: %s", text(res))
+	}
+
+	// A tool the server adds is announced on its GET stream, which the
+	// gateway listens to: the gateway lists it and tells its client.
+	g.drainNotes()
+	if res := g.call("mcp_ts__grow", map[string]any{}); res.IsError || text(res) != "grew" {
+		t.Fatalf("grow: %s", text(res))
+	}
+	g.waitNote("notifications/tools/list_changed", 10*time.Second)
+	for deadline := time.Now().Add(10 * time.Second); !slices.Contains(g.toolNames(), "mcp_ts__grown"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the tool the server added was never listed: %v", g.toolNames())
+		}
+	}
+	if res := g.call("mcp_ts__grown", map[string]any{}); res.IsError || text(res) != "grown" {
+		t.Errorf("the added tool: %s", text(res))
 	}
 }
 

@@ -8,7 +8,9 @@
 // without holding a connection (SEP-1699): it closes the call's event
 // stream after the priming event, sends its progress and answers later;
 // the client polls with GETs carrying Last-Event-ID. The tool "echo"
-// answers at once. It prints "listening on <port>" to stderr when ready.
+// answers at once. The tool "grow" adds a tool "grown", which the SDK
+// announces with tools/list_changed on the session's GET stream. It
+// prints "listening on <port>" to stderr when ready.
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -41,6 +43,16 @@ function newServer() {
       }
       await sleep(100);
       return { content: [{ type: 'text', text: 'answered after polling' }] };
+    });
+  let grown = false;
+  server.registerTool('grow', { description: 'Adds the tool "grown", which the SDK announces with tools/list_changed on the GET stream', inputSchema: {} },
+    async () => {
+      if (!grown) {
+        grown = true;
+        server.registerTool('grown', { description: 'Added by grow', inputSchema: {} },
+          async () => ({ content: [{ type: 'text', text: 'grown' }] }));
+      }
+      return { content: [{ type: 'text', text: 'grew' }] };
     });
   return server;
 }
