@@ -31,12 +31,15 @@ type eventStore struct {
 	maxBytes  int
 	maxTotal  int
 	total     atomic.Int64 // bytes held across sessions
-	// maxAge bounds how long an event is kept: a client resumes a broken
-	// stream within seconds (the TypeScript SDK gives up after about 5),
-	// while an idle session would otherwise keep its last answers, tool
-	// lists included, until it ends. Older events go when the session
-	// stores another, or at the latest maxAge/2 later, by a sweep that is
-	// a timer only while some are kept. Zero keeps them.
+	// maxAge bounds how long an event's message is kept: a client resumes
+	// a broken stream within seconds (the TypeScript SDK gives up after
+	// about 5), while an idle session would otherwise keep its last
+	// answers, tool lists included, until it ends. An older event keeps
+	// its place, without its message: a stream can still be resumed
+	// after it, as a client whose listening stream was idle for long
+	// does, unless a message it would replay is gone. The messages go when
+	// the session stores another, or at the latest maxAge/2 later, by a
+	// sweep that is a timer only while some are kept. Zero keeps them.
 	maxAge   time.Duration
 	sweeping atomic.Bool      // a sweep is due
 	clock    func() time.Time // nil: time.Now
@@ -52,7 +55,7 @@ type storedEvent struct {
 	id     uint64
 	at     int64 // when it was stored, in unix nanoseconds
 	stream string
-	msg    json.RawMessage
+	msg    json.RawMessage // nil once expired
 }
 
 func newEventStore(maxEvents, maxBytes, maxTotal int, maxAge time.Duration) *eventStore {
@@ -88,9 +91,10 @@ func (s *eventStore) StoreEvent(_ context.Context, sessionID, streamID string, m
 	log.events = append(log.events, storedEvent{id: id, at: now, stream: streamID, msg: msg})
 	log.bytes += len(msg)
 	total := s.total.Add(int64(len(msg)))
+	total -= int64(s.expireBefore(log, cutoff))
 	drop, freed := 0, 0
 	for len(log.events)-drop > 1 && (len(log.events)-drop > s.maxEvents || log.bytes-freed > s.maxBytes ||
-		total-int64(freed) > int64(s.maxTotal) || log.events[drop].at < cutoff) {
+		total-int64(freed) > int64(s.maxTotal)) {
 		freed += len(log.events[drop].msg)
 		drop++
 	}
@@ -120,8 +124,8 @@ func (s *eventStore) armSweep() {
 	}
 }
 
-// sweep forgets the events older than maxAge in every session, and makes
-// another sweep due while any are kept.
+// sweep forgets the messages older than maxAge in every session, and
+// makes another sweep due while any are kept.
 func (s *eventStore) sweep() {
 	s.sweeping.Store(false) // first: an event stored meanwhile arms the next
 	if s.expire(s.cutoff(s.now())) > 0 {
@@ -129,23 +133,36 @@ func (s *eventStore) sweep() {
 	}
 }
 
-// expire forgets the events stored before cutoff, a session's newest
-// too, and returns how many are kept.
+// expire forgets the messages stored before cutoff, a session's newest
+// too, and returns how many messages are kept.
 func (s *eventStore) expire(cutoff int64) (kept int) {
 	s.sessions.Range(func(_, v any) bool {
 		log := v.(*eventLog)
 		log.mu.Lock()
-		n, freed := 0, 0
-		for n < len(log.events) && log.events[n].at < cutoff {
-			freed += len(log.events[n].msg)
-			n++
+		s.expireBefore(log, cutoff)
+		for _, ev := range log.events {
+			if ev.msg != nil {
+				kept++
+			}
 		}
-		s.drop(log, n, freed)
-		kept += len(log.events)
 		log.mu.Unlock()
 		return true
 	})
 	return kept
+}
+
+// expireBefore forgets the messages of log's events stored before cutoff
+// and returns their bytes; the events keep their places. log.mu is held.
+func (s *eventStore) expireBefore(log *eventLog, cutoff int64) (freed int) {
+	for i := 0; i < len(log.events) && log.events[i].at < cutoff; i++ {
+		freed += len(log.events[i].msg)
+		log.events[i].msg = nil
+	}
+	if freed > 0 {
+		log.bytes -= freed
+		s.total.Add(-int64(freed))
+	}
+	return freed
 }
 
 // ReplayEventsAfter implements server.EventStore.
@@ -172,9 +189,14 @@ func (s *eventStore) ReplayEventsAfter(_ context.Context, sessionID, lastEventID
 	stream := log.events[i].stream
 	var tail []storedEvent
 	for _, ev := range log.events[i+1:] {
-		if ev.stream == stream {
-			tail = append(tail, ev)
+		if ev.stream != stream {
+			continue
 		}
+		if ev.msg == nil {
+			log.mu.Unlock()
+			return "", unknown // a message to replay has expired
+		}
+		tail = append(tail, ev)
 	}
 	log.mu.Unlock()
 	for _, ev := range tail {

@@ -98,39 +98,64 @@ func TestEventStoreTotalBound(t *testing.T) {
 	}
 }
 
-// Events older than maxAge go: a session's own when it stores another,
-// every session's, its newest too, at a sweep, which is due again only
-// while some are kept.
+// Messages older than maxAge go, an idle session's too: a session's own
+// when it stores another, every session's at a sweep, which is due again
+// only while some are kept. Their events keep their places, so a stream
+// can still be resumed after them, as a client does whose listening
+// stream was idle for long, unless a message it would replay is gone.
 func TestEventStoreMaxAge(t *testing.T) {
 	ctx := context.Background()
 	now := time.Unix(1000, 0)
 	// An hour: the sweep's real timer fires long after the test.
 	s := newEventStore(100, 1<<20, 1<<30, time.Hour)
 	s.clock = func() time.Time { return now }
-	known := func(session, id string) bool {
-		_, err := s.ReplayEventsAfter(ctx, session, id, func(string, json.RawMessage) error { return nil })
-		return err == nil
+	replay := func(session, id string) ([]string, error) {
+		var got []string
+		_, err := s.ReplayEventsAfter(ctx, session, id, func(_ string, m json.RawMessage) error {
+			got = append(got, string(m))
+			return nil
+		})
+		return got, err
 	}
 	old, _ := s.StoreEvent(ctx, "a", "st", json.RawMessage(`"old"`))
 	idle, _ := s.StoreEvent(ctx, "b", "st", json.RawMessage(`"idle"`))
+	first, _ := s.StoreEvent(ctx, "c", "x", json.RawMessage(`"c1"`))
+	second, _ := s.StoreEvent(ctx, "c", "x", json.RawMessage(`"c2"`))
 	if !s.sweeping.Load() {
-		t.Fatal("no sweep due with events kept")
+		t.Fatal("no sweep due with messages kept")
 	}
 	now = now.Add(61 * time.Minute)
-	fresh, _ := s.StoreEvent(ctx, "a", "st", json.RawMessage(`"fresh"`))
-	if known("a", old) || !known("a", fresh) || !known("b", idle) {
-		t.Errorf("after a stored anew: old %v, fresh %v, b's idle one %v; want false, true, true", known("a", old), known("a", fresh), known("b", idle))
+	_, _ = s.StoreEvent(ctx, "a", "st", json.RawMessage(`"fresh"`))
+	if got, err := replay("a", old); err != nil || !slices.Equal(got, []string{`"fresh"`}) {
+		t.Errorf("after an expired event, the stream's next: %v, %v", got, err)
+	}
+	if _, err := replay("b", idle); err != nil {
+		t.Errorf("b's message is not due before a sweep: %v", err)
 	}
 	s.sweep()
-	if known("b", idle) || !known("a", fresh) || s.total.Load() != int64(len(`"fresh"`)) || !s.sweeping.Load() {
-		t.Errorf("after a sweep: b's idle one %v, fresh %v, %d bytes held, sweep due %v", known("b", idle), known("a", fresh), s.total.Load(), s.sweeping.Load())
+	if held := s.total.Load(); held != int64(len(`"fresh"`)) || !s.sweeping.Load() {
+		t.Errorf("after a sweep: %d bytes held, sweep due %v; want %d, true", held, s.sweeping.Load(), len(`"fresh"`))
+	}
+	if got, err := replay("b", idle); err != nil || len(got) != 0 {
+		t.Errorf("resuming an idle stream after its expired last event: %v, %v", got, err)
+	}
+	if got, err := replay("c", second); err != nil || len(got) != 0 {
+		t.Errorf("resuming after the last event: %v, %v", got, err)
+	}
+	if _, err := replay("c", first); !errors.Is(err, server.ErrUnknownEventID) {
+		t.Errorf("resuming where an expired message would be replayed: %v, want ErrUnknownEventID", err)
 	}
 	now = now.Add(61 * time.Minute)
 	s.sweep()
-	if known("a", fresh) || s.total.Load() != 0 || s.sweeping.Load() {
-		t.Errorf("after the last went: fresh %v, %d bytes held, sweep due %v", known("a", fresh), s.total.Load(), s.sweeping.Load())
+	if s.total.Load() != 0 || s.sweeping.Load() {
+		t.Errorf("after the last went: %d bytes held, sweep due %v", s.total.Load(), s.sweeping.Load())
 	}
-	if v, _ := s.sessions.Load("a"); v.(*eventLog).events != nil {
-		t.Error("an emptied log keeps its array, and through it the messages")
-	}
+	s.sessions.Range(func(_, v any) bool {
+		for _, ev := range v.(*eventLog).events {
+			if ev.msg != nil {
+				t.Errorf("event %d keeps its message", ev.id)
+			}
+		}
+		return true
+	})
 }
