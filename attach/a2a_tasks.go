@@ -115,9 +115,10 @@ func (t *task) final() bool {
 	return t.last != nil && t.last.Status.State.Terminal()
 }
 
-// apply records a fresh view of the task; it reports whether anything a
-// caller would see changed.
+// apply records a fresh view of the task, bounded; it reports whether
+// anything a caller would see changed.
 func (t *task) apply(next *a2a.Task) bool {
+	bound(next)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	changed := t.last == nil || t.last.Status.State != next.Status.State || len(t.last.Artifacts) != len(next.Artifacts) ||
@@ -169,10 +170,45 @@ func mergeArtifact(list []*a2a.Artifact, e *a2a.TaskArtifactUpdateEvent) []*a2a.
 	return append(list, e.Artifact)
 }
 
-// Bounds of what a task view carries to the model.
+// Bounds of what a task keeps and its view carries to the model.
 const (
-	maxPartText = 4000
-	maxMessages = 20
+	maxPartText  = 4000
+	maxMessages  = 20
+	maxArtifacts = 50
+	maxParts     = 200 // of one artifact
+)
+
+// bound keeps of a task what its view can show: its newest maxMessages
+// messages, its first maxArtifacts artifacts and maxParts parts of each, a
+// marker standing for those left out. An agent may stream any number of
+// status updates and artifact chunks; each is folded into a copy of what
+// is kept, which would otherwise grow with every one, in memory and in
+// time.
+func bound(t *a2a.Task) {
+	if n := len(t.History); n > maxMessages {
+		t.History = slices.Clone(t.History[n-maxMessages:])
+	}
+	if len(t.Artifacts) > maxArtifacts+1 {
+		t.Artifacts = append(slices.Clone(t.Artifacts[:maxArtifacts]), moreArtifacts)
+	}
+	cloned := false
+	for i, a := range t.Artifacts {
+		if len(a.Parts) <= maxParts+1 {
+			continue
+		}
+		if !cloned { // the slice may be shared with what was kept before
+			t.Artifacts, cloned = slices.Clone(t.Artifacts), true
+		}
+		c := *a
+		c.Parts = append(slices.Clone(a.Parts[:maxParts]), moreParts)
+		t.Artifacts[i] = &c
+	}
+}
+
+// The markers of what bound left out.
+var (
+	moreArtifacts = &a2a.Artifact{ID: "ardgate-more-artifacts", Name: "(more artifacts, not kept)"}
+	moreParts     = a2a.TextPart{Text: "(more parts, not kept)"}
 )
 
 func (t *task) view() TaskView {

@@ -38,3 +38,39 @@ func TestTaskStoreEviction(t *testing.T) {
 		t.Fatalf("full of unfinished tasks: %v", err)
 	}
 }
+
+// A task keeps what its view can show, however many status updates and
+// artifact chunks its agent streams, with a marker for what it left out.
+func TestTaskBounds(t *testing.T) {
+	tk := &task{id: "t", agent: &Attachment{Name: "a"}}
+	tk.apply(&a2a.Task{ID: "t", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}})
+	for i := range 5000 {
+		msg := a2a.NewMessage(a2a.MessageRoleAgent, a2a.TextPart{Text: fmt.Sprint("step ", i)})
+		tk.applyEvent(&a2a.TaskStatusUpdateEvent{TaskID: "t", Status: a2a.TaskStatus{State: a2a.TaskStateWorking, Message: msg}})
+		tk.applyEvent(&a2a.TaskArtifactUpdateEvent{TaskID: "t", Append: i > 0,
+			Artifact: &a2a.Artifact{ID: "out", Parts: a2a.ContentParts{a2a.TextPart{Text: fmt.Sprint("chunk ", i)}}}})
+		if i < 100 {
+			tk.applyEvent(&a2a.TaskArtifactUpdateEvent{TaskID: "t", Artifact: &a2a.Artifact{ID: a2a.ArtifactID(fmt.Sprint("a", i))}})
+		}
+	}
+	tk.mu.Lock()
+	last := tk.last
+	tk.mu.Unlock()
+	if n := len(last.History); n > maxMessages {
+		t.Errorf("%d messages kept, want at most %d", n, maxMessages)
+	}
+	if n := len(last.Artifacts); n != maxArtifacts+1 || last.Artifacts[maxArtifacts] != moreArtifacts {
+		t.Errorf("%d artifacts kept, want %d and the marker", n, maxArtifacts)
+	}
+	parts := last.Artifacts[0].Parts
+	if len(parts) != maxParts+1 || partText(parts[0]) != "chunk 0" || partText(parts[maxParts]) != moreParts.Text {
+		t.Errorf("the streamed artifact kept %d parts, from %v to %v; want its first %d and the marker", len(parts), parts[0], parts[len(parts)-1], maxParts)
+	}
+	v := tk.view()
+	if got := v.Messages[len(v.Messages)-1].Text; got != "step 4999" {
+		t.Errorf("the view's newest message %q", got)
+	}
+	if got := v.Artifacts[0].Parts[maxParts]; got != moreParts.Text {
+		t.Errorf("the view's marker %q", got)
+	}
+}
