@@ -159,7 +159,7 @@ func mergeArtifact(list []*a2a.Artifact, e *a2a.TaskArtifactUpdateEvent) []*a2a.
 		if a.ID == e.Artifact.ID {
 			if e.Append {
 				merged := *a
-				merged.Parts = append(slices.Clone(a.Parts), e.Artifact.Parts...)
+				merged.Parts = appendParts(a.Parts, e.Artifact.Parts)
 				list[i] = &merged
 			} else {
 				list[i] = e.Artifact
@@ -168,6 +168,24 @@ func mergeArtifact(list []*a2a.Artifact, e *a2a.TaskArtifactUpdateEvent) []*a2a.
 		}
 	}
 	return append(list, e.Artifact)
+}
+
+// appendParts appends more to a copy of parts. Text streamed in chunks
+// (a token or a line each) is joined into parts of up to maxPartText, the
+// most a part shows, so that a long answer is kept whole in few parts.
+func appendParts(parts, more a2a.ContentParts) a2a.ContentParts {
+	out := slices.Clone(parts)
+	for _, p := range more {
+		next, ok := p.(a2a.TextPart)
+		if n := len(out); ok && n > 0 && len(next.Metadata) == 0 {
+			if last, ok := out[n-1].(a2a.TextPart); ok && len(last.Metadata) == 0 && len(last.Text)+len(next.Text) <= maxPartText {
+				out[n-1] = a2a.TextPart{Text: last.Text + next.Text}
+				continue
+			}
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // Bounds of what a task keeps and its view carries to the model.

@@ -3,6 +3,7 @@ package attach
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/a2a"
@@ -41,14 +42,21 @@ func TestTaskStoreEviction(t *testing.T) {
 
 // A task keeps what its view can show, however many status updates and
 // artifact chunks its agent streams, with a marker for what it left out.
+// Text streamed in small chunks is joined, and kept whole.
 func TestTaskBounds(t *testing.T) {
 	tk := &task{id: "t", agent: &Attachment{Name: "a"}}
 	tk.apply(&a2a.Task{ID: "t", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}})
+	var streamed strings.Builder
+	big := strings.Repeat("x", 3000) // two do not fit in one part
 	for i := range 5000 {
 		msg := a2a.NewMessage(a2a.MessageRoleAgent, a2a.TextPart{Text: fmt.Sprint("step ", i)})
 		tk.applyEvent(&a2a.TaskStatusUpdateEvent{TaskID: "t", Status: a2a.TaskStatus{State: a2a.TaskStateWorking, Message: msg}})
+		chunk := fmt.Sprint("chunk ", i, "; ")
+		streamed.WriteString(chunk)
 		tk.applyEvent(&a2a.TaskArtifactUpdateEvent{TaskID: "t", Append: i > 0,
-			Artifact: &a2a.Artifact{ID: "out", Parts: a2a.ContentParts{a2a.TextPart{Text: fmt.Sprint("chunk ", i)}}}})
+			Artifact: &a2a.Artifact{ID: "answer", Parts: a2a.ContentParts{a2a.TextPart{Text: chunk}}}})
+		tk.applyEvent(&a2a.TaskArtifactUpdateEvent{TaskID: "t", Append: i > 0,
+			Artifact: &a2a.Artifact{ID: "big", Parts: a2a.ContentParts{a2a.TextPart{Text: big}}}})
 		if i < 100 {
 			tk.applyEvent(&a2a.TaskArtifactUpdateEvent{TaskID: "t", Artifact: &a2a.Artifact{ID: a2a.ArtifactID(fmt.Sprint("a", i))}})
 		}
@@ -62,15 +70,22 @@ func TestTaskBounds(t *testing.T) {
 	if n := len(last.Artifacts); n != maxArtifacts+1 || last.Artifacts[maxArtifacts] != moreArtifacts {
 		t.Errorf("%d artifacts kept, want %d and the marker", n, maxArtifacts)
 	}
-	parts := last.Artifacts[0].Parts
-	if len(parts) != maxParts+1 || partText(parts[0]) != "chunk 0" || partText(parts[maxParts]) != moreParts.Text {
-		t.Errorf("the streamed artifact kept %d parts, from %v to %v; want its first %d and the marker", len(parts), parts[0], parts[len(parts)-1], maxParts)
+	var answer strings.Builder
+	for _, p := range last.Artifacts[0].Parts {
+		answer.WriteString(p.(a2a.TextPart).Text)
+	}
+	if answer.String() != streamed.String() || len(last.Artifacts[0].Parts) > streamed.Len()/maxPartText+1 {
+		t.Errorf("the streamed answer kept in %d parts, %d of its %d bytes", len(last.Artifacts[0].Parts), answer.Len(), streamed.Len())
+	}
+	parts := last.Artifacts[1].Parts
+	if len(parts) != maxParts+1 || partText(parts[0]) != big || partText(parts[maxParts]) != moreParts.Text {
+		t.Errorf("the artifact of large chunks kept %d parts; want its first %d and the marker", len(parts), maxParts)
 	}
 	v := tk.view()
 	if got := v.Messages[len(v.Messages)-1].Text; got != "step 4999" {
 		t.Errorf("the view's newest message %q", got)
 	}
-	if got := v.Artifacts[0].Parts[maxParts]; got != moreParts.Text {
+	if got := v.Artifacts[1].Parts[maxParts]; got != moreParts.Text {
 		t.Errorf("the view's marker %q", got)
 	}
 }
