@@ -12,11 +12,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
+	"github.com/a2aproject/a2a-go/a2asrv"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/ardgate/ardgate/attach"
@@ -390,5 +392,42 @@ func TestAgentReplyWhileWindingDown(t *testing.T) {
 	v = s.task(s.call("message_task", map[string]any{"task_id": v.TaskID, "message": "Ada"}))
 	if v.State != "completed" || !v.said("hello Ada") {
 		t.Fatalf("a reply while the agent winds down its turn: %+v", v)
+	}
+}
+
+// An agent whose answer has no end is cut off at the message cap, with a
+// sentence, instead of filling the gateway's memory; the session goes on.
+func TestAgentAnswerWithoutEnd(t *testing.T) {
+	const flood = 64 << 20
+	var sent atomic.Int64
+	mux := http.NewServeMux()
+	agent := httptest.NewServer(mux)
+	t.Cleanup(agent.Close)
+	mux.Handle(a2afixture.CardPath, a2asrv.NewStaticAgentCardHandler(a2afixture.NewCard(agent.URL+a2afixture.RPCPath)))
+	mux.HandleFunc(a2afixture.RPCPath, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"kind":"message","messageId":"m","role":"agent","parts":[{"kind":"text","text":"`)
+		chunk := []byte(strings.Repeat("x", 64<<10))
+		for sent.Load() < flood {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+			sent.Add(int64(len(chunk)))
+		}
+	})
+	tg := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:endless", agent.URL+a2afixture.CardPath))
+	s := tg.connect(t)
+	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:endless"}); res.IsError {
+		t.Fatalf("attach agent: %s", firstText(res))
+	}
+	res := s.call("spawn_agent", map[string]any{"agent": "endless", "message": "hello"})
+	if !res.IsError || !strings.Contains(firstText(res), "larger than the 10 MiB cap") {
+		t.Errorf("spawn on an agent answering without end: %s", firstText(res))
+	}
+	if n := sent.Load(); n >= flood {
+		t.Errorf("the gateway read all %d MiB of the answer", n>>20)
+	}
+	if res := s.call("list_attached_resources", map[string]any{}); res.IsError {
+		t.Errorf("the session after: %s", firstText(res))
 	}
 }
