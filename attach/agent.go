@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -156,63 +154,28 @@ func (m *Manager) dialV1(card *a2a.AgentCard, endpoint string) (*agentConn, erro
 }
 
 // agentHTTP returns the client for an agent endpoint: the guarded client,
-// its answers capped (capAnswers), plus the bearer token of a configured
+// its answers capped (capped.go), plus the bearer token of a configured
 // agent at the same origin, sent to that origin only (also across
 // redirects).
 func (m *Manager) agentHTTP(endpoint string) *http.Client {
-	c := *m.HTTP
-	next := c.Transport
-	if next == nil {
-		next = http.DefaultTransport
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return capped(m.HTTP, nil)
 	}
-	if u, err := url.Parse(endpoint); err == nil {
-		for _, a := range m.Agents {
-			au, err := url.Parse(a.URL)
-			if err == nil && a.Token != "" && sameOrigin(au, u) {
-				next = bearerFor{origin: u, token: a.Token, next: next}
-				break
-			}
+	for _, a := range m.Agents {
+		au, err := url.Parse(a.URL)
+		if err != nil || a.Token == "" || !sameOrigin(au, u) {
+			continue
 		}
-	}
-	c.Transport = capAnswers{next: next}
-	return &c
-}
-
-// capAnswers holds an agent's answers to the message cap: a2a-go's client
-// decodes one whole, however long, so an agent that answered without end
-// would fill the gateway's memory. An event stream is left alone: its
-// reader takes one line at a time, each bounded.
-type capAnswers struct{ next http.RoundTripper }
-
-func (c capAnswers) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := c.next.RoundTrip(r)
-	if err == nil {
-		if media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); media != "text/event-stream" {
-			resp.Body = &cappedBody{ReadCloser: resp.Body, left: guard.MaxMessage}
+		c := *m.HTTP
+		next := c.Transport
+		if next == nil {
+			next = http.DefaultTransport
 		}
+		c.Transport = bearerFor{origin: u, token: a.Token, next: next}
+		return capped(&c, nil)
 	}
-	return resp, err
-}
-
-// cappedBody fails the read that goes past its cap, and every one after,
-// saying so.
-type cappedBody struct {
-	io.ReadCloser
-	left int64 // bytes still allowed; negative once past the cap
-}
-
-// errAnswerTooLarge is an agent's answer past the message cap.
-var errAnswerTooLarge = fmt.Errorf("the agent's answer is larger than the %d MiB cap", guard.MaxMessage>>20)
-
-func (b *cappedBody) Read(p []byte) (int, error) {
-	if b.left < 0 {
-		return 0, errAnswerTooLarge
-	}
-	n, err := b.ReadCloser.Read(p[:min(int64(len(p)), b.left+1)]) // one byte more tells a body past the cap
-	if b.left -= int64(n); b.left < 0 {
-		return 0, errAnswerTooLarge
-	}
-	return n, err
+	return capped(m.HTTP, nil)
 }
 
 // bearerFor adds a bearer token to requests for one origin only.

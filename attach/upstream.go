@@ -55,6 +55,10 @@ type upstream struct {
 	// toolsChange is whether the server declared it says so.
 	toolsChange bool
 
+	// cut is set when an answer of the server's was cut at the message
+	// cap: mcp-go's transport may say only that no answer came.
+	cut atomic.Bool
+
 	defs    *toolDefs // where its tools' definitions are shared
 	listed  []toolKey // the definitions of its latest listing; guarded by mu
 	retired bool      // closed: it keeps no definitions; guarded by mu
@@ -82,7 +86,7 @@ func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progres
 		t, u.pipe = st, st
 	case TransportStreamableHTTP:
 		ht, err := transport.NewStreamableHTTP(plan.URL,
-			transport.WithHTTPBasicClient(hc),
+			transport.WithHTTPBasicClient(capped(hc, u.cutAnswer)), // the poster caps its own
 			transport.WithHTTPHeaders(plan.Headers),
 			transport.WithHTTPLogger(log)) // not listening: the poster does (listen.go)
 		if err != nil {
@@ -92,7 +96,7 @@ func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progres
 		u.post = newPoster(plan, hc, &m.conns, ht.GetSessionId, u.onNotification)
 		u.post.trace = m.Tracing
 	case TransportSSE:
-		st, err := transport.NewSSE(plan.URL, transport.WithHTTPClient(hc), transport.WithHeaders(plan.Headers), transport.WithSSELogger(log))
+		st, err := transport.NewSSE(plan.URL, transport.WithHTTPClient(capped(hc, u.cutAnswer)), transport.WithHeaders(plan.Headers), transport.WithSSELogger(log))
 		if err != nil {
 			return nil, err
 		}
@@ -292,6 +296,18 @@ func (u *upstream) toolsChanged() {
 	}()
 }
 
+// cutAnswer notes that an answer of the server's was cut at the cap.
+func (u *upstream) cutAnswer() { u.cut.Store(true) }
+
+// whyCut adds to err, of a request through mcp-go's transport, that the
+// server's answer was cut at the cap, if it was.
+func (u *upstream) whyCut(err error) error {
+	if u.cut.Swap(false) && !errors.Is(err, errAnswerTooLarge) && !errors.Is(err, guard.ErrFrameTooLarge) {
+		return fmt.Errorf("%w (the server's answer was cut: %w)", err, errAnswerTooLarge)
+	}
+	return err
+}
+
 func (u *upstream) markDown(why string) {
 	u.mu.Lock()
 	if u.downWhy == "" {
@@ -334,7 +350,7 @@ func (u *upstream) listTools(ctx context.Context) (tools []*mcp.Tool, err error)
 			Params:  params,
 		})
 		if err != nil {
-			return nil, u.failure(err)
+			return nil, u.failure(u.whyCut(err))
 		}
 		if resp.Error != nil {
 			return nil, fmt.Errorf("tools/list: %s", resp.Error.Message)

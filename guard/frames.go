@@ -40,10 +40,22 @@ func (f *frameLimit) Read(p []byte) (int, error) {
 		f.line, rest = 0, rest[i+1:]
 	}
 	if f.line > f.max {
-		return 0, fmt.Errorf("sent a message larger than the %s cap", size(f.max))
+		return 0, frameTooLarge(f.max)
 	}
 	return n, err
 }
+
+// ErrFrameTooLarge is the error of a stream cut by LimitFrames.
+var ErrFrameTooLarge = errors.New("a message larger than the cap")
+
+// frameTooLarge is a LimitFrames cut: its text names the cap.
+type frameTooLarge int
+
+func (e frameTooLarge) Error() string {
+	return fmt.Sprintf("sent a message larger than the %s cap", size(int(e)))
+}
+
+func (e frameTooLarge) Is(target error) bool { return target == ErrFrameTooLarge }
 
 func size(n int) string {
 	if n >= 1<<20 {

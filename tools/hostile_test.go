@@ -145,3 +145,58 @@ func TestEndlessToolListing(t *testing.T) {
 		t.Errorf("%d pages asked for, want 1000", n)
 	}
 }
+
+// A server whose answer to tools/list has no end, as JSON or as an event
+// stream, is cut off at the message cap with a sentence, instead of
+// filling the gateway's memory.
+func TestToolListingWithoutEnd(t *testing.T) {
+	for _, media := range []string{"application/json", "text/event-stream"} {
+		t.Run(media, func(t *testing.T) {
+			const flood = 64 << 20
+			var sent atomic.Int64
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				var req struct {
+					ID     json.RawMessage `json:"id"`
+					Method string          `json:"method"`
+				}
+				if json.Unmarshal(body, &req) != nil || req.ID == nil {
+					w.WriteHeader(http.StatusAccepted)
+					return
+				}
+				if req.Method == "initialize" {
+					w.Header().Set("Content-Type", "application/json")
+					fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}}`, req.ID)
+					return
+				}
+				w.Header().Set("Content-Type", media)
+				if media == "text/event-stream" {
+					io.WriteString(w, "data: ")
+				}
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"`, req.ID)
+				chunk := []byte(strings.Repeat("x", 64<<10))
+				for sent.Load() < flood {
+					if _, err := w.Write(chunk); err != nil {
+						return
+					}
+					sent.Add(int64(len(chunk)))
+				}
+			}))
+			t.Cleanup(up.Close)
+			const urn = "urn:air:ardgate.test:mcp:remote"
+			tg := newGateway(t, 10*time.Second, remoteEntry(urn, up.URL))
+			s := tg.connect(t)
+			res := s.call("attach_resource", map[string]any{"urn": urn})
+			if !res.IsError || !strings.Contains(firstText(res), "larger than the 10 MiB cap") {
+				t.Errorf("attach of a server listing without end: %s", firstText(res))
+			}
+			t.Logf("attach: %s", firstText(res))
+			if n := sent.Load(); n >= flood {
+				t.Errorf("the gateway read all %d MiB of the listing", n>>20)
+			}
+			if res := s.call("list_attached_resources", map[string]any{}); res.IsError {
+				t.Errorf("the session after: %s", firstText(res))
+			}
+		})
+	}
+}
