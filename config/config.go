@@ -64,6 +64,9 @@ type Config struct {
 	AllowAttachTypes []string
 	// MaxAttachments caps the non-pinned attachments of one session.
 	MaxAttachments int
+	// MaxSessions caps the sessions open at once over HTTP; a client
+	// that would open one more is refused (503) until one ends.
+	MaxSessions int
 	// AllowLocalURLs lets endpoints resolve to loopback and private
 	// addresses. For local testing only.
 	AllowLocalURLs bool
@@ -175,6 +178,7 @@ const (
 const (
 	DefaultAddr           = "127.0.0.1:7333"
 	DefaultMaxAttachments = 5
+	DefaultMaxSessions    = 10000
 	DefaultCallTimeout    = 60 * time.Second
 	DefaultPinnedListWait = 10 * time.Second
 	DefaultMaxResultBytes = 8 << 20

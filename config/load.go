@@ -32,6 +32,7 @@ type file struct {
 	RequireTrust     []string    `json:"require_trust"`
 	AllowAttachTypes []string    `json:"allow_attach_types"`
 	MaxAttachments   *int        `json:"max_attachments"`
+	MaxSessions      *int        `json:"max_sessions"`
 	AllowLocalURLs   *bool       `json:"allow_local_urls"`
 	CallTimeout      *string     `json:"call_timeout"`
 	PinnedListWait   *string     `json:"pinned_list_wait"`
@@ -64,6 +65,7 @@ type environment struct {
 	LogFormat        *string  `env:"LOG_FORMAT"`
 	AuthToken        *string  `env:"AUTH_TOKEN"`
 	MaxAttachments   *int     `env:"MAX_ATTACHMENTS"`
+	MaxSessions      *int     `env:"MAX_SESSIONS"`
 	AllowLocalURLs   *bool    `env:"ALLOW_LOCAL_URLS"`
 	RequireTrust     []string `env:"REQUIRE_TRUST" envSeparator:","`
 	OTelEndpoint     *string  `env:"OTEL_ENDPOINT"`
@@ -132,6 +134,7 @@ func Load(flags Flags, environ []string) (*Config, error) {
 		RequireTrust:     firstList(e.RequireTrust, f.RequireTrust),
 		AllowAttachTypes: firstList(f.AllowAttachTypes, DefaultAllowAttachTypes),
 		MaxAttachments:   DefaultMaxAttachments,
+		MaxSessions:      DefaultMaxSessions,
 		AllowLocalURLs:   false,
 		CallTimeout:      DefaultCallTimeout,
 		PinnedListWait:   DefaultPinnedListWait,
@@ -143,6 +146,9 @@ func Load(flags Flags, environ []string) (*Config, error) {
 	}
 	if v := firstPtr(e.MaxAttachments, f.MaxAttachments); v != nil {
 		c.MaxAttachments = *v
+	}
+	if v := firstPtr(e.MaxSessions, f.MaxSessions); v != nil {
+		c.MaxSessions = *v
 	}
 	if v := firstPtr(e.AllowLocalURLs, f.AllowLocalURLs); v != nil {
 		c.AllowLocalURLs = *v
@@ -360,6 +366,9 @@ func (c *Config) validate() []error {
 	}
 	if c.MaxAttachments < 1 || c.MaxAttachments > 100 {
 		add("max_attachments", "%d is outside 1..100", c.MaxAttachments)
+	}
+	if c.MaxSessions < 1 || c.MaxSessions > 1_000_000 {
+		add("max_sessions", "%d is outside 1..1000000", c.MaxSessions)
 	}
 	if c.CallTimeout <= 0 || c.CallTimeout > time.Hour {
 		add("call_timeout", "%s is outside (0, 1h]", c.CallTimeout)

@@ -75,8 +75,8 @@ func TestLoadDefaults(t *testing.T) {
 			t.Errorf("stdio = %+v", c.Stdio)
 		}
 		if c.MaxAttachments != config.DefaultMaxAttachments || c.CallTimeout != config.DefaultCallTimeout ||
-			c.MaxResultBytes != config.DefaultMaxResultBytes || c.Limits != config.DefaultLimits {
-			t.Errorf("numeric defaults: max=%d timeout=%s result=%d limits=%+v", c.MaxAttachments, c.CallTimeout, c.MaxResultBytes, c.Limits)
+			c.MaxResultBytes != config.DefaultMaxResultBytes || c.Limits != config.DefaultLimits || c.MaxSessions != config.DefaultMaxSessions {
+			t.Errorf("numeric defaults: max=%d timeout=%s result=%d limits=%+v sessions=%d", c.MaxAttachments, c.CallTimeout, c.MaxResultBytes, c.Limits, c.MaxSessions)
 		}
 		if !slices.Equal(c.AllowAttachTypes, config.DefaultAllowAttachTypes) || len(c.RequireTrust) != 0 {
 			t.Errorf("types=%q trust=%q", c.AllowAttachTypes, c.RequireTrust)
@@ -252,6 +252,7 @@ func TestLoadEnvErrors(t *testing.T) {
 		{"allow_local not a bool", []string{"ARDGATE_ALLOW_LOCAL_URLS=yes please"}, "", "ARDGATE_ALLOW_LOCAL_URLS"},
 		{"max out of range", []string{"ARDGATE_MAX_ATTACHMENTS=0"}, "max_attachments", ""},
 		{"max too big", []string{"ARDGATE_MAX_ATTACHMENTS=101"}, "max_attachments", ""},
+		{"max_sessions zero", []string{"ARDGATE_MAX_SESSIONS=0"}, "max_sessions", ""},
 		{"bad transport", []string{"ARDGATE_TRANSPORT=carrier-pigeon"}, "transport", ""},
 		{"bad log level", []string{"ARDGATE_LOG_LEVEL=loud"}, "log_level", ""},
 		{"bad log format", []string{"ARDGATE_LOG_FORMAT=xml"}, "log_format", ""},
@@ -326,6 +327,7 @@ func TestLoadValidation(t *testing.T) {
 		{"max_attachments zero", `{"max_attachments": 0}`, "max_attachments"},
 		{"max_attachments negative", `{"max_attachments": -1}`, "max_attachments"},
 		{"max_attachments too many", `{"max_attachments": 101}`, "max_attachments"},
+		{"max_sessions too many", `{"max_sessions": 1000001}`, "max_sessions"},
 		{"call_timeout not a duration", `{"call_timeout": "soon"}`, "call_timeout"},
 		{"call_timeout zero", `{"call_timeout": "0s"}`, "call_timeout"},
 		{"call_timeout negative", `{"call_timeout": "-5s"}`, "call_timeout"},

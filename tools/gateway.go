@@ -35,7 +35,8 @@ type Gateway struct {
 
 	// sessions maps MCP session ids to sessions. Every call looks its
 	// session up, so reads take no lock; mu only orders creation.
-	sessions sync.Map // string → *session
+	sessions sync.Map     // string → *session
+	open     atomic.Int64 // how many sessions holds
 	mu       sync.Mutex
 	// stdio is the one session of a stdio transport, for its fast path.
 	stdio atomic.Pointer[session]
@@ -183,6 +184,7 @@ func (g *Gateway) onUnregister(_ context.Context, cs server.ClientSession) {
 	if !ok {
 		return
 	}
+	g.open.Add(-1)
 	s := v.(*session)
 	g.stdio.CompareAndSwap(s, nil)
 	s.att.Close()
@@ -203,6 +205,7 @@ func (g *Gateway) session(id string, perSession bool) *session {
 	s.att.OnChange = func() { g.sync(id, s) }
 	s.att.Start() // after OnChange is set: a pinned server may attach at once
 	g.sessions.Store(id, s)
+	g.open.Add(1)
 	return s
 }
 

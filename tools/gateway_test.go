@@ -592,3 +592,35 @@ func TestListWaitsForPinned(t *testing.T) {
 		})
 	}
 }
+
+// Past max_sessions, a client that would open one more session is refused
+// with 503 and a sentence; the sessions open go on, and once one ends a
+// new one opens.
+func TestMaxSessions(t *testing.T) {
+	tg := newGatewayWith(t, 10*time.Second, Options{Version: "test"}, HTTPOptions{MaxSessions: 2}, nil)
+	first := tg.connect(t)
+	tg.connect(t)
+	tr, err := transport.NewStreamableHTTP(tg.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(tr)
+	defer c.Close()
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Initialize(context.Background(), mcp.InitializeRequest{})
+	if err == nil || !strings.Contains(err.Error(), "503") || !strings.Contains(err.Error(), "max_sessions") {
+		t.Fatalf("a third session: %v", err)
+	}
+	if res := first.call("gateway_health", map[string]any{}); res.IsError {
+		t.Fatalf("a session open meanwhile: %s", firstText(res))
+	}
+	_ = first.c.Close() // ends its session
+	for end := time.Now().Add(5 * time.Second); tg.g.open.Load() > 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("%d sessions open after one of two ended", tg.g.open.Load())
+		}
+	}
+	tg.connect(t)
+}

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -22,6 +23,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
 )
 
@@ -292,7 +294,8 @@ type HTTP struct {
 	idleTTL       time.Duration
 	headerTimeout time.Duration
 	connTimeout   time.Duration // IdleConnTimeout
-	versions      []string      // the protocol versions offered
+	maxSessions   int64
+	versions      []string // the protocol versions offered
 	kept          keptConns
 }
 
@@ -313,6 +316,10 @@ type HTTPOptions struct {
 	// same (IdleTimeout). An open event stream is a request in progress,
 	// not an idle connection.
 	IdleConnTimeout time.Duration
+	// MaxSessions caps the sessions open at once: a request that would
+	// open one more (one without a session id) is refused with 503 until
+	// one ends. Zero means config.DefaultMaxSessions.
+	MaxSessions int
 }
 
 // DefaultIdleConnTimeout is how long a client's connection may wait idle
@@ -341,6 +348,9 @@ func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 	if opt.IdleConnTimeout == 0 {
 		opt.IdleConnTimeout = DefaultIdleConnTimeout
 	}
+	if opt.MaxSessions == 0 {
+		opt.MaxSessions = config.DefaultMaxSessions
+	}
 	var legacy []string
 	for _, v := range mcp.ValidProtocolVersions {
 		if !mcp.IsModernProtocol(v) {
@@ -348,7 +358,7 @@ func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 		}
 	}
 	h := &HTTP{g: g, authToken: opt.AuthToken, mux: http.NewServeMux(), idleTTL: opt.IdleTTL, headerTimeout: opt.ReadHeaderTimeout,
-		connTimeout: opt.IdleConnTimeout}
+		connTimeout: opt.IdleConnTimeout, maxSessions: int64(opt.MaxSessions)}
 	h.kept.idle = opt.IdleConnTimeout
 	h.versions = legacy
 	h.streamable = server.NewStreamableHTTPServer(g.mcp,
@@ -389,6 +399,11 @@ func (h *HTTP) guard(next http.Handler) http.Handler {
 		if !h.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="ardgate"`)
 			http.Error(w, "Unauthorized: send Authorization: Bearer <ARDGATE_AUTH_TOKEN>", http.StatusUnauthorized)
+			return
+		}
+		if r.Method == http.MethodPost && r.Header.Get(server.HeaderKeySessionID) == "" && h.g.open.Load() >= h.maxSessions {
+			w.Header().Set("Retry-After", "30")
+			http.Error(w, fmt.Sprintf("Service Unavailable: the gateway is at its max_sessions (%d open); try again once one has ended", h.maxSessions), http.StatusServiceUnavailable)
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, guard.MaxMessage)
