@@ -58,6 +58,15 @@ func rawToolsUpstream(t *testing.T, list func(cursor string) string) *httptest.S
 	return up
 }
 
+// attachAt attaches the streamable HTTP server at url, as "remote", in a
+// new session of a new gateway, and returns the session and the result.
+func attachAt(t *testing.T, url string) (*clientSession, *mcp.CallToolResult) {
+	t.Helper()
+	const urn = "urn:air:ardgate.test:mcp:remote"
+	s := newGateway(t, 10*time.Second, remoteEntry(urn, url)).connect(t)
+	return s, s.call("attach_resource", map[string]any{"urn": urn})
+}
+
 // An upstream tool whose x-mcp-header annotations break SEP-2243's rules
 // is left out, and the server's other tools are attached and called, over
 // streamable HTTP and over stdio. mcp-go refuses such a definition: with
@@ -86,10 +95,8 @@ func TestHostileToolDefinition(t *testing.T) {
 	}
 
 	t.Run("http", func(t *testing.T) {
-		const urn = "urn:air:ardgate.test:mcp:remote"
-		tg := newGateway(t, 10*time.Second, remoteEntry(urn, up.URL))
-		s := tg.connect(t)
-		if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
+		s, res := attachAt(t, up.URL)
+		if res.IsError {
 			t.Fatalf("attach: %s", firstText(res))
 		}
 		check(t, s.tools, func(name string) *mcp.CallToolResult { return s.call(name, map[string]any{}) })
@@ -134,10 +141,7 @@ func TestEndlessToolListing(t *testing.T) {
 	up := rawToolsUpstream(t, func(cursor string) string {
 		return fmt.Sprintf(`{"tools":[],"nextCursor":"c%d"}`, pages.Add(1))
 	})
-	const urn = "urn:air:ardgate.test:mcp:remote"
-	tg := newGateway(t, 10*time.Second, remoteEntry(urn, up.URL))
-	s := tg.connect(t)
-	res := s.call("attach_resource", map[string]any{"urn": urn})
+	_, res := attachAt(t, up.URL)
 	if !res.IsError || !strings.Contains(firstText(res), "more than 1000 pages") {
 		t.Errorf("attach of an endless listing: %s", firstText(res))
 	}
@@ -183,10 +187,7 @@ func TestToolListingWithoutEnd(t *testing.T) {
 				}
 			}))
 			t.Cleanup(up.Close)
-			const urn = "urn:air:ardgate.test:mcp:remote"
-			tg := newGateway(t, 10*time.Second, remoteEntry(urn, up.URL))
-			s := tg.connect(t)
-			res := s.call("attach_resource", map[string]any{"urn": urn})
+			s, res := attachAt(t, up.URL)
 			if !res.IsError || !strings.Contains(firstText(res), "larger than the 10 MiB cap") {
 				t.Errorf("attach of a server listing without end: %s", firstText(res))
 			}
