@@ -76,20 +76,7 @@ func (g *Gateway) fastCall(s *session, frame []byte) (c callFrame, ok bool) {
 	if err != nil || string(version) != `"`+mcp.JSONRPC_VERSION+`"` || !bytes.Equal(method, toolsCallMethod) || !plainID(id) || len(params) == 0 || params[0] != '{' {
 		return c, false
 	}
-	var name, args, meta []byte
-	other := false
-	_ = guard.ScanObject(params, func(n, value []byte) { // checked with the frame
-		switch string(n) {
-		case "name":
-			name = value
-		case "arguments":
-			args = value
-		case "_meta":
-			meta = value
-		default:
-			other = true
-		}
-	})
+	name, args, meta, other := callMembers(params)
 	if other {
 		// A task, or a multi-round trip's responses: the server knows
 		// what they mean for the tool.
@@ -137,23 +124,31 @@ func calledThrough(callable map[string]string, args []byte) (tool string, inner 
 	if len(args) == 0 || args[0] != '{' {
 		return "", nil, false
 	}
-	var name []byte
-	other := false
-	_ = guard.ScanObject(args, func(n, value []byte) { // checked with the frame
-		switch string(n) {
-		case "name":
-			name = value
-		case "arguments":
-			inner = value
-		default:
-			other = true
-		}
-	})
-	if other {
+	name, inner, meta, other := callMembers(args)
+	if other || meta != nil {
 		return "", nil, false
 	}
 	tool, ok = proxiedTool(callable, name)
 	return tool, inner, ok
+}
+
+// callMembers picks the members of a call's params (or of
+// call_attached_tool's arguments, which have the same shape) out of obj,
+// a JSON object checked with its frame; other tells of any other member.
+func callMembers(obj []byte) (name, args, meta []byte, other bool) {
+	_ = guard.ScanObject(obj, func(n, value []byte) {
+		switch string(n) {
+		case "name":
+			name = value
+		case "arguments":
+			args = value
+		case "_meta":
+			meta = value
+		default:
+			other = true
+		}
+	})
+	return name, args, meta, other
 }
 
 // readMeta reads what the fast path uses of a call's _meta: the progress
