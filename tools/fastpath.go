@@ -232,9 +232,9 @@ func (g *Gateway) serveFast(ctx context.Context, cancel context.CancelFunc, s *s
 		trace.end(f)
 		return f
 	}
-	s.track(c.ID, cancel)
+	s.fast.add(c.ID, stopFunc(cancel))
 	raw, err := s.att.CallRaw(ctx, c.Name, c.Arguments, c.progress(notify))
-	s.untrack(c.ID)
+	s.fast.remove(c.ID)
 	f := g.fastResult(ctx, c, a, raw, err)
 	trace.end(f)
 	return f

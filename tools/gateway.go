@@ -89,10 +89,9 @@ type session struct {
 	// (unix nanoseconds): the fast path leaves the session's idle clock to
 	// the server, so it lets a request through to it now and then.
 	seen atomic.Int64
-	// fastCalls stop the session's calls in flight on the HTTP fast path,
-	// by the JSON of their ids, when the client cancels one.
-	fastMu    sync.Mutex
-	fastCalls map[string]context.CancelFunc
+	// fast are the session's calls in flight on the fast path, for the
+	// client to cancel.
+	fast inflight
 }
 
 // New builds the gateway's MCP server over manager.

@@ -52,7 +52,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 	defer cancel()
 	w := guard.NewFrameWriter(out) // the server writes a frame per Write
 	toServer, fromReader := io.Pipe()
-	r := &stdioReader{g: g, w: w, server: fromReader, cancels: map[string]*stdioCall{}}
+	r := &stdioReader{g: g, w: w, server: fromReader}
 	// An over-size frame is cut, so it gets a parse error and the session
 	// goes on, instead of growing memory without bound.
 	go r.run(ctx, guard.NewLineReader(guard.TruncateFrames(in, guard.MaxMessage), 64<<10))
@@ -60,7 +60,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 	cancel() // the client is gone: its fast calls in flight end too
 	_ = toServer.Close()
 	r.calls.shut()
-	r.cancelAll()
+	r.inFlight.stopAll()
 	r.calls.wait()
 	// A call is done once its answer is written or held; what an
 	// upstream's reader still holds goes out now, before the caller
@@ -80,9 +80,9 @@ type stdioReader struct {
 	// hand: the requests of fast calls, which then reach each upstream in
 	// one write, and refusals. Only the reader's goroutine uses it.
 	held guard.Batch
-
-	mu      sync.Mutex
-	cancels map[string]*stdioCall // fast calls in flight, by id
+	// inFlight are the fast calls in flight. Over stdio the session is
+	// the reader's own.
+	inFlight inflight
 }
 
 // run reads the client's frames. A frame is valid until the next read:
@@ -121,9 +121,7 @@ func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
 	if !ok {
 		// Looked for only now: a call's frame may be large, and a
 		// notice is never a call.
-		if id, ok := cancelledID(line); ok {
-			r.cancel(id)
-		}
+		r.inFlight.cancel(line)
 		return false
 	}
 	if !r.calls.add() {
@@ -139,9 +137,7 @@ func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
 		return true
 	}
 	sc := &stdioCall{r: r, ctx: ctx, c: c, a: a, trace: trace}
-	r.mu.Lock()
-	r.cancels[c.ID] = sc
-	r.mu.Unlock()
+	r.inFlight.add(c.ID, sc)
 	progress := c.progress(r)
 	if trace == nil { // a traced call runs in the context that holds its spans, below
 		if stop, ok := s.att.StartRaw(c.Name, c.Arguments, progress, &r.held, sc.finish); ok {
@@ -187,7 +183,7 @@ type stdioCall struct {
 	// it, without a lock held across the start, which writes to the
 	// upstream and could wait on it.
 	mu        sync.Mutex
-	stop      func(error) // nil until started
+	end       func(error) // how to stop it; nil until started
 	cancelled bool
 }
 
@@ -195,23 +191,21 @@ type stdioCall struct {
 // (attach.RawDone), and forgets the call.
 func (sc *stdioCall) finish(raw json.RawMessage, err error, b *guard.Batch) {
 	r := sc.r
-	r.mu.Lock()
-	delete(r.cancels, sc.c.ID)
-	r.mu.Unlock()
+	r.inFlight.remove(sc.c.ID)
 	f := r.g.fastResult(sc.ctx, sc.c, sc.a, raw, err)
 	sc.trace.end(f)
 	r.reply(f, b)
 	r.calls.done()
 }
 
-// cancel stops the call, now or as soon as it has started.
-func (sc *stdioCall) cancel() {
+// stop stops the call, now or as soon as it has started.
+func (sc *stdioCall) stop() {
 	sc.mu.Lock()
 	sc.cancelled = true
-	stop := sc.stop
+	end := sc.end
 	sc.mu.Unlock()
-	if stop != nil {
-		stop(context.Canceled)
+	if end != nil {
+		end(context.Canceled)
 	}
 }
 
@@ -219,7 +213,7 @@ func (sc *stdioCall) cancel() {
 // the call once.
 func (sc *stdioCall) started(stop func(error)) {
 	sc.mu.Lock()
-	sc.stop = stop
+	sc.end = stop
 	cancelled := sc.cancelled
 	sc.mu.Unlock()
 	if cancelled {
@@ -231,29 +225,6 @@ func (sc *stdioCall) started(stop func(error)) {
 func (r *stdioReader) reply(f frame, b *guard.Batch) {
 	if err := f.writeLine(r.w, b); err != nil {
 		r.g.log.Debug("fast call result not written", "err", err)
-	}
-}
-
-// cancelAll stops every fast call in flight: the session is ending.
-func (r *stdioReader) cancelAll() {
-	r.mu.Lock()
-	calls := make([]*stdioCall, 0, len(r.cancels))
-	for _, sc := range r.cancels {
-		calls = append(calls, sc)
-	}
-	r.mu.Unlock()
-	for _, sc := range calls {
-		sc.cancel()
-	}
-}
-
-// cancel stops the fast call with id (its JSON), if it is in flight.
-func (r *stdioReader) cancel(id string) {
-	r.mu.Lock()
-	sc := r.cancels[id]
-	r.mu.Unlock()
-	if sc != nil {
-		sc.cancel()
 	}
 }
 
@@ -463,7 +434,7 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 			}
 		}
 		if err == nil {
-			s.cancelFast(body) // the server hears the notice too, and answers it
+			s.fast.cancel(body) // the server hears the notice too, and answers it
 		}
 		// The server reads the body again, and meets the same error.
 		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
