@@ -417,10 +417,8 @@ func (s *Session) wait(ctx context.Context, t *task, timeout time.Duration, onUp
 		}
 	}
 	for !settled() {
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, 250*time.Millisecond) {
 			return t.view(), s.waitError(ctx, t, ctx.Err())
-		case <-time.After(250 * time.Millisecond):
 		}
 		if err := refresh(); err != nil {
 			return t.view(), s.waitError(ctx, t, err)
