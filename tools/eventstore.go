@@ -49,6 +49,10 @@ type eventLog struct {
 	mu     sync.Mutex
 	events []storedEvent
 	bytes  int
+	// expired is how many events, from the first, have lost their
+	// messages: expiry goes in order of storing, and need not look at
+	// them again.
+	expired int
 }
 
 type storedEvent struct {
@@ -113,6 +117,7 @@ func (s *eventStore) drop(log *eventLog, n, freed int) {
 	// Into a new array, or none: a slice of the old one, even empty,
 	// would keep it and every message it holds.
 	log.events = append([]storedEvent(nil), log.events[n:]...)
+	log.expired = max(log.expired-n, 0)
 	log.bytes -= freed
 	s.total.Add(-int64(freed))
 }
@@ -140,11 +145,7 @@ func (s *eventStore) expire(cutoff int64) (kept int) {
 		log := v.(*eventLog)
 		log.mu.Lock()
 		s.expireBefore(log, cutoff)
-		for _, ev := range log.events {
-			if ev.msg != nil {
-				kept++
-			}
-		}
+		kept += len(log.events) - log.expired
 		log.mu.Unlock()
 		return true
 	})
@@ -154,10 +155,12 @@ func (s *eventStore) expire(cutoff int64) (kept int) {
 // expireBefore forgets the messages of log's events stored before cutoff
 // and returns their bytes; the events keep their places. log.mu is held.
 func (s *eventStore) expireBefore(log *eventLog, cutoff int64) (freed int) {
-	for i := 0; i < len(log.events) && log.events[i].at < cutoff; i++ {
+	i := log.expired
+	for ; i < len(log.events) && log.events[i].at < cutoff; i++ {
 		freed += len(log.events[i].msg)
 		log.events[i].msg = nil
 	}
+	log.expired = i
 	if freed > 0 {
 		log.bytes -= freed
 		s.total.Add(-int64(freed))
@@ -213,7 +216,7 @@ func (s *eventStore) PurgeSession(_ context.Context, sessionID string) error {
 		log := v.(*eventLog)
 		log.mu.Lock()
 		s.total.Add(-int64(log.bytes))
-		log.bytes, log.events = 0, nil // a store racing the purge counts only what it adds
+		log.bytes, log.events, log.expired = 0, nil, 0 // a store racing the purge counts only what it adds
 		log.mu.Unlock()
 	}
 	return nil
