@@ -49,9 +49,9 @@ func TestToolName(t *testing.T) {
 // Two upstream names that sanitise alike stay apart, and the names do not
 // depend on the order the upstream listed its tools in.
 func TestExposeToolsCollisionsAndOrder(t *testing.T) {
-	list := []*mcp.Tool{{Name: "read file"}, {Name: "read_file"}, {Name: "echo"}}
-	first := exposeTools("fs", list)
-	reversed := exposeTools("fs", []*mcp.Tool{{Name: "echo"}, {Name: "read_file"}, {Name: "read file"}})
+	def := func(name string) *Definition { return &Definition{Tool: mcp.Tool{Name: name}} }
+	first := exposeTools("fs", []*Definition{def("read file"), def("read_file"), def("echo")})
+	reversed := exposeTools("fs", []*Definition{def("echo"), def("read_file"), def("read file")})
 	names := map[string]string{}
 	for _, tl := range first {
 		if !toolNamePattern.MatchString(tl.Name) {

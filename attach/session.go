@@ -90,7 +90,21 @@ type Tool struct {
 	// Upstream is the upstream's own definition, whole schemas included;
 	// its Name is the upstream's name for the tool. It is shared with the
 	// sessions that attached the same server (tooldefs.go): read only.
-	Upstream *mcp.Tool
+	Upstream *Definition
+}
+
+// AppendListed appends the tool as a tools/list result lists it: the
+// upstream's definition under the exposed name, encoded as mcp-go's
+// server encodes a tool. The encoding is made once per definition and
+// shared, so a listing costs a copy of it.
+func (t Tool) AppendListed(b []byte) ([]byte, error) {
+	head, tail, err := t.Upstream.encoded()
+	if err != nil {
+		return b, err
+	}
+	b = append(b, head...)
+	b = append(append(append(b, '"'), t.Name...), '"') // [A-Za-z0-9_.-]: nothing to escape
+	return append(b, tail...), nil
 }
 
 // Status values of an attachment.
@@ -513,8 +527,8 @@ func (s *Session) refresh(a *Attachment) {
 
 // exposeTools names an upstream's tools for this session. Names are
 // assigned in upstream-name order, so they are the same on every attach.
-func exposeTools(server string, list []*mcp.Tool) []Tool {
-	slices.SortFunc(list, func(a, b *mcp.Tool) int { return cmp.Compare(a.Name, b.Name) })
+func exposeTools(server string, list []*Definition) []Tool {
+	slices.SortFunc(list, func(a, b *Definition) int { return cmp.Compare(a.Name, b.Name) })
 	out := make([]Tool, 0, len(list))
 	used := map[string]bool{}
 	for _, t := range list {

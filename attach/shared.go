@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/ardgate/ardgate/config"
 )
 
@@ -25,13 +23,13 @@ import (
 type sharedConn struct {
 	mu    sync.Mutex // held while dialling, so sessions dial once
 	up    *upstream
-	tools []*mcp.Tool
+	tools []*Definition
 	users map[*Attachment]*Session
 }
 
 // shared returns the live shared connection to p, dialling it if there is
 // none or the last one went down, and records a as one of its users.
-func (m *Manager) shared(ctx context.Context, p config.Server, s *Session, a *Attachment) (*upstream, []*mcp.Tool, error) {
+func (m *Manager) shared(ctx context.Context, p config.Server, s *Session, a *Attachment) (*upstream, []*Definition, error) {
 	m.mu.Lock()
 	if m.sharedConns == nil {
 		m.sharedConns = map[string]*sharedConn{}

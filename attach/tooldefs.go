@@ -3,9 +3,12 @@ package attach
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/guard"
 )
 
 // Sessions that attach the same server get the same tool listing, and
@@ -25,17 +28,60 @@ type toolDefs struct {
 type toolKey [sha256.Size]byte
 
 type toolDef struct {
-	tool mcp.Tool // read only
-	refs int      // the upstreams whose latest listing has it
+	def  Definition
+	refs int // the upstreams whose latest listing has it
+}
+
+// Definition is an upstream's own definition of one tool, whole schemas
+// included, as the sessions that attached servers listing it share it.
+// Nothing changes it once decoded.
+type Definition struct {
+	mcp.Tool
+
+	// listed is the tool encoded as a tools/list result lists it, made on
+	// first use: what comes before the name's value, and after it.
+	listed struct {
+		once       sync.Once
+		head, tail []byte
+		err        error
+	}
+}
+
+// encoded returns the definition as mcp-go's server encodes a tool in a
+// tools/list result, cut around the value of its name.
+func (d *Definition) encoded() (head, tail []byte, err error) {
+	l := &d.listed
+	l.once.Do(func() {
+		b, err := json.Marshal(d.Tool)
+		if err != nil {
+			l.err = err
+			return
+		}
+		var name []byte
+		_ = guard.ScanCheckedObject(b, func(member, value []byte) { // encoded just now
+			if string(member) == "name" {
+				name = value
+			}
+		})
+		if name == nil {
+			l.err = fmt.Errorf("tool %s: encoded without its name", d.Name)
+			return
+		}
+		// name is a slice of b: where it starts, from how much of b is
+		// left after it.
+		start := cap(b) - cap(name)
+		l.head, l.tail = b[:start], b[start+len(name):]
+	})
+	return l.head, l.tail, l.err
 }
 
 // take returns the decoded definition of raw, shared with every upstream
 // that listed the same bytes and not to be changed, and its key, to give
 // back with drop. A nil toolDefs shares nothing.
-func (d *toolDefs) take(raw json.RawMessage) (*mcp.Tool, toolKey, error) {
+func (d *toolDefs) take(raw json.RawMessage) (*Definition, toolKey, error) {
 	if d == nil { // nothing shared
 		t, err := decodeTool(raw)
-		return &t, toolKey{}, err
+		return &Definition{Tool: t}, toolKey{}, err
 	}
 	key := toolKey(sha256.Sum256(raw))
 	if t, ok := d.shared(key); ok {
@@ -49,17 +95,17 @@ func (d *toolDefs) take(raw json.RawMessage) (*mcp.Tool, toolKey, error) {
 	defer d.mu.Unlock()
 	if def := d.defs[key]; def != nil { // decoded meanwhile for another
 		def.refs++
-		return &def.tool, key, nil
+		return &def.def, key, nil
 	}
 	if d.defs == nil {
 		d.defs = map[toolKey]*toolDef{}
 	}
-	def := &toolDef{tool: t, refs: 1}
+	def := &toolDef{def: Definition{Tool: t}, refs: 1}
 	d.defs[key] = def
-	return &def.tool, key, nil
+	return &def.def, key, nil
 }
 
-func (d *toolDefs) shared(key toolKey) (*mcp.Tool, bool) {
+func (d *toolDefs) shared(key toolKey) (*Definition, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	def := d.defs[key]
@@ -67,7 +113,7 @@ func (d *toolDefs) shared(key toolKey) (*mcp.Tool, bool) {
 		return nil, false
 	}
 	def.refs++
-	return &def.tool, true
+	return &def.def, true
 }
 
 // drop gives back the definitions of keys; one no upstream lists any more

@@ -95,7 +95,7 @@ func TestToolDefsShared(t *testing.T) {
 	tool := func(s *Session, name string) mcp.Tool {
 		for _, t := range s.Tools() {
 			if t.Name == name {
-				return *t.Upstream
+				return t.Upstream.Tool
 			}
 		}
 		return mcp.Tool{}
@@ -116,5 +116,42 @@ func TestToolDefsShared(t *testing.T) {
 	}
 	if n := m.tools.size(); n != 0 {
 		t.Errorf("%d definitions kept after the sessions ended", n)
+	}
+}
+
+// A tool appends itself as mcp-go's server would list it under its
+// exposed name, whatever its definition holds: a schema with a property
+// called "name" (before the tool's own name in the encoding), members
+// after it, text that the encoder escapes.
+func TestAppendListed(t *testing.T) {
+	cases := map[string]string{
+		"bare":            `{"name":"t"}`,
+		"named property":  `{"name":"t","inputSchema":{"type":"object","properties":{"name":{"type":"string"}}}}`,
+		"members after":   `{"name":"t","title":"T <b>","outputSchema":{"type":"object"},"description":"a & b"}`,
+		"everything":      `{"name":"t\u00e9","title":"x","description":"d","inputSchema":{"type":"object","required":["name"]},"annotations":{"readOnlyHint":true,"title":"name"},"_meta":{"name":"m"},"icons":[{"src":"https://example.com/i.png"}],"execution":{"taskSupport":"optional"}}`,
+		"spaced schema":   `{"name":"t","inputSchema": { "type" : "object" }}`,
+		"unknown members": `{"name":"t","x-vendor":{"name":"v"}}`,
+	}
+	var d toolDefs
+	for name, raw := range cases {
+		t.Run(name, func(t *testing.T) {
+			def, _, err := d.take(json.RawMessage(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			exposed := def.Tool
+			exposed.Name = "mcp_srv__t"
+			want, err := json.Marshal(exposed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tool := Tool{Name: exposed.Name, Upstream: def}
+			for range 2 { // made once, then copied
+				got, err := tool.AppendListed([]byte("["))
+				if err != nil || string(got) != "["+string(want) {
+					t.Fatalf("got %s, %v\nwant [%s", got, err, want)
+				}
+			}
+		})
 	}
 }

@@ -137,7 +137,7 @@ func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progres
 // server says its tool list changed: a streamable HTTP server that
 // declared it would is listened to between calls for that (listen.go);
 // over stdio and SSE, mcp-go's transport reads all the server sends.
-func (m *Manager) open(ctx context.Context, plan Plan, log *slog.Logger, progress func(string), changed func()) (*upstream, []*mcp.Tool, error) {
+func (m *Manager) open(ctx context.Context, plan Plan, log *slog.Logger, progress func(string), changed func()) (*upstream, []*Definition, error) {
 	up, err := m.dial(ctx, plan, log, progress)
 	if err != nil {
 		return nil, nil, err
@@ -328,7 +328,7 @@ const maxTools = 1000
 // listTools returns the upstream's tools with their whole input and output
 // schemas. mcp.Tool's schema struct keeps only a few keywords, so the
 // listing is read raw and the schemas kept as bytes.
-func (u *upstream) listTools(ctx context.Context) (tools []*mcp.Tool, err error) {
+func (u *upstream) listTools(ctx context.Context) (tools []*Definition, err error) {
 	var keys []toolKey
 	defer func() {
 		if err != nil {

@@ -76,7 +76,7 @@ type session struct {
 	// registered for the session, enough to tell when it changed: an
 	// upstream that lists a tool as before gives the same shared
 	// definition (attach.Tool's Upstream). mcp-go keeps the exposed copy.
-	registered map[string]*mcp.Tool
+	registered map[string]*attach.Definition
 	// proxied is the set of proxied tool names registered for the session,
 	// replaced whole by sync, so the fast path reads it without a lock.
 	// Each name maps to itself: a call's name is then this string, not a
@@ -200,7 +200,7 @@ func (g *Gateway) session(id string, perSession bool) *session {
 	if s := g.lookup(id); s != nil {
 		return s
 	}
-	s := &session{att: g.manager.NewSession(id), limiter: g.opts.Limits.NewLimiter(), perSession: perSession, registered: map[string]*mcp.Tool{}}
+	s := &session{att: g.manager.NewSession(id), limiter: g.opts.Limits.NewLimiter(), perSession: perSession, registered: map[string]*attach.Definition{}}
 	s.att.OnChange = func() { g.sync(id, s) }
 	s.att.Start() // after OnChange is set: a pinned server may attach at once
 	g.sessions.Store(id, s)
@@ -302,7 +302,7 @@ func (g *Gateway) sync(id string, s *session) {
 // everything else (description, whole schemas, annotations) as the
 // upstream declared it.
 func exposed(t attach.Tool) mcp.Tool {
-	def := *t.Upstream // a copy: the definition is shared
+	def := t.Upstream.Tool // a copy: the definition is shared
 	def.Name = t.Name
 	return def
 }
