@@ -107,6 +107,12 @@ func (t Tool) AppendListed(b []byte) ([]byte, error) {
 	return append(b, tail...), nil
 }
 
+// ListedSize is how many bytes AppendListed appends.
+func (t Tool) ListedSize() (int, error) {
+	head, tail, err := t.Upstream.encoded()
+	return len(head) + len(t.Name) + 2 + len(tail), err
+}
+
 // Status values of an attachment.
 const (
 	StatusStarting = "starting"
@@ -317,6 +323,19 @@ func (s *Session) WaitPinned(ctx context.Context, within time.Duration) {
 	case <-s.listed:
 	case <-t.C:
 	case <-ctx.Done():
+	}
+}
+
+// PinnedPending reports whether WaitPinned would wait now.
+func (s *Session) PinnedPending(within time.Duration) bool {
+	if s.listed == nil || time.Since(s.started) >= within {
+		return false
+	}
+	select {
+	case <-s.listed:
+		return false
+	default:
+		return true
 	}
 }
 

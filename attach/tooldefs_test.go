@@ -151,6 +151,9 @@ func TestAppendListed(t *testing.T) {
 				if err != nil || string(got) != "["+string(want) {
 					t.Fatalf("got %s, %v\nwant [%s", got, err, want)
 				}
+				if size, err := tool.ListedSize(); size != len(want) || err != nil {
+					t.Errorf("ListedSize %d, %v; appended %d bytes", size, err, len(want))
+				}
 			}
 		})
 	}

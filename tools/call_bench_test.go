@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -336,5 +338,57 @@ func BenchmarkAttachRemote(b *testing.B) {
 				b.StartTimer()
 			}
 		})
+	}
+}
+
+// BenchmarkToolsList measures a client's tools/list over real loopback
+// HTTP, with the fixture's 9 tools or 99 attached, on the server's path
+// (a parameter the fast path leaves alone sends it there) and on the fast
+// path, side by side. The client reads the answer's bytes and decodes
+// nothing, so the figures are the gateway's and the transport's.
+//
+//	go test -run '^$' -bench ToolsList -benchmem ./tools
+func BenchmarkToolsList(b *testing.B) {
+	for _, many := range []int{0, 90} {
+		srv := mcpfixture.New("remote")
+		mcpfixture.AddManyTools(srv, many)
+		h := server.NewStreamableHTTPServer(srv)
+		up := httptest.NewServer(h)
+		const urn = "urn:air:ardgate.test:mcp:remote"
+		tg := newGateway(b, 10*time.Second, remoteEntry(urn, up.URL))
+		s := tg.connect(b)
+		if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
+			b.Fatalf("attach: %s", firstText(res))
+		}
+		for _, path := range []struct{ name, body string }{
+			{"server", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"path":"server"}}`},
+			{"fast", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`},
+		} {
+			b.Run(fmt.Sprintf("%d tools/%s", 9+many, path.name), func(b *testing.B) {
+				c := &http.Client{Transport: &http.Transport{}}
+				defer c.CloseIdleConnections()
+				var size int64
+				b.ReportAllocs()
+				for b.Loop() {
+					req, _ := http.NewRequest(http.MethodPost, tg.url, strings.NewReader(path.body))
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("Accept", "application/json, text/event-stream")
+					req.Header.Set(server.HeaderKeySessionID, s.c.GetSessionId())
+					req.Header.Set(server.HeaderKeyProtocolVersion, mcp.ProtocolVersion20251125)
+					resp, err := c.Do(req)
+					if err != nil {
+						b.Fatal(err)
+					}
+					size, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						b.Fatalf("%d", resp.StatusCode)
+					}
+				}
+				b.ReportMetric(float64(size), "B/answer")
+			})
+		}
+		_ = h.Shutdown(context.Background())
+		up.Close()
 	}
 }

@@ -49,9 +49,6 @@ var toolsCallMethod = []byte(`"tools/call"`)
 // fastCall reads frame and, when it is a call the fast path takes,
 // returns it; ok is false for anything else, which the MCP server then
 // handles as usual.
-//
-// The frame is read with guard.ScanObject, which checks it all but
-// decodes only the members named here.
 func (g *Gateway) fastCall(s *session, frame []byte) (c callFrame, ok bool) {
 	if s == nil || !bytes.Contains(frame, toolsCallMethod) {
 		return c, false
@@ -60,20 +57,8 @@ func (g *Gateway) fastCall(s *session, frame []byte) (c callFrame, ok bool) {
 	if callable == nil || len(*callable) == 0 {
 		return c, false // nothing attached
 	}
-	var version, id, method, params []byte
-	err := guard.ScanObject(frame, func(name, value []byte) {
-		switch string(name) {
-		case "jsonrpc":
-			version = value
-		case "id":
-			id = value
-		case "method":
-			method = value
-		case "params":
-			params = value
-		}
-	})
-	if err != nil || string(version) != `"`+mcp.JSONRPC_VERSION+`"` || !bytes.Equal(method, toolsCallMethod) || !plainID(id) || len(params) == 0 || params[0] != '{' {
+	id, method, params, ok := request(frame)
+	if !ok || !bytes.Equal(method, toolsCallMethod) || len(params) == 0 || params[0] != '{' {
 		return c, false
 	}
 	name, args, meta, other := callMembers(params)
@@ -105,6 +90,30 @@ func (g *Gateway) fastCall(s *session, frame []byte) (c callFrame, ok bool) {
 		return c, false // the server says what is wrong with it
 	}
 	return c, true
+}
+
+// request reads the members of a JSON-RPC request that the fast path
+// looks at; ok is false for a frame that is not one, or whose id is
+// neither a string nor a number.
+//
+// The frame is read with guard.ScanObject, which checks it all but
+// decodes only the members named here.
+func request(frame []byte) (id, method, params []byte, ok bool) {
+	var version []byte
+	err := guard.ScanObject(frame, func(name, value []byte) {
+		switch string(name) {
+		case "jsonrpc":
+			version = value
+		case "id":
+			id = value
+		case "method":
+			method = value
+		case "params":
+			params = value
+		}
+	})
+	ok = err == nil && string(version) == `"`+mcp.JSONRPC_VERSION+`"` && plainID(id)
+	return id, method, params, ok
 }
 
 // called is the name of the tool the client called: Name, or the

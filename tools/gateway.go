@@ -9,6 +9,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,9 @@ type Gateway struct {
 	opts    Options
 	started time.Time
 	metrics *metrics
+
+	// own are the gateway's own tools, encoded, by name (fastlist.go).
+	own []ownTool
 
 	inflight sync.WaitGroup // tool calls running, for Drain
 	draining atomic.Bool
@@ -82,6 +86,8 @@ type session struct {
 	// Each name maps to itself: a call's name is then this string, not a
 	// copy of the frame's bytes.
 	proxied atomic.Pointer[map[string]string]
+	// listed are the same tools by name, for the fast path's tools/list.
+	listed atomic.Pointer[[]attach.Tool]
 	// callable is every attached tool's name, listed or deferred: what
 	// call_attached_tool may call, and the fast path with it.
 	callable atomic.Pointer[map[string]string]
@@ -92,6 +98,17 @@ type session struct {
 	// fast are the session's calls in flight on the fast path, for the
 	// client to cancel.
 	fast inflight
+	// notices is where the MCP server queues the session's notifications
+	// (tools/list_changed); set once it registered the session.
+	notices atomic.Pointer[chan<- mcp.JSONRPCNotification]
+}
+
+// noticesQueued tells whether the MCP server holds notifications for the
+// session. Over HTTP, a client with no GET stream gets them only with the
+// answer to its next request that reaches the server.
+func (s *session) noticesQueued() bool {
+	ch := s.notices.Load()
+	return ch != nil && len(*ch) > 0
 }
 
 // New builds the gateway's MCP server over manager.
@@ -123,16 +140,16 @@ func New(manager *attach.Manager, log *slog.Logger, opts Options) *Gateway {
 		server.WithToolHandlerMiddleware(g.limit),
 		server.WithInstructions(instructions),
 	)...)
-	g.mcp.AddTools(
+	g.addOwnTools(
 		g.discoverTool(),
 		g.attachTool(),
 		g.detachTool(),
 		g.listTool(),
 		g.callTool(),
 		g.healthTool(),
+		g.toolSearchTool(),
 	)
-	g.mcp.AddTools(g.taskTools()...)
-	g.mcp.AddTools(g.toolSearchTool())
+	g.addOwnTools(g.taskTools()...)
 	return g
 }
 
@@ -161,18 +178,21 @@ func (g *Gateway) MCPServer() *server.MCPServer { return g.mcp }
 func (g *Gateway) onRegister(_ context.Context, cs server.ClientSession) {
 	_, perSession := cs.(server.SessionWithTools)
 	s := g.session(cs.SessionID(), perSession)
+	notices := cs.NotificationChannel()
+	s.notices.Store(&notices)
 	if !perSession {
 		g.stdio.Store(s)
 	}
 	g.sync(cs.SessionID(), s)
 }
 
-// waitPinned holds a tools/list while the session's pinned servers are
-// still starting, up to PinnedListWait from the session's start: a
-// client's first listing, which many clients never take again, then has
-// their tools. A server slower than that is announced with
-// tools/list_changed once it is up.
+// waitPinned counts a tools/list the server answers, and holds it while
+// the session's pinned servers are still starting, up to PinnedListWait
+// from the session's start: a client's first listing, which many clients
+// never take again, then has their tools. A server slower than that is
+// announced with tools/list_changed once it is up.
 func (g *Gateway) waitPinned(ctx context.Context, _ any, _ *mcp.ListToolsRequest) {
+	g.metrics.serverLists.Inc()
 	if s := g.current(ctx); s != nil {
 		s.att.WaitPinned(ctx, g.opts.PinnedListWait)
 	}
@@ -260,10 +280,14 @@ func (g *Gateway) sync(id string, s *session) {
 	// The fast path takes the new set first: the tools/list_changed that
 	// the MCP server sends below may bring a call of a new tool at once.
 	proxied := make(map[string]string, len(want))
-	for name := range want {
+	listed := make([]attach.Tool, 0, len(want))
+	for name, t := range want {
 		proxied[name] = name
+		listed = append(listed, t)
 	}
+	slices.SortFunc(listed, func(a, b attach.Tool) int { return strings.Compare(a.Name, b.Name) })
 	s.proxied.Store(&proxied)
+	s.listed.Store(&listed)
 	slices.Sort(gone)
 	if s.perSession {
 		if len(gone) > 0 {

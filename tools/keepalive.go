@@ -53,7 +53,7 @@ type keptConns struct {
 	closing atomic.Bool
 	wg      sync.WaitGroup
 	back    backServer
-	served  atomic.Int64 // calls answered in place, for the tests
+	served  atomic.Int64 // calls and listings answered in place, for the tests
 	// idle closes a connection idle that long; a sweep, a timer only
 	// while connections are kept, looks every idle/2. Zero keeps them.
 	idle     time.Duration
@@ -293,12 +293,15 @@ func (c *keptConn) serve() bool {
 	}
 	call, ok := c.h.g.fastCall(s, body)
 	if !ok {
-		return c.handBack()
+		f, ok := c.h.g.fastList(s, body)
+		if !ok {
+			return c.handBack()
+		}
+		c.taken()
+		c.h.kept.served.Add(1)
+		return c.write(f)
 	}
-	c.in.keep = false
-	if cap(c.in.kept) > 64<<10 {
-		c.in.kept = nil // a large body's copy is not kept for the next
-	}
+	c.taken()
 	stream := newProgressStream(call, &c.events, c.h.g.log)
 	f, gone := c.call(s, call, stream, req.Header)
 	streamed, err := stream.finish(f) // also when gone: its writer must stop
@@ -310,6 +313,15 @@ func (c *keptConn) serve() bool {
 		return err == nil
 	}
 	return c.write(f)
+}
+
+// taken ends the keeping of what is read for net/http: the gateway
+// answers the request itself.
+func (c *keptConn) taken() {
+	c.in.keep = false
+	if cap(c.in.kept) > 64<<10 {
+		c.in.kept = nil // a large body's copy is not kept for the next
+	}
 }
 
 // inPlace checks r as net/http's server, the guard and the fast path

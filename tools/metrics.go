@@ -26,12 +26,14 @@ type metrics struct {
 	sessions prometheus.GaugeFunc
 	attached *prometheus.GaugeVec
 	backlog  *prometheus.GaugeVec
+	lists    *prometheus.CounterVec
 
 	// The proxied tools' series, looked up once: every proxied call
 	// records into them, and a lookup takes the vector's lock, which every
 	// session shares.
 	proxiedOK, proxiedFailed prometheus.Counter
 	proxiedLatency           prometheus.Observer
+	fastLists, serverLists   prometheus.Counter
 }
 
 func newMetrics(m *attach.Manager) *metrics {
@@ -53,13 +55,16 @@ func newMetrics(m *attach.Manager) *metrics {
 			Help: "Current attachments by kind and status, over all sessions."}, []string{"kind", "status"}),
 		backlog: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ardgate_stdio_backlog_bytes",
 			Help: "Bytes of requests waiting to be written to stdio servers that have stopped reading their input, by attachment name, over all sessions; absent while none waits."}, []string{"upstream"}),
+		lists: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ardgate_tool_lists_total",
+			Help: "tools/list requests answered, by path: \"fast\" (from encoded definitions) or \"server\"."}, []string{"path"}),
 	}
 	x.proxiedOK = x.calls.WithLabelValues("proxied", "ok")
 	x.proxiedFailed = x.calls.WithLabelValues("proxied", "error")
 	x.proxiedLatency = x.latency.WithLabelValues("proxied")
+	x.fastLists, x.serverLists = x.lists.WithLabelValues("fast"), x.lists.WithLabelValues("server")
 	x.sessions = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ardgate_sessions", Help: "Open sessions."},
 		func() float64 { return float64(len(m.Sessions())) })
-	x.reg.MustRegister(x.calls, x.latency, x.upstream, x.registry, x.refusals, x.attaches, x.sessions,
+	x.reg.MustRegister(x.calls, x.latency, x.upstream, x.registry, x.refusals, x.attaches, x.sessions, x.lists,
 		attachmentsCollector{m: m, attached: x.attached, backlog: x.backlog},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return x

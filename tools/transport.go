@@ -119,6 +119,10 @@ func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
 	s := r.g.stdio.Load()
 	c, ok := r.g.fastCall(s, line)
 	if !ok {
+		if f, ok := r.g.fastList(s, line); ok {
+			r.reply(f, &r.held)
+			return true
+		}
 		// Looked for only now: a call's frame may be large, and a
 		// notice is never a call.
 		r.inFlight.cancel(line)
@@ -424,12 +428,11 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 				if streamed, _ := stream.finish(f); streamed {
 					return // answered as an event stream
 				}
-				if h.keep(w, r, f) {
-					return
-				}
-				w.Header().Set("Content-Type", "application/json")
-				w.Header().Set("Content-Length", strconv.Itoa(f.size()))
-				_ = f.writeTo(w)
+				h.answer(w, r, f)
+				return
+			}
+			if f, ok := h.g.fastList(s, body); ok {
+				h.answer(w, r, f)
 				return
 			}
 		}
@@ -441,6 +444,17 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 		s.seen.Store(time.Now().UnixNano())
 		next.ServeHTTP(w, r)
 	})
+}
+
+// answer writes f as the JSON answer to r, and keeps serving the
+// connection in place when it may (keepalive.go).
+func (h *HTTP) answer(w http.ResponseWriter, r *http.Request, f frame) {
+	if h.keep(w, r, f) {
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(f.size()))
+	_ = f.writeTo(w)
 }
 
 // readBody reads a request's body for the fast path: into a buffer of
@@ -469,7 +483,8 @@ func (h *HTTP) fastSession(r *http.Request) (*session, bool) {
 
 // fastTarget returns r's session, and whether the fast path may answer r:
 // a POST of JSON, in a protocol version the server offers, for a known
-// session whose idle clock the server wound not long ago.
+// session whose idle clock the server wound not long ago, and for which
+// the server holds no notification to send with its next answer.
 func (h *HTTP) fastTarget(r *http.Request) (*session, bool) {
 	id := r.Header.Get(server.HeaderKeySessionID)
 	if id == "" {
@@ -479,7 +494,7 @@ func (h *HTTP) fastTarget(r *http.Request) (*session, bool) {
 	if s == nil || !s.perSession {
 		return nil, false
 	}
-	if r.Method != http.MethodPost || !h.fastEligible(r) || time.Duration(time.Now().UnixNano()-s.seen.Load()) > h.idleTTL/4 {
+	if r.Method != http.MethodPost || !h.fastEligible(r) || time.Duration(time.Now().UnixNano()-s.seen.Load()) > h.idleTTL/4 || s.noticesQueued() {
 		return s, false
 	}
 	return s, true

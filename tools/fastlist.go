@@ -1,0 +1,114 @@
+package tools
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/ardgate/ardgate/attach"
+	"github.com/ardgate/ardgate/guard"
+)
+
+// The fast path answers a plain tools/list too. Through the server, every
+// listing copies each tool's struct into a map and a slice, sorts them,
+// and encodes each tool anew through a map of its members, compacting its
+// schemas: about 1.7 ms for a session with a 99-tool server attached, and
+// clients list again after every tools/list_changed. Here the gateway's
+// own tools are encoded once, at start, and each proxied tool once per
+// shared definition (attach.Tool.AppendListed): a listing is the copy of
+// those bytes, in the server's order (by name) and as the server encodes
+// them, byte for byte (TestFastListMatchesServer).
+//
+// Only a listing that needs nothing else takes it: no cursor, no other
+// parameter but _meta, tracing off (the server traces every method), and
+// the session's pinned servers no longer starting (the server's listing
+// waits for them).
+
+var toolsListMethod = []byte(`"tools/list"`)
+
+// ownTool is one of the gateway's own tools, encoded as a tools/list
+// result lists it.
+type ownTool struct {
+	name    string
+	encoded []byte
+}
+
+// addOwnTools registers the gateway's own tools with the MCP server, and
+// keeps their encodings for the fast path's listings, by name.
+func (g *Gateway) addOwnTools(tools ...server.ServerTool) {
+	g.mcp.AddTools(tools...)
+	for _, t := range tools {
+		encoded, err := json.Marshal(t.Tool)
+		if err != nil {
+			panic("tools: " + t.Tool.Name + " cannot be encoded: " + err.Error()) // the gateway's own definitions
+		}
+		g.own = append(g.own, ownTool{name: t.Tool.Name, encoded: encoded})
+	}
+	slices.SortFunc(g.own, func(a, b ownTool) int { return strings.Compare(a.name, b.name) })
+}
+
+// fastList answers line when it is a tools/list the fast path takes; ok
+// is false for anything else, which the MCP server then answers.
+func (g *Gateway) fastList(s *session, line []byte) (f frame, ok bool) {
+	if s == nil || g.opts.Tracing != nil || !bytes.Contains(line, toolsListMethod) {
+		return f, false
+	}
+	id, method, params, ok := request(line)
+	if !ok || !bytes.Equal(method, toolsListMethod) || !onlyMeta(params) {
+		return f, false
+	}
+	if s.att.PinnedPending(g.opts.PinnedListWait) {
+		return f, false // the server's listing waits for them
+	}
+	var listed []attach.Tool
+	if l := s.listed.Load(); l != nil {
+		listed = *l
+	}
+	size := len(`{"tools":[]}`) + len(g.own) + len(listed)
+	for _, t := range g.own {
+		size += len(t.encoded)
+	}
+	for _, t := range listed {
+		n, err := t.ListedSize()
+		if err != nil {
+			return f, false // the server fails alike, and says why
+		}
+		size += n
+	}
+	b := append(make([]byte, 0, size), `{"tools":[`...)
+	own := g.own
+	for i := 0; len(own) > 0 || len(listed) > 0; i++ {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if len(listed) == 0 || len(own) > 0 && own[0].name < listed[0].Name {
+			b = append(b, own[0].encoded...)
+			own = own[1:]
+			continue
+		}
+		b, _ = listed[0].AppendListed(b) // sized above, without an error
+		listed = listed[1:]
+	}
+	b = append(b, "]}"...)
+	g.metrics.fastLists.Inc()
+	return frame{id: string(id), result: b}, true
+}
+
+// onlyMeta tells whether a request's params are absent or an object with
+// no member but _meta.
+func onlyMeta(params []byte) bool {
+	if params == nil {
+		return true
+	}
+	if params[0] != '{' {
+		return false
+	}
+	other := false
+	_ = guard.ScanCheckedObject(params, func(name, _ []byte) { // checked with the frame
+		other = other || string(name) != "_meta"
+	})
+	return !other
+}
