@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -430,10 +431,32 @@ func decodeTool(raw json.RawMessage) (mcp.Tool, error) {
 	// mcp-go refuses to serve a tool whose x-mcp-header annotations break
 	// SEP-2243's rules: with an error for the whole batch of a session's
 	// tools, and over stdio by panicking. Such a tool is left out here.
-	if err := mcp.ValidateParamHeaderAnnotations(&tool); err != nil {
-		return mcp.Tool{}, fmt.Errorf("tool %s: invalid x-mcp-header annotations: %w", t.Name, err)
+	if mayAnnotateHeaders(tool.RawInputSchema) {
+		if err := mcp.ValidateParamHeaderAnnotations(&tool); err != nil {
+			return mcp.Tool{}, fmt.Errorf("tool %s: invalid x-mcp-header annotations: %w", t.Name, err)
+		}
 	}
 	return tool, nil
+}
+
+// headerKey is the schema keyword of SEP-2243's header annotations.
+const headerKey = "x-mcp-header"
+
+// mayAnnotateHeaders tells whether a raw schema may hold the x-mcp-header
+// keyword as encoding/json reads keys: in any case, or spelled with
+// escapes or with non-ASCII letters that fold to it. Checking one takes a
+// marshal and an unmarshal of the schema (mcp-go's check), a third of the
+// time to attach a server of large schemas; most schemas cannot hold it.
+func mayAnnotateHeaders(schema []byte) bool {
+	for i, c := range schema {
+		switch {
+		case c >= utf8.RuneSelf, c == '\\' && i+1 < len(schema) && schema[i+1] == 'u':
+			return true
+		case (c == 'x' || c == 'X') && len(schema)-i >= len(headerKey) && bytes.EqualFold(schema[i:i+len(headerKey)], []byte(headerKey)):
+			return true
+		}
+	}
+	return false
 }
 
 // call forwards one tool call. A progress token in meta is passed on, and

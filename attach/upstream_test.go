@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // A listed tool keeps its schemas byte for byte, whatever keywords they
@@ -25,6 +27,11 @@ func TestDecodeTool(t *testing.T) {
 		{name: "mistyped member", raw: `{"name":"t","annotations":{"readOnlyHint":"yes"}}`, fails: "tool t: json:"},
 		{name: "not an object", raw: `["t"]`, fails: "malformed tool"},
 		{name: "x-mcp-header on an object", raw: `{"name":"t","inputSchema":{"type":"object","properties":{"o":{"type":"object","x-mcp-header":"O"}}}}`,
+			fails: "tool t: invalid x-mcp-header annotations"},
+		// encoding/json matches keys in any case, and reads escapes.
+		{name: "X-MCP-Header on an object", raw: `{"name":"t","inputSchema":{"type":"object","properties":{"o":{"type":"object","X-MCP-Header":"O"}}}}`,
+			fails: "tool t: invalid x-mcp-header annotations"},
+		{name: "escaped x-mcp-header on an object", raw: `{"name":"t","inputSchema":{"type":"object","properties":{"o":{"type":"object","x-mcp-\u0068eader":"O"}}}}`,
 			fails: "tool t: invalid x-mcp-header annotations"},
 		{name: "x-mcp-header on a string", raw: `{"name":"t","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}}`,
 			input: `{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`},
@@ -54,4 +61,27 @@ func TestDecodeTool(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A schema mayAnnotateHeaders passes over is one mcp-go's check accepts.
+func FuzzMayAnnotateHeaders(f *testing.F) {
+	for _, seed := range []string{
+		`{"type":"object","properties":{"o":{"type":"object","x-mcp-header":"O"}}}`,
+		`{"type":"object","properties":{"o":{"type":"object","X-Mcp-Header":"O"}}}`,
+		`{"type":"object","properties":{"o":{"type":"object","x-mcp-\u0068eader":"O"}}}`,
+		`{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"A"},"b":{"type":"string","x-mcp-header":"a"}}}`,
+		`{"type":"object","properties":{"o":{"type":"object","properties":{"p":{"type":"array","x-mcp-header":"P"}}}}}`,
+		`{"type":"object","properties":{"o":{"type":"object","x-mcp-headeré":"O"}}}`,
+		`{"type":"object","properties":{"name":{"type":"string"}}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, schema []byte) {
+		if !json.Valid(schema) || mayAnnotateHeaders(schema) {
+			return
+		}
+		if err := mcp.ValidateParamHeaderAnnotations(&mcp.Tool{Name: "t", RawInputSchema: schema}); err != nil {
+			t.Fatalf("%s: passed over, but mcp-go refuses it: %v", schema, err)
+		}
+	})
 }
