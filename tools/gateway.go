@@ -6,8 +6,8 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -98,6 +98,10 @@ type session struct {
 	// fast are the session's calls in flight on the fast path, for the
 	// client to cancel.
 	fast inflight
+	// client is the MCP server's session, which keeps the session's
+	// proxied tools (streamable HTTP); nil until the server registers it.
+	// Guarded by syncMu.
+	client server.SessionWithTools
 	// notices is where the MCP server queues the session's notifications
 	// (tools/list_changed); set once it registered the session.
 	notices atomic.Pointer[chan<- mcp.JSONRPCNotification]
@@ -176,11 +180,15 @@ func newTool(name, title, description, schema string, h hints, handler server.To
 func (g *Gateway) MCPServer() *server.MCPServer { return g.mcp }
 
 func (g *Gateway) onRegister(_ context.Context, cs server.ClientSession) {
-	_, perSession := cs.(server.SessionWithTools)
+	withTools, perSession := cs.(server.SessionWithTools)
 	s := g.session(cs.SessionID(), perSession)
 	notices := cs.NotificationChannel()
 	s.notices.Store(&notices)
-	if !perSession {
+	if perSession {
+		s.syncMu.Lock()
+		s.client = withTools
+		s.syncMu.Unlock()
+	} else {
 		g.stdio.Store(s)
 	}
 	g.sync(cs.SessionID(), s)
@@ -247,8 +255,8 @@ func (g *Gateway) current(ctx context.Context) *session {
 }
 
 // sync makes the proxied tools registered for a session match its
-// attachments: it removes what went and adds what came or changed. The MCP
-// server sends tools/list_changed to that session only.
+// attachments: it removes what went and adds what came or changed, and
+// tools/list_changed goes to that session only.
 func (g *Gateway) sync(id string, s *session) {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
@@ -290,22 +298,12 @@ func (g *Gateway) sync(id string, s *session) {
 	s.listed.Store(&listed)
 	slices.Sort(gone)
 	if s.perSession {
-		if len(gone) > 0 {
-			if err := g.mcp.DeleteSessionTools(id, gone...); err != nil {
-				g.log.Debug("session tools not removed", "session", id, "err", err)
-			}
+		if s.client == nil {
+			// Not registered yet; the register hook syncs again.
+			g.log.Debug("session tools not added yet", "session", id)
+			return
 		}
-		if len(add) > 0 {
-			if err := g.mcp.AddSessionTools(id, add...); err != nil {
-				if errors.Is(err, server.ErrSessionNotFound) {
-					// Not registered yet; the register hook syncs again.
-					g.log.Debug("session tools not added yet", "session", id)
-				} else {
-					g.log.Warn("session tools not added", "session", id, "err", err)
-				}
-				return
-			}
-		}
+		g.setSessionTools(s.client, gone, add)
 	} else {
 		if len(gone) > 0 {
 			g.mcp.DeleteTools(gone...)
@@ -319,6 +317,30 @@ func (g *Gateway) sync(id string, s *session) {
 	}
 	for _, st := range add {
 		s.registered[st.Tool.Name] = want[st.Tool.Name].Upstream
+	}
+}
+
+// setSessionTools removes gone from the tools the MCP server keeps for
+// the session and adds add, then tells the client its list changed, once.
+// mcp-go's AddSessionTools would check every added tool's schema for
+// x-mcp-header annotations again, for every session: a third of the time
+// to attach a server of large schemas. The gateway checked each
+// definition once, as it was listed (attach.decodeTool).
+func (g *Gateway) setSessionTools(cs server.SessionWithTools, gone []string, add []server.ServerTool) {
+	tools := make(map[string]server.ServerTool, len(cs.GetSessionTools())+len(add))
+	maps.Copy(tools, cs.GetSessionTools())
+	for _, name := range gone {
+		delete(tools, name)
+	}
+	for _, t := range add {
+		tools[t.Tool.Name] = t
+	}
+	cs.SetSessionTools(tools)
+	if cs.Initialized() {
+		// Before that, the client has not listed the tools.
+		if err := g.mcp.SendNotificationToSpecificClient(cs.SessionID(), string(mcp.MethodNotificationToolsListChanged), nil); err != nil {
+			g.log.Debug("tools/list_changed not sent", "session", cs.SessionID(), "err", err)
+		}
 	}
 }
 
