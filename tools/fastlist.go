@@ -50,6 +50,18 @@ func (g *Gateway) addOwnTools(tools ...server.ServerTool) {
 	slices.SortFunc(g.own, func(a, b ownTool) int { return strings.Compare(a.name, b.name) })
 }
 
+// isOwn tells whether name, a JSON string as a frame holds it, names one
+// of the gateway's own tools.
+func (g *Gateway) isOwn(name []byte) bool {
+	if len(name) < 2 || name[0] != '"' || bytes.IndexByte(name, '\\') >= 0 {
+		return false // not a string, or escaped: not looked into
+	}
+	_, found := slices.BinarySearchFunc(g.own, name[1:len(name)-1], func(t ownTool, name []byte) int {
+		return strings.Compare(t.name, string(name))
+	})
+	return found
+}
+
 // fastList answers line when it is a tools/list the fast path takes; ok
 // is false for anything else, which the MCP server then answers.
 func (g *Gateway) fastList(s *session, line []byte) (f frame, ok bool) {

@@ -199,3 +199,61 @@ func TestQueuedNoticeTakesServerPath(t *testing.T) {
 		}
 	}
 }
+
+// mcp-go's session gets a session's proxied tools only once a request
+// that may call or list them goes to the server: a session whose calls and
+// listings all take the fast path never has the server's copies. A call
+// on the server's path finds its tool however the request spells its
+// method, and the server's copies follow attachments from then on.
+func TestServerToolsOnDemand(t *testing.T) {
+	up := newRecordingUpstream(t)
+	tg := newGateway(t, 10*time.Second, remoteEntry(fastURN, up.URL))
+	serverHolds := func(s *clientSession) int {
+		t.Helper()
+		gs := tg.g.lookup(s.c.GetSessionId())
+		gs.syncMu.Lock()
+		defer gs.syncMu.Unlock()
+		return len(gs.client.GetSessionTools())
+	}
+
+	s := tg.connect(t)
+	attachRemote(t, s)
+	listed := len(s.tools())
+	if res := s.call("mcp_remote__echo", map[string]any{"message": "fast"}); firstText(res) != "fast" || !fastPathTaken(up.lastID()) {
+		t.Fatalf("a fast call: %+v", res)
+	}
+	if n := serverHolds(s); n != 0 {
+		t.Fatalf("the server's session holds %d tools after fast calls and listings only", n)
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = "mcp_remote__echo", map[string]any{"message": "slow"}
+	req.Params.Meta = &mcp.Meta{ProgressToken: map[string]any{"takes": "the server's path"}}
+	if res, err := s.c.CallTool(context.Background(), req); err != nil || firstText(res) != "slow" || fastPathTaken(up.lastID()) {
+		t.Fatalf("a call on the server's path: %v %+v, the upstream saw %s", err, res, up.lastID())
+	}
+	proxied := serverHolds(s)
+	if own := len(tg.g.own); proxied == 0 || proxied != listed-own {
+		t.Fatalf("the server's session holds %d tools, want the %d proxied", proxied, listed-own)
+	}
+	if res := s.call("detach_resource", map[string]any{"urn": fastURN}); res.IsError {
+		t.Fatalf("detach: %s", firstText(res))
+	}
+	if n := serverHolds(s); n != 0 {
+		t.Fatalf("the server's session holds %d tools after the detach", n)
+	}
+	attachRemote(t, s)
+	if n := serverHolds(s); n != proxied {
+		t.Fatalf("the server's session holds %d tools after attaching again, want %d", n, proxied)
+	}
+
+	// A method spelled with escapes is the same method to the server.
+	for i, method := range []string{`"tools\/call"`, `"\u0074ools/call"`} {
+		s := tg.connect(t)
+		attachRemote(t, s)
+		c := dialRaw(t, tg, s.c.GetSessionId())
+		c.send(c.request(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%s,"params":{"name":"mcp_remote__echo","arguments":{"message":"spelled"}}}`, i, method)))
+		if code, body := c.answer(); code != http.StatusOK || !strings.Contains(body, `"text":"spelled"`) {
+			t.Errorf("method %s: %d %s", method, code, body)
+		}
+	}
+}

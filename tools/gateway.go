@@ -4,6 +4,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -100,8 +101,9 @@ type session struct {
 	fast inflight
 	// client is the MCP server's session, which keeps the session's
 	// proxied tools (streamable HTTP); nil until the server registers it.
-	// Guarded by syncMu.
-	client server.SessionWithTools
+	// serverTools tells that it keeps them (toServer). Guarded by syncMu.
+	client      server.SessionWithTools
+	serverTools bool
 	// notices is where the MCP server queues the session's notifications
 	// (tools/list_changed); set once it registered the session.
 	notices atomic.Pointer[chan<- mcp.JSONRPCNotification]
@@ -275,12 +277,12 @@ func (g *Gateway) sync(id string, s *session) {
 			gone = append(gone, name)
 		}
 	}
-	var add []server.ServerTool
+	var add []attach.Tool
 	for name, t := range want {
 		if old, known := s.registered[name]; known && old == t.Upstream {
 			continue
 		}
-		add = append(add, server.ServerTool{Tool: exposed(t), Handler: g.proxy(name)})
+		add = append(add, t)
 	}
 	if len(gone) == 0 && len(add) == 0 {
 		return
@@ -303,45 +305,107 @@ func (g *Gateway) sync(id string, s *session) {
 			g.log.Debug("session tools not added yet", "session", id)
 			return
 		}
-		g.setSessionTools(s.client, gone, add)
+		if s.serverTools {
+			g.setSessionTools(s.client, gone, add)
+		}
+		g.listChanged(s.client)
 	} else {
 		if len(gone) > 0 {
 			g.mcp.DeleteTools(gone...)
 		}
 		if len(add) > 0 {
-			g.mcp.AddTools(add...)
+			g.mcp.AddTools(g.serverTools(add)...)
 		}
 	}
 	for _, name := range gone {
 		delete(s.registered, name)
 	}
-	for _, st := range add {
-		s.registered[st.Tool.Name] = want[st.Tool.Name].Upstream
+	for _, t := range add {
+		s.registered[t.Name] = t.Upstream
 	}
 }
 
+// serverTools are proxied tools as the MCP server serves them.
+func (g *Gateway) serverTools(tools []attach.Tool) []server.ServerTool {
+	out := make([]server.ServerTool, 0, len(tools))
+	for _, t := range tools {
+		out = append(out, server.ServerTool{Tool: exposed(t), Handler: g.proxy(t.Name)})
+	}
+	return out
+}
+
 // setSessionTools removes gone from the tools the MCP server keeps for
-// the session and adds add, then tells the client its list changed, once.
-// mcp-go's AddSessionTools would check every added tool's schema for
-// x-mcp-header annotations again, for every session: a third of the time
-// to attach a server of large schemas. The gateway checked each
-// definition once, as it was listed (attach.decodeTool).
-func (g *Gateway) setSessionTools(cs server.SessionWithTools, gone []string, add []server.ServerTool) {
+// the session and adds add. mcp-go's AddSessionTools would check every
+// added tool's schema for x-mcp-header annotations again, for every
+// session: a third of the time to attach a server of large schemas. The
+// gateway checked each definition once, as it was listed
+// (attach.decodeTool).
+func (g *Gateway) setSessionTools(cs server.SessionWithTools, gone []string, add []attach.Tool) {
 	tools := make(map[string]server.ServerTool, len(cs.GetSessionTools())+len(add))
 	maps.Copy(tools, cs.GetSessionTools())
 	for _, name := range gone {
 		delete(tools, name)
 	}
-	for _, t := range add {
+	for _, t := range g.serverTools(add) {
 		tools[t.Tool.Name] = t
 	}
 	cs.SetSessionTools(tools)
-	if cs.Initialized() {
-		// Before that, the client has not listed the tools.
-		if err := g.mcp.SendNotificationToSpecificClient(cs.SessionID(), string(mcp.MethodNotificationToolsListChanged), nil); err != nil {
-			g.log.Debug("tools/list_changed not sent", "session", cs.SessionID(), "err", err)
-		}
+}
+
+// listChanged tells an HTTP session's client that its tools changed.
+func (g *Gateway) listChanged(cs server.SessionWithTools) {
+	if !cs.Initialized() {
+		return // the client has not listed the tools yet
 	}
+	if err := g.mcp.SendNotificationToSpecificClient(cs.SessionID(), string(mcp.MethodNotificationToolsListChanged), nil); err != nil {
+		g.log.Debug("tools/list_changed not sent", "session", cs.SessionID(), "err", err)
+	}
+}
+
+// toServer readies a session for a request on its way to the MCP server.
+// The server's session gets the session's proxied tools only once a
+// request that may call or list them goes to it: until then, a session
+// whose calls and listings all take the fast path does not keep the
+// server's copy of each tool (about 400 bytes each), nor build it at
+// every attach. The server then keeps them in step (sync).
+func (g *Gateway) toServer(s *session, body []byte) {
+	if !g.mayNeedProxied(body) {
+		return
+	}
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	if s.serverTools {
+		return
+	}
+	s.serverTools = true
+	if s.client != nil { // else the register hook's sync adds them all
+		tools := make([]attach.Tool, 0, len(s.registered))
+		for name, def := range s.registered {
+			tools = append(tools, attach.Tool{Name: name, Upstream: def})
+		}
+		g.setSessionTools(s.client, nil, tools)
+	}
+}
+
+// mayNeedProxied tells whether a request may call or list proxied tools,
+// as the server reads it. A body that holds no tools method, spelled out
+// or with escapes, cannot; nor can a plain call of one of the gateway's
+// own tools (attach_resource...), the calls that go to the server most.
+func (g *Gateway) mayNeedProxied(body []byte) bool {
+	if !bytes.Contains(body, []byte("tools")) && !bytes.Contains(body, []byte(`\u`)) {
+		return false
+	}
+	_, method, params, ok := request(body)
+	if !ok || !bytes.Equal(method, toolsCallMethod) || len(params) == 0 || params[0] != '{' {
+		return true
+	}
+	var name []byte
+	_ = guard.ScanCheckedObject(params, func(member, value []byte) { // checked with the frame
+		if string(member) == "name" {
+			name = value
+		}
+	})
+	return !g.isOwn(name)
 }
 
 // exposed is the upstream tool as the client sees it: the exposed name,

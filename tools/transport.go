@@ -439,6 +439,7 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 		if err == nil {
 			s.fast.cancel(body) // the server hears the notice too, and answers it
 		}
+		h.g.toServer(s, body)
 		// The server reads the body again, and meets the same error.
 		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
 		s.seen.Store(time.Now().UnixNano())
