@@ -94,7 +94,7 @@ type session struct {
 	callable atomic.Pointer[map[string]string]
 	// seen is when the MCP server last saw a request of this HTTP session
 	// (unix nanoseconds): the fast path leaves the session's idle clock to
-	// the server, so it lets a request through to it now and then.
+	// the server, and winds it now and then (idleclock.go).
 	seen atomic.Int64
 	// fast are the session's calls in flight on the fast path, for the
 	// client to cancel.
@@ -231,6 +231,7 @@ func (g *Gateway) session(id string, perSession bool) *session {
 		return s
 	}
 	s := &session{att: g.manager.NewSession(id), limiter: g.opts.Limits.NewLimiter(), perSession: perSession, registered: map[string]*attach.Definition{}}
+	s.seen.Store(time.Now().UnixNano()) // the server registers it
 	s.att.OnChange = func() { g.sync(id, s) }
 	s.att.Start() // after OnChange is set: a pinned server may attach at once
 	g.sessions.Store(id, s)

@@ -484,8 +484,9 @@ func (h *HTTP) fastSession(r *http.Request) (*session, bool) {
 
 // fastTarget returns r's session, and whether the fast path may answer r:
 // a POST of JSON, in a protocol version the server offers, for a known
-// session whose idle clock the server wound not long ago, and for which
-// the server holds no notification to send with its next answer.
+// session for which the server holds no notification to send with its
+// next answer. The server's idle clock of the session is wound first, if
+// due (idleclock.go).
 func (h *HTTP) fastTarget(r *http.Request) (*session, bool) {
 	id := r.Header.Get(server.HeaderKeySessionID)
 	if id == "" {
@@ -495,9 +496,10 @@ func (h *HTTP) fastTarget(r *http.Request) (*session, bool) {
 	if s == nil || !s.perSession {
 		return nil, false
 	}
-	if r.Method != http.MethodPost || !h.fastEligible(r) || time.Duration(time.Now().UnixNano()-s.seen.Load()) > h.idleTTL/4 || s.noticesQueued() {
+	if r.Method != http.MethodPost || !h.fastEligible(r) || s.noticesQueued() {
 		return s, false
 	}
+	h.windIdleClock(r, s)
 	return s, true
 }
 
