@@ -110,7 +110,8 @@ func (g *Gateway) fastList(s *session, line []byte) (f frame, ok bool) {
 }
 
 // onlyMeta tells whether a request's params are absent or an object with
-// no member but _meta.
+// no member but _meta, itself an object or null as the server reads it
+// (the server refuses any other _meta).
 func onlyMeta(params []byte) bool {
 	if params == nil {
 		return true
@@ -118,9 +119,9 @@ func onlyMeta(params []byte) bool {
 	if params[0] != '{' {
 		return false
 	}
-	other := false
-	_ = guard.ScanCheckedObject(params, func(name, _ []byte) { // checked with the frame
-		other = other || string(name) != "_meta"
+	ok := true
+	_ = guard.ScanCheckedObject(params, func(name, value []byte) { // checked with the frame
+		ok = ok && string(name) == "_meta" && (value[0] == '{' || string(value) == "null")
 	})
-	return !other
+	return ok
 }

@@ -122,8 +122,12 @@ func TestFastListMatchesServer(t *testing.T) {
 		if n := tg.h.kept.served.Load() - kept0; n != 2 {
 			t.Fatalf("%d listings answered on a kept connection, want the 2 after the first", n)
 		}
-		if _, ct := list(c, `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"cursor":"bWNw"}}`); count(m.serverLists) != server0+2 {
-			t.Fatalf("a listing with a cursor did not take the server's path (%s)", ct)
+		// A cursor, and a _meta the server refuses, take the server's path.
+		for i, params := range []string{`{"cursor":"bWNw"}`, `{"_meta":5}`, `{"_meta":"m"}`, `null`, `[]`} {
+			c.send(c.request(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":%s}`, 5+i, params)))
+			if resp, answer := c.response(); count(m.fastLists) != fast0+3 || resp.Header.Get("Content-Type") == "application/json" && !strings.Contains(answer, `"error"`) {
+				t.Fatalf("params %s: answered on the fast path: %.200s", params, answer)
+			}
 		}
 	}
 	own := len(tg.g.own)
