@@ -20,9 +20,10 @@ import (
 // own. Here the frame is read once, the arguments go upstream as the
 // client wrote them, and the result comes back as the upstream wrote it.
 //
-// Only calls that need nothing else take it: a proxied tool registered
-// for the session, an id, arguments that are an object, and no other
-// parameters (a task-augmented call takes the server's path). A progress
+// Only calls that need nothing else take it: a proxied tool listed for
+// the session that does not require a task, an id, arguments that are an
+// object, and no other parameters (a task-augmented call takes the
+// server's path). A progress
 // token in _meta is relayed (progress.go); the rest of _meta goes no
 // further, as on the server's path. What every call passes still
 // applies: the drain, the rate limit, the call timeout, the result cap,
@@ -53,8 +54,8 @@ func (g *Gateway) fastCall(s *session, frame []byte) (c callFrame, ok bool) {
 	if s == nil || !bytes.Contains(frame, toolsCallMethod) {
 		return c, false
 	}
-	proxied, callable := s.proxied.Load(), s.callable.Load()
-	if callable == nil || len(*callable) == 0 {
+	tools := s.tools.Load()
+	if tools == nil || len(*tools) == 0 {
 		return c, false // nothing attached
 	}
 	id, method, params, ok := request(frame)
@@ -67,14 +68,13 @@ func (g *Gateway) fastCall(s *session, frame []byte) (c callFrame, ok bool) {
 		// what they mean for the tool.
 		return c, false
 	}
-	var tool, via string
-	known := false
-	if proxied != nil {
-		tool, known = proxiedTool(*proxied, name)
-	}
+	var via string
+	tool, known := findTool(*tools, name)
+	// A tool that requires a task is refused as the server refuses it.
+	known = known && tool.listed && !tool.needsTask
 	if !known && string(name) == `"`+callAttachedTool+`"` {
 		via = callAttachedTool
-		tool, args, known = calledThrough(*callable, args)
+		tool, args, known = calledThrough(*tools, args)
 	}
 	if !known {
 		return c, false
@@ -85,7 +85,7 @@ func (g *Gateway) fastCall(s *session, frame []byte) (c callFrame, ok bool) {
 	case args[0] != '{':
 		return c, false // the server says what is wrong with them
 	}
-	c = callFrame{ID: string(id), Name: tool, Via: via, Arguments: args}
+	c = callFrame{ID: string(id), Name: tool.name, Via: via, Arguments: args}
 	if !c.readMeta(meta) {
 		return c, false // the server says what is wrong with it
 	}
@@ -126,18 +126,18 @@ func (c callFrame) called() string {
 }
 
 // calledThrough reads the arguments of a call_attached_tool call: the
-// attached tool they name, and that tool's arguments. ok is false unless
-// they name a tool in callable and have no other member: the gateway's
-// tool then says what is wrong.
-func calledThrough(callable map[string]string, args []byte) (tool string, inner []byte, ok bool) {
+// attached tool they name, listed or deferred, and that tool's arguments.
+// ok is false unless they name a tool in tools and have no other member:
+// the gateway's tool then says what is wrong.
+func calledThrough(tools map[string]toolRef, args []byte) (tool toolRef, inner []byte, ok bool) {
 	if len(args) == 0 || args[0] != '{' {
-		return "", nil, false
+		return tool, nil, false
 	}
 	name, inner, meta, other := callMembers(args)
 	if other || meta != nil {
-		return "", nil, false
+		return tool, nil, false
 	}
-	tool, ok = proxiedTool(callable, name)
+	tool, ok = findTool(tools, name)
 	return tool, inner, ok
 }
 
@@ -198,21 +198,21 @@ func jsonString(value []byte) string {
 	return s
 }
 
-// proxiedTool finds the tool that raw, a JSON string, names in proxied.
+// findTool finds the tool that raw, a JSON string, names in tools.
 // A name without escapes is looked up in place, which copies nothing.
-func proxiedTool(proxied map[string]string, raw []byte) (string, bool) {
+func findTool(tools map[string]toolRef, raw []byte) (toolRef, bool) {
 	if len(raw) < 2 || raw[0] != '"' {
-		return "", false
+		return toolRef{}, false
 	}
 	if bytes.IndexByte(raw, '\\') < 0 {
-		tool, ok := proxied[string(raw[1:len(raw)-1])]
+		tool, ok := tools[string(raw[1:len(raw)-1])]
 		return tool, ok
 	}
 	var name string
 	if json.Unmarshal(raw, &name) != nil {
-		return "", false
+		return toolRef{}, false
 	}
-	tool, ok := proxied[name]
+	tool, ok := tools[name]
 	return tool, ok
 }
 

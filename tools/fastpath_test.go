@@ -820,3 +820,29 @@ func TestFastPathCallAttachedTool(t *testing.T) {
 		t.Errorf("a deferred tool called by its name: %v", err)
 	}
 }
+
+// A tool whose definition requires a task is called without one as the
+// server calls it: refused, where the upstream would not be asked. Through
+// call_attached_tool, which calls the upstream on both paths, it is
+// called.
+func TestFastPathTaskRequired(t *testing.T) {
+	up := rawToolsUpstream(t, func(string) string {
+		return `{"tools":[{"name":"needs_task","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}},
+			{"name":"plain","inputSchema":{"type":"object"}}]}`
+	})
+	s, res := attachAt(t, up.URL)
+	if res.IsError {
+		t.Fatalf("attach: %s", firstText(res))
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = "mcp_remote__needs_task", map[string]any{}
+	if res, err := s.c.CallTool(context.Background(), req); err == nil || !strings.Contains(err.Error(), "requires task augmentation") {
+		t.Errorf("a call without a task: %v %+v", err, res)
+	}
+	if res := s.call("call_attached_tool", map[string]any{"name": "mcp_remote__needs_task", "arguments": map[string]any{}}); firstText(res) != "ok" {
+		t.Errorf("through call_attached_tool: %s", firstText(res))
+	}
+	if res := s.call("mcp_remote__plain", map[string]any{}); firstText(res) != "ok" {
+		t.Errorf("the plain tool: %s", firstText(res))
+	}
+}

@@ -67,8 +67,8 @@ type Options struct {
 	PinnedListWait time.Duration
 }
 
-// session ties an MCP client session to its attachments and remembers
-// which proxied tools are registered for it.
+// session ties an MCP client session to its attachments and to the
+// proxied tools the client is told of.
 type session struct {
 	att     *attach.Session
 	limiter *guard.Limiter
@@ -77,21 +77,15 @@ type session struct {
 	// are the server's own.
 	perSession bool
 	syncMu     sync.Mutex
-	// registered holds the upstream definition of each proxied tool
-	// registered for the session, enough to tell when it changed: an
-	// upstream that lists a tool as before gives the same shared
-	// definition (attach.Tool's Upstream). mcp-go keeps the exposed copy.
-	registered map[string]*attach.Definition
-	// proxied is the set of proxied tool names registered for the session,
-	// replaced whole by sync, so the fast path reads it without a lock.
-	// Each name maps to itself: a call's name is then this string, not a
-	// copy of the frame's bytes.
-	proxied atomic.Pointer[map[string]string]
-	// listed are the same tools by name, for the fast path's tools/list.
+	// tools are every attached tool, listed or deferred, by exposed name:
+	// what the fast path and call_attached_tool may call. listed are the
+	// tools in the session's tools/list, by name: what the fast path
+	// lists, what the MCP server serves for the session, and what the
+	// next sync tells changes by (an upstream that lists a tool as before
+	// gives the same shared definition, attach.Tool's Upstream). sync
+	// replaces both whole, so the fast path reads them without a lock.
+	tools  atomic.Pointer[map[string]toolRef]
 	listed atomic.Pointer[[]attach.Tool]
-	// callable is every attached tool's name, listed or deferred: what
-	// call_attached_tool may call, and the fast path with it.
-	callable atomic.Pointer[map[string]string]
 	// seen is when the MCP server last saw a request of this HTTP session
 	// (unix nanoseconds): the fast path leaves the session's idle clock to
 	// the server, and winds it now and then (idleclock.go).
@@ -189,6 +183,9 @@ func (g *Gateway) onRegister(_ context.Context, cs server.ClientSession) {
 	if perSession {
 		s.syncMu.Lock()
 		s.client = withTools
+		if s.serverTools { // a request that needed them came first
+			g.setSessionTools(withTools, nil, s.listedTools())
+		}
 		s.syncMu.Unlock()
 	} else {
 		g.stdio.Store(s)
@@ -230,7 +227,7 @@ func (g *Gateway) session(id string, perSession bool) *session {
 	if s := g.lookup(id); s != nil {
 		return s
 	}
-	s := &session{att: g.manager.NewSession(id), limiter: g.opts.Limits.NewLimiter(), perSession: perSession, registered: map[string]*attach.Definition{}}
+	s := &session{att: g.manager.NewSession(id), limiter: g.opts.Limits.NewLimiter(), perSession: perSession}
 	s.seen.Store(time.Now().UnixNano()) // the server registers it
 	s.att.OnChange = func() { g.sync(id, s) }
 	s.att.Start() // after OnChange is set: a pinned server may attach at once
@@ -257,73 +254,83 @@ func (g *Gateway) current(ctx context.Context) *session {
 	return g.session(cs.SessionID(), perSession)
 }
 
-// sync makes the proxied tools registered for a session match its
-// attachments: it removes what went and adds what came or changed, and
+// toolRef is an attached tool as the fast path finds it.
+type toolRef struct {
+	name   string // the exposed name: a call's name is then this string, not a copy of the frame's bytes
+	listed bool   // in tools/list; a deferred tool is called through call_attached_tool
+	// needsTask: its definition requires a task (taskSupport "required"),
+	// and the server refuses a call of it without one.
+	needsTask bool
+}
+
+// sync makes the tools the gateway serves for a session match its
+// attachments: what went is removed and what came or changed added, and
 // tools/list_changed goes to that session only.
 func (g *Gateway) sync(id string, s *session) {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
-	callable := map[string]string{}
+	tools := map[string]toolRef{}
 	for _, t := range s.att.Tools() {
-		callable[t.Name] = t.Name
+		exe := t.Upstream.Execution
+		tools[t.Name] = toolRef{name: t.Name, needsTask: exe != nil && exe.TaskSupport == mcp.TaskSupportRequired}
 	}
-	s.callable.Store(&callable)
-	want := map[string]attach.Tool{}
-	for _, t := range s.att.ListedTools() {
-		want[t.Name] = t
+	want := s.att.ListedTools()
+	slices.SortFunc(want, func(a, b attach.Tool) int { return strings.Compare(a.Name, b.Name) })
+	for _, t := range want {
+		ref := tools[t.Name]
+		ref.listed = true
+		tools[t.Name] = ref
 	}
-	var gone []string
-	for name := range s.registered {
-		if _, ok := want[name]; !ok {
-			gone = append(gone, name)
-		}
+	// The fast path takes the new set first: the tools/list_changed sent
+	// below may bring a call of a new tool at once.
+	s.tools.Store(&tools)
+	var had []attach.Tool
+	if l := s.listed.Load(); l != nil {
+		had = *l
 	}
-	var add []attach.Tool
-	for name, t := range want {
-		if old, known := s.registered[name]; known && old == t.Upstream {
-			continue
-		}
-		add = append(add, t)
-	}
+	gone, add := changes(had, want)
 	if len(gone) == 0 && len(add) == 0 {
 		return
 	}
-	// The fast path takes the new set first: the tools/list_changed that
-	// the MCP server sends below may bring a call of a new tool at once.
-	proxied := make(map[string]string, len(want))
-	listed := make([]attach.Tool, 0, len(want))
-	for name, t := range want {
-		proxied[name] = name
-		listed = append(listed, t)
-	}
-	slices.SortFunc(listed, func(a, b attach.Tool) int { return strings.Compare(a.Name, b.Name) })
-	s.proxied.Store(&proxied)
-	s.listed.Store(&listed)
-	slices.Sort(gone)
-	if s.perSession {
-		if s.client == nil {
-			// Not registered yet; the register hook syncs again.
-			g.log.Debug("session tools not added yet", "session", id)
-			return
-		}
-		if s.serverTools {
-			g.setSessionTools(s.client, gone, add)
-		}
-		g.listChanged(s.client)
-	} else {
+	s.listed.Store(&want)
+	switch {
+	case !s.perSession:
 		if len(gone) > 0 {
 			g.mcp.DeleteTools(gone...)
 		}
 		if len(add) > 0 {
 			g.mcp.AddTools(g.serverTools(add)...)
 		}
+	case s.client == nil:
+		// Not registered yet, so the client has not listed the tools; the
+		// register hook gives them to the server if it needs them.
+	default:
+		if s.serverTools {
+			g.setSessionTools(s.client, gone, add)
+		}
+		g.listChanged(s.client)
 	}
-	for _, name := range gone {
-		delete(s.registered, name)
+}
+
+// changes are the names of the tools in had and not in want, and the
+// tools of want that are not in had as they are now; both lists by name.
+func changes(had, want []attach.Tool) (gone []string, add []attach.Tool) {
+	for len(had) > 0 || len(want) > 0 {
+		switch {
+		case len(want) == 0 || len(had) > 0 && had[0].Name < want[0].Name:
+			gone = append(gone, had[0].Name)
+			had = had[1:]
+		case len(had) == 0 || want[0].Name < had[0].Name:
+			add = append(add, want[0])
+			want = want[1:]
+		default:
+			if had[0].Upstream != want[0].Upstream {
+				add = append(add, want[0])
+			}
+			had, want = had[1:], want[1:]
+		}
 	}
-	for _, t := range add {
-		s.registered[t.Name] = t.Upstream
-	}
+	return gone, add
 }
 
 // serverTools are proxied tools as the MCP server serves them.
@@ -379,13 +386,17 @@ func (g *Gateway) toServer(s *session, body []byte) {
 		return
 	}
 	s.serverTools = true
-	if s.client != nil { // else the register hook's sync adds them all
-		tools := make([]attach.Tool, 0, len(s.registered))
-		for name, def := range s.registered {
-			tools = append(tools, attach.Tool{Name: name, Upstream: def})
-		}
-		g.setSessionTools(s.client, nil, tools)
+	if s.client != nil { // else the register hook gives them
+		g.setSessionTools(s.client, nil, s.listedTools())
 	}
+}
+
+// listedTools are the tools in the session's tools/list.
+func (s *session) listedTools() []attach.Tool {
+	if l := s.listed.Load(); l != nil {
+		return *l
+	}
+	return nil
 }
 
 // mayNeedProxied tells whether a request may call or list proxied tools,
