@@ -284,11 +284,7 @@ func (g *Gateway) sync(id string, s *session) {
 	// The fast path takes the new set first: the tools/list_changed sent
 	// below may bring a call of a new tool at once.
 	s.tools.Store(&tools)
-	var had []attach.Tool
-	if l := s.listed.Load(); l != nil {
-		had = *l
-	}
-	gone, add := changes(had, want)
+	gone, add := changes(s.listedTools(), want)
 	if len(gone) == 0 && len(add) == 0 {
 		return
 	}
