@@ -190,7 +190,7 @@ func (g *Gateway) onRegister(_ context.Context, cs server.ClientSession) {
 	} else {
 		g.stdio.Store(s)
 	}
-	g.sync(cs.SessionID(), s)
+	g.sync(s)
 }
 
 // waitPinned counts a tools/list the server answers, and holds it while
@@ -229,7 +229,7 @@ func (g *Gateway) session(id string, perSession bool) *session {
 	}
 	s := &session{att: g.manager.NewSession(id), limiter: g.opts.Limits.NewLimiter(), perSession: perSession}
 	s.seen.Store(time.Now().UnixNano()) // the server registers it
-	s.att.OnChange = func() { g.sync(id, s) }
+	s.att.OnChange = func() { g.sync(s) }
 	s.att.Start() // after OnChange is set: a pinned server may attach at once
 	g.sessions.Store(id, s)
 	g.open.Add(1)
@@ -266,7 +266,7 @@ type toolRef struct {
 // sync makes the tools the gateway serves for a session match its
 // attachments: what went is removed and what came or changed added, and
 // tools/list_changed goes to that session only.
-func (g *Gateway) sync(id string, s *session) {
+func (g *Gateway) sync(s *session) {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	tools := map[string]toolRef{}
