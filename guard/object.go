@@ -36,6 +36,24 @@ func ScanCheckedObject(b []byte, member func(name, value []byte)) error {
 	return scanObject(scanner{b: b, checked: true}, member)
 }
 
+// ScanCheckedArray is ScanCheckedObject for an array: it calls elem with
+// each element (a slice of b), in order.
+func ScanCheckedArray(b []byte, elem func(value []byte)) error {
+	s := scanner{b: b, checked: true}
+	s.space()
+	if s.i >= len(b) || b[s.i] != '[' {
+		return s.fail("an array")
+	}
+	if err := s.array(0, func(v span) { elem(b[v.start:v.end]) }); err != nil {
+		return err
+	}
+	s.space()
+	if s.i != len(b) {
+		return s.fail("the end")
+	}
+	return nil
+}
+
 func scanObject(s scanner, member func(name, value []byte)) error {
 	b := s.b
 	s.space()
@@ -119,24 +137,7 @@ func (s *scanner) value(depth int) error {
 	case c == '{':
 		return s.object(depth, nil)
 	case c == '[':
-		s.i++
-		s.space()
-		if s.eat(']') {
-			return nil
-		}
-		for {
-			s.space()
-			if err := s.value(depth + 1); err != nil {
-				return err
-			}
-			s.space()
-			if s.eat(']') {
-				return nil
-			}
-			if !s.eat(',') {
-				return s.fail("a comma or the end of the array")
-			}
-		}
+		return s.array(depth, nil)
 	case c == '-' || c >= '0' && c <= '9':
 		return s.number()
 	case c == 't':
@@ -147,6 +148,33 @@ func (s *scanner) value(depth int) error {
 		return s.literal("null")
 	}
 	return s.fail("a value")
+}
+
+// array skips the array at s.i, checking it; elem, when not nil, hears
+// the span of each element.
+func (s *scanner) array(depth int, elem func(value span)) error {
+	s.i++ // the bracket
+	s.space()
+	if s.eat(']') {
+		return nil
+	}
+	for {
+		s.space()
+		start := s.i
+		if err := s.value(depth + 1); err != nil {
+			return err
+		}
+		if elem != nil {
+			elem(span{start, s.i})
+		}
+		s.space()
+		if s.eat(']') {
+			return nil
+		}
+		if !s.eat(',') {
+			return s.fail("a comma or the end of the array")
+		}
+	}
 }
 
 // object skips the object at s.i, checking it; member, when not nil,

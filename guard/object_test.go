@@ -191,3 +191,30 @@ func BenchmarkScanObject(b *testing.B) {
 		})
 	}
 }
+
+// ScanCheckedArray reads a JSON array's elements as encoding/json does,
+// and reads anything else without a panic or a read past its input.
+func FuzzScanCheckedArray(f *testing.F) {
+	for _, seed := range []string{
+		`[]`, ` [ ] `, `[1]`, `[{"name":"t","inputSchema":{"type":"object"}},{"name":"u"}]`,
+		`["a,b",["]"],{"k":"[,]"},-0.5e3,true,null]`, `[1,]`, `[`, `{}`, `[1] x`, `["\u00"]`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var got []string
+		err := ScanCheckedArray(b, func(v []byte) { got = append(got, string(v)) })
+		var want []json.RawMessage
+		if json.Unmarshal(b, &want) != nil || want == nil {
+			return // not an array: anything but a panic will do
+		}
+		if err != nil || len(got) != len(want) {
+			t.Fatalf("%q: ScanCheckedArray finds %q, %v; encoding/json %q", b, got, err, want)
+		}
+		for i := range want {
+			if got[i] != string(want[i]) {
+				t.Fatalf("%q: element %d is %q, encoding/json finds %q", b, i, got[i], want[i])
+			}
+		}
+	})
+}
