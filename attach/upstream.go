@@ -356,33 +356,65 @@ func (u *upstream) listTools(ctx context.Context) (tools []*Definition, err erro
 		if resp.Error != nil {
 			return nil, fmt.Errorf("tools/list: %s", resp.Error.Message)
 		}
-		var result struct {
-			Tools      []json.RawMessage `json:"tools"`
-			NextCursor mcp.Cursor        `json:"nextCursor"`
-		}
-		if err := json.Unmarshal(resp.Result, &result); err != nil {
+		list, next, err := listPage(resp.Result)
+		if err != nil {
 			return nil, fmt.Errorf("tools/list: malformed result: %w", err)
 		}
-		for _, raw := range result.Tools {
+		err = guard.ScanCheckedArray(list, func(raw []byte) {
 			t, key, err := u.defs.take(raw)
 			if err != nil {
 				u.log.Warn("upstream tool left out", "err", err)
-				continue
+				return
 			}
 			tools = append(tools, t)
 			keys = append(keys, key)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("tools/list: malformed result: %w", err)
 		}
 		if len(tools) > maxTools {
 			return nil, fmt.Errorf("tools/list: more than %d tools", maxTools)
 		}
-		if result.NextCursor == "" || result.NextCursor == cursor {
+		if next == "" || next == cursor {
 			return tools, nil
 		}
 		if page+1 >= maxTools { // a page may bring one tool, but not none forever
 			return nil, fmt.Errorf("tools/list: more than %d pages", maxTools)
 		}
-		cursor = result.NextCursor
+		cursor = next
 	}
+}
+
+// listPage reads a tools/list result, checked as JSON by the client that
+// read it: its tools, as an array ("[]" for none), and its next cursor.
+// It is split with guard's scanner instead of decoded again: an attach
+// of a server of 99 large tools takes a tenth less time that way
+// (BenchmarkAttachRemote).
+func listPage(result json.RawMessage) (tools []byte, next mcp.Cursor, err error) {
+	var cursor []byte
+	tools = []byte("[]")
+	err = guard.ScanCheckedObject(result, func(name, value []byte) {
+		switch string(name) {
+		case "tools":
+			tools = value
+		case "nextCursor":
+			cursor = value
+		}
+	})
+	switch {
+	case err != nil:
+		return nil, "", err
+	case string(tools) == "null":
+		tools = []byte("[]")
+	case tools[0] != '[':
+		return nil, "", fmt.Errorf("tools is %.20s, not an array", tools)
+	}
+	if cursor != nil && string(cursor) != "null" {
+		if err := json.Unmarshal(cursor, &next); err != nil {
+			return nil, "", fmt.Errorf("nextCursor: %w", err)
+		}
+	}
+	return tools, next, nil
 }
 
 // keepListed keeps the definitions of the upstream's latest listing, and

@@ -85,3 +85,33 @@ func FuzzMayAnnotateHeaders(f *testing.F) {
 		}
 	})
 }
+
+// A tools/list result is read as encoding/json would decode it: tools an
+// array or null or absent, the cursor a string (escapes resolved) or null
+// or absent; anything else is refused.
+func TestListPage(t *testing.T) {
+	cases := []struct {
+		result, tools, next, fails string
+	}{
+		{result: `{"tools":[{"name":"a"},{"name":"b"}],"nextCursor":"c2"}`, tools: `[{"name":"a"},{"name":"b"}]`, next: "c2"},
+		{result: `{"nextCursor":null,"tools":[]}`, tools: `[]`},
+		{result: `{}`, tools: `[]`},
+		{result: `{"tools":null}`, tools: `[]`},
+		{result: `{"tools":[],"nextCursor":"a\u002fb"}`, tools: `[]`, next: "a/b"},
+		{result: `{"tools":{"name":"a"}}`, fails: "not an array"},
+		{result: `{"tools":[],"nextCursor":5}`, fails: "nextCursor"},
+		{result: `["tools"]`, fails: "not a JSON object"},
+	}
+	for _, c := range cases {
+		tools, next, err := listPage(json.RawMessage(c.result))
+		if c.fails != "" {
+			if err == nil || !strings.Contains(err.Error(), c.fails) {
+				t.Errorf("%s: %v, want an error saying %q", c.result, err, c.fails)
+			}
+			continue
+		}
+		if err != nil || string(tools) != c.tools || string(next) != c.next {
+			t.Errorf("%s: tools %s, next %q, %v; want %s and %q", c.result, tools, next, err, c.tools, c.next)
+		}
+	}
+}
