@@ -3,12 +3,8 @@ package attach
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"regexp"
 	"strings"
 )
-
-// Tool names must match this on every client we know of.
-var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
 const (
 	maxToolName   = 64

@@ -1,11 +1,15 @@
 package attach
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
+
+// Tool names must match this on every client we know of.
+var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
 func TestServerName(t *testing.T) {
 	cases := map[string]string{
