@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
+	"sync"
 	"syscall"
 )
 
@@ -41,23 +42,27 @@ func (p *Stdio) CheckLauncher(launcher string) error {
 
 // Package naming rules per registry type. They keep a registry from
 // smuggling options ("-e…", "--yes") into the launcher's argument list.
-var packageRules = map[string]struct{ name, version *regexp.Regexp }{
-	"npm": {
-		// Upper case only for legacy names (JSONStream); never a leading
-		// '-', '.' or '_', so no name reads as an option.
-		name:    regexp.MustCompile(`^(@[a-z0-9][a-z0-9._~-]*/)?[A-Za-z0-9][A-Za-z0-9._~-]{0,213}$`),
-		version: regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}$`),
-	},
-	"pypi": {
-		name:    regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]{0,98}[A-Za-z0-9])?$`),
-		version: regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z.+!_-]{0,63}$`),
-	},
-}
+// Compiled on first use: their bounded repetitions make large programs,
+// half a millisecond of every start otherwise.
+var packageRules = sync.OnceValue(func() map[string]struct{ name, version *regexp.Regexp } {
+	return map[string]struct{ name, version *regexp.Regexp }{
+		"npm": {
+			// Upper case only for legacy names (JSONStream); never a leading
+			// '-', '.' or '_', so no name reads as an option.
+			name:    regexp.MustCompile(`^(@[a-z0-9][a-z0-9._~-]*/)?[A-Za-z0-9][A-Za-z0-9._~-]{0,213}$`),
+			version: regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}$`),
+		},
+		"pypi": {
+			name:    regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]{0,98}[A-Za-z0-9])?$`),
+			version: regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z.+!_-]{0,63}$`),
+		},
+	}
+})
 
 // CheckPackage refuses identifiers and versions that break their registry
 // type's naming rules. An empty version is allowed (latest).
 func CheckPackage(registryType, identifier, version string) error {
-	rule, ok := packageRules[registryType]
+	rule, ok := packageRules()[registryType]
 	if !ok {
 		return refuse("stdio.package", "registry type %q is not launchable (npm and pypi are)", registryType)
 	}
