@@ -3,7 +3,8 @@
 //   node client.mjs stdio <command> [args...]   spawn the gateway on stdio
 //   node client.mjs http <url>                  connect over streamable HTTP
 //
-// Runs discover -> attach -> tools/list_changed -> call -> a call with
+// Runs discover -> attach -> tools/list_changed -> a listing (over HTTP on
+// the gateway's fast path) -> call -> a call with
 // progress, as Claude Code calls -> call -> (over HTTP) a call cancelled
 // -> detach and prints "OK", or "FAIL: <reason>" and exits 1. Run by
 // e2e_tsclient_test.go.
@@ -107,8 +108,18 @@ async function main() {
   await call(client, 'attach_resource', { urn: URN });
   await withTimeout(toolsChanged, 10_000, 'notifications/tools/list_changed');
 
+  const http = transport instanceof StreamableHTTPClientTransport;
+  const fastLists = async () => {
+    const body = await (await fetch(new URL('/metrics', process.argv[3]))).text();
+    const m = body.match(/^ardgate_tool_lists_total\{path="fast"\} (\d+)$/m);
+    return m ? Number(m[1]) : 0;
+  };
+  const fastBefore = http ? await fastLists() : 0;
   const after = await toolNames(client);
   if (!after.includes(TOOL)) fail(`${TOOL} not listed after attach: ${after}`);
+  // The SDK checks the listing against its schema; over HTTP the gateway
+  // answered it on its fast path, from encoded definitions.
+  if (http && (await fastLists()) <= fastBefore) fail('the listing after attach did not take the fast path');
 
   const echoed = text(await call(client, TOOL, { message: MESSAGE }));
   if (echoed !== MESSAGE) fail(`${TOOL} returned ${JSON.stringify(echoed)}, want ${JSON.stringify(MESSAGE)}`);
@@ -122,7 +133,7 @@ async function main() {
   const again = text(await call(client, TOOL, { message: 'after progress' }));
   if (again !== 'after progress') fail(`${TOOL} after the call with progress returned ${JSON.stringify(again)}`);
 
-  if (transport instanceof StreamableHTTPClientTransport) await cancelOverHTTP(client, new URL('/metrics', process.argv[3]));
+  if (http) await cancelOverHTTP(client, new URL('/metrics', process.argv[3]));
 
   await call(client, 'detach_resource', { name: 'fixture' });
 
