@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -382,14 +383,23 @@ func TestFastPathLimits(t *testing.T) {
 	}
 }
 
-// A session that only makes fast calls is not ended as idle: the fast
-// path lets a request through to the MCP server, which keeps the idle
-// clock, often enough.
+// A session that only makes fast calls is not ended as idle: the gateway
+// winds the MCP server's idle clock of it often enough, whether its calls
+// come on a connection the gateway keeps or each on a new connection of
+// net/http's.
 func TestFastPathKeepsSessionAlive(t *testing.T) {
+	t.Run("kept connection", func(t *testing.T) { fastPathKeepsSessionAlive(t) })
+	t.Run("a connection per request", func(t *testing.T) {
+		hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+		fastPathKeepsSessionAlive(t, transport.WithHTTPBasicClient(hc))
+	})
+}
+
+func fastPathKeepsSessionAlive(t *testing.T, opts ...transport.StreamableHTTPCOption) {
 	up := newRecordingUpstream(t)
 	const ttl = 400 * time.Millisecond
 	tg := newGatewayWith(t, 10*time.Second, Options{Version: "test"}, HTTPOptions{IdleTTL: ttl}, nil, remoteEntry(fastURN, up.URL))
-	s := tg.connect(t)
+	s := tg.connect(t, opts...)
 	attachRemote(t, s)
 	calls, fast := 0, 0
 	// mcp-go's sweeper looks every second: two looks.

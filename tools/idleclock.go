@@ -10,6 +10,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/ardgate/ardgate/guard"
 )
 
 // The MCP server keeps each HTTP session's idle clock, and ends a session
@@ -34,16 +36,26 @@ func (h *HTTP) windIdleClock(r *http.Request, s *session) {
 	}
 	ping, err := http.NewRequestWithContext(context.WithoutCancel(r.Context()), http.MethodPost, "/mcp", strings.NewReader(idleClockPing))
 	if err != nil {
+		s.seen.CompareAndSwap(now, seen)
 		return
 	}
+	// The client's Host, which mcp-go checks against DNS rebinding as it
+	// checked the client's own requests.
+	ping.Host = r.Host
 	ping.Header.Set("Content-Type", "application/json")
 	ping.Header.Set("Accept", "application/json, text/event-stream")
 	ping.Header.Set(server.HeaderKeySessionID, r.Header.Get(server.HeaderKeySessionID))
 	if v := r.Header.Get(server.HeaderKeyProtocolVersion); v != "" {
 		ping.Header.Set(server.HeaderKeyProtocolVersion, v)
 	}
-	w := &pingWriter{header: http.Header{}}
+	w := &pingWriter{header: http.Header{}, status: http.StatusOK}
 	released(h.streamable).ServeHTTP(w, ping)
+	if w.status != http.StatusOK {
+		// Not wound: the next request tries again.
+		s.seen.CompareAndSwap(now, seen)
+		h.g.log.Warn("the server refused the gateway's idle-clock ping", "status", w.status, "answer", guard.Text(w.body.String(), 200))
+		return
+	}
 	h.g.requeue(s, w.body.Bytes())
 }
 
@@ -82,10 +94,11 @@ func (g *Gateway) requeue(s *session, answer []byte) {
 // pingWriter keeps the answer to the gateway's ping.
 type pingWriter struct {
 	header http.Header
+	status int
 	body   bytes.Buffer
 }
 
 func (w *pingWriter) Header() http.Header         { return w.header }
-func (w *pingWriter) WriteHeader(int)             {}
+func (w *pingWriter) WriteHeader(code int)        { w.status = code }
 func (w *pingWriter) Write(p []byte) (int, error) { return w.body.Write(p) }
 func (w *pingWriter) Flush()                      {}
