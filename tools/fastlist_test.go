@@ -250,14 +250,43 @@ func TestServerToolsOnDemand(t *testing.T) {
 		t.Fatalf("the server's session holds %d tools after attaching again, want %d", n, proxied)
 	}
 
-	// A method spelled with escapes is the same method to the server.
-	for i, method := range []string{`"tools\/call"`, `"\u0074ools/call"`} {
+	// A method spelled with escapes is the same method to the server, and
+	// a member named in another case the same member (encoding/json takes
+	// the last of them).
+	for i, frame := range []string{
+		`{"jsonrpc":"2.0","id":%d,"method":"tools\/call","params":{"name":"mcp_remote__echo","arguments":{"message":"spelled"}}}`,
+		`{"jsonrpc":"2.0","id":%d,"method":"\u0074ools/call","params":{"name":"mcp_remote__echo","arguments":{"message":"spelled"}}}`,
+		`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"list_attached_resources","Name":"mcp_remote__echo","arguments":{"message":"spelled"}}}`,
+		`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"list_attached_resources"},"Params":{"name":"mcp_remote__echo","arguments":{"message":"spelled"}}}`,
+	} {
 		s := tg.connect(t)
 		attachRemote(t, s)
 		c := dialRaw(t, tg, s.c.GetSessionId())
-		c.send(c.request(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%s,"params":{"name":"mcp_remote__echo","arguments":{"message":"spelled"}}}`, i, method)))
+		c.send(c.request(fmt.Sprintf(frame, i)))
 		if code, body := c.answer(); code != http.StatusOK || !strings.Contains(body, `"text":"spelled"`) {
-			t.Errorf("method %s: %d %s", method, code, body)
+			t.Errorf("%s: %d %s", frame, code, body)
+		}
+	}
+}
+
+// The fast path reads a frame's members as the server does: one named in
+// another case, which encoding/json takes for the same member, leaves the
+// frame to the server.
+func TestFoldedMembers(t *testing.T) {
+	for _, c := range []struct {
+		frame string
+		ok    bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","Method":"ping"}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","Params":{"cursor":"!!"}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","paramſ":{"cursor":"!!"}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"ID":2,"method":"tools/list"}`, false},
+		{`{"JSONRPC":"1.0","jsonrpc":"2.0","id":1,"method":"tools/list"}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","other":{"Method":"x"}}`, true},
+	} {
+		if _, _, _, ok := request([]byte(c.frame)); ok != c.ok {
+			t.Errorf("%s: read as a request the fast path may answer: %v, want %v", c.frame, ok, c.ok)
 		}
 	}
 }

@@ -407,13 +407,8 @@ func (g *Gateway) mayNeedProxied(body []byte) bool {
 	if !ok || !bytes.Equal(method, toolsCallMethod) || len(params) == 0 || params[0] != '{' {
 		return true
 	}
-	var name []byte
-	_ = guard.ScanCheckedObject(params, func(member, value []byte) { // checked with the frame
-		if string(member) == "name" {
-			name = value
-		}
-	})
-	return !g.isOwn(name)
+	name, _, _, other := callMembers(params)
+	return other || !g.isOwn(name)
 }
 
 // exposed is the upstream tool as the client sees it: the exposed name,
