@@ -393,11 +393,16 @@ func (u *upstream) listTools(ctx context.Context) (tools []*Definition, err erro
 func listPage(result json.RawMessage) (tools []byte, next mcp.Cursor, err error) {
 	var cursor []byte
 	tools = []byte("[]")
+	if string(bytes.TrimSpace(result)) == "null" {
+		return tools, "", nil // as encoding/json decodes it: nothing
+	}
 	err = guard.ScanCheckedObject(result, func(name, value []byte) {
-		switch string(name) {
-		case "tools":
+		// Members matched as encoding/json matches them: in any case, the
+		// last one winning.
+		switch {
+		case bytes.EqualFold(name, []byte("tools")):
 			tools = value
-		case "nextCursor":
+		case bytes.EqualFold(name, []byte("nextCursor")):
 			cursor = value
 		}
 	})

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/guard"
 )
 
 // A listed tool keeps its schemas byte for byte, whatever keywords they
@@ -86,9 +88,10 @@ func FuzzMayAnnotateHeaders(f *testing.F) {
 	})
 }
 
-// A tools/list result is read as encoding/json would decode it: tools an
-// array or null or absent, the cursor a string (escapes resolved) or null
-// or absent; anything else is refused.
+// A tools/list result is read as encoding/json would decode it: a null
+// result has no tools; members match in any case, the last one winning;
+// tools an array or null or absent, the cursor a string (escapes resolved)
+// or null or absent; anything else is refused.
 func TestListPage(t *testing.T) {
 	cases := []struct {
 		result, tools, next, fails string
@@ -98,6 +101,9 @@ func TestListPage(t *testing.T) {
 		{result: `{}`, tools: `[]`},
 		{result: `{"tools":null}`, tools: `[]`},
 		{result: `{"tools":[],"nextCursor":"a\u002fb"}`, tools: `[]`, next: "a/b"},
+		{result: `null`, tools: `[]`},
+		{result: `{"Tools":[{"name":"a"}],"NEXTCURSOR":"c"}`, tools: `[{"name":"a"}]`, next: "c"},
+		{result: `{"tools":[{"name":"a"}],"Tools":[]}`, tools: `[]`},
 		{result: `{"tools":{"name":"a"}}`, fails: "not an array"},
 		{result: `{"tools":[],"nextCursor":5}`, fails: "nextCursor"},
 		{result: `["tools"]`, fails: "not a JSON object"},
@@ -112,6 +118,16 @@ func TestListPage(t *testing.T) {
 		}
 		if err != nil || string(tools) != c.tools || string(next) != c.next {
 			t.Errorf("%s: tools %s, next %q, %v; want %s and %q", c.result, tools, next, err, c.tools, c.next)
+		}
+		// The oracle: what encoding/json decodes.
+		var decoded struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor mcp.Cursor        `json:"nextCursor"`
+		}
+		var split []json.RawMessage
+		_ = guard.ScanCheckedArray(tools, func(v []byte) { split = append(split, v) })
+		if err := json.Unmarshal([]byte(c.result), &decoded); err != nil || len(decoded.Tools) != len(split) || decoded.NextCursor != next {
+			t.Errorf("%s: encoding/json decodes %d tools and cursor %q (%v); listPage %d and %q", c.result, len(decoded.Tools), decoded.NextCursor, err, len(split), next)
 		}
 	}
 }
