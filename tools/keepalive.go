@@ -206,6 +206,26 @@ type keptConn struct {
 	watch     watch
 	handed    bool // the connection went back to net/http
 	events    keptEvents
+	writeBy   atomic.Int64 // the write deadline, unix nanoseconds (writing)
+}
+
+// writing readies the connection for a write to the client, pushing its
+// write deadline on when it comes near: a client that has read nothing of
+// the gateway's answers for IdleConnTimeout, its socket's buffers full,
+// loses the connection instead of holding the goroutine that writes to it
+// for good. The deadline moves at most once per half of that, not at
+// every write.
+func (c *keptConn) writing() {
+	idle := int64(c.h.kept.idle)
+	if idle <= 0 {
+		return
+	}
+	now := time.Now().UnixNano()
+	if c.writeBy.Load()-now > idle/2 {
+		return
+	}
+	c.writeBy.Store(now + idle)
+	_ = c.conn.SetWriteDeadline(time.Unix(0, now+idle))
 }
 
 // start reads the connection through br, net/http's reader of it, which
@@ -379,6 +399,7 @@ func (c *keptConn) call(s *session, call callFrame, stream *progressStream, head
 // the fast path's answer: in one write, or for a large result, one
 // writev with the result from where it lies.
 func (c *keptConn) write(f frame) bool {
+	c.writing()
 	bp := answerBufs.Get().(*[]byte)
 	b := append((*bp)[:0], "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "...)
 	b = strconv.AppendInt(b, int64(f.size()), 10)
@@ -417,12 +438,14 @@ type keptEvents struct {
 }
 
 func (k *keptEvents) begin() error {
+	k.c.writing()
 	b := []byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked")
 	_, err := k.c.conn.Write(k.c.appendHeadEnd(b))
 	return err
 }
 
 func (k *keptEvents) write(p []byte) error {
+	k.c.writing()
 	size := strconv.AppendInt(nil, int64(len(p)), 16)
 	bufs := net.Buffers{append(size, "\r\n"...), p, []byte("\r\n")}
 	_, err := bufs.WriteTo(k.c.conn)
@@ -430,6 +453,7 @@ func (k *keptEvents) write(p []byte) error {
 }
 
 func (k *keptEvents) end() error {
+	k.c.writing()
 	_, err := k.c.conn.Write([]byte("0\r\n\r\n"))
 	return err
 }
@@ -442,6 +466,7 @@ var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1<<10); return
 func (c *keptConn) handBack() bool {
 	c.in.keep, c.in.left = false, -1
 	c.handed = true
+	_ = c.conn.SetWriteDeadline(time.Time{}) // net/http's server sets its own, or none
 	c.h.kept.back.serve(c.h, &replayConn{Conn: c.conn, pending: append(c.in.kept, c.in.pending...)})
 	return false
 }

@@ -455,6 +455,33 @@ func TestFastPathCancelledHTTP(t *testing.T) {
 
 // A kept connection left idle past IdleConnTimeout is closed; one in use
 // is not, however long its call.
+// A client that sends requests on a kept connection and reads none of
+// the answers, until its socket's buffers are full, loses the connection
+// once a write has waited IdleConnTimeout; the goroutine that wrote to it
+// ends, and the gateway goes on.
+func TestKeptConnectionWriteStalled(t *testing.T) {
+	tg, _, sid := keptGateway(t, HTTPOptions{IdleConnTimeout: 300 * time.Millisecond})
+	stalled := keptRaw(t, tg, sid)
+	big := func(id int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"mcp_remote__big","arguments":{"bytes":%d}}}`, id, 4<<20)
+	}
+	// More answers than loopback's buffers hold, none of them read.
+	for id := 10; id < 40; id++ {
+		stalled.send(stalled.request(big(id)))
+	}
+	kept := func() int {
+		tg.h.kept.mu.Lock()
+		defer tg.h.kept.mu.Unlock()
+		return len(tg.h.kept.conns)
+	}
+	for deadline := time.Now().Add(5 * time.Second); kept() != 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d kept connections 5 s after their client stopped reading", kept())
+		}
+	}
+	keptRaw(t, tg, sid).echo(50, "after")
+}
+
 func TestKeptConnectionIdle(t *testing.T) {
 	tg, _, sid := keptGateway(t, HTTPOptions{IdleConnTimeout: 300 * time.Millisecond})
 	idle := keptRaw(t, tg, sid)

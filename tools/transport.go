@@ -287,7 +287,8 @@ type HTTPOptions struct {
 	ReadHeaderTimeout time.Duration
 	// IdleConnTimeout closes a client's connection that carried no
 	// request for that long, on the connections the gateway serves
-	// itself; zero means DefaultIdleConnTimeout. Give the http.Server the
+	// itself, and one whose client read nothing of an answer for that
+	// long; zero means DefaultIdleConnTimeout. Give the http.Server the
 	// same (IdleTimeout). An open event stream is a request in progress,
 	// not an idle connection.
 	IdleConnTimeout time.Duration
