@@ -95,9 +95,10 @@ type session struct {
 	fast inflight
 	// client is the MCP server's session, which keeps the session's
 	// proxied tools (streamable HTTP); nil until the server registers it.
-	// serverTools tells that it keeps them (toServer). Guarded by syncMu.
+	// Guarded by syncMu. serverTools tells that it keeps them (toServer);
+	// set under syncMu, read without it by a request on its way.
 	client      server.SessionWithTools
-	serverTools bool
+	serverTools atomic.Bool
 	// notices is where the MCP server queues the session's notifications
 	// (tools/list_changed); set once it registered the session.
 	notices atomic.Pointer[chan<- mcp.JSONRPCNotification]
@@ -183,7 +184,7 @@ func (g *Gateway) onRegister(_ context.Context, cs server.ClientSession) {
 	if perSession {
 		s.syncMu.Lock()
 		s.client = withTools
-		if s.serverTools { // a request that needed them came first
+		if s.serverTools.Load() { // a request that needed them came first
 			g.setSessionTools(withTools, nil, s.listedTools())
 		}
 		s.syncMu.Unlock()
@@ -301,7 +302,7 @@ func (g *Gateway) sync(s *session) {
 		// Not registered yet, so the client has not listed the tools; the
 		// register hook gives them to the server if it needs them.
 	default:
-		if s.serverTools {
+		if s.serverTools.Load() {
 			g.setSessionTools(s.client, gone, add)
 		}
 		g.listChanged(s.client)
@@ -373,15 +374,15 @@ func (g *Gateway) listChanged(cs server.SessionWithTools) {
 // server's copy of each tool (about 400 bytes each), nor build it at
 // every attach. The server then keeps them in step (sync).
 func (g *Gateway) toServer(s *session, body []byte) {
-	if !g.mayNeedProxied(body) {
-		return
+	if s.serverTools.Load() || !g.mayNeedProxied(body) {
+		return // once they are there, a body is not read again
 	}
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
-	if s.serverTools {
+	if s.serverTools.Load() {
 		return
 	}
-	s.serverTools = true
+	s.serverTools.Store(true)
 	if s.client != nil { // else the register hook gives them
 		g.setSessionTools(s.client, nil, s.listedTools())
 	}
