@@ -4,7 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/guard"
 )
 
 // Cancelling fast calls.
@@ -26,42 +35,58 @@ type inflight struct {
 	calls map[string]stopper
 }
 
-// stopper stops a call in flight.
-type stopper interface{ stop() }
+// stopper stops a call in flight: cancel when the client cancelled it,
+// stop when its session ends.
+type stopper interface {
+	cancel()
+	stop()
+}
 
-// stopFunc stops a call by ending its context.
+// stopFunc stops a call by ending its context, either way.
 type stopFunc context.CancelFunc
 
-func (f stopFunc) stop() { f() }
+func (f stopFunc) cancel() { f() }
+func (f stopFunc) stop()   { f() }
 
+// add records c under id, the JSON of its request's id.
 func (in *inflight) add(id string, c stopper) {
-	in.mu.Lock()
-	if in.calls == nil {
-		in.calls = map[string]stopper{}
-	}
-	in.calls[id] = c
-	in.mu.Unlock()
-}
-
-func (in *inflight) remove(id string) {
-	in.mu.Lock()
-	delete(in.calls, id)
-	in.mu.Unlock()
-}
-
-// cancel stops the call that frame, a notifications/cancelled, names, if
-// it is in flight.
-func (in *inflight) cancel(frame []byte) {
-	id, ok := cancelledID(frame)
+	key, ok := idKey(id)
 	if !ok {
 		return
 	}
 	in.mu.Lock()
-	c := in.calls[id]
+	if in.calls == nil {
+		in.calls = map[string]stopper{}
+	}
+	in.calls[key] = c
+	in.mu.Unlock()
+}
+
+func (in *inflight) remove(id string) {
+	key, _ := idKey(id)
+	in.mu.Lock()
+	delete(in.calls, key)
+	in.mu.Unlock()
+}
+
+// cancel stops the call that frame, a notifications/cancelled, names, if
+// it is in flight, and returns the id named, if frame is such a notice.
+func (in *inflight) cancel(frame []byte) (id string, stopped bool) {
+	id, ok := cancelledID(frame)
+	if !ok {
+		return "", false
+	}
+	key, ok := idKey(id)
+	if !ok {
+		return "", false
+	}
+	in.mu.Lock()
+	c := in.calls[key]
 	in.mu.Unlock()
 	if c != nil {
-		c.stop()
+		c.cancel()
 	}
+	return id, c != nil
 }
 
 // stopAll stops every call in flight: the session is ending.
@@ -95,4 +120,167 @@ func cancelledID(frame []byte) (string, bool) {
 		return "", false
 	}
 	return string(n.Params.RequestID), true
+}
+
+// Over stdio a request the client cancelled gets no answer, as the MCP
+// spec asks: the client forgot the id when it cancelled, and the
+// TypeScript SDK reports an answer to it as an error. A fast call stopped
+// by the client writes none (stdioCall). The MCP server answers its own
+// calls, cancelled or not, so its answers to cancelled requests are
+// dropped on their way out (dropAnswers). Over HTTP the call's request is
+// still open, and is answered to close it, as mcp-go answers it.
+
+// maxUnanswered bounds the ids kept: a notice that comes after the answer
+// leaves its id behind.
+const maxUnanswered = 64
+
+// unanswered are the ids of requests on the server's path that the client
+// cancelled, by idKey, oldest first. An id goes when its
+// answer is dropped, when a new request reuses it, or when more than
+// maxUnanswered are kept. Its zero value is ready.
+type unanswered struct {
+	n   atomic.Int32 // len(ids): frames are not read while none is kept
+	mu  sync.Mutex
+	ids []string
+}
+
+// add keeps the id that raw, a request id's JSON, is.
+func (u *unanswered) add(raw string) {
+	key, ok := idKey(raw)
+	if !ok {
+		return
+	}
+	u.mu.Lock()
+	if len(u.ids) == maxUnanswered {
+		u.ids = slices.Delete(u.ids, 0, 1)
+	}
+	u.ids = append(u.ids, key)
+	u.n.Store(int32(len(u.ids)))
+	u.mu.Unlock()
+}
+
+// forget forgets the id of frame, a request from the client, if it is
+// kept: the id is in use again.
+func (u *unanswered) forget(frame []byte) {
+	if u.n.Load() == 0 {
+		return
+	}
+	var id, method []byte
+	if guard.ScanObject(frame, func(name, value []byte) {
+		switch string(name) {
+		case "id":
+			id = value
+		case "method":
+			method = value
+		}
+	}) == nil && id != nil && method != nil {
+		u.remove(id)
+	}
+}
+
+// remove forgets the id whose JSON is raw, and reports whether it was
+// kept.
+func (u *unanswered) remove(raw []byte) bool {
+	key, ok := idKey(string(raw))
+	if !ok {
+		return false
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	i := slices.Index(u.ids, key)
+	if i < 0 {
+		return false
+	}
+	u.ids = slices.Delete(u.ids, i, i+1)
+	u.n.Store(int32(len(u.ids)))
+	return true
+}
+
+// idKey is the key of the request id whose JSON is raw: one for every
+// spelling of an id that mcp-go takes for the same (7 and 7.0, a string
+// with escapes or without), and raw itself for the plain spellings that
+// nearly every client sends, so that a fast call's id costs no allocation.
+func idKey(raw string) (string, bool) {
+	if canonicalID(raw) {
+		return raw, true
+	}
+	var id mcp.RequestId
+	if id.UnmarshalJSON([]byte(raw)) != nil {
+		return "", false
+	}
+	switch v := id.Value().(type) {
+	case string:
+		return `"` + v + `"`, true
+	case int64:
+		return strconv.FormatInt(v, 10), true
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64), true
+	}
+	return "", false // null
+}
+
+// canonicalID reports whether raw is a string without escapes or an
+// integer spelled as strconv.FormatInt spells it, short enough to be
+// exact: the spellings idKey keeps as they are.
+func canonicalID(raw string) bool {
+	n := len(raw)
+	if n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		return !strings.ContainsAny(raw[1:n-1], `"\`)
+	}
+	digits := strings.TrimPrefix(raw, "-")
+	if digits == "" || len(digits) > 15 || (digits[0] == '0' && raw != "0") {
+		return false
+	}
+	for _, b := range []byte(digits) {
+		if b < '0' || b > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// dropAnswers writes the MCP server's frames to w, but for its answers to
+// requests the client cancelled. The server writes a frame per Write.
+type dropAnswers struct {
+	w io.Writer
+	u *unanswered
+}
+
+func (d dropAnswers) Write(frame []byte) (int, error) {
+	if d.u.n.Load() > 0 {
+		if id, ok := answerID(frame); ok && d.u.remove(id) {
+			return len(frame), nil
+		}
+	}
+	return d.w.Write(frame)
+}
+
+// answerID returns the id of frame when it is an answer as mcp-go's
+// server encodes one, {"jsonrpc":"2.0","id":ID,"result" or "error"...:
+// only its head is read, however large the result.
+func answerID(frame []byte) ([]byte, bool) {
+	rest, ok := bytes.CutPrefix(frame, []byte(`{"jsonrpc":"2.0","id":`))
+	if !ok || len(rest) == 0 {
+		return nil, false
+	}
+	end := bytes.IndexByte(rest, ',')
+	if rest[0] == '"' {
+		end = -1
+		for i := 1; i < len(rest); i++ {
+			if rest[i] == '\\' {
+				i++
+			} else if rest[i] == '"' {
+				end = i + 1
+				break
+			}
+		}
+	}
+	if end <= 0 {
+		return nil, false
+	}
+	tail := rest[end:]
+	if !bytes.HasPrefix(tail, []byte(`,"result":`)) && !bytes.HasPrefix(tail, []byte(`,"error":`)) {
+		return nil, false
+	}
+	return rest[:end], true
 }

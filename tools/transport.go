@@ -56,7 +56,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 	// An over-size frame is cut, so it gets a parse error and the session
 	// goes on, instead of growing memory without bound.
 	go r.run(ctx, guard.NewLineReader(guard.TruncateFrames(in, guard.MaxMessage), 64<<10))
-	err := srv.Listen(ctx, toServer, w)
+	err := srv.Listen(ctx, toServer, dropAnswers{w: w, u: &r.unanswered})
 	cancel() // the client is gone: its fast calls in flight end too
 	_ = toServer.Close()
 	r.calls.shut()
@@ -83,6 +83,8 @@ type stdioReader struct {
 	// inFlight are the fast calls in flight. Over stdio the session is
 	// the reader's own.
 	inFlight inflight
+	// unanswered are the server's calls that the client cancelled.
+	unanswered unanswered
 }
 
 // run reads the client's frames. A frame is valid until the next read:
@@ -94,6 +96,7 @@ func (r *stdioReader) run(ctx context.Context, in *guard.LineReader) {
 	for {
 		line, err := in.ReadLine()
 		if len(line) > 0 && !r.fast(ctx, line) {
+			r.unanswered.forget(line) // a new request reusing the id
 			r.held.Flush()
 			if _, werr := r.server.Write(line); werr != nil {
 				return // the server stopped listening
@@ -125,7 +128,9 @@ func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
 		}
 		// Looked for only now: a call's frame may be large, and a
 		// notice is never a call.
-		r.inFlight.cancel(line)
+		if id, stopped := r.inFlight.cancel(line); id != "" && !stopped {
+			r.unanswered.add(id) // before the server hears the notice
+		}
 		return false
 	}
 	if !r.calls.add() {
@@ -189,17 +194,28 @@ type stdioCall struct {
 	mu        sync.Mutex
 	end       func(error) // how to stop it; nil until started
 	cancelled bool
+	// byClient: the client cancelled the call, and gets no answer.
+	byClient atomic.Bool
 }
 
 // finish writes the call's result to the client, or holds it in b
-// (attach.RawDone), and forgets the call.
+// (attach.RawDone), unless the client cancelled the call, and forgets the
+// call.
 func (sc *stdioCall) finish(raw json.RawMessage, err error, b *guard.Batch) {
 	r := sc.r
 	r.inFlight.remove(sc.c.ID)
 	f := r.g.fastResult(sc.ctx, sc.c, sc.a, raw, err)
 	sc.trace.end(f)
-	r.reply(f, b)
+	if !sc.byClient.Load() {
+		r.reply(f, b)
+	}
 	r.calls.done()
+}
+
+// cancel stops the call for the client, which then gets no answer.
+func (sc *stdioCall) cancel() {
+	sc.byClient.Store(true)
+	sc.stop()
 }
 
 // stop stops the call, now or as soon as it has started.

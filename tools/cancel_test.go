@@ -1,0 +1,164 @@
+package tools
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Over stdio a request the client cancelled gets no answer, as the MCP
+// spec asks (the TypeScript SDK reports one as an error): neither a fast
+// call nor a call the MCP server runs. Both stop, the session goes on,
+// and an id named by a notice that came too late is answered when a new
+// request reuses it.
+func TestCancelledGetsNoAnswerStdio(t *testing.T) {
+	g := New(pinnedFixture(buildFixture(t), 20*time.Second), quietLog, Options{Version: "test"})
+	c := rawStdio(t, g)
+	c.caller(t, `"mcp_fx__echo","arguments":{"message":"ready?"}`, `"text":"ready?"`)
+	send := func(frame string) {
+		t.Helper()
+		if _, err := c.w.Write([]byte(frame + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// next reads frames up to the answer to id, and fails on an answer to
+	// any other request; it returns the answer and the progress tokens of
+	// the notifications before it. With id "", it reads only until every
+	// token in want has been seen.
+	next := func(id string, want ...string) ([]byte, []string) {
+		t.Helper()
+		var tokens []string
+		for {
+			line, err := c.out.ReadSlice('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			var f struct {
+				ID     json.RawMessage
+				Method string
+				Params struct {
+					ProgressToken json.RawMessage
+				}
+			}
+			if err := json.Unmarshal(line, &f); err != nil {
+				t.Fatalf("%v: %.200s", err, line)
+			}
+			if f.Method != "" {
+				tokens = append(tokens, string(f.Params.ProgressToken))
+				if id == "" && all(tokens, want) {
+					return nil, tokens
+				}
+				continue
+			}
+			if string(f.ID) != id {
+				t.Fatalf("an answer to %s, waiting for %s: %.300s", f.ID, id, line)
+			}
+			return bytes.Clone(line), tokens
+		}
+	}
+
+	// A fast call, and one the MCP server runs (a member of params the
+	// fast path leaves to it); the first progress of each says it reached
+	// the upstream.
+	send(`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"mcp_fx__slow","arguments":{"ms":30000},"_meta":{"progressToken":"fast"}}}`)
+	send(`{"jsonrpc":"2.0","id":"twelve","method":"tools/call","params":{"name":"mcp_fx__slow","arguments":{"ms":30000},"_meta":{"progressToken":"server"},"other":1}}`)
+	next("", `"fast"`, `"server"`)
+
+	// Both count as failed proxied calls once they have ended. Each id is
+	// named in another spelling of it.
+	ended := g.metrics.proxiedFailed
+	before := count(ended)
+	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":11.0}}`)
+	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"tw\u0065lve","reason":"the user pressed Esc"}}`)
+	for deadline := time.Now().Add(10 * time.Second); count(ended) < before+2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the cancelled calls did not end: %v of 2", count(ended)-before)
+		}
+	}
+	// Their answers would have been written by now, before these.
+	send(`{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":"after"}}}`)
+	if line, _ := next("13"); !bytes.Contains(line, []byte(`"text":"after"`)) {
+		t.Fatalf("after the cancelled calls: %.300s", line)
+	}
+	send(`{"jsonrpc":"2.0","id":14,"method":"ping"}`)
+	next("14")
+
+	// A notice for a request already answered; the id then comes again.
+	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":14}}`)
+	send(`{"jsonrpc":"2.0","id":14,"method":"ping"}`)
+	next("14")
+	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":13}}`)
+	send(`{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":"again"}}}`)
+	if line, _ := next("13"); !bytes.Contains(line, []byte(`"text":"again"`)) {
+		t.Fatalf("a reused id: %.300s", line)
+	}
+}
+
+func all(have, want []string) bool {
+	for _, w := range want {
+		if !strings.Contains(fmt.Sprint(have), w) {
+			return false
+		}
+	}
+	return true
+}
+
+// unanswered keeps ids as mcp-go tells them apart, drops only the
+// server's answers to them, forgets one dropped or reused, and keeps
+// maxUnanswered at most.
+func TestUnanswered(t *testing.T) {
+	var u unanswered
+	var out bytes.Buffer
+	d := dropAnswers{w: &out, u: &u}
+	answer := func(id string) string { return `{"jsonrpc":"2.0","id":` + id + `,"result":{}}` + "\n" }
+	dropped := func(frame string) bool {
+		t.Helper()
+		out.Reset()
+		if n, err := d.Write([]byte(frame)); n != len(frame) || err != nil {
+			t.Fatalf("Write: %d, %v", n, err)
+		}
+		return out.Len() == 0
+	}
+	if dropped(answer("1")) {
+		t.Fatal("an answer dropped while no id is kept")
+	}
+	for _, id := range []string{`7`, `"a"`, `"b\"c"`, `-2`} {
+		u.add(id)
+	}
+	for _, c := range []struct {
+		frame string
+		want  bool
+	}{
+		{answer(`"7"`), false},                              // a string is another id
+		{`{"jsonrpc":"2.0","id":7,"method":"ping"}`, false}, // a request of the server's
+		{`{"jsonrpc":"2.0","method":"notifications/progress","params":{"id":7}}`, false},
+		{answer(`7.0`), true},
+		{answer(`7`), false}, // dropped once
+		{`{"jsonrpc":"2.0","id":"\u0061","error":{"code":-1,"message":"x"}}`, true},
+		{answer(`"b\"c"`), true},
+		{`{"jsonrpc":"2.0","id":"b\"c","result":{}}`, false},
+		{`{"id":-2,"jsonrpc":"2.0","result":{}}`, false}, // not as mcp-go writes
+		{`{"jsonrpc":"2.0","id":-2`, false},
+	} {
+		if got := dropped(c.frame); got != c.want {
+			t.Errorf("%s dropped: %v, want %v", c.frame, got, c.want)
+		}
+	}
+	u.forget([]byte(`{"jsonrpc":"2.0","method":"ping","id":-2.0}`)) // reused
+	if dropped(answer(`-2`)) {
+		t.Error("an answer to a reused id dropped")
+	}
+
+	for i := range maxUnanswered + 1 {
+		u.add(fmt.Sprint(i))
+	}
+	if dropped(answer("0")) {
+		t.Error("the oldest id was kept past the bound")
+	}
+	if !dropped(answer(fmt.Sprint(maxUnanswered))) {
+		t.Error("the newest id was not kept")
+	}
+}
