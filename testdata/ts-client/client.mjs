@@ -5,8 +5,8 @@
 //
 // Runs discover -> attach -> tools/list_changed -> a listing (over HTTP on
 // the gateway's fast path) -> call -> a call with
-// progress, as Claude Code calls -> call -> (over HTTP) a call cancelled
-// -> detach and prints "OK", or "FAIL: <reason>" and exits 1. Run by
+// progress, as Claude Code calls -> call -> a call cancelled -> call ->
+// detach and prints "OK", or "FAIL: <reason>" and exits 1. Run by
 // e2e_tsclient_test.go.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -59,18 +59,20 @@ function withTimeout(promise, ms, what) {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-// cancelOverHTTP stops a long call as Claude Code does when the user
-// stops it: the SDK sends notifications/cancelled and leaves the call's
-// POST open. The gateway must end the call at once, which its /metrics
-// shows as one more failed proxied call; left running, it would end after
-// 20 s.
-async function cancelOverHTTP(client, metrics) {
+// cancelSlow stops a long call as Claude Code does when the user stops
+// it: the SDK sends notifications/cancelled (over HTTP it leaves the
+// call's POST open) and forgets the call's id. The gateway must end the
+// call at once: over HTTP its /metrics shows one more failed proxied call
+// (left running, it would end after 20 s). Over stdio it must not answer
+// the cancelled request, which the SDK would report as an error; a call
+// made after the cancellation is answered after any such answer.
+async function cancelSlow(client, metrics, errors) {
   const failed = async () => {
     const body = await (await fetch(metrics)).text();
     const m = body.match(/^ardgate_tool_calls_total\{result="error",tool="proxied"\} (\d+)$/m);
     return m ? Number(m[1]) : 0;
   };
-  const before = await failed();
+  const before = metrics ? await failed() : 0;
   const stop = new AbortController();
   setTimeout(() => stop.abort('stopped by the user'), 300);
   try {
@@ -80,15 +82,22 @@ async function cancelOverHTTP(client, metrics) {
     if (!stop.signal.aborted) throw err;
   }
   const deadline = Date.now() + 5000;
-  while ((await failed()) <= before) {
+  while (metrics && (await failed()) <= before) {
     if (Date.now() > deadline) fail(`the gateway kept the cancelled ${SLOW} running`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+  const again = text(await call(client, TOOL, { message: 'after the cancelled call' }));
+  if (again !== 'after the cancelled call') fail(`${TOOL} after the cancelled call returned ${JSON.stringify(again)}`);
+  const answered = errors.filter((e) => /unknown message ID/.test(String(e?.message ?? e)));
+  console.error(`errors after cancel: ${answered.map(String)}`);
+  if (!metrics && answered.length > 0) fail(`the cancelled call was answered: ${answered[0]}`);
 }
 
 async function main() {
   const transport = makeTransport(process.argv.slice(2));
   const client = new Client({ name: 'ardgate-ts-e2e', version: '1.0.0' });
+  const errors = [];
+  client.onerror = (err) => errors.push(err);
 
   let listChanged;
   const toolsChanged = new Promise((resolve) => { listChanged = resolve; });
@@ -133,7 +142,7 @@ async function main() {
   const again = text(await call(client, TOOL, { message: 'after progress' }));
   if (again !== 'after progress') fail(`${TOOL} after the call with progress returned ${JSON.stringify(again)}`);
 
-  if (http) await cancelOverHTTP(client, new URL('/metrics', process.argv[3]));
+  await cancelSlow(client, http ? new URL('/metrics', process.argv[3]) : null, errors);
 
   await call(client, 'detach_resource', { name: 'fixture' });
 
