@@ -95,7 +95,9 @@ func (r *stdioReader) run(ctx context.Context, in *guard.LineReader) {
 	defer r.held.Flush()
 	for {
 		line, err := in.ReadLine()
-		if len(line) > 0 && !r.fast(ctx, line) {
+		if isBatch(line) {
+			r.refuseBatch()
+		} else if len(line) > 0 && !r.fast(ctx, line) {
 			r.unanswered.forget(line) // a new request reusing the id
 			r.held.Flush()
 			if _, werr := r.server.Write(line); werr != nil {
@@ -424,6 +426,7 @@ func (h *HTTP) authorized(r *http.Request) bool {
 // connection itself (keepalive.go), and passes every other request to
 // next, the MCP server, with its body as it came. A notifications/cancelled
 // among them stops the fast call it names on its way.
+// A batch is refused (batch.go).
 //
 // The server keeps each session's idle clock, and only it can: a session
 // that the server has not seen for a quarter of the idle TTL takes the
@@ -431,37 +434,50 @@ func (h *HTTP) authorized(r *http.Request) bool {
 func (h *HTTP) fast(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s, ok := h.fastSession(r)
-		if s == nil || r.Method != http.MethodPost {
+		if r.Method != http.MethodPost {
 			next.ServeHTTP(w, r)
 			return
 		}
 		body, err := readBody(r)
-		if err == nil && ok {
-			if c, ok := h.g.fastCall(s, body); ok {
-				stream := newProgressStream(c, &responseEvents{w: w}, h.g.log)
-				ctx, cancel := context.WithCancel(r.Context())
-				f := h.g.serveFast(ctx, cancel, s, c, stream, r.Header)
-				cancel()
-				if streamed, _ := stream.finish(f); streamed {
-					return // answered as an event stream
-				}
-				h.answer(w, r, f)
+		if err == nil && isBatch(body) {
+			refuseBatch(w)
+			return
+		}
+		if s != nil {
+			if err == nil && ok && h.fastAnswer(w, r, s, body) {
 				return
 			}
-			if f, ok := h.g.fastList(s, body); ok {
-				h.answer(w, r, f)
-				return
+			if err == nil {
+				s.fast.cancel(body) // the server hears the notice too, and answers it
 			}
+			h.g.toServer(s, body)
+			s.seen.Store(time.Now().UnixNano())
 		}
-		if err == nil {
-			s.fast.cancel(body) // the server hears the notice too, and answers it
-		}
-		h.g.toServer(s, body)
 		// The server reads the body again, and meets the same error.
 		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
-		s.seen.Store(time.Now().UnixNano())
 		next.ServeHTTP(w, r)
 	})
+}
+
+// fastAnswer answers body, a request of session s, on the fast path, and
+// reports whether it did.
+func (h *HTTP) fastAnswer(w http.ResponseWriter, r *http.Request, s *session, body []byte) bool {
+	if c, ok := h.g.fastCall(s, body); ok {
+		stream := newProgressStream(c, &responseEvents{w: w}, h.g.log)
+		ctx, cancel := context.WithCancel(r.Context())
+		f := h.g.serveFast(ctx, cancel, s, c, stream, r.Header)
+		cancel()
+		if streamed, _ := stream.finish(f); streamed {
+			return true // answered as an event stream
+		}
+		h.answer(w, r, f)
+		return true
+	}
+	if f, ok := h.g.fastList(s, body); ok {
+		h.answer(w, r, f)
+		return true
+	}
+	return false
 }
 
 // answer writes f as the JSON answer to r, and keeps serving the
