@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -84,18 +85,10 @@ func scaleBench(args []string, out io.Writer) error {
 		return err
 	}
 	defer stopUp()
-	card := func(name string) map[string]any {
-		return map[string]any{"identifier": "urn:air:bench.test:mcp:" + name, "displayName": name, "type": "application/mcp-server-card+json",
-			"data": map[string]any{"name": name, "remotes": []any{map[string]any{"type": "streamable-http", "url": upURL}}}}
-	}
-	catalog := filepath.Join(dir, "catalog.json")
-	data, _ := json.Marshal(map[string]any{"specVersion": "1.0", "entries": []any{card("a"), card("b")}})
-	cfg := filepath.Join(dir, "ardgate.json")
-	cfgData, _ := json.Marshal(map[string]any{"allow_local_urls": true, "max_attachments": 5,
-		"registries": []any{map[string]any{"id": "bench", "kind": "catalog", "path": catalog}},
-		"limits":     map[string]any{"discovery_per_minute": 0, "repeat_max": 0}})
-	if os.WriteFile(catalog, data, 0o600) != nil || os.WriteFile(cfg, cfgData, 0o600) != nil {
-		return fmt.Errorf("writing config")
+	remote := map[string]any{"remotes": []any{map[string]any{"type": "streamable-http", "url": upURL}}}
+	cfg, err := writeConfig(dir, map[string]map[string]any{"a": remote, "b": remote})
+	if err != nil {
+		return err
 	}
 
 	var procs []processFigures
@@ -157,6 +150,30 @@ func scaleBench(args []string, out io.Writer) error {
 		fmt.Fprintf(out, "attach of a remote HTTP server, one at a time on the quiet gateway: p50 %s, p99 %s\n", pct(lat, 50), pct(lat, 99))
 	}
 	return nil
+}
+
+// writeConfig writes a gateway config into dir whose one registry is a
+// catalog of the server cards given by name (each the card's data, its
+// name added), with local URLs allowed and the discovery limits off, and
+// returns its path. An entry's URN is urn:air:bench.test:mcp:<name>.
+func writeConfig(dir string, cards map[string]map[string]any) (string, error) {
+	var entries []any
+	for name, data := range cards {
+		data = maps.Clone(data)
+		data["name"] = name
+		entries = append(entries, map[string]any{"identifier": "urn:air:bench.test:mcp:" + name, "displayName": name,
+			"type": "application/mcp-server-card+json", "data": data})
+	}
+	catalog := filepath.Join(dir, "catalog.json")
+	data, _ := json.Marshal(map[string]any{"specVersion": "1.0", "entries": entries})
+	cfg := filepath.Join(dir, "ardgate.json")
+	cfgData, _ := json.Marshal(map[string]any{"allow_local_urls": true, "max_attachments": 5,
+		"registries": []any{map[string]any{"id": "bench", "kind": "catalog", "path": catalog}},
+		"limits":     map[string]any{"discovery_per_minute": 0, "repeat_max": 0}})
+	if err := os.WriteFile(catalog, data, 0o600); err != nil {
+		return "", err
+	}
+	return cfg, os.WriteFile(cfg, cfgData, 0o600)
 }
 
 // processFigures are one case's figures on a gateway process; rss and

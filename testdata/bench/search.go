@@ -115,7 +115,7 @@ func pct(sorted []time.Duration, p int) time.Duration {
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: go run ./testdata/bench search|proxy|registry|sessions|coldstart [flags]")
+		fmt.Fprintln(os.Stderr, "usage: go run ./testdata/bench search|proxy|registry|sessions|coldstart|soak [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -130,6 +130,8 @@ func main() {
 		err = scaleBench(os.Args[2:], os.Stdout)
 	case "coldstart":
 		err = coldStartBench(os.Args[2:], os.Stdout)
+	case "soak":
+		err = soakBench(os.Args[2:], os.Stdout)
 	case "relay":
 		err = relay(os.Args[2:])
 	default:

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// soakBench keeps one gateway busy for a while with whole sessions, one
+// after another on each worker, and samples what the gateway holds as it
+// goes: whatever a session leaves behind when it ends (memory, goroutines,
+// processes, file descriptors) shows as growth over thousands of them.
+//
+// A session: initialize, tools/list, attach a remote (HTTP) server and a
+// stdio one (a process the gateway starts), calls to both, a call with a
+// progress token, a call the client gives up on, a listing, detach of the
+// stdio server (its process ends), and DELETE of the session, which ends
+// the rest.
+func soakBench(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
+	duration := fs.Duration("duration", 2*time.Minute, "how long sessions are run")
+	workers := fs.Int("workers", 8, "sessions run at once")
+	calls := fs.Int("calls", 20, "echo calls per session, half to each server")
+	samples := fs.Int("samples", 8, "samples taken while running")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	dir, gw, fx, err := buildBinaries()
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	upURL, stopUp, err := startFixtureHTTP(fx)
+	if err != nil {
+		return err
+	}
+	defer stopUp()
+	// The stdio server is an npm package whose npx is the fixture, as in
+	// the proxy bench; the gateway finds npx on the PATH it inherits.
+	npx := filepath.Join(dir, "npx", "npx")
+	if err := os.MkdirAll(filepath.Dir(npx), 0o755); err != nil {
+		return err
+	}
+	if err := os.Link(fx, npx); err != nil {
+		return err
+	}
+	if err := os.Setenv("PATH", filepath.Dir(npx)+string(os.PathListSeparator)+os.Getenv("PATH")); err != nil {
+		return err
+	}
+	cfg, err := writeConfig(dir, map[string]map[string]any{
+		"remote": {"remotes": []any{map[string]any{"type": "streamable-http", "url": upURL}}},
+		"local": {"packages": []any{map[string]any{"registryType": "npm", "identifier": "@ardgate-bench/fixture", "version": "1.0.0",
+			"transport":        map[string]any{"type": "stdio"},
+			"packageArguments": []any{map[string]any{"type": "positional", "value": "--transport=stdio"}}}}},
+	})
+	if err != nil {
+		return err
+	}
+	url, stop, pid, err := startGatewayHTTP(gw, cfg)
+	if err != nil {
+		return err
+	}
+	defer stop()
+
+	var done, failed, callsDone atomic.Int64
+	var firstErr atomic.Value
+	deadline := time.Now().Add(*duration)
+	var wg sync.WaitGroup
+	for range *workers {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				n, err := soakSession(url, *calls)
+				callsDone.Add(int64(n))
+				if err != nil {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+				}
+				done.Add(1)
+			}
+		})
+	}
+
+	fmt.Fprintf(out, "soak: %d workers running whole sessions for %s on one gateway over HTTP, each session attaching a remote and a stdio server, %d echo calls, one with progress, one given up; %s\n",
+		*workers, *duration, *calls, machine())
+	fmt.Fprintln(out, "RSS, goroutines, sessions open: the gateway's (VmRSS, /healthz); processes: its children; fds: its open file descriptors")
+	fmt.Fprintln(out)
+	row := "%-10s %9s %9s %7s %10s %11s %9s %10s %5s\n"
+	fmt.Fprintf(out, row, "at", "sessions", "calls", "errors", "RSS", "goroutines", "open", "processes", "fds")
+	line := func(at string) soakSample {
+		s := sampleGateway(url, pid)
+		fmt.Fprintf(out, row, at, strconv.FormatInt(done.Load(), 10), strconv.FormatInt(callsDone.Load(), 10), strconv.FormatInt(failed.Load(), 10),
+			fmt.Sprintf("%.1f MiB", float64(s.rssKiB)/1024), strconv.Itoa(s.goroutines), strconv.Itoa(s.sessions), strconv.Itoa(s.children), strconv.Itoa(s.fds))
+		return s
+	}
+	base := line("start")
+	every := *duration / time.Duration(max(*samples, 1))
+	var first, last soakSample
+	var firstDone, lastDone int64
+	for i := 1; i <= *samples; i++ {
+		time.Sleep(time.Until(deadline.Add(-*duration + time.Duration(i)*every)))
+		s := line(time.Duration(i * int(every)).Round(time.Second).String())
+		if i == 1 {
+			first, firstDone = s, done.Load()
+		}
+		last, lastDone = s, done.Load()
+	}
+	wg.Wait()
+	time.Sleep(2 * time.Second) // sessions closed, processes reaped
+	after := line("after")
+	fmt.Fprintln(out)
+	if n := lastDone - firstDone; n > 0 {
+		fmt.Fprintf(out, "RSS from the first sample to the last, while running: %+.1f MiB over %d sessions (%+.2f KiB a session)\n",
+			float64(last.rssKiB-first.rssKiB)/1024, n, float64(last.rssKiB-first.rssKiB)/float64(n))
+	}
+	fmt.Fprintf(out, "after the last session: %d sessions open, %d processes, goroutines %d (%d at start), fds %d (%d at start)\n",
+		after.sessions, after.children, after.goroutines, base.goroutines, after.fds, base.fds)
+	if e, ok := firstErr.Load().(string); ok {
+		fmt.Fprintf(out, "first error: %s\n", e)
+	}
+	return nil
+}
+
+// soakSession runs one session of the soak and returns how many calls it
+// made.
+func soakSession(url string, calls int) (int, error) {
+	c, _, err := openSession(url, scaleCase{})
+	if c != nil {
+		defer c.Close() // DELETE: the session's end
+	}
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, name := range []string{"remote", "local"} {
+		if err := callCheck(ctx, c, "attach_resource", map[string]any{"urn": "urn:air:bench.test:mcp:" + name, "name": name}); err != nil {
+			return 0, err
+		}
+	}
+	n := 0
+	for i := range calls {
+		tool := []string{"mcp_remote__echo", "mcp_local__echo"}[i%2]
+		if err := callCheck(ctx, c, tool, map[string]any{"message": "soak " + strconv.Itoa(i)}); err != nil {
+			return n, err
+		}
+		n++
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = "mcp_local__slow", map[string]any{"ms": 60}
+	req.Params.Meta = &mcp.Meta{ProgressToken: "soak"}
+	if res, err := c.CallTool(ctx, req); err != nil || res.IsError {
+		return n, fmt.Errorf("slow call with progress: %v %v", err, res)
+	}
+	n++
+	// A call given up on: the client's context ends while the upstream
+	// works.
+	giveUp, stopCall := context.WithTimeout(ctx, 30*time.Millisecond)
+	req.Params.Name, req.Params.Arguments, req.Params.Meta = "mcp_remote__slow", map[string]any{"ms": 5000}, nil
+	_, err = c.CallTool(giveUp, req)
+	stopCall()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		return n, fmt.Errorf("a call given up on ended with %v", err)
+	}
+	n++
+	if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
+		return n, err
+	}
+	return n, callCheck(ctx, c, "detach_resource", map[string]any{"name": "local"})
+}
+
+// soakSample is what the gateway holds at one moment.
+type soakSample struct {
+	rssKiB, goroutines, sessions, children, fds int
+}
+
+func sampleGateway(url string, pid int) soakSample {
+	var s soakSample
+	if resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/healthz"); err == nil {
+		var h struct{ Goroutines, Sessions int }
+		_ = json.NewDecoder(resp.Body).Decode(&h)
+		resp.Body.Close()
+		s.goroutines, s.sessions = h.Goroutines, h.Sessions
+	}
+	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			s.rssKiB, _ = strconv.Atoi(strings.Fields(v)[0])
+		}
+	}
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	s.fds = len(fds)
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		stat, err := os.ReadFile(filepath.Join("/proc", p.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read past
+		// its closing parenthesis.
+		if f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			s.children++
+		}
+	}
+	return s
+}
