@@ -289,6 +289,7 @@ type HTTP struct {
 	connTimeout   time.Duration // IdleConnTimeout
 	maxSessions   int64
 	versions      []string // the protocol versions offered
+	ids           *sessionIDs
 	kept          keptConns
 }
 
@@ -355,8 +356,9 @@ func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 		connTimeout: opt.IdleConnTimeout, maxSessions: int64(opt.MaxSessions)}
 	h.kept.idle = opt.IdleConnTimeout
 	h.versions = legacy
+	h.ids = &sessionIDs{}
 	h.streamable = server.NewStreamableHTTPServer(g.mcp,
-		server.WithStateful(true),
+		server.WithSessionIdManager(h.ids), // not WithStateful: it keeps every ended id
 		server.WithStreamableHTTPProtocolVersions(legacy...),
 		server.WithSessionIdleTTL(opt.IdleTTL),
 		server.WithEventStore(newEventStore(256, 16<<20, 256<<20, 2*time.Minute)),

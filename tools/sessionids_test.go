@@ -1,0 +1,93 @@
+package tools
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// An ended session's id is told apart from one never issued while it is
+// among the last maxEnded, and forgotten after; what is kept stays
+// bounded however many sessions end.
+func TestSessionIDs(t *testing.T) {
+	var s sessionIDs
+	first := s.Generate()
+	if !strings.HasPrefix(first, "mcp-session-") {
+		t.Fatalf("id %q", first)
+	}
+	if ended, err := s.Validate(first); ended || err != nil {
+		t.Fatalf("a live id: %v %v", ended, err)
+	}
+	if _, err := s.Validate("mcp-session-never"); err == nil {
+		t.Fatal("an id never issued is valid")
+	}
+	if _, err := s.Terminate(first); err != nil {
+		t.Fatal(err)
+	}
+	if ended, err := s.Validate(first); !ended || err != nil {
+		t.Fatalf("an ended id: %v %v", ended, err)
+	}
+	if _, err := s.Terminate("mcp-session-never"); err != nil {
+		t.Fatal(err)
+	}
+	for range maxEnded {
+		id := s.Generate()
+		if _, err := s.Terminate(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ended, err := s.Validate(first); ended || err == nil {
+		t.Fatalf("an id ended %d sessions ago: %v %v", maxEnded, ended, err)
+	}
+	if n := len(s.ended); n != maxEnded {
+		t.Fatalf("%d ended ids kept, want %d", n, maxEnded)
+	}
+	live := 0
+	s.live.Range(func(any, any) bool { live++; return true })
+	if live != 0 {
+		t.Fatalf("%d live ids after every session ended", live)
+	}
+}
+
+// Over HTTP: a session ended with DELETE answers 404, its end said, and
+// the gateway holds no id of it once it is past the last maxEnded.
+func TestSessionEndedHTTP(t *testing.T) {
+	tg := newGateway(t, 0)
+	s := tg.connect(t)
+	id := s.c.GetSessionId()
+	if _, live := tg.h.ids.live.Load(id); !live {
+		t.Fatalf("session %q is not among the gateway's ids", id)
+	}
+	del, _ := http.NewRequest(http.MethodDelete, tg.url, nil)
+	del.Header.Set("Mcp-Session-Id", id)
+	resp, err := http.DefaultClient.Do(del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	defer http.DefaultClient.CloseIdleConnections()
+	post := func() (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, tg.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", id)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, strings.TrimSpace(string(body))
+	}
+	if code, body := post(); code != http.StatusNotFound || body != "Session terminated" {
+		t.Fatalf("after DELETE: %d %q", code, body)
+	}
+	if _, live := tg.h.ids.live.Load(id); live {
+		t.Fatal("the ended session's id is still live")
+	}
+	id = "mcp-session-00000000-0000-4000-8000-000000000000"
+	if code, body := post(); code != http.StatusNotFound || body != "Invalid session ID" {
+		t.Fatalf("an id never issued: %d %q", code, body)
+	}
+}
