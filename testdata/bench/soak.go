@@ -35,6 +35,7 @@ func soakBench(args []string, out io.Writer) error {
 	workers := fs.Int("workers", 8, "sessions run at once")
 	calls := fs.Int("calls", 20, "echo calls per session, half to each server")
 	samples := fs.Int("samples", 8, "samples taken while running")
+	inProcess := fs.Bool("in-process", false, "run the gateway in this process, and report its live Go heap after a GC at each sample (the bench's clients share the process; each is closed with its session)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -69,13 +70,42 @@ func soakBench(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	url, stop, pid, err := startGatewayHTTP(gw, cfg)
+	var url string
+	var stop func()
+	pid := os.Getpid()
+	if *inProcess {
+		url, stop, err = inProcessGateway(cfg)
+	} else {
+		url, stop, pid, err = startGatewayHTTP(gw, cfg)
+	}
 	if err != nil {
 		return err
 	}
 	defer stop()
 
 	var done, failed, callsDone atomic.Int64
+	fmt.Fprintf(out, "soak: %d workers running whole sessions for %s on one gateway over HTTP, each session attaching a remote and a stdio server, %d echo calls, one with progress, one given up; %s\n",
+		*workers, *duration, *calls, machine())
+	where := "the gateway's"
+	if *inProcess {
+		where = "the bench's, the gateway running in it"
+	}
+	fmt.Fprintf(out, "RSS, goroutines, sessions open: %s (VmRSS, /healthz); processes: its children; fds: its open file descriptors\n", where)
+	fmt.Fprintln(out)
+	row := "%-10s %9s %9s %7s %10s %11s %9s %10s %5s %10s\n"
+	fmt.Fprintf(out, row, "at", "sessions", "calls", "errors", "RSS", "goroutines", "open", "processes", "fds", "live heap")
+	line := func(at string) soakSample {
+		s := sampleGateway(url, pid)
+		heap := "-"
+		if *inProcess {
+			h, _, _ := liveHeap()
+			heap = fmt.Sprintf("%.1f MiB", float64(h)/(1<<20))
+		}
+		fmt.Fprintf(out, row, at, strconv.FormatInt(done.Load(), 10), strconv.FormatInt(callsDone.Load(), 10), strconv.FormatInt(failed.Load(), 10),
+			fmt.Sprintf("%.1f MiB", float64(s.rssKiB)/1024), strconv.Itoa(s.goroutines), strconv.Itoa(s.sessions), strconv.Itoa(s.children), strconv.Itoa(s.fds), heap)
+		return s
+	}
+	base := line("start") // before the first session
 	var firstErr atomic.Value
 	deadline := time.Now().Add(*duration)
 	var wg sync.WaitGroup
@@ -93,19 +123,6 @@ func soakBench(args []string, out io.Writer) error {
 		})
 	}
 
-	fmt.Fprintf(out, "soak: %d workers running whole sessions for %s on one gateway over HTTP, each session attaching a remote and a stdio server, %d echo calls, one with progress, one given up; %s\n",
-		*workers, *duration, *calls, machine())
-	fmt.Fprintln(out, "RSS, goroutines, sessions open: the gateway's (VmRSS, /healthz); processes: its children; fds: its open file descriptors")
-	fmt.Fprintln(out)
-	row := "%-10s %9s %9s %7s %10s %11s %9s %10s %5s\n"
-	fmt.Fprintf(out, row, "at", "sessions", "calls", "errors", "RSS", "goroutines", "open", "processes", "fds")
-	line := func(at string) soakSample {
-		s := sampleGateway(url, pid)
-		fmt.Fprintf(out, row, at, strconv.FormatInt(done.Load(), 10), strconv.FormatInt(callsDone.Load(), 10), strconv.FormatInt(failed.Load(), 10),
-			fmt.Sprintf("%.1f MiB", float64(s.rssKiB)/1024), strconv.Itoa(s.goroutines), strconv.Itoa(s.sessions), strconv.Itoa(s.children), strconv.Itoa(s.fds))
-		return s
-	}
-	base := line("start")
 	every := *duration / time.Duration(max(*samples, 1))
 	var first, last soakSample
 	var firstDone, lastDone int64
