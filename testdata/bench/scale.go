@@ -8,14 +8,12 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -201,20 +199,8 @@ func sessionsOnGateway(gw, cfg string, c scaleCase, n, parallel int) (processFig
 	}
 	defer stop()
 	health := func() (rssKiB, goroutines int) {
-		resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/healthz")
-		if err == nil {
-			var h struct{ Goroutines int }
-			_ = json.NewDecoder(resp.Body).Decode(&h)
-			resp.Body.Close()
-			goroutines = h.Goroutines
-		}
-		status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-		for _, line := range strings.Split(string(status), "\n") {
-			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-				rssKiB, _ = strconv.Atoi(strings.Fields(v)[0])
-			}
-		}
-		return
+		s := sampleGateway(url, pid)
+		return s.rssKiB, s.goroutines
 	}
 	time.Sleep(500 * time.Millisecond)
 	p.rss[0], p.goroutines[0] = health()
