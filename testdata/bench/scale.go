@@ -165,7 +165,7 @@ func writeConfig(dir string, cards map[string]map[string]any) (string, error) {
 	catalog := filepath.Join(dir, "catalog.json")
 	data, _ := json.Marshal(map[string]any{"specVersion": "1.0", "entries": entries})
 	cfg := filepath.Join(dir, "ardgate.json")
-	cfgData, _ := json.Marshal(map[string]any{"allow_local_urls": true, "max_attachments": 5,
+	cfgData, _ := json.Marshal(map[string]any{"allow_local_urls": true, "max_attachments": 20,
 		"registries": []any{map[string]any{"id": "bench", "kind": "catalog", "path": catalog}},
 		"limits":     map[string]any{"discovery_per_minute": 0, "repeat_max": 0}})
 	if err := os.WriteFile(catalog, data, 0o600); err != nil {

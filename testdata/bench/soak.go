@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -35,9 +36,13 @@ func soakBench(args []string, out io.Writer) error {
 	workers := fs.Int("workers", 8, "sessions run at once")
 	calls := fs.Int("calls", 20, "echo calls per session, half to each server")
 	samples := fs.Int("samples", 8, "samples taken while running")
+	stdio := fs.Bool("stdio", false, "one client on the gateway's stdio instead: each worker runs rounds in that one session, attaching and detaching both servers (under its own names), so that what a round leaves behind piles up in one session")
 	inProcess := fs.Bool("in-process", false, "run the gateway in this process, and report its live Go heap after a GC at each sample (the bench's clients share the process; each is closed with its session)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *stdio && *inProcess {
+		return errors.New("-stdio and -in-process do not go together")
 	}
 	dir, gw, fx, err := buildBinaries()
 	if err != nil {
@@ -61,39 +66,62 @@ func soakBench(args []string, out io.Writer) error {
 	if err := os.Setenv("PATH", filepath.Dir(npx)+string(os.PathListSeparator)+os.Getenv("PATH")); err != nil {
 		return err
 	}
-	cfg, err := writeConfig(dir, map[string]map[string]any{
-		"remote": {"remotes": []any{map[string]any{"type": "streamable-http", "url": upURL}}},
-		"local": {"packages": []any{map[string]any{"registryType": "npm", "identifier": "@ardgate-bench/fixture", "version": "1.0.0",
+	// A session attaches a URN once, so over stdio, where the workers
+	// share one session, each has servers of its own: remote<w>, local<w>.
+	suffixes := []string{""}
+	if *stdio {
+		suffixes = nil
+		for w := range *workers {
+			suffixes = append(suffixes, strconv.Itoa(w))
+		}
+	}
+	cards := map[string]map[string]any{}
+	for _, sfx := range suffixes {
+		cards["remote"+sfx] = map[string]any{"remotes": []any{map[string]any{"type": "streamable-http", "url": upURL}}}
+		cards["local"+sfx] = map[string]any{"packages": []any{map[string]any{"registryType": "npm", "identifier": "@ardgate-bench/fixture", "version": "1.0.0",
 			"transport":        map[string]any{"type": "stdio"},
-			"packageArguments": []any{map[string]any{"type": "positional", "value": "--transport=stdio"}}}}},
-	})
+			"packageArguments": []any{map[string]any{"type": "positional", "value": "--transport=stdio"}}}}}
+	}
+	cfg, err := writeConfig(dir, cards)
 	if err != nil {
 		return err
 	}
-	var url string
+	var url string        // "" over stdio
+	var sc *client.Client // the stdio client
 	var stop func()
 	pid := os.Getpid()
-	if *inProcess {
+	switch {
+	case *stdio:
+		sc, stop, pid, err = stdioClient(gw, nil, "serve", "--config", cfg, "--log-level", "error")
+	case *inProcess:
 		url, stop, err = inProcessGateway(cfg)
-	} else {
+	default:
 		url, stop, pid, err = startGatewayHTTP(gw, cfg)
 	}
 	if err != nil {
 		return err
 	}
 	defer stop()
+	// run is one unit of a worker's work: a whole HTTP session, or a round
+	// in the one stdio session.
+	run := func(worker int) (int, error) { return soakSession(url, *calls) }
+	what, transport, unit := "whole sessions", "HTTP", "session"
+	if *stdio {
+		run = func(worker int) (int, error) { return soakRound(sc, strconv.Itoa(worker), *calls, true) }
+		what, transport, unit = "rounds in one session", "stdio", "round"
+	}
 
 	var done, failed, callsDone atomic.Int64
-	fmt.Fprintf(out, "soak: %d workers running whole sessions for %s on one gateway over HTTP, each session attaching a remote and a stdio server, %d echo calls, one with progress, one given up; %s\n",
-		*workers, *duration, *calls, machine())
+	fmt.Fprintf(out, "soak: %d workers running %s for %s on one gateway over %s, each attaching a remote and a stdio server, %d echo calls, one with progress, one given up; %s\n",
+		*workers, what, *duration, transport, *calls, machine())
 	where := "the gateway's"
 	if *inProcess {
 		where = "the bench's, the gateway running in it"
 	}
-	fmt.Fprintf(out, "RSS, goroutines, sessions open: %s (VmRSS, /healthz); processes: its children; fds: its open file descriptors\n", where)
+	fmt.Fprintf(out, "RSS, goroutines, sessions open: %s (VmRSS, /healthz, not over stdio); processes: its children; fds: its open file descriptors\n", where)
 	fmt.Fprintln(out)
 	row := "%-10s %9s %9s %7s %10s %11s %9s %10s %5s %10s\n"
-	fmt.Fprintf(out, row, "at", "sessions", "calls", "errors", "RSS", "goroutines", "open", "processes", "fds", "live heap")
+	fmt.Fprintf(out, row, "at", unit+"s", "calls", "errors", "RSS", "goroutines", "open", "processes", "fds", "live heap")
 	line := func(at string) soakSample {
 		s := sampleGateway(url, pid)
 		heap := "-"
@@ -102,17 +130,17 @@ func soakBench(args []string, out io.Writer) error {
 			heap = fmt.Sprintf("%.1f MiB", float64(h)/(1<<20))
 		}
 		fmt.Fprintf(out, row, at, strconv.FormatInt(done.Load(), 10), strconv.FormatInt(callsDone.Load(), 10), strconv.FormatInt(failed.Load(), 10),
-			fmt.Sprintf("%.1f MiB", float64(s.rssKiB)/1024), strconv.Itoa(s.goroutines), strconv.Itoa(s.sessions), strconv.Itoa(s.children), strconv.Itoa(s.fds), heap)
+			fmt.Sprintf("%.1f MiB", float64(s.rssKiB)/1024), count(s.goroutines), count(s.sessions), strconv.Itoa(s.children), strconv.Itoa(s.fds), heap)
 		return s
 	}
 	base := line("start") // before the first session
 	var firstErr atomic.Value
 	deadline := time.Now().Add(*duration)
 	var wg sync.WaitGroup
-	for range *workers {
+	for w := range *workers {
 		wg.Go(func() {
 			for time.Now().Before(deadline) {
-				n, err := soakSession(url, *calls)
+				n, err := run(w)
 				callsDone.Add(int64(n))
 				if err != nil {
 					failed.Add(1)
@@ -139,19 +167,19 @@ func soakBench(args []string, out io.Writer) error {
 	after := line("after")
 	fmt.Fprintln(out)
 	if n := lastDone - firstDone; n > 0 {
-		fmt.Fprintf(out, "RSS from the first sample to the last, while running: %+.1f MiB over %d sessions (%+.2f KiB a session)\n",
-			float64(last.rssKiB-first.rssKiB)/1024, n, float64(last.rssKiB-first.rssKiB)/float64(n))
+		fmt.Fprintf(out, "RSS from the first sample to the last, while running: %+.1f MiB over %d %ss (%+.2f KiB a %s)\n",
+			float64(last.rssKiB-first.rssKiB)/1024, n, unit, float64(last.rssKiB-first.rssKiB)/float64(n), unit)
 	}
-	fmt.Fprintf(out, "after the last session: %d sessions open, %d processes, goroutines %d (%d at start), fds %d (%d at start)\n",
-		after.sessions, after.children, after.goroutines, base.goroutines, after.fds, base.fds)
+	fmt.Fprintf(out, "after the last %s: %s sessions open, %d processes, goroutines %s (%s at start), fds %d (%d at start)\n",
+		unit, count(after.sessions), after.children, count(after.goroutines), count(base.goroutines), after.fds, base.fds)
 	if e, ok := firstErr.Load().(string); ok {
 		fmt.Fprintf(out, "first error: %s\n", e)
 	}
 	return nil
 }
 
-// soakSession runs one session of the soak and returns how many calls it
-// made.
+// soakSession runs one HTTP session of the soak and returns how many
+// calls it made; its end (DELETE) detaches the remote server.
 func soakSession(url string, calls int) (int, error) {
 	c, _, err := openSession(url, scaleCase{})
 	if c != nil {
@@ -160,33 +188,41 @@ func soakSession(url string, calls int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	return soakRound(c, "", calls, false)
+}
+
+// soakRound attaches the remote and the stdio server remote<suffix> and
+// local<suffix> (their URNs' names), calls them, detaches the stdio server and, with
+// both, the remote too, and returns how many calls it made.
+func soakRound(c *client.Client, suffix string, calls int, both bool) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, name := range []string{"remote", "local"} {
+	remote, local := "remote"+suffix, "local"+suffix
+	for _, name := range []string{remote, local} {
 		if err := callCheck(ctx, c, "attach_resource", map[string]any{"urn": "urn:air:bench.test:mcp:" + name, "name": name}); err != nil {
 			return 0, err
 		}
 	}
 	n := 0
 	for i := range calls {
-		tool := []string{"mcp_remote__echo", "mcp_local__echo"}[i%2]
+		tool := "mcp_" + []string{remote, local}[i%2] + "__echo"
 		if err := callCheck(ctx, c, tool, map[string]any{"message": "soak " + strconv.Itoa(i)}); err != nil {
 			return n, err
 		}
 		n++
 	}
 	req := mcp.CallToolRequest{}
-	req.Params.Name, req.Params.Arguments = "mcp_local__slow", map[string]any{"ms": 60}
+	req.Params.Name, req.Params.Arguments = "mcp_"+local+"__slow", map[string]any{"ms": 60}
 	req.Params.Meta = &mcp.Meta{ProgressToken: "soak"}
 	if res, err := c.CallTool(ctx, req); err != nil || res.IsError {
 		return n, fmt.Errorf("slow call with progress: %v %v", err, res)
 	}
 	n++
 	// A call given up on: the client's context ends while the upstream
-	// works.
+	// works, and the client sends notifications/cancelled.
 	giveUp, stopCall := context.WithTimeout(ctx, 30*time.Millisecond)
-	req.Params.Name, req.Params.Arguments, req.Params.Meta = "mcp_remote__slow", map[string]any{"ms": 5000}, nil
-	_, err = c.CallTool(giveUp, req)
+	req.Params.Name, req.Params.Arguments, req.Params.Meta = "mcp_"+remote+"__slow", map[string]any{"ms": 5000}, nil
+	_, err := c.CallTool(giveUp, req)
 	stopCall()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		return n, fmt.Errorf("a call given up on ended with %v", err)
@@ -195,7 +231,24 @@ func soakSession(url string, calls int) (int, error) {
 	if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
 		return n, err
 	}
-	return n, callCheck(ctx, c, "detach_resource", map[string]any{"name": "local"})
+	detach := []string{local}
+	if both {
+		detach = append(detach, remote)
+	}
+	for _, name := range detach {
+		if err := callCheck(ctx, c, "detach_resource", map[string]any{"name": name}); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// count is n, or "-" for a figure not read (-1).
+func count(n int) string {
+	if n < 0 {
+		return "-"
+	}
+	return strconv.Itoa(n)
 }
 
 // soakSample is what the gateway holds at one moment.
@@ -205,7 +258,9 @@ type soakSample struct {
 
 func sampleGateway(url string, pid int) soakSample {
 	var s soakSample
-	if resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/healthz"); err == nil {
+	if url == "" { // stdio: no /healthz
+		s.goroutines, s.sessions = -1, -1
+	} else if resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/healthz"); err == nil {
 		var h struct{ Goroutines, Sessions int }
 		_ = json.NewDecoder(resp.Body).Decode(&h)
 		resp.Body.Close()
