@@ -1,7 +1,7 @@
 // Package a2afixture is a small, real A2A (protocol 0.3.0) agent used as an
 // upstream in ardgate's tests. It is built on github.com/a2aproject/a2a-go
 // (a2asrv) and served in-process by an httptest server; [Start] returns the
-// running [Agent].
+// running [Agent] in a test, [Serve] outside one.
 //
 // HTTP surface (see [Agent]):
 //
@@ -114,7 +114,7 @@ type Agent struct {
 	// Card is the card served at URL+CardPath. Card.URL is URL+RPCPath.
 	Card *a2a.AgentCard
 
-	tb     testing.TB
+	stuck  func(n int) // told of executions still running after Close; nil: nobody
 	srv    *httptest.Server
 	exec   *executor
 	queues *trackedQueues
@@ -122,9 +122,18 @@ type Agent struct {
 }
 
 // Start serves a new agent on a loopback httptest server and registers
-// Close with tb.Cleanup.
+// Close with tb.Cleanup; executions still running after Close fail tb.
 func Start(tb testing.TB) *Agent {
 	tb.Helper()
+	a := Serve()
+	a.stuck = func(n int) { tb.Errorf("a2afixture: %d executions still running %v after Close", n, closeTimeout) }
+	tb.Cleanup(a.Close)
+	return a
+}
+
+// Serve serves a new agent on a loopback httptest server, outside a test
+// (the bench runs it); the caller must Close it.
+func Serve() *Agent {
 	stop, cancel := context.WithCancel(context.Background())
 	queues := &trackedQueues{Manager: eventqueue.NewInMemoryManager(), live: map[a2a.TaskID]struct{}{}, linger: map[a2a.TaskID]time.Duration{}}
 	exec := &executor{stop: stop, cancelStop: cancel, queues: queues}
@@ -138,10 +147,7 @@ func Start(tb testing.TB) *Agent {
 	card := NewCard(srv.URL + RPCPath)
 	mux.Handle(CardPath, a2asrv.NewStaticAgentCardHandler(card))
 	mux.Handle(RPCPath, a2asrv.NewJSONRPCHandler(handler))
-
-	a := &Agent{URL: srv.URL, Card: card, tb: tb, srv: srv, exec: exec, queues: queues}
-	tb.Cleanup(a.Close)
-	return a
+	return &Agent{URL: srv.URL, Card: card, srv: srv, exec: exec, queues: queues}
 }
 
 // HTTPClient returns the httptest server's client. Its idle connections are
@@ -159,7 +165,9 @@ func (a *Agent) Close() {
 		deadline := time.Now().Add(closeTimeout)
 		for a.queues.count() > 0 {
 			if time.Now().After(deadline) {
-				a.tb.Errorf("a2afixture: %d executions still running %v after Close", a.queues.count(), closeTimeout)
+				if a.stuck != nil {
+					a.stuck(a.queues.count())
+				}
 				break
 			}
 			time.Sleep(2 * time.Millisecond)

@@ -84,7 +84,7 @@ func scaleBench(args []string, out io.Writer) error {
 	}
 	defer stopUp()
 	remote := map[string]any{"remotes": []any{map[string]any{"type": "streamable-http", "url": upURL}}}
-	cfg, err := writeConfig(dir, map[string]map[string]any{"a": remote, "b": remote})
+	cfg, err := writeConfig(dir, map[string]map[string]any{"a": remote, "b": remote}, nil)
 	if err != nil {
 		return err
 	}
@@ -152,9 +152,11 @@ func scaleBench(args []string, out io.Writer) error {
 
 // writeConfig writes a gateway config into dir whose one registry is a
 // catalog of the server cards given by name (each the card's data, its
-// name added), with local URLs allowed and the discovery limits off, and
-// returns its path. An entry's URN is urn:air:bench.test:mcp:<name>.
-func writeConfig(dir string, cards map[string]map[string]any) (string, error) {
+// name added) and of the A2A agents given by name (their card's URL), with
+// local URLs allowed and the discovery limits off, and returns its path.
+// An entry's URN is urn:air:bench.test:mcp:<name> or
+// urn:air:bench.test:agent:<name>.
+func writeConfig(dir string, cards map[string]map[string]any, agents map[string]string) (string, error) {
 	var entries []any
 	for name, data := range cards {
 		data = maps.Clone(data)
@@ -162,10 +164,14 @@ func writeConfig(dir string, cards map[string]map[string]any) (string, error) {
 		entries = append(entries, map[string]any{"identifier": "urn:air:bench.test:mcp:" + name, "displayName": name,
 			"type": "application/mcp-server-card+json", "data": data})
 	}
+	for name, cardURL := range agents {
+		entries = append(entries, map[string]any{"identifier": "urn:air:bench.test:agent:" + name, "displayName": name,
+			"type": "application/a2a-agent-card+json", "url": cardURL})
+	}
 	catalog := filepath.Join(dir, "catalog.json")
 	data, _ := json.Marshal(map[string]any{"specVersion": "1.0", "entries": entries})
 	cfg := filepath.Join(dir, "ardgate.json")
-	cfgData, _ := json.Marshal(map[string]any{"allow_local_urls": true, "max_attachments": 20,
+	cfgData, _ := json.Marshal(map[string]any{"allow_local_urls": true, "max_attachments": 32,
 		"registries": []any{map[string]any{"id": "bench", "kind": "catalog", "path": catalog}},
 		"limits":     map[string]any{"discovery_per_minute": 0, "repeat_max": 0}})
 	if err := os.WriteFile(catalog, data, 0o600); err != nil {
@@ -299,7 +305,14 @@ func openSession(url string, c scaleCase) (*client.Client, []time.Duration, erro
 	return cl, lat, err
 }
 
+// callCheck calls a tool that must succeed.
 func callCheck(ctx context.Context, c *client.Client, name string, args map[string]any) error {
+	return callInto(ctx, c, name, args, nil)
+}
+
+// callInto calls a tool that must succeed and decodes its structured
+// result into out, unless out is nil.
+func callInto(ctx context.Context, c *client.Client, name string, args map[string]any, out any) error {
 	req := mcp.CallToolRequest{}
 	req.Params.Name = name
 	req.Params.Arguments = args
@@ -310,6 +323,12 @@ func callCheck(ctx context.Context, c *client.Client, name string, args map[stri
 	if res.IsError {
 		b, _ := json.Marshal(res.Content)
 		return fmt.Errorf("%s: %s", name, b)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(res.RawStructuredContent, out); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
 }

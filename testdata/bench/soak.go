@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+
+	"github.com/ardgate/ardgate/testdata/a2afixture"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -27,7 +29,8 @@ import (
 //
 // A session: initialize, tools/list, attach a remote (HTTP) server and a
 // stdio one (a process the gateway starts), calls to both, a call with a
-// progress token, a call the client gives up on, a listing, detach of the
+// progress token, a call the client gives up on, a listing, an A2A agent
+// attached with a task run to its end and one cancelled, detach of the
 // stdio server (its process ends), and DELETE of the session, which ends
 // the rest.
 func soakBench(args []string, out io.Writer) error {
@@ -75,14 +78,17 @@ func soakBench(args []string, out io.Writer) error {
 			suffixes = append(suffixes, strconv.Itoa(w))
 		}
 	}
-	cards := map[string]map[string]any{}
+	agent := a2afixture.Serve()
+	defer agent.Close()
+	cards, agents := map[string]map[string]any{}, map[string]string{}
 	for _, sfx := range suffixes {
+		agents["agent"+sfx] = agent.URL + a2afixture.CardPath
 		cards["remote"+sfx] = map[string]any{"remotes": []any{map[string]any{"type": "streamable-http", "url": upURL}}}
 		cards["local"+sfx] = map[string]any{"packages": []any{map[string]any{"registryType": "npm", "identifier": "@ardgate-bench/fixture", "version": "1.0.0",
 			"transport":        map[string]any{"type": "stdio"},
 			"packageArguments": []any{map[string]any{"type": "positional", "value": "--transport=stdio"}}}}}
 	}
-	cfg, err := writeConfig(dir, cards)
+	cfg, err := writeConfig(dir, cards, agents)
 	if err != nil {
 		return err
 	}
@@ -231,9 +237,13 @@ func soakRound(c *client.Client, suffix string, calls int, both bool) (int, erro
 	if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
 		return n, err
 	}
+	agent := "agent" + suffix
+	if err := soakAgent(ctx, c, agent); err != nil {
+		return n, err
+	}
 	detach := []string{local}
 	if both {
-		detach = append(detach, remote)
+		detach = append(detach, remote, agent)
 	}
 	for _, name := range detach {
 		if err := callCheck(ctx, c, "detach_resource", map[string]any{"name": name}); err != nil {
@@ -241,6 +251,31 @@ func soakRound(c *client.Client, suffix string, calls int, both bool) (int, erro
 		}
 	}
 	return n, nil
+}
+
+// soakAgent attaches the A2A agent under name, runs a task to its end
+// (spawn_agent, wait_task), and cancels another (cancel_task).
+func soakAgent(ctx context.Context, c *client.Client, name string) error {
+	if err := callCheck(ctx, c, "attach_resource", map[string]any{"urn": "urn:air:bench.test:agent:" + name, "name": name}); err != nil {
+		return err
+	}
+	var task struct {
+		TaskID string `json:"task_id"`
+		State  string
+	}
+	if err := callInto(ctx, c, "spawn_agent", map[string]any{"agent": name, "message": "stream 2"}, &task); err != nil {
+		return err
+	}
+	if err := callInto(ctx, c, "wait_task", map[string]any{"task_id": task.TaskID, "timeout_seconds": 10}, &task); err != nil {
+		return err
+	}
+	if task.State != "completed" {
+		return fmt.Errorf("task %s ended %s", task.TaskID, task.State)
+	}
+	if err := callInto(ctx, c, "spawn_agent", map[string]any{"agent": name, "message": "wait"}, &task); err != nil {
+		return err
+	}
+	return callCheck(ctx, c, "cancel_task", map[string]any{"task_id": task.TaskID})
 }
 
 // count is n, or "-" for a figure not read (-1).
