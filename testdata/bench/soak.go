@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/ardgate/ardgate/testdata/a2afixture"
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // soakBench keeps one gateway busy for a while with whole sessions, one
@@ -39,7 +39,7 @@ func soakBench(args []string, out io.Writer) error {
 	workers := fs.Int("workers", 8, "sessions run at once")
 	calls := fs.Int("calls", 20, "echo calls per session, half to each server")
 	samples := fs.Int("samples", 8, "samples taken while running")
-	stdio := fs.Bool("stdio", false, "one client on the gateway's stdio instead: each worker runs rounds in that one session, attaching and detaching both servers (under its own names), so that what a round leaves behind piles up in one session")
+	stdio := fs.Bool("stdio", false, "one client on the gateway's stdio instead: each worker runs rounds in that one session, attaching and detaching servers and an agent of its own, so that what a round leaves behind piles up in one session")
 	inProcess := fs.Bool("in-process", false, "run the gateway in this process, and report its live Go heap after a GC at each sample (the bench's clients share the process; each is closed with its session)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -118,7 +118,7 @@ func soakBench(args []string, out io.Writer) error {
 	}
 
 	var done, failed, callsDone atomic.Int64
-	fmt.Fprintf(out, "soak: %d workers running %s for %s on one gateway over %s, each attaching a remote and a stdio server, %d echo calls, one with progress, one given up; %s\n",
+	fmt.Fprintf(out, "soak: %d workers running %s for %s on one gateway over %s, each attaching a remote server, a stdio server and an A2A agent: %d echo calls, one with progress, one given up, a task run to its end, one cancelled; %s\n",
 		*workers, what, *duration, transport, *calls, machine())
 	where := "the gateway's"
 	if *inProcess {
@@ -198,8 +198,9 @@ func soakSession(url string, calls int) (int, error) {
 }
 
 // soakRound attaches the remote and the stdio server remote<suffix> and
-// local<suffix> (their URNs' names), calls them, detaches the stdio server and, with
-// both, the remote too, and returns how many calls it made.
+// local<suffix> (their URNs' names) and calls them, runs tasks on the
+// agent agent<suffix> (soakAgent), detaches the stdio server and, with
+// both, the remote and the agent too, and returns how many calls it made.
 func soakRound(c *client.Client, suffix string, calls int, both bool) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
