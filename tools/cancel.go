@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"slices"
 	"strconv"
@@ -42,11 +43,16 @@ type stopper interface {
 	stop()
 }
 
-// stopFunc stops a call by ending its context, either way.
-type stopFunc context.CancelFunc
+// stopCause stops a call by ending its context: with errCancelled as the
+// cause when the client cancelled it, so that the call can tell.
+type stopCause context.CancelCauseFunc
 
-func (f stopFunc) cancel() { f() }
-func (f stopFunc) stop()   { f() }
+func (f stopCause) cancel() { f(errCancelled) }
+func (f stopCause) stop()   { f(nil) }
+
+// errCancelled is the cause a call's context ends with when the client
+// cancelled the call.
+var errCancelled = errors.New("the client cancelled the call")
 
 // add records c under id, the JSON of its request's id.
 func (in *inflight) add(id string, c stopper) {
@@ -122,22 +128,25 @@ func cancelledID(frame []byte) (string, bool) {
 	return string(n.Params.RequestID), true
 }
 
-// Over stdio a request the client cancelled gets no answer, as the MCP
-// spec asks: the client forgot the id when it cancelled, and the
-// TypeScript SDK reports an answer to it as an error. A fast call stopped
-// by the client writes none (stdioCall). The MCP server answers its own
-// calls, cancelled or not, so its answers to cancelled requests are
+// A request the client cancelled gets no answer, as the MCP spec asks:
+// the client forgot the id when it cancelled, and the TypeScript SDK
+// reports an answer to it as an error. Over stdio a fast call stopped by
+// the client writes none (stdioCall), and as the MCP server answers its
+// own calls, cancelled or not, its answers to cancelled requests are
 // dropped on their way out (dropAnswers). Over HTTP the call's request is
-// still open, and is answered to close it, as mcp-go answers it.
+// still open and must end: a fast call's ends as an event stream with no
+// message (endUnanswered), which the client reads to its end. A call the
+// MCP server runs is still answered over HTTP, as mcp-go answers it (it
+// also keeps the answer for a client resuming the stream).
 
 // maxUnanswered bounds the ids kept: a notice that comes after the answer
 // leaves its id behind.
 const maxUnanswered = 64
 
 // unanswered are the ids of requests on the server's path that the client
-// cancelled, by idKey, oldest first. An id goes when its
-// answer is dropped, when a new request reuses it, or when more than
-// maxUnanswered are kept. Its zero value is ready.
+// cancelled, by idKey, oldest first. An id goes when its answer is
+// dropped, when a new request reuses it, or when more than maxUnanswered
+// are kept. Its zero value is ready.
 type unanswered struct {
 	n   atomic.Int32 // len(ids): frames are not read while none is kept
 	mu  sync.Mutex
@@ -283,4 +292,17 @@ func answerID(frame []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return rest[:end], true
+}
+
+// endUnanswered ends the answer to a fast call the client cancelled over
+// HTTP: the event stream of its progress ends with no message, or, when
+// none began, an empty one is written to out.
+func endUnanswered(stream *progressStream, out eventOut) error {
+	if streamed, err := stream.cut(); streamed {
+		return err
+	}
+	if err := out.begin(); err != nil {
+		return err
+	}
+	return out.end()
 }

@@ -248,7 +248,7 @@ func plainID(id json.RawMessage) bool {
 // header, and returns the response frame. A notifications/cancelled for
 // the call calls cancel, which must end ctx. The upstream's progress on
 // the call goes to notify, if the client asked for progress.
-func (g *Gateway) serveFast(ctx context.Context, cancel context.CancelFunc, s *session, c callFrame, notify notifier, header http.Header) frame {
+func (g *Gateway) serveFast(ctx context.Context, cancel context.CancelCauseFunc, s *session, c callFrame, notify notifier, header http.Header) frame {
 	ctx, trace := g.opts.Tracing.startCall(ctx, header, c)
 	a, refused := g.admit(s, c.called(), nil)
 	if refused != nil {
@@ -256,7 +256,7 @@ func (g *Gateway) serveFast(ctx context.Context, cancel context.CancelFunc, s *s
 		trace.end(f)
 		return f
 	}
-	s.fast.add(c.ID, stopFunc(cancel))
+	s.fast.add(c.ID, stopCause(cancel))
 	raw, err := s.att.CallRaw(ctx, c.Name, c.Arguments, c.progress(notify))
 	s.fast.remove(c.ID)
 	f := g.fastResult(ctx, c, a, raw, err)

@@ -202,7 +202,7 @@ type keptConn struct {
 	state     atomic.Int32
 	idleSince atomic.Int64    // unix nanoseconds; set before state goes idle
 	ctx       context.Context // ended when the client goes away, or cancels the call (then made anew)
-	cancel    context.CancelFunc
+	cancel    context.CancelCauseFunc
 	watch     watch
 	handed    bool // the connection went back to net/http
 	events    keptEvents
@@ -235,7 +235,7 @@ func (c *keptConn) start(br *bufio.Reader, pending []byte) {
 	c.in = keptReader{conn: c.conn, pending: pending, left: -1}
 	br.Reset(&c.in)
 	c.br = br
-	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	c.watch.c = c
 	c.events.c = c
 	c.watch.done = make(chan struct{}, 1)
@@ -245,7 +245,7 @@ func (c *keptConn) start(br *bufio.Reader, pending []byte) {
 
 func (c *keptConn) end() {
 	c.watch.timer.Stop()
-	c.cancel()
+	c.cancel(nil)
 	if !c.handed {
 		_ = c.conn.Close()
 	}
@@ -323,7 +323,11 @@ func (c *keptConn) serve() bool {
 	}
 	c.taken()
 	stream := newProgressStream(call, &c.events, c.h.g.log)
-	f, gone := c.call(s, call, stream, req.Header)
+	f, gone, cancelled := c.call(s, call, stream, req.Header)
+	if cancelled {
+		c.h.kept.served.Add(1)
+		return endUnanswered(stream, &c.events) == nil
+	}
 	streamed, err := stream.finish(f) // also when gone: its writer must stop
 	if gone {
 		return false
@@ -376,8 +380,9 @@ func (h *HTTP) inPlace(r *http.Request) (*session, bool) {
 }
 
 // call runs the call, watching for the client going away if it runs
-// long; gone tells that it went.
-func (c *keptConn) call(s *session, call callFrame, stream *progressStream, header http.Header) (f frame, gone bool) {
+// long; gone tells that it went, cancelled that the client cancelled the
+// call (notifications/cancelled), and goes on.
+func (c *keptConn) call(s *session, call callFrame, stream *progressStream, header http.Header) (f frame, gone, cancelled bool) {
 	// A byte already read ahead is the client's next request: it is
 	// there, and the connection need not be watched.
 	watched := c.br.Buffered() == 0 && len(c.in.pending) == 0
@@ -389,10 +394,10 @@ func (c *keptConn) call(s *session, call callFrame, stream *progressStream, head
 		c.watch.stop()
 	}
 	if c.ctx.Err() != nil && !c.watch.gone {
-		// The client cancelled the call, and goes on.
-		c.ctx, c.cancel = context.WithCancel(context.Background())
+		cancelled = context.Cause(c.ctx) == errCancelled
+		c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	}
-	return f, c.watch.gone
+	return f, c.watch.gone, cancelled
 }
 
 // write writes f as the answer, with the head net/http's server gives
@@ -524,7 +529,7 @@ func (w *watch) read() {
 	}
 	if err != nil && !(w.abort.Load() && errors.Is(err, os.ErrDeadlineExceeded)) {
 		w.gone = true
-		w.c.cancel()
+		w.c.cancel(nil)
 	}
 	w.done <- struct{}{}
 }

@@ -416,30 +416,68 @@ func TestAnsweredRequestsLetGo(t *testing.T) {
 // A notifications/cancelled stops a call on the fast path over HTTP, as
 // the MCP server stops its own: the TypeScript SDK cancels that way and
 // leaves the call's request open. The notice may come on another
-// connection; the call is answered at once, cancelled, on a connection of
-// net/http's and on a kept one.
+// connection; the call's request ends at once, on a connection of
+// net/http's and on a kept one, with or without progress streamed before,
+// as an event stream with no answer in it: the client forgot the id.
 func TestFastPathCancelledHTTP(t *testing.T) {
 	tg, up, sid := keptGateway(t, HTTPOptions{})
 	other := dialRaw(t, tg, sid)
-	for id, kept := range map[int]bool{2: false, 4: true} {
+	for _, tc := range []struct {
+		id             int
+		kept, progress bool
+	}{{2, false, false}, {4, true, false}, {6, false, true}, {8, true, true}} {
+		id, kept := tc.id, tc.kept
 		c := dialRaw(t, tg, sid)
 		if kept {
 			c.echo(id-1, "net/http's, then kept")
 		}
-		c.send(c.request(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"mcp_remote__slow","arguments":{"ms":20000}}}`, id)))
+		meta := ""
+		if tc.progress {
+			meta = `,"_meta":{"progressToken":"p"}`
+		}
+		c.send(c.request(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"mcp_remote__slow","arguments":{"ms":20000}%s}}`, id, meta)))
 		for deadline := time.Now().Add(5 * time.Second); up.inflight.Load() == 0; time.Sleep(5 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatal("the slow call never reached the upstream")
 			}
 		}
-		start := time.Now()
-		other.send(other.request(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d,"reason":"the user pressed Esc"}}`, id)))
-		if code, body := other.answer(); code != http.StatusAccepted {
-			t.Fatalf("the notice: %d %s", code, body)
+		cancel := func() {
+			other.send(other.request(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d,"reason":"the user pressed Esc"}}`, id)))
+			if code, body := other.answer(); code != http.StatusAccepted {
+				t.Fatalf("the notice: %d %s", code, body)
+			}
 		}
-		code, body := c.answer()
-		if code != http.StatusOK || !strings.Contains(body, fmt.Sprintf(`"id":%d`, id)) || !strings.Contains(body, `"isError":true`) || !strings.Contains(body, "cancelled") {
-			t.Fatalf("kept %v: the cancelled call answered %d %s", kept, code, body)
+		start := time.Now()
+		var resp *http.Response
+		var body string
+		if tc.progress {
+			// Cancelled once the stream of its progress has begun.
+			_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			var err error
+			if resp, err = http.ReadResponse(c.br, nil); err != nil {
+				t.Fatal(err)
+			}
+			events := bufio.NewReader(resp.Body)
+			for !strings.Contains(body, `"progress"`) {
+				line, err := events.ReadString('\n')
+				if err != nil {
+					t.Fatalf("%+v: %v after %q", tc, err, body)
+				}
+				body += line
+			}
+			start = time.Now()
+			cancel()
+			rest, err := io.ReadAll(events)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body += string(rest)
+		} else {
+			cancel()
+			resp, body = c.response()
+		}
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" || strings.Contains(body, `"id":`) {
+			t.Fatalf("%+v: the cancelled call's request ended %d %q %q", tc, resp.StatusCode, resp.Header.Get("Content-Type"), body)
 		}
 		if took := time.Since(start); took > 5*time.Second {
 			t.Fatalf("kept %v: the cancelled call answered after %s", kept, took)

@@ -121,6 +121,19 @@ func (p *progressStream) run() {
 // answer went out whole; otherwise it returns false, and the caller
 // answers with JSON, as for any fast call.
 func (p *progressStream) finish(f frame) (streamed bool, err error) {
+	return p.end(&f)
+}
+
+// cut ends the call with no answer (the client cancelled it): once the
+// upstream has reported progress, the stream ends after the events
+// written; it returns as finish does.
+func (p *progressStream) cut() (streamed bool, err error) {
+	return p.end(nil)
+}
+
+// end ends the call with f as the last event, or with none when f is
+// nil.
+func (p *progressStream) end(f *frame) (streamed bool, err error) {
 	if p == nil {
 		return false, nil
 	}
@@ -136,7 +149,7 @@ func (p *progressStream) finish(f frame) (streamed bool, err error) {
 	}
 	<-p.done
 	err = p.err
-	if err == nil {
+	if err == nil && f != nil {
 		// The result is copied once, into the event, from where it lies.
 		err = p.out.write(appendEvent(nil, f.appendHead(nil), f.result, []byte("}")))
 	}

@@ -465,10 +465,16 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 // reports whether it did.
 func (h *HTTP) fastAnswer(w http.ResponseWriter, r *http.Request, s *session, body []byte) bool {
 	if c, ok := h.g.fastCall(s, body); ok {
-		stream := newProgressStream(c, &responseEvents{w: w}, h.g.log)
-		ctx, cancel := context.WithCancel(r.Context())
+		out := &responseEvents{w: w}
+		stream := newProgressStream(c, out, h.g.log)
+		ctx, cancel := context.WithCancelCause(r.Context())
 		f := h.g.serveFast(ctx, cancel, s, c, stream, r.Header)
-		cancel()
+		cancelled := context.Cause(ctx) == errCancelled
+		cancel(nil)
+		if cancelled {
+			_ = endUnanswered(stream, out)
+			return true
+		}
 		if streamed, _ := stream.finish(f); streamed {
 			return true // answered as an event stream
 		}
