@@ -285,6 +285,12 @@ func (c *rawClient) roundTrip(t testing.TB, frame []byte) []byte {
 	if _, err := c.w.Write(frame); err != nil {
 		t.Fatal(err)
 	}
+	return c.next(t)
+}
+
+// next returns the next response the gateway writes, valid until the next
+// read; notifications are skipped.
+func (c *rawClient) next(t testing.TB) []byte {
 	for {
 		line, err := c.out.ReadSlice('\n')
 		if err != nil {

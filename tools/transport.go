@@ -95,9 +95,14 @@ func (r *stdioReader) run(ctx context.Context, in *guard.LineReader) {
 	defer r.held.Flush()
 	for {
 		line, err := in.ReadLine()
-		if isBatch(line) {
-			r.refuseBatch()
-		} else if len(line) > 0 && !r.fast(ctx, line) {
+		switch {
+		case isBatch(line):
+			r.refuse(batchRefusal)
+		case len(line) == 0 || r.fast(ctx, line):
+			// nothing read, or answered on the fast path
+		case hasNullID(line):
+			r.refuse(nullIDRefusal)
+		default:
 			r.unanswered.forget(line) // a new request reusing the id
 			r.held.Flush()
 			if _, werr := r.server.Write(line); werr != nil {
@@ -428,7 +433,7 @@ func (h *HTTP) authorized(r *http.Request) bool {
 // connection itself (keepalive.go), and passes every other request to
 // next, the MCP server, with its body as it came. A notifications/cancelled
 // among them stops the fast call it names on its way.
-// A batch is refused (batch.go).
+// A batch, or a request with a null id, is refused (jsonrpc.go).
 //
 // The server keeps each session's idle clock, and only it can: a session
 // that the server has not seen for a quarter of the idle TTL takes the
@@ -442,13 +447,17 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 		}
 		body, err := readBody(r)
 		if err == nil && isBatch(body) {
-			refuseBatch(w)
+			refuse(w, batchRefusal)
+			return
+		}
+		if s != nil && err == nil && ok && h.fastAnswer(w, r, s, body) {
+			return
+		}
+		if err == nil && hasNullID(body) {
+			refuse(w, nullIDRefusal)
 			return
 		}
 		if s != nil {
-			if err == nil && ok && h.fastAnswer(w, r, s, body) {
-				return
-			}
 			if err == nil {
 				s.fast.cancel(body) // the server hears the notice too, and answers it
 			}

@@ -1,0 +1,66 @@
+package tools
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// refusals are frames the gateway answers at the door, and how.
+var refusals = []struct {
+	frame string
+	want  []byte
+}{
+	{`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, batchRefusal},
+	{` [{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":"hi"}}},{"jsonrpc":"2.0","method":"notifications/initialized"}]`, batchRefusal},
+	{`[]`, batchRefusal},
+	{`[{"jsonrpc":"2.0","id":3,"method":`, batchRefusal}, // not even JSON: still not read as one message
+	{`{"jsonrpc":"2.0","id":null,"method":"ping"}`, nullIDRefusal},
+	{`{"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":null}},"id":null,"jsonrpc":"2.0"}`, nullIDRefusal},
+}
+
+// A JSON-RPC batch, or a request with a null id, over stdio gets one error
+// that says what is wrong, not a parse error or silence, and the session
+// goes on; a notification with a null in it is not refused.
+func TestRefusedStdio(t *testing.T) {
+	c := rawStdio(t, New(pinnedFixture(buildFixture(t), 10*time.Second), quietLog, Options{Version: "test"}))
+	echo := c.caller(t, `"mcp_fx__echo","arguments":{"message":"ready?"}`, `"text":"ready?"`)
+	// Each frame goes with a ping, so that a frame left unanswered shows
+	// as the ping's answer coming first.
+	ping := `{"jsonrpc":"2.0","id":"next","method":"ping"}` + "\n"
+	for _, r := range refusals {
+		line := c.roundTrip(t, []byte(r.frame+"\n"+ping))
+		if !bytes.Equal(bytes.TrimSpace(line), r.want) {
+			t.Fatalf("%s: %s", r.frame, line)
+		}
+		if line := c.next(t); !bytes.Contains(line, []byte(`"id":"next"`)) {
+			t.Fatalf("after %s: %s", r.frame, line)
+		}
+	}
+	// A notification with a null in it is not refused: the ping's answer
+	// is the next frame.
+	line := c.roundTrip(t, []byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"x","progress":1,"message":null}}`+"\n"+ping))
+	if !bytes.Contains(line, []byte(`"id":"next"`)) {
+		t.Fatalf("after a notification: %s", line)
+	}
+	echo()
+}
+
+// The same over HTTP, with a session and without: 400 and the error.
+func TestRefusedHTTP(t *testing.T) {
+	tg, _, sid := keptGateway(t, HTTPOptions{})
+	for _, id := range []string{sid, ""} {
+		c := dialRaw(t, tg, id)
+		for _, r := range refusals {
+			c.send(c.request(strings.ReplaceAll(r.frame, "mcp_fx__", "mcp_remote__")))
+			if code, body := c.answer(); code != http.StatusBadRequest || body != string(r.want) {
+				t.Errorf("session %q, %s: %d %s", id, r.frame, code, body)
+			}
+		}
+		if id != "" {
+			c.echo(7, "after the refusals")
+		}
+	}
+}
