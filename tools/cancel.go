@@ -13,8 +13,6 @@ import (
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/ardgate/ardgate/guard"
 )
 
 // Cancelling fast calls.
@@ -174,15 +172,7 @@ func (u *unanswered) forget(frame []byte) {
 	if u.n.Load() == 0 {
 		return
 	}
-	var id, method []byte
-	if guard.ScanObject(frame, func(name, value []byte) {
-		switch string(name) {
-		case "id":
-			id = value
-		case "method":
-			method = value
-		}
-	}) == nil && id != nil && method != nil {
+	if id, method, ok := idAndMethod(frame); ok && id != nil && method != nil {
 		u.remove(id)
 	}
 }

@@ -43,7 +43,14 @@ func hasNullID(frame []byte) bool {
 	if !bytes.Contains(frame, null) {
 		return false
 	}
-	var id, method []byte
+	id, method, ok := idAndMethod(frame)
+	return ok && method != nil && bytes.Equal(id, null)
+}
+
+// idAndMethod reads the id and the method of frame, a JSON-RPC message,
+// as raw JSON, nil where absent; ok is false when frame is not a JSON
+// object.
+func idAndMethod(frame []byte) (id, method []byte, ok bool) {
 	err := guard.ScanObject(frame, func(name, value []byte) {
 		switch string(name) {
 		case "id":
@@ -52,7 +59,7 @@ func hasNullID(frame []byte) bool {
 			method = value
 		}
 	})
-	return err == nil && method != nil && bytes.Equal(id, null)
+	return id, method, err == nil
 }
 
 // refuse answers a message posted over HTTP that the gateway refuses as
