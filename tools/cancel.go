@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -133,9 +134,8 @@ func cancelledID(frame []byte) (string, bool) {
 // own calls, cancelled or not, its answers to cancelled requests are
 // dropped on their way out (dropAnswers). Over HTTP the call's request is
 // still open and must end: a fast call's ends as an event stream with no
-// message (endUnanswered), which the client reads to its end. A call the
-// MCP server runs is still answered over HTTP, as mcp-go answers it (it
-// also keeps the answer for a client resuming the stream).
+// message (endUnanswered), which the client reads to its end; so does a
+// request the MCP server answers (serverCall).
 
 // maxUnanswered bounds the ids kept: a notice that comes after the answer
 // leaves its id behind.
@@ -296,3 +296,89 @@ func endUnanswered(stream *progressStream, out eventOut) error {
 	}
 	return out.end()
 }
+
+// serverCall is a request of an HTTP session that the MCP server answers,
+// while the server runs it. A notifications/cancelled naming it cancels
+// its answer: mcp-go's server answers every request, so the answer is
+// neither kept for a resumed stream (eventStore) nor written
+// (unansweredWriter), and the request ends as an event stream with no
+// message, as a fast call's does. The server stops the call itself.
+type serverCall struct{ cancelled atomic.Bool }
+
+func (c *serverCall) cancel() { c.cancelled.Store(true) }
+func (c *serverCall) stop()   {} // the server ends its own calls
+
+// drops reports whether msg, a message the server sends on the request's
+// stream, is the answer to it, cancelled by the client.
+func (c *serverCall) drops(msg []byte) bool {
+	if c == nil || !c.cancelled.Load() {
+		return false
+	}
+	_, ok := answerID(msg)
+	return ok
+}
+
+type serverCallKey struct{}
+
+// serverCallOf returns the serverCall of a request's context, if any.
+func serverCallOf(ctx context.Context) *serverCall {
+	c, _ := ctx.Value(serverCallKey{}).(*serverCall)
+	return c
+}
+
+// trackServerCall records body, when it is a request, as a call of session
+// s that the server answers, under its id until done is called, and gives
+// the server a writer that drops its answer once the call is cancelled.
+func trackServerCall(s *session, w http.ResponseWriter, r *http.Request, body []byte) (http.ResponseWriter, *http.Request, func()) {
+	id, method, ok := idAndMethod(body)
+	if !ok || id == nil || method == nil {
+		return w, r, func() {}
+	}
+	c := &serverCall{}
+	s.fast.add(string(id), c)
+	r = r.WithContext(context.WithValue(r.Context(), serverCallKey{}, c))
+	return &unansweredWriter{ResponseWriter: w, call: c}, r, func() { s.fast.remove(string(id)) }
+}
+
+// unansweredWriter is the response writer of a serverCall.
+type unansweredWriter struct {
+	http.ResponseWriter
+	call *serverCall
+	// empty: the answer was to be JSON, and the request ends instead as an
+	// event stream with nothing in it.
+	empty bool
+}
+
+func (w *unansweredWriter) WriteHeader(code int) {
+	h := w.Header()
+	if code == http.StatusOK && w.call.cancelled.Load() && h.Get("Content-Type") == "application/json" {
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		w.empty = true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// sseMessage is how mcp-go's server writes an event, in one Write. Its
+// answer has no id line: the event store kept no event for it.
+var sseMessage = []byte("event: message\ndata: ")
+
+func (w *unansweredWriter) Write(p []byte) (int, error) {
+	if w.empty {
+		return len(p), nil
+	}
+	if data, ok := bytes.CutPrefix(p, sseMessage); ok && w.call.drops(data) {
+		return len(p), nil
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush passes on to net/http's writer, which can always flush.
+func (w *unansweredWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap serves http.ResponseController (mcp-go sets write deadlines).
+func (w *unansweredWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

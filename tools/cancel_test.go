@@ -2,11 +2,20 @@ package tools
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ardgate/ardgate/attach"
+	"github.com/ardgate/ardgate/config"
+	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/registry"
 )
 
 // Over stdio a request the client cancelled gets no answer, as the MCP
@@ -160,5 +169,65 @@ func TestUnanswered(t *testing.T) {
 	}
 	if !dropped(answer(fmt.Sprint(maxUnanswered))) {
 		t.Error("the newest id was not kept")
+	}
+}
+
+// Over HTTP a call of the gateway's own tools that the client cancelled
+// gets no answer either. mcp-go's server answers it, as JSON here (the
+// session has had no notification, which would have made its answers
+// event streams), and the gateway ends the request instead as an event
+// stream with no message. The call stops: the registry it waited on sees
+// its query given up.
+func TestCancelledOwnToolGetsNoAnswerHTTP(t *testing.T) {
+	asked, gaveUp, release := make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{})
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // net/http watches for the client going only once the body is read
+		asked <- struct{}{}
+		select {
+		case <-r.Context().Done():
+			gaveUp <- struct{}{}
+		case <-release:
+		}
+	}))
+	defer hung.Close()
+	defer close(release)
+	hc := (&guard.Dialer{AllowLocal: true}).Client()
+	defer hc.CloseIdleConnections()
+	reg, err := registry.NewARD("hung", hung.URL, "", registry.RemoteOptions{HTTP: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &attach.Manager{Registries: []registry.Registry{reg}, HTTP: hc, AllowTypes: config.DefaultAllowAttachTypes,
+		MaxAttachments: 1, CallTimeout: time.Minute, StartTimeout: time.Second, Log: quietLog}
+	g := New(m, quietLog, Options{Version: "test", RegistryDeadline: time.Minute})
+	h := g.NewHTTP(HTTPOptions{})
+	ts := httptest.NewServer(h)
+	t.Cleanup(func() { _ = h.Shutdown(context.Background()); ts.Close(); g.Close() })
+	tg := &testGateway{g: g, h: h, url: ts.URL + "/mcp"}
+	sid := tg.connect(t).c.GetSessionId()
+
+	c, other := dialRaw(t, tg, sid), dialRaw(t, tg, sid)
+	c.send(c.request(`{"jsonrpc":"2.0","id":"q-1","method":"tools/call","params":{"name":"discover_resources","arguments":{"text":"weather"}}}`))
+	select {
+	case <-asked:
+	case <-time.After(5 * time.Second):
+		t.Fatal("discover_resources never queried the registry")
+	}
+	other.send(other.request(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"q-1"}}`))
+	if code, body := other.answer(); code != http.StatusAccepted {
+		t.Fatalf("the notice: %d %s", code, body)
+	}
+	resp, body := c.response()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" || body != "" {
+		t.Fatalf("the cancelled call's request ended %d %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	select {
+	case <-gaveUp:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the registry query went on after the call was cancelled")
+	}
+	c.send(c.request(`{"jsonrpc":"2.0","id":"q-2","method":"ping"}`))
+	if code, body := c.answer(); code != http.StatusOK || !strings.Contains(body, `"id":"q-2","result":{}`) {
+		t.Fatalf("a ping after the cancelled call: %d %s", code, body)
 	}
 }

@@ -83,8 +83,12 @@ func (s *eventStore) cutoff(now int64) int64 {
 
 var _ server.EventStore = (*eventStore)(nil)
 
-// StoreEvent implements server.EventStore.
-func (s *eventStore) StoreEvent(_ context.Context, sessionID, streamID string, message json.RawMessage) (string, error) {
+// StoreEvent implements server.EventStore. The answer to a request the
+// client cancelled is not kept (serverCall), and is sent with no id.
+func (s *eventStore) StoreEvent(ctx context.Context, sessionID, streamID string, message json.RawMessage) (string, error) {
+	if serverCallOf(ctx).drops(message) {
+		return "", nil
+	}
 	v, _ := s.sessions.LoadOrStore(sessionID, &eventLog{})
 	log := v.(*eventLog)
 	id := s.seq.Add(1)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/server"
 )
 
 // rawConn is one client connection to the gateway, written and read by
@@ -413,19 +414,23 @@ func TestAnsweredRequestsLetGo(t *testing.T) {
 	}
 }
 
-// A notifications/cancelled stops a call on the fast path over HTTP, as
-// the MCP server stops its own: the TypeScript SDK cancels that way and
-// leaves the call's request open. The notice may come on another
-// connection; the call's request ends at once, on a connection of
-// net/http's and on a kept one, with or without progress streamed before,
-// as an event stream with no answer in it: the client forgot the id.
-func TestFastPathCancelledHTTP(t *testing.T) {
+// A notifications/cancelled stops a call over HTTP, and the call gets no
+// answer: the TypeScript SDK cancels that way, leaves the call's request
+// open, and forgets the id. The notice may come on another connection;
+// the call's request ends at once as an event stream with no answer in
+// it: on the fast path on a connection of net/http's and on a kept one,
+// with or without progress streamed before; on the MCP server's path (a
+// method name spelled with an escape takes it) with the answer that was
+// to be JSON, and with the answer that was to end a stream, which is then
+// not kept for a client resuming that stream either.
+func TestCancelledGetsNoAnswerHTTP(t *testing.T) {
 	tg, up, sid := keptGateway(t, HTTPOptions{})
 	other := dialRaw(t, tg, sid)
 	for _, tc := range []struct {
-		id             int
-		kept, progress bool
-	}{{2, false, false}, {4, true, false}, {6, false, true}, {8, true, true}} {
+		id                     int
+		kept, progress, server bool
+	}{{2, false, false, false}, {4, true, false, false}, {6, false, true, false}, {8, true, true, false},
+		{20, false, false, true}, {22, false, true, true}, {24, true, true, true}} {
 		id, kept := tc.id, tc.kept
 		c := dialRaw(t, tg, sid)
 		if kept {
@@ -435,10 +440,14 @@ func TestFastPathCancelledHTTP(t *testing.T) {
 		if tc.progress {
 			meta = `,"_meta":{"progressToken":"p"}`
 		}
-		c.send(c.request(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"mcp_remote__slow","arguments":{"ms":20000}%s}}`, id, meta)))
+		method := "tools/call"
+		if tc.server {
+			method = `tools\/call`
+		}
+		c.send(c.request(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"%s","params":{"name":"mcp_remote__slow","arguments":{"ms":20000}%s}}`, id, method, meta)))
 		for deadline := time.Now().Add(5 * time.Second); up.inflight.Load() == 0; time.Sleep(5 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatal("the slow call never reached the upstream")
+				t.Fatalf("%+v: the slow call never reached the upstream", tc)
 			}
 		}
 		cancel := func() {
@@ -480,15 +489,64 @@ func TestFastPathCancelledHTTP(t *testing.T) {
 			t.Fatalf("%+v: the cancelled call's request ended %d %q %q", tc, resp.StatusCode, resp.Header.Get("Content-Type"), body)
 		}
 		if took := time.Since(start); took > 5*time.Second {
-			t.Fatalf("kept %v: the cancelled call answered after %s", kept, took)
+			t.Fatalf("%+v: the cancelled call answered after %s", tc, took)
 		}
 		for deadline := time.Now().Add(5 * time.Second); up.inflight.Load() != 0; time.Sleep(5 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatalf("kept %v: the upstream kept working on the cancelled call", kept)
+				t.Fatalf("%+v: the upstream kept working on the cancelled call", tc)
 			}
 		}
-		c.echo(10+id, "after the cancel")
+		if tc.server && tc.progress {
+			if resumed := resume(t, tg, sid, lastEventID(body)); strings.Contains(resumed, `"id":`) {
+				t.Fatalf("%+v: the resumed stream replayed the answer: %q", tc, resumed)
+			}
+		}
+		c.echo(100+id, "after the cancel")
 	}
+}
+
+// lastEventID is the id of the last whole event in body, an event stream
+// that mcp-go's server wrote.
+func lastEventID(body string) string {
+	last := ""
+	for _, event := range strings.Split(body, "\n\n") {
+		id, ok := strings.CutPrefix(event, "id: ")
+		if id, _, _ = strings.Cut(id, "\n"); ok && strings.Contains(event, "\ndata: ") {
+			last = id
+		}
+	}
+	return last
+}
+
+// resume resumes a session's stream after the event lastID, and returns
+// what it replays.
+func resume(t *testing.T, tg *testGateway, sid, lastID string) string {
+	t.Helper()
+	if lastID == "" {
+		t.Fatal("no event to resume after")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, tg.url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set(server.HeaderKeySessionID, sid)
+	req.Header.Set("Last-Event-ID", lastID)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("resuming after %s: %v (%q)", lastID, err, body)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("resuming after %s: %d %s", lastID, resp.StatusCode, body)
+	}
+	return string(body)
 }
 
 // A kept connection left idle past IdleConnTimeout is closed; one in use

@@ -432,7 +432,8 @@ func (h *HTTP) authorized(r *http.Request) bool {
 // fast path (fastpath.go), then serves the calls that follow on its
 // connection itself (keepalive.go), and passes every other request to
 // next, the MCP server, with its body as it came. A notifications/cancelled
-// among them stops the fast call it names on its way.
+// among them stops the fast call it names on its way, or cancels the
+// answer of a request the server runs (serverCall).
 // A batch, or a request with a null id, is refused (jsonrpc.go).
 //
 // The server keeps each session's idle clock, and only it can: a session
@@ -460,6 +461,9 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 		if s != nil {
 			if err == nil {
 				s.fast.cancel(body) // the server hears the notice too, and answers it
+				var done func()
+				w, r, done = trackServerCall(s, w, r, body)
+				defer done()
 			}
 			h.g.toServer(s, body)
 			s.seen.Store(time.Now().UnixNano())
