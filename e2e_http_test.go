@@ -236,6 +236,51 @@ func TestHTTPHealthz(t *testing.T) {
 	}
 }
 
+// A session whose client went away without ending it is ended once no
+// request of it has come for session_idle_timeout (here set from the
+// environment): its upstream processes are killed, it leaves /healthz's
+// count, and its id is refused. A session in use meanwhile is not ended.
+func TestHTTPIdleSessionSwept(t *testing.T) {
+	url, _ := startHTTP(t, env(true, "ARDGATE_SESSION_IDLE_TIMEOUT=2s"), "--catalog", "testdata/catalogs/fixture.json")
+	gone, busy := connectHTTP(t, url), connectHTTP(t, url)
+	for _, g := range []*gateway{gone, busy} {
+		if res := g.call("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}); res.IsError {
+			t.Fatalf("attach: %s", text(res))
+		}
+	}
+	pid, sid := gone.pidOf("fixture"), gone.c.GetSessionId()
+	start := time.Now()
+	for time.Since(start) < 6*time.Second { // past the timeout, and a sweep or two
+		if got := text(busy.call("mcp_fixture__echo", map[string]any{"message": "busy"})); got != "busy" {
+			t.Fatalf("the session in use, after %s: %q", time.Since(start).Round(time.Millisecond), got)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	waitGroupGone(t, pid, 10*time.Second)
+	resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h struct{ Sessions int }
+	err = json.NewDecoder(resp.Body).Decode(&h)
+	resp.Body.Close()
+	if err != nil || h.Sessions != 1 {
+		t.Fatalf("healthz after the sweep: %d sessions (%v), want 1, the one in use", h.Sessions, err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", mcp.ProtocolVersion20251125)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("the swept session's id: HTTP %d, want 404", resp.StatusCode)
+	}
+}
+
 // With ARDGATE_AUTH_TOKEN set, a request without it gets 401 and one from
 // a foreign Origin 403; neither makes a session or reaches a tool.
 func TestHTTPAuthAndOrigin(t *testing.T) {

@@ -67,6 +67,10 @@ type Config struct {
 	// MaxSessions caps the sessions open at once over HTTP; a client
 	// that would open one more is refused (503) until one ends.
 	MaxSessions int
+	// SessionIdleTimeout ends an HTTP session, and its attachments, once
+	// idle this long (no request, no event sent on its stream): clients
+	// often go away without ending their sessions.
+	SessionIdleTimeout time.Duration
 	// AllowLocalURLs lets endpoints resolve to loopback and private
 	// addresses. For local testing only.
 	AllowLocalURLs bool
@@ -179,6 +183,7 @@ const (
 	DefaultAddr           = "127.0.0.1:7333"
 	DefaultMaxAttachments = 5
 	DefaultMaxSessions    = 10000
+	DefaultSessionIdle    = 30 * time.Minute
 	DefaultCallTimeout    = 60 * time.Second
 	DefaultPinnedListWait = 10 * time.Second
 	DefaultMaxResultBytes = 8 << 20

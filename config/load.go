@@ -33,6 +33,7 @@ type file struct {
 	AllowAttachTypes []string    `json:"allow_attach_types"`
 	MaxAttachments   *int        `json:"max_attachments"`
 	MaxSessions      *int        `json:"max_sessions"`
+	SessionIdle      *string     `json:"session_idle_timeout"`
 	AllowLocalURLs   *bool       `json:"allow_local_urls"`
 	CallTimeout      *string     `json:"call_timeout"`
 	PinnedListWait   *string     `json:"pinned_list_wait"`
@@ -66,6 +67,7 @@ type environment struct {
 	AuthToken        *string  `env:"AUTH_TOKEN"`
 	MaxAttachments   *int     `env:"MAX_ATTACHMENTS"`
 	MaxSessions      *int     `env:"MAX_SESSIONS"`
+	SessionIdle      *string  `env:"SESSION_IDLE_TIMEOUT"`
 	AllowLocalURLs   *bool    `env:"ALLOW_LOCAL_URLS"`
 	RequireTrust     []string `env:"REQUIRE_TRUST" envSeparator:","`
 	OTelEndpoint     *string  `env:"OTEL_ENDPOINT"`
@@ -123,26 +125,27 @@ func Load(flags Flags, environ []string) (*Config, error) {
 	}
 
 	c := &Config{
-		File:             path,
-		Transport:        first(flags.Transport, deref(e.Transport), deref(f.Transport), TransportStdio),
-		Addr:             first(flags.Addr, deref(e.Addr), deref(f.Addr), DefaultAddr),
-		LogLevel:         first(flags.LogLevel, deref(e.LogLevel), deref(f.LogLevel), "info"),
-		LogFormat:        first(flags.LogFormat, deref(e.LogFormat), deref(f.LogFormat), "text"),
-		OTelEndpoint:     first(flags.OTelEndpoint, deref(e.OTelEndpoint), deref(f.OTelEndpoint)),
-		AuthToken:        deref(e.AuthToken),
-		ARDRegistryToken: deref(e.ARDRegistryToken),
-		RequireTrust:     firstList(e.RequireTrust, f.RequireTrust),
-		AllowAttachTypes: firstList(f.AllowAttachTypes, DefaultAllowAttachTypes),
-		MaxAttachments:   DefaultMaxAttachments,
-		MaxSessions:      DefaultMaxSessions,
-		AllowLocalURLs:   false,
-		CallTimeout:      DefaultCallTimeout,
-		PinnedListWait:   DefaultPinnedListWait,
-		MaxResultBytes:   DefaultMaxResultBytes,
-		ToolMode:         first(deref(f.ToolMode), ToolModeListed),
-		Limits:           DefaultLimits,
-		Servers:          f.Servers,
-		Agents:           f.Agents,
+		File:               path,
+		Transport:          first(flags.Transport, deref(e.Transport), deref(f.Transport), TransportStdio),
+		Addr:               first(flags.Addr, deref(e.Addr), deref(f.Addr), DefaultAddr),
+		LogLevel:           first(flags.LogLevel, deref(e.LogLevel), deref(f.LogLevel), "info"),
+		LogFormat:          first(flags.LogFormat, deref(e.LogFormat), deref(f.LogFormat), "text"),
+		OTelEndpoint:       first(flags.OTelEndpoint, deref(e.OTelEndpoint), deref(f.OTelEndpoint)),
+		AuthToken:          deref(e.AuthToken),
+		ARDRegistryToken:   deref(e.ARDRegistryToken),
+		RequireTrust:       firstList(e.RequireTrust, f.RequireTrust),
+		AllowAttachTypes:   firstList(f.AllowAttachTypes, DefaultAllowAttachTypes),
+		MaxAttachments:     DefaultMaxAttachments,
+		MaxSessions:        DefaultMaxSessions,
+		SessionIdleTimeout: DefaultSessionIdle,
+		AllowLocalURLs:     false,
+		CallTimeout:        DefaultCallTimeout,
+		PinnedListWait:     DefaultPinnedListWait,
+		MaxResultBytes:     DefaultMaxResultBytes,
+		ToolMode:           first(deref(f.ToolMode), ToolModeListed),
+		Limits:             DefaultLimits,
+		Servers:            f.Servers,
+		Agents:             f.Agents,
 	}
 	if v := firstPtr(e.MaxAttachments, f.MaxAttachments); v != nil {
 		c.MaxAttachments = *v
@@ -158,7 +161,8 @@ func Load(flags Flags, environ []string) (*Config, error) {
 		field string
 		value *string
 		into  *time.Duration
-	}{{"call_timeout", f.CallTimeout, &c.CallTimeout}, {"pinned_list_wait", f.PinnedListWait, &c.PinnedListWait}} {
+	}{{"call_timeout", f.CallTimeout, &c.CallTimeout}, {"pinned_list_wait", f.PinnedListWait, &c.PinnedListWait},
+		{"session_idle_timeout", firstPtr(e.SessionIdle, f.SessionIdle), &c.SessionIdleTimeout}} {
 		if d.value == nil {
 			continue
 		}
@@ -369,6 +373,9 @@ func (c *Config) validate() []error {
 	}
 	if c.MaxSessions < 1 || c.MaxSessions > 1_000_000 {
 		add("max_sessions", "%d is outside 1..1000000", c.MaxSessions)
+	}
+	if c.SessionIdleTimeout < time.Second || c.SessionIdleTimeout > 7*24*time.Hour {
+		add("session_idle_timeout", "%s is outside [1s, 168h]", c.SessionIdleTimeout)
 	}
 	if c.CallTimeout <= 0 || c.CallTimeout > time.Hour {
 		add("call_timeout", "%s is outside (0, 1h]", c.CallTimeout)

@@ -75,8 +75,9 @@ func TestLoadDefaults(t *testing.T) {
 			t.Errorf("stdio = %+v", c.Stdio)
 		}
 		if c.MaxAttachments != config.DefaultMaxAttachments || c.CallTimeout != config.DefaultCallTimeout ||
-			c.MaxResultBytes != config.DefaultMaxResultBytes || c.Limits != config.DefaultLimits || c.MaxSessions != config.DefaultMaxSessions {
-			t.Errorf("numeric defaults: max=%d timeout=%s result=%d limits=%+v sessions=%d", c.MaxAttachments, c.CallTimeout, c.MaxResultBytes, c.Limits, c.MaxSessions)
+			c.MaxResultBytes != config.DefaultMaxResultBytes || c.Limits != config.DefaultLimits || c.MaxSessions != config.DefaultMaxSessions ||
+			c.SessionIdleTimeout != config.DefaultSessionIdle {
+			t.Errorf("numeric defaults: max=%d timeout=%s result=%d limits=%+v sessions=%d idle=%s", c.MaxAttachments, c.CallTimeout, c.MaxResultBytes, c.Limits, c.MaxSessions, c.SessionIdleTimeout)
 		}
 		if !slices.Equal(c.AllowAttachTypes, config.DefaultAllowAttachTypes) || len(c.RequireTrust) != 0 {
 			t.Errorf("types=%q trust=%q", c.AllowAttachTypes, c.RequireTrust)
@@ -230,6 +231,22 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 		})
 	}
 
+	t.Run("session_idle_timeout: env beats file", func(t *testing.T) {
+		path := writeConfig(t, `{"session_idle_timeout": "5m"}`)
+		for _, tc := range []struct {
+			env  []string
+			want time.Duration
+		}{{nil, 5 * time.Minute}, {[]string{"ARDGATE_SESSION_IDLE_TIMEOUT=90s"}, 90 * time.Second}} {
+			c, err := config.Load(config.Flags{Config: path}, tc.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.SessionIdleTimeout != tc.want {
+				t.Errorf("env %q: session_idle_timeout %s, want %s", tc.env, c.SessionIdleTimeout, tc.want)
+			}
+		}
+	})
+
 	t.Run("env allow_local true without file", func(t *testing.T) {
 		c, err := config.Load(config.Flags{}, []string{"ARDGATE_ALLOW_LOCAL_URLS=true", "ARDGATE_MAX_ATTACHMENTS=100"})
 		if err != nil {
@@ -253,6 +270,7 @@ func TestLoadEnvErrors(t *testing.T) {
 		{"max out of range", []string{"ARDGATE_MAX_ATTACHMENTS=0"}, "max_attachments", ""},
 		{"max too big", []string{"ARDGATE_MAX_ATTACHMENTS=101"}, "max_attachments", ""},
 		{"max_sessions zero", []string{"ARDGATE_MAX_SESSIONS=0"}, "max_sessions", ""},
+		{"session_idle_timeout not a duration", []string{"ARDGATE_SESSION_IDLE_TIMEOUT=forever"}, "session_idle_timeout", ""},
 		{"bad transport", []string{"ARDGATE_TRANSPORT=carrier-pigeon"}, "transport", ""},
 		{"bad log level", []string{"ARDGATE_LOG_LEVEL=loud"}, "log_level", ""},
 		{"bad log format", []string{"ARDGATE_LOG_FORMAT=xml"}, "log_format", ""},
@@ -332,6 +350,9 @@ func TestLoadValidation(t *testing.T) {
 		{"call_timeout zero", `{"call_timeout": "0s"}`, "call_timeout"},
 		{"call_timeout negative", `{"call_timeout": "-5s"}`, "call_timeout"},
 		{"call_timeout too long", `{"call_timeout": "2h"}`, "call_timeout"},
+		{"session_idle_timeout not a duration", `{"session_idle_timeout": "30"}`, "session_idle_timeout"},
+		{"session_idle_timeout too short", `{"session_idle_timeout": "500ms"}`, "session_idle_timeout"},
+		{"session_idle_timeout too long", `{"session_idle_timeout": "169h"}`, "session_idle_timeout"},
 		{"pinned_list_wait not a duration", `{"pinned_list_wait": "a while"}`, "pinned_list_wait"},
 		{"pinned_list_wait zero", `{"pinned_list_wait": "0s"}`, "pinned_list_wait"},
 		{"pinned_list_wait too long", `{"pinned_list_wait": "6m"}`, "pinned_list_wait"},
