@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +31,9 @@ type scaleCase struct {
 	name   string
 	attach bool // attach two remote servers and call each once
 	listen bool // keep the standalone GET stream open, as many clients do
+	// vanish: closing the client sends no DELETE, as when a client goes
+	// away without ending its session; the gateway's idle sweep ends it.
+	vanish bool
 }
 
 var scaleCases = []scaleCase{
@@ -84,7 +89,7 @@ func scaleBench(args []string, out io.Writer) error {
 	}
 	defer stopUp()
 	remote := map[string]any{"remotes": []any{map[string]any{"type": "streamable-http", "url": upURL}}}
-	cfg, err := writeConfig(dir, map[string]map[string]any{"a": remote, "b": remote}, nil)
+	cfg, err := writeConfig(dir, map[string]map[string]any{"a": remote, "b": remote}, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -156,7 +161,7 @@ func scaleBench(args []string, out io.Writer) error {
 // local URLs allowed and the discovery limits off, and returns its path.
 // An entry's URN is urn:air:bench.test:mcp:<name> or
 // urn:air:bench.test:agent:<name>.
-func writeConfig(dir string, cards map[string]map[string]any, agents map[string]string) (string, error) {
+func writeConfig(dir string, cards map[string]map[string]any, agents map[string]string, extra map[string]any) (string, error) {
 	var entries []any
 	for name, data := range cards {
 		data = maps.Clone(data)
@@ -170,14 +175,16 @@ func writeConfig(dir string, cards map[string]map[string]any, agents map[string]
 	}
 	catalog := filepath.Join(dir, "catalog.json")
 	data, _ := json.Marshal(map[string]any{"specVersion": "1.0", "entries": entries})
-	cfg := filepath.Join(dir, "ardgate.json")
-	cfgData, _ := json.Marshal(map[string]any{"allow_local_urls": true, "max_attachments": 32,
+	path := filepath.Join(dir, "ardgate.json")
+	cfg := map[string]any{"allow_local_urls": true, "max_attachments": 32,
 		"registries": []any{map[string]any{"id": "bench", "kind": "catalog", "path": catalog}},
-		"limits":     map[string]any{"discovery_per_minute": 0, "repeat_max": 0}})
+		"limits":     map[string]any{"discovery_per_minute": 0, "repeat_max": 0}}
+	maps.Copy(cfg, extra)
+	cfgData, _ := json.Marshal(cfg)
 	if err := os.WriteFile(catalog, data, 0o600); err != nil {
 		return "", err
 	}
-	return cfg, os.WriteFile(cfg, cfgData, 0o600)
+	return path, os.WriteFile(path, cfgData, 0o600)
 }
 
 // processFigures are one case's figures on a gateway process; rss and
@@ -284,6 +291,9 @@ func openSession(url string, c scaleCase) (*client.Client, []time.Duration, erro
 	if c.listen {
 		opts = append(opts, transport.WithContinuousListening())
 	}
+	if c.vanish {
+		opts = append(opts, transport.WithHTTPBasicClient(&http.Client{Transport: noDelete{http.DefaultTransport}}))
+	}
 	tr, err := transport.NewStreamableHTTP(url, opts...)
 	if err != nil {
 		return nil, nil, err
@@ -370,4 +380,14 @@ func coldStartBench(args []string, out io.Writer) error {
 	fmt.Fprintf(out, "cold start (exec to the first byte of the initialize reply, stdio, builtin catalog), %d runs; %s\n", *runs, machine())
 	fmt.Fprintf(out, "p50 %s, p99 %s, max %s\n", pct(lat, 50), pct(lat, 99), lat[len(lat)-1].Round(time.Microsecond))
 	return nil
+}
+
+// noDelete sends every request but DELETE, which it fails.
+type noDelete struct{ http.RoundTripper }
+
+func (n noDelete) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodDelete {
+		return nil, errors.New("the client went away without ending its session")
+	}
+	return n.RoundTripper.RoundTrip(r)
 }

@@ -32,7 +32,8 @@ import (
 // progress token, a call the client gives up on, a listing, an A2A agent
 // attached with a task run to its end and one cancelled, detach of the
 // stdio server (its process ends), and DELETE of the session, which ends
-// the rest.
+// the rest. With -abandon, some sessions end without DELETE instead, as
+// when a client goes away, and the gateway's idle sweep ends them.
 func soakBench(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
 	duration := fs.Duration("duration", 2*time.Minute, "how long sessions are run")
@@ -40,12 +41,17 @@ func soakBench(args []string, out io.Writer) error {
 	calls := fs.Int("calls", 20, "echo calls per session, half to each server")
 	samples := fs.Int("samples", 8, "samples taken while running")
 	stdio := fs.Bool("stdio", false, "one client on the gateway's stdio instead: each worker runs rounds in that one session, attaching and detaching servers and an agent of its own, so that what a round leaves behind piles up in one session")
+	abandon := fs.Int("abandon", 0, "over HTTP, every Nth session of each worker ends without DELETE, left to the gateway's idle sweep (0: none)")
+	idle := fs.Duration("idle", 5*time.Second, "the gateway's session_idle_timeout, with -abandon")
 	inProcess := fs.Bool("in-process", false, "run the gateway in this process, and report its live Go heap after a GC at each sample (the bench's clients share the process; each is closed with its session)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *stdio && *inProcess {
 		return errors.New("-stdio and -in-process do not go together")
+	}
+	if *abandon < 0 || *abandon > 0 && *stdio {
+		return errors.New("-abandon takes a count of sessions, over HTTP")
 	}
 	dir, gw, fx, err := buildBinaries()
 	if err != nil {
@@ -88,7 +94,11 @@ func soakBench(args []string, out io.Writer) error {
 			"transport":        map[string]any{"type": "stdio"},
 			"packageArguments": []any{map[string]any{"type": "positional", "value": "--transport=stdio"}}}}}
 	}
-	cfg, err := writeConfig(dir, cards, agents)
+	extra := map[string]any{}
+	if *abandon > 0 {
+		extra["session_idle_timeout"] = idle.String()
+	}
+	cfg, err := writeConfig(dir, cards, agents, extra)
 	if err != nil {
 		return err
 	}
@@ -110,7 +120,11 @@ func soakBench(args []string, out io.Writer) error {
 	defer stop()
 	// run is one unit of a worker's work: a whole HTTP session, or a round
 	// in the one stdio session.
-	run := func(worker int) (int, error) { return soakSession(url, *calls) }
+	sessions := make([]int, *workers) // each worker's so far
+	run := func(worker int) (int, error) {
+		sessions[worker]++
+		return soakSession(url, *calls, *abandon > 0 && sessions[worker]%*abandon == 0)
+	}
 	what, transport, unit := "whole sessions", "HTTP", "session"
 	if *stdio {
 		run = func(worker int) (int, error) { return soakRound(sc, strconv.Itoa(worker), *calls, true) }
@@ -123,6 +137,9 @@ func soakBench(args []string, out io.Writer) error {
 	where := "the gateway's"
 	if *inProcess {
 		where = "the bench's, the gateway running in it"
+	}
+	if *abandon > 0 {
+		fmt.Fprintf(out, "every %d sessions of a worker, one ends without DELETE: the gateway's idle sweep ends it (session_idle_timeout %s)\n", *abandon, *idle)
 	}
 	fmt.Fprintf(out, "RSS, goroutines, sessions open: %s (VmRSS, /healthz, not over stdio); processes: its children; fds: its open file descriptors\n", where)
 	fmt.Fprintln(out)
@@ -169,7 +186,11 @@ func soakBench(args []string, out io.Writer) error {
 		last, lastDone = s, done.Load()
 	}
 	wg.Wait()
-	time.Sleep(2 * time.Second) // sessions closed, processes reaped
+	settle := 2 * time.Second // sessions closed, processes reaped
+	if *abandon > 0 {
+		settle += *idle * 3 / 2 // and the abandoned ones swept
+	}
+	time.Sleep(settle)
 	after := line("after")
 	fmt.Fprintln(out)
 	if n := lastDone - firstDone; n > 0 {
@@ -185,9 +206,10 @@ func soakBench(args []string, out io.Writer) error {
 }
 
 // soakSession runs one HTTP session of the soak and returns how many
-// calls it made; its end (DELETE) detaches the remote server.
-func soakSession(url string, calls int) (int, error) {
-	c, _, err := openSession(url, scaleCase{})
+// calls it made; its end (DELETE, unless it vanishes) detaches the remote
+// server.
+func soakSession(url string, calls int, vanish bool) (int, error) {
+	c, _, err := openSession(url, scaleCase{vanish: vanish})
 	if c != nil {
 		defer c.Close() // DELETE: the session's end
 	}
