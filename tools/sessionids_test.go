@@ -1,10 +1,12 @@
 package tools
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // An ended session's id is told apart from one never issued while it is
@@ -89,5 +91,66 @@ func TestSessionEndedHTTP(t *testing.T) {
 	id = "mcp-session-00000000-0000-4000-8000-000000000000"
 	if code, body := post(); code != http.StatusNotFound || body != "Invalid session ID" {
 		t.Fatalf("an id never issued: %d %q", code, body)
+	}
+}
+
+// A GET or DELETE that names no live session is refused, as such a POST
+// is, and opens no session: mcp-go's server opened one for a GET with no
+// id or a made-up one, which counted against max_sessions until swept, and
+// answered a DELETE of any id with 200. The live session's GET stream and
+// DELETE still work.
+func TestUnknownSessionRefusedHTTP(t *testing.T) {
+	tg := newGatewayWith(t, 0, Options{Version: "test"}, HTTPOptions{MaxSessions: 1}, nil)
+	s := tg.connect(t)
+	live := s.c.GetSessionId()
+	send := func(method, id string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, tg.url, nil)
+		req.Header.Set("Accept", "text/event-stream")
+		if id != "" {
+			req.Header.Set("Mcp-Session-Id", id)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+		if err != nil {
+			t.Fatalf("%s %q: %v", method, id, err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body) // a stream opened ends with ctx
+		return resp.StatusCode, strings.TrimSpace(string(body))
+	}
+	defer http.DefaultClient.CloseIdleConnections()
+	made := "mcp-session-00000000-0000-4000-8000-000000000000"
+	for _, tc := range []struct {
+		method, id string
+		code       int
+		says       string
+	}{
+		{http.MethodGet, "", http.StatusBadRequest, "Mcp-Session-Id header required"},
+		{http.MethodGet, made, http.StatusNotFound, "Invalid session ID"},
+		{http.MethodGet, "fake-1", http.StatusNotFound, "Invalid session ID"},
+		{http.MethodDelete, "", http.StatusBadRequest, "Mcp-Session-Id header required"},
+		{http.MethodDelete, made, http.StatusNotFound, "Invalid session ID"},
+		{http.MethodGet, live, http.StatusOK, ""},
+	} {
+		if code, body := send(tc.method, tc.id); code != tc.code || !strings.Contains(body, tc.says) {
+			t.Errorf("%s with id %q: %d %q, want %d %q", tc.method, tc.id, code, body, tc.code, tc.says)
+		}
+	}
+	if n := tg.g.open.Load(); n != 1 {
+		t.Fatalf("%d sessions open, want the one live", n)
+	}
+	if code, _ := send(http.MethodDelete, live); code != http.StatusOK {
+		t.Fatalf("DELETE of the live session: %d", code)
+	}
+	for _, method := range []string{http.MethodGet, http.MethodDelete} {
+		if code, body := send(method, live); code != http.StatusNotFound || body != "Session terminated" {
+			t.Errorf("%s of the ended session: %d %q", method, code, body)
+		}
+	}
+	// The one session max_sessions allows is free again for a client.
+	if c := tg.connect(t); c.c.GetSessionId() == "" {
+		t.Fatal("no session after the live one ended")
 	}
 }

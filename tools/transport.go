@@ -443,6 +443,9 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s, ok := h.fastSession(r)
 		if r.Method != http.MethodPost {
+			if (r.Method == http.MethodGet || r.Method == http.MethodDelete) && h.refuseUnknownSession(w, r) {
+				return
+			}
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -472,6 +475,28 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
 		next.ServeHTTP(w, r)
 	})
+}
+
+// refuseUnknownSession answers a GET or DELETE that names no live session
+// as mcp-go answers such a POST, and reports whether it did. mcp-go's
+// server would open a session for a GET with no id or an id it never
+// issued, a session that counts against max_sessions and stays until
+// swept, and answers a DELETE of any id with 200.
+func (h *HTTP) refuseUnknownSession(w http.ResponseWriter, r *http.Request) bool {
+	id := r.Header.Get(server.HeaderKeySessionID)
+	if id == "" {
+		http.Error(w, "Bad Request: Mcp-Session-Id header required: open a session with an initialize request (POST) first", http.StatusBadRequest)
+		return true
+	}
+	switch terminated, err := h.ids.Validate(id); {
+	case err != nil:
+		http.Error(w, "Invalid session ID", http.StatusNotFound)
+	case terminated:
+		http.Error(w, "Session terminated", http.StatusNotFound)
+	default:
+		return false
+	}
+	return true
 }
 
 // fastAnswer answers body, a request of session s, on the fast path, and
