@@ -161,7 +161,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ardgate:", err)
 		return 1
 	}
-	h := gw.NewHTTP(tools.HTTPOptions{AuthToken: cfg.AuthToken, MaxSessions: cfg.MaxSessions, IdleTTL: cfg.SessionIdleTimeout})
+	h := gw.NewHTTP(tools.HTTPOptionsFrom(cfg))
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: tools.DefaultReadHeaderTimeout, IdleTimeout: tools.DefaultIdleConnTimeout,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	log.Info("serving MCP over streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "registries", len(regs), "auth", cfg.AuthToken != "")

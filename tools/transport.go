@@ -303,7 +303,7 @@ type HTTPOptions struct {
 	// AuthToken, when set, must come as "Authorization: Bearer <token>".
 	AuthToken string
 	// IdleTTL ends sessions whose client went away without saying so;
-	// zero means 30 minutes.
+	// zero means config.DefaultSessionIdle.
 	IdleTTL time.Duration
 	// ReadHeaderTimeout bounds the reading of a request's head on the
 	// connections the gateway serves itself (keepalive.go); zero means
@@ -320,6 +320,11 @@ type HTTPOptions struct {
 	// open one more (one without a session id) is refused with 503 until
 	// one ends. Zero means config.DefaultMaxSessions.
 	MaxSessions int
+}
+
+// HTTPOptionsFrom returns the options cfg sets.
+func HTTPOptionsFrom(cfg *config.Config) HTTPOptions {
+	return HTTPOptions{AuthToken: cfg.AuthToken, MaxSessions: cfg.MaxSessions, IdleTTL: cfg.SessionIdleTimeout}
 }
 
 // DefaultIdleConnTimeout is how long a client's connection may wait idle
@@ -340,7 +345,7 @@ const DefaultReadHeaderTimeout = 10 * time.Second
 // attachments for the life of its Mcp-Session-Id.
 func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 	if opt.IdleTTL == 0 {
-		opt.IdleTTL = 30 * time.Minute
+		opt.IdleTTL = config.DefaultSessionIdle
 	}
 	if opt.ReadHeaderTimeout == 0 {
 		opt.ReadHeaderTimeout = DefaultReadHeaderTimeout

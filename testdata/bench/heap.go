@@ -56,7 +56,7 @@ func inProcessGateway(cfgPath string) (string, func(), error) {
 		cancel()
 		return "", nil, err
 	}
-	h := gw.NewHTTP(tools.HTTPOptions{})
+	h := gw.NewHTTP(tools.HTTPOptionsFrom(cfg))
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	stop := func() {
