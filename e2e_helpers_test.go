@@ -440,6 +440,7 @@ type rawGateway struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	out    *bufio.Reader
+	outEnd io.Closer // the client's end of the gateway's stdout
 	stderr *syncBuffer
 	id     int // the last id rpc used
 }
@@ -451,7 +452,7 @@ func startRaw(t *testing.T, environ []string, args ...string) *rawGateway {
 	cmd.Env = environ
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
-	g := &rawGateway{t: t, cmd: cmd, in: in, out: bufio.NewReader(out), stderr: &syncBuffer{}}
+	g := &rawGateway{t: t, cmd: cmd, in: in, out: bufio.NewReader(out), outEnd: out, stderr: &syncBuffer{}}
 	cmd.Stderr = g.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

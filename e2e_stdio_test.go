@@ -458,8 +458,13 @@ func TestStdioMalformedFrame(t *testing.T) {
 
 // When the client goes away (stdin closes) or the gateway gets SIGTERM,
 // every attached server's process group goes with the session.
+//
+// The client may also stop reading: closing its end of stdout ends the
+// session (the gateway ignores SIGPIPE, which ended it before it ended its
+// upstreams), and a SIGTERM ends the gateway even while its writes to a
+// stdout nobody reads are stuck.
 func TestStdioSessionEndKillsChildren(t *testing.T) {
-	for _, how := range []string{"stdin closed", "SIGTERM"} {
+	for _, how := range []string{"stdin closed", "SIGTERM", "stdout closed", "SIGTERM, stdout unread"} {
 		t.Run(how, func(t *testing.T) {
 			g := startRaw(t, env(true), "--catalog", "testdata/catalogs/fixture.json")
 			rpc := g.rpc
@@ -476,12 +481,37 @@ func TestStdioSessionEndKillsChildren(t *testing.T) {
 			if res["result"].(map[string]any)["isError"] == true {
 				t.Fatalf("spawn_child: %v", res)
 			}
-			if how == "SIGTERM" {
-				_ = g.cmd.Process.Signal(syscall.SIGTERM)
-				if err := g.cmd.Wait(); err != nil {
-					t.Fatalf("gateway exit: %v", err)
+			exited := func(within time.Duration) {
+				t.Helper()
+				done := make(chan error, 1)
+				go func() { done <- g.cmd.Wait() }()
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Fatalf("gateway exit: %v (stderr: %s)", err, g.stderr.String())
+					}
+				case <-time.After(within):
+					t.Fatalf("the gateway still runs %s on (stderr: %s)", within, g.stderr.String())
 				}
-			} else {
+			}
+			switch how {
+			case "SIGTERM":
+				_ = g.cmd.Process.Signal(syscall.SIGTERM)
+				exited(15 * time.Second)
+			case "stdout closed":
+				_ = g.outEnd.Close()
+				g.send(request(99, "ping", nil)) // its answer meets the closed pipe
+				exited(5 * time.Second)
+			case "SIGTERM, stdout unread":
+				// Listings of 20 tools each, unread, until the pipe is full
+				// and the gateway's writes wait.
+				for i := range 40 {
+					g.send(request(100+i, "tools/list", nil))
+				}
+				time.Sleep(500 * time.Millisecond)
+				_ = g.cmd.Process.Signal(syscall.SIGTERM)
+				exited(15 * time.Second)
+			default:
 				g.end()
 			}
 			waitGroupGone(t, pid, 5*time.Second)
@@ -632,4 +662,37 @@ func TestStdioGatewayCallsInFlight(t *testing.T) {
 		}
 	}
 	g.end()
+}
+
+// A signal to stop lets running calls finish for up to 10 s; a second
+// one ends that wait at once, and the upstreams are still ended.
+func TestStdioSecondSignalStopsAtOnce(t *testing.T) {
+	g := startRaw(t, env(true), "--catalog", "testdata/catalogs/fixture.json")
+	g.rpc("tools/call", map[string]any{"name": "attach_resource", "arguments": map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}})
+	res := g.rpc("tools/call", map[string]any{"name": "list_attached_resources", "arguments": map[string]any{}})
+	var l listing
+	raw, _ := json.Marshal(res["result"].(map[string]any)["structuredContent"])
+	if err := json.Unmarshal(raw, &l); err != nil || len(l.Attachments) != 1 {
+		t.Fatalf("listing: %s", raw)
+	}
+	g.send(request(50, "tools/call", map[string]any{"name": "mcp_fixture__slow", "arguments": map[string]any{"ms": 20000}}))
+	time.Sleep(300 * time.Millisecond) // the call is running
+	start := time.Now()
+	_ = g.cmd.Process.Signal(syscall.SIGTERM)
+	time.Sleep(300 * time.Millisecond)
+	_ = g.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- g.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("gateway exit: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the gateway still ran 5 s after the second signal (stderr: %s)", g.stderr.String())
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("exit took %s", took)
+	}
+	waitGroupGone(t, l.Attachments[0].PID, 5*time.Second)
 }

@@ -88,6 +88,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	log := newLogger(cfg, stderr)
+	// A client that closed its end of stdout gets an error on the next
+	// write, not a SIGPIPE that would end the gateway before it ends its
+	// upstreams' processes.
+	signal.Ignore(syscall.SIGPIPE)
 	if cfg.AllowLocalURLs {
 		log.Warn("allow_local_urls is on: endpoints may resolve to loopback and private addresses; use it for local testing only")
 	}
@@ -144,12 +148,25 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		defer lcancel()
 		go func() {
 			<-ctx.Done()
-			dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
-			gw.Drain(dctx)
-			dcancel()
+			drain(gw, log)
 			lcancel()
 		}()
-		if err := gw.ServeStdio(lctx, os.Stdin, stdout); err != nil && !errors.Is(err, context.Canceled) {
+		served := make(chan error, 1)
+		go func() { served <- gw.ServeStdio(lctx, os.Stdin, stdout) }()
+		var err error
+		select {
+		case err = <-served:
+		case <-lctx.Done():
+			// A client that reads nothing more of stdout would hold the
+			// session's last writes, and the gateway, for good: its
+			// upstreams are ended all the same (gw.Close).
+			select {
+			case err = <-served:
+			case <-time.After(2 * time.Second):
+				log.Warn("the client is not reading stdout: exiting without writing the rest")
+			}
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("stdio ended", "err", err)
 			return 1
 		}
@@ -173,17 +190,33 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: letting running calls finish")
-	sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	drain(gw, log)
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	dctx, dcancel := context.WithTimeout(sctx, 10*time.Second)
-	gw.Drain(dctx)
-	dcancel()
 	_ = h.Shutdown(sctx) // ends sessions, releasing open event streams
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("http shutdown", "err", err)
 	}
 	return 0
+}
+
+// drain lets running calls finish, for up to 10 s after a signal to stop;
+// a second signal ends the wait at once.
+func drain(gw *tools.Gateway, log *slog.Logger) {
+	log.Info("shutting down: letting running calls finish (signal again to stop at once)")
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() {
+		select {
+		case <-again:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	gw.Drain(ctx)
 }
 
 // registryServe serves catalog files as an ARD registry.

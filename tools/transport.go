@@ -50,7 +50,15 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 	srv.SetErrorLogger(slog.NewLogLogger(g.log.Handler(), slog.LevelError))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w := guard.NewFrameWriter(out) // the server writes a frame per Write
+	// A client that closed its end of out has gone, even if it keeps in
+	// open: the session ends, and with it its upstreams.
+	var gone sync.Once
+	w := guard.NewFrameWriter(endOnError{out, func(err error) {
+		gone.Do(func() {
+			g.log.Warn("the client's end of stdout is closed: ending the session", "err", err)
+			cancel()
+		})
+	}}) // the server writes a frame per Write
 	toServer, fromReader := io.Pipe()
 	r := &stdioReader{g: g, w: w, server: fromReader}
 	// An over-size frame is cut, so it gets a parse error and the session
@@ -67,6 +75,20 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 	// closes out.
 	_ = w.Flush()
 	return err
+}
+
+// endOnError is a writer that calls end on its first failed write.
+type endOnError struct {
+	w   io.Writer
+	end func(error)
+}
+
+func (e endOnError) Write(p []byte) (int, error) {
+	n, err := e.w.Write(p)
+	if err != nil {
+		e.end(err)
+	}
+	return n, err
 }
 
 // stdioReader reads the client's frames and sends each to the fast path
