@@ -64,3 +64,29 @@ func TestRefusedHTTP(t *testing.T) {
 		}
 	}
 }
+
+// Over stdio, lines of nothing but white space are skipped, a byte order
+// mark before a frame is dropped, on the fast path and the server's, and
+// a last frame that the stream ends instead of a newline is answered.
+// Before, each blank line got a parse error, and the other frames were
+// lost.
+func TestStdioFraming(t *testing.T) {
+	c := rawStdio(t, New(pinnedFixture(buildFixture(t), 10*time.Second), quietLog, Options{Version: "test"}))
+	c.caller(t, `"mcp_fx__echo","arguments":{"message":"ready?"}`, `"text":"ready?"`)
+	bom := "\xef\xbb\xbf"
+	for _, tc := range []struct{ frame, want string }{
+		{"\n\r\n \t \n" + bom + `{"jsonrpc":"2.0","id":"bom","method":"ping"}` + "\n", `{"jsonrpc":"2.0","id":"bom","result":{}}`},
+		{bom + `{"jsonrpc":"2.0","id":"fast","method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":"after a mark"}}}` + "\r\n", `"text":"after a mark"`},
+	} {
+		if line := c.roundTrip(t, []byte(tc.frame)); !bytes.Contains(line, []byte(tc.want)) {
+			t.Fatalf("%q: answered %s", tc.frame, line)
+		}
+	}
+	if _, err := c.w.Write([]byte(`{"jsonrpc":"2.0","id":"last","method":"ping"}`)); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.w.Close()
+	if line := c.next(t); !bytes.Contains(line, []byte(`"id":"last","result":{}`)) {
+		t.Fatalf("the last frame, ended by the stream: %s", line)
+	}
+}

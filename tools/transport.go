@@ -50,15 +50,13 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 	srv.SetErrorLogger(slog.NewLogLogger(g.log.Handler(), slog.LevelError))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	w := guard.NewFrameWriter(out) // the server writes a frame per Write
 	// A client that closed its end of out has gone, even if it keeps in
 	// open: the session ends, and with it its upstreams.
-	var gone sync.Once
-	w := guard.NewFrameWriter(endOnError{out, func(err error) {
-		gone.Do(func() {
-			g.log.Warn("the client's end of stdout is closed: ending the session", "err", err)
-			cancel()
-		})
-	}}) // the server writes a frame per Write
+	w.OnError = func(err error) {
+		g.log.Warn("the client's end of stdout is closed: ending the session", "err", err)
+		cancel()
+	}
 	toServer, fromReader := io.Pipe()
 	r := &stdioReader{g: g, w: w, server: fromReader}
 	// An over-size frame is cut, so it gets a parse error and the session
@@ -77,18 +75,23 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 	return err
 }
 
-// endOnError is a writer that calls end on its first failed write.
-type endOnError struct {
-	w   io.Writer
-	end func(error)
-}
+// utf8BOM is the byte order mark some writers put before text.
+var utf8BOM = []byte("\xef\xbb\xbf")
 
-func (e endOnError) Write(p []byte) (int, error) {
-	n, err := e.w.Write(p)
-	if err != nil {
-		e.end(err)
+// clientFrame is line, read from the client with err, as a frame: with no
+// byte order mark before it, ended by a newline even when the stream ended
+// first, and nil when it holds nothing but white space. Without this a
+// blank line got a parse error, and a last frame without its newline was
+// never answered.
+func clientFrame(line []byte, err error) []byte {
+	line = bytes.TrimPrefix(line, utf8BOM)
+	if len(bytes.TrimSpace(line)) == 0 {
+		return nil
 	}
-	return n, err
+	if err != nil && line[len(line)-1] != '\n' {
+		line = append(line[:len(line):len(line)], '\n')
+	}
+	return line
 }
 
 // stdioReader reads the client's frames and sends each to the fast path
@@ -117,6 +120,7 @@ func (r *stdioReader) run(ctx context.Context, in *guard.LineReader) {
 	defer r.held.Flush()
 	for {
 		line, err := in.ReadLine()
+		line = clientFrame(line, err)
 		switch {
 		case isBatch(line):
 			r.refuse(batchRefusal)
