@@ -13,8 +13,10 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/caarlos0/env/v11"
 )
@@ -117,9 +119,10 @@ func Load(flags Flags, environ []string) (*Config, error) {
 
 	path := first(flags.Config, deref(e.Config))
 	var f file
+	var errs []error // every problem, reported together
 	if path != "" {
 		var err error
-		if f, err = readFile(path); err != nil {
+		if f, errs, err = readFile(path); err != nil {
 			return nil, err
 		}
 	}
@@ -156,7 +159,6 @@ func Load(flags Flags, environ []string) (*Config, error) {
 	if v := firstPtr(e.AllowLocalURLs, f.AllowLocalURLs); v != nil {
 		c.AllowLocalURLs = *v
 	}
-	var errs []error
 	for _, d := range []struct {
 		field string
 		value *string
@@ -241,7 +243,7 @@ func Load(flags Flags, environ []string) (*Config, error) {
 		}
 	}
 
-	errs = append(errs, c.validate()...)
+	errs = append(errs, notCovered(c.validate(), errs)...)
 	if len(errs) > 0 {
 		src := "config"
 		if path != "" {
@@ -308,38 +310,204 @@ func (e *Error) Unwrap() []error { return e.Problems }
 
 const maxConfigSize = 4 << 20
 
-func readFile(path string) (file, error) {
-	f := file{Limits: &fileLimits{Limits: DefaultLimits}}
+// readFile reads the config file. A file that cannot be read as JSON is an
+// error; otherwise problems lists every unknown field, duplicate key and
+// value of the wrong type, and f holds the rest of the file, so that Load
+// can still check its values and report everything in one go.
+func readFile(path string) (f file, problems []error, err error) {
+	f = file{Limits: &fileLimits{Limits: DefaultLimits}}
 	fh, err := os.Open(path)
 	if err != nil {
-		return f, fmt.Errorf("config file: %w", err)
+		return f, nil, fmt.Errorf("config file: %w", err)
 	}
 	defer fh.Close()
 	data, err := io.ReadAll(io.LimitReader(fh, maxConfigSize+1))
 	if err != nil {
-		return f, fmt.Errorf("config file %s: %w", path, err)
+		return f, nil, fmt.Errorf("config file %s: %w", path, err)
 	}
 	if len(data) > maxConfigSize {
-		return f, fmt.Errorf("config file %s: larger than %d bytes", path, maxConfigSize)
+		return f, nil, fmt.Errorf("config file %s: larger than %d bytes", path, maxConfigSize)
 	}
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return f, nil, fmt.Errorf("config file %s is empty", path)
+	}
+	// The syntax is checked first: past a syntax error nothing can be
+	// trusted, so it is the one error reported.
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return f, fmt.Errorf("config file %s: %w", path, JSONError(data, err))
+	if err := dec.Decode(new(any)); err != nil {
+		return f, nil, fmt.Errorf("config file %s: %w", path, JSONError(data, err))
 	}
-	if dec.More() {
-		return f, fmt.Errorf("config file %s: trailing data after the JSON object", path)
+	if dec.InputOffset() < int64(len(data)) {
+		return f, nil, fmt.Errorf("config file %s: trailing data after the JSON object", path)
 	}
-	return f, nil
+	if data[0] != '{' {
+		return f, nil, fmt.Errorf("config file %s: not a JSON object", path)
+	}
+	var w walker
+	clean, err := json.Marshal(w.value("", reflect.TypeFor[file](), data))
+	if err == nil {
+		err = json.Unmarshal(clean, &f)
+	}
+	if err != nil { // cannot happen: the walk kept only values that fit
+		return f, nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	return f, w.problems, nil
 }
 
-// JSONError adds the line number to JSON syntax errors in files people
-// write: config files and catalogs.
+// walker checks a JSON document against the Go type it decodes into and
+// collects every problem, where json.Decoder stops at the first and names
+// Go types. It also finds duplicate keys, which json.Decoder accepts.
+type walker struct {
+	problems []error
+}
+
+// value checks raw, valid JSON, against t at the field path and returns
+// what fits in a form json.Marshal writes back. A value of the wrong type
+// becomes null, the zero value, rather than being dropped, so that list
+// indexes, and the paths later problems name, stay as in the file.
+func (w *walker) value(path string, t reflect.Type, raw json.RawMessage) any {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	raw = bytes.TrimSpace(raw)
+	if string(raw) == "null" {
+		return nil // json.Unmarshal leaves the field as it is, as before
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		if raw[0] != '{' {
+			return w.wrong(path, raw, "an object")
+		}
+		return w.object(path, t, raw)
+	case reflect.Slice:
+		var items []json.RawMessage
+		if raw[0] != '[' || json.Unmarshal(raw, &items) != nil {
+			return w.wrong(path, raw, "a list")
+		}
+		out := make([]any, len(items))
+		for i, item := range items {
+			out[i] = w.value(fmt.Sprintf("%s[%d]", path, i), t.Elem(), item)
+		}
+		return out
+	case reflect.String:
+		if raw[0] != '"' {
+			return w.wrong(path, raw, "a string")
+		}
+	case reflect.Bool:
+		if raw[0] != 't' && raw[0] != 'f' {
+			return w.wrong(path, raw, "true or false")
+		}
+	case reflect.Int:
+		if _, err := strconv.Atoi(string(raw)); err != nil {
+			return w.wrong(path, raw, "a whole number")
+		}
+	case reflect.Float64:
+		if _, err := strconv.ParseFloat(string(raw), 64); err != nil {
+			return w.wrong(path, raw, "a number")
+		}
+	}
+	return raw
+}
+
+// object checks the keys of a JSON object, raw, against struct or map t.
+func (w *walker) object(path string, t reflect.Type, raw json.RawMessage) map[string]any {
+	out := map[string]any{}
+	seen := map[string]bool{}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	_, err := dec.Token() // {
+	for err == nil && dec.More() {
+		var tok json.Token
+		var v json.RawMessage
+		if tok, err = dec.Token(); err == nil {
+			err = dec.Decode(&v)
+		}
+		key, _ := tok.(string)
+		field := key
+		if path != "" {
+			field = path + "." + key
+		}
+		elem, known := jsonField(t, key)
+		switch {
+		case err != nil:
+		case seen[key]:
+			w.problems = append(w.problems, fieldError(field, "set twice"))
+		case !known:
+			w.problems = append(w.problems, fieldError(field, "unknown field %q", key))
+		default:
+			out[key] = w.value(field, elem, v)
+		}
+		seen[key] = true
+	}
+	if err != nil { // cannot happen: readFile checked the syntax
+		w.problems = append(w.problems, fieldError(path, "%v", err))
+	}
+	return out
+}
+
+// wrong records that the value at path is not what it should be.
+func (w *walker) wrong(path string, raw json.RawMessage, want string) any {
+	got := string(raw)
+	switch raw[0] {
+	case '{':
+		got = "an object"
+	case '[':
+		got = "a list"
+	}
+	w.problems = append(w.problems, fieldError(path, "%s is not %s", got, want))
+	return nil
+}
+
+// jsonField returns the type of the field of t, a struct or a map, that
+// key decodes into. Names must match exactly: json.Decoder ignores case,
+// which would let "Max_Attachments" and "max_attachments" both set one field.
+func jsonField(t reflect.Type, key string) (reflect.Type, bool) {
+	if t.Kind() == reflect.Map {
+		return t.Elem(), true
+	}
+	for _, f := range reflect.VisibleFields(t) {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.IsExported() && !f.Anonymous && name != "-" && name == key {
+			return f.Type, true
+		}
+	}
+	return nil, false
+}
+
+// notCovered returns the problems that are not about a field, or a part of
+// one, that reported already names: a value of the wrong type is left at its
+// zero value, and validation would report that field again.
+func notCovered(problems, reported []error) []error {
+	var out []error
+	for _, p := range problems {
+		f, _, _ := strings.Cut(p.Error(), ": ")
+		if !slices.ContainsFunc(reported, func(r error) bool {
+			rf, _, _ := strings.Cut(r.Error(), ": ")
+			return f == rf || strings.HasPrefix(f, rf+".") || strings.HasPrefix(f, rf+"[")
+		}) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// JSONError says where a JSON syntax error is in a file people write
+// (config files and catalogs), in the line and column an editor shows.
 func JSONError(data []byte, err error) error {
 	var syn *json.SyntaxError
-	if errors.As(err, &syn) {
-		line := bytes.Count(data[:min(int(syn.Offset), len(data))], []byte("\n")) + 1
-		return fmt.Errorf("line %d: %w", line, err)
+	switch {
+	case errors.As(err, &syn):
+		// Offset counts the bytes read, the offending one included, or
+		// all of them when the input ended too soon.
+		before := data
+		if syn.Error() != "unexpected end of JSON input" {
+			before = data[:max(0, min(int(syn.Offset)-1, len(data)))]
+		}
+		line := bytes.Count(before, []byte("\n")) + 1
+		col := utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:]) + 1
+		return fmt.Errorf("line %d, column %d: %w", line, col, err)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errors.New("the file ends before the JSON is complete")
 	}
 	return err
 }
@@ -389,8 +557,14 @@ func (c *Config) validate() []error {
 	if c.MaxResultBytes < 1024 || c.MaxResultBytes > 64<<20 {
 		add("max_result_bytes", "%d is outside 1024..%d", c.MaxResultBytes, 64<<20)
 	}
-	if l := c.Limits; l.CallsPerSecond < 0 || l.CallBurst < 0 || l.DiscoveryPerMinute < 0 || l.RepeatMax < 0 {
-		add("limits", "values may not be negative")
+	for _, l := range []struct {
+		key   string
+		value float64
+	}{{"calls_per_second", c.Limits.CallsPerSecond}, {"call_burst", float64(c.Limits.CallBurst)},
+		{"discovery_per_minute", c.Limits.DiscoveryPerMinute}, {"repeat_max", float64(c.Limits.RepeatMax)}} {
+		if l.value < 0 {
+			add("limits."+l.key, "%v may not be negative", l.value)
+		}
 	}
 	for i, t := range c.AllowAttachTypes {
 		if !slices.Contains(DefaultAllowAttachTypes, t) {

@@ -303,15 +303,21 @@ func TestLoadFileErrors(t *testing.T) {
 		body string
 		want []string // substrings of the error
 	}{
-		{"unknown top-level field", `{"transport": "stdio", "max_attachment": 3}`, []string{`"max_attachment"`}},
-		{"unknown registry field", `{"registries": [{"id": "builtin", "kind": "catalog", "pathh": "x"}]}`, []string{`"pathh"`}},
-		{"unknown stdio field", `{"stdio": {"allow_form": ["builtin"]}}`, []string{`"allow_form"`}},
-		{"malformed JSON line 4", "{\n  \"transport\": \"stdio\",\n  \"addr\": \"x\"\n  \"log_level\": \"info\"\n}", []string{"line 4"}},
-		{"malformed JSON line 1", `{"transport" "stdio"}`, []string{"line 1"}},
-		{"trailing comma", "{\n\"transport\": \"stdio\",\n}", []string{"line 3"}},
-		{"wrong type names field", `{"max_attachments": "five"}`, []string{"max_attachments"}},
+		{"unknown top-level field", `{"transport": "stdio", "max_attachment": 3}`, []string{`max_attachment: unknown field`}},
+		{"unknown registry field", `{"registries": [{"id": "builtin", "kind": "catalog", "pathh": "x"}]}`, []string{`registries[0].pathh: unknown field`}},
+		{"unknown stdio field", `{"stdio": {"allow_form": ["builtin"]}}`, []string{`stdio.allow_form: unknown field`}},
+		{"malformed JSON line 4", "{\n  \"transport\": \"stdio\",\n  \"addr\": \"x\"\n  \"log_level\": \"info\"\n}", []string{"line 4, column 3: "}},
+		{"malformed JSON line 1", `{"transport" "stdio"}`, []string{"line 1, column 14: "}},
+		{"trailing comma", "{\n\"transport\": \"stdio\",\n}", []string{"line 3, column 1: "}},
+		{"column counts characters, not bytes", `{"addr": "é", x}`, []string{"line 1, column 15: "}},
+		{"syntax error after a duplicate", `{"addr": "a", "addr": "b", }`, []string{"line 1, column 28: "}},
+		{"file ends early", `{"transport": "stdio"`, []string{"ends before the JSON is complete"}},
+		{"wrong type names field", `{"max_attachments": "five"}`, []string{`max_attachments: "five" is not a whole number`}},
 		{"trailing data", `{} {}`, []string{"trailing data"}},
-		{"empty file", ``, []string{"ardgate.json"}},
+		{"trailing bracket", `{} ]`, []string{"trailing data"}},
+		{"not an object", `["transport"]`, []string{"not a JSON object"}},
+		{"empty file", ``, []string{"ardgate.json is empty"}},
+		{"whitespace only", " \n\t\n", []string{"ardgate.json is empty"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -358,7 +364,10 @@ func TestLoadValidation(t *testing.T) {
 		{"pinned_list_wait too long", `{"pinned_list_wait": "6m"}`, "pinned_list_wait"},
 		{"max_result_bytes small", `{"max_result_bytes": 10}`, "max_result_bytes"},
 		{"max_result_bytes big", `{"max_result_bytes": 1000000000}`, "max_result_bytes"},
-		{"limits negative", `{"limits": {"calls_per_second": -1}}`, "limits"},
+		{"limits calls_per_second negative", `{"limits": {"calls_per_second": -1}}`, "limits.calls_per_second"},
+		{"limits call_burst negative", `{"limits": {"call_burst": -1}}`, "limits.call_burst"},
+		{"limits discovery_per_minute negative", `{"limits": {"discovery_per_minute": -0.5}}`, "limits.discovery_per_minute"},
+		{"limits repeat_max negative", `{"limits": {"repeat_max": -3}}`, "limits.repeat_max"},
 		{"limits repeat_window", `{"limits": {"repeat_window": "often"}}`, "limits.repeat_window"},
 		{"limits repeat_window negative", `{"limits": {"repeat_window": "-1m"}}`, "limits.repeat_window"},
 		{"allow_attach_types", `{"allow_attach_types": ["application/mcp-server-card+json", "text/html"]}`, "allow_attach_types[1]"},
@@ -451,6 +460,101 @@ func TestLoadReportsAllProblems(t *testing.T) {
 	errors.As(err, &ce)
 	if !errors.Is(err, ce.Problems[0]) {
 		t.Error("errors.Is does not reach the problems")
+	}
+}
+
+// TestLoadFileProblems checks that unknown fields, values of the wrong type
+// and keys set twice are problems naming their field, anywhere in the file,
+// listed with the value problems rather than stopping at the first.
+func TestLoadFileProblems(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want []string // every problem, in order
+	}{
+		// Unknown fields, at every level.
+		{"unknown top-level", `{"max_attachment": 3}`, []string{`max_attachment: unknown field "max_attachment"`}},
+		{"unknown in limits", `{"limits": {"repeat_windw": "30s"}}`, []string{`limits.repeat_windw: unknown field "repeat_windw"`}},
+		{"unknown in stdio", `{"stdio": {"allow_form": []}}`, []string{`stdio.allow_form: unknown field "allow_form"`}},
+		{"unknown in a registry", `{"registries": [{"id": "builtin", "kind": "catalog"}, {"id": "t", "kind": "catalog", "path": "t.json", "pth": "x"}]}`,
+			[]string{`registries[1].pth: unknown field "pth"`}},
+		{"unknown in a server", `{"servers": [{"name": "a", "command": "npx", "stateles": true}]}`, []string{`servers[0].stateles: unknown field "stateles"`}},
+		{"unknown in an agent", `{"agents": [{"name": "a", "url": "https://a.example", "token": "x"}]}`, []string{`agents[0].token: unknown field "token"`}},
+		{"names match exactly", `{"Max_Attachments": 3}`, []string{`Max_Attachments: unknown field "Max_Attachments"`}},
+		{"json:\"-\" fields are unknown", `{"agents": [{"name": "a", "url": "https://a.example", "-": "x"}]}`, []string{`agents[0].-: unknown field "-"`}},
+		{"two unknown fields", `{"colour": 1, "limits": {"speed": 2}}`,
+			[]string{`colour: unknown field "colour"`, `limits.speed: unknown field "speed"`}},
+
+		// Values of the wrong type, in words rather than Go types.
+		{"string for bool", `{"allow_local_urls": "yes"}`, []string{`allow_local_urls: "yes" is not true or false`}},
+		{"string for int", `{"max_attachments": "five"}`, []string{`max_attachments: "five" is not a whole number`}},
+		{"fraction for int", `{"max_attachments": 2.5}`, []string{`max_attachments: 2.5 is not a whole number`}},
+		{"string for float", `{"limits": {"calls_per_second": "fast"}}`, []string{`limits.calls_per_second: "fast" is not a number`}},
+		{"number for string", `{"transport": 5}`, []string{`transport: 5 is not a string`}},
+		{"string for list", `{"require_trust": "soc2"}`, []string{`require_trust: "soc2" is not a list`}},
+		{"list for object", `{"limits": [1]}`, []string{`limits: a list is not an object`}},
+		{"object for string", `{"addr": {"host": "x"}}`, []string{`addr: an object is not a string`}},
+		{"list element", `{"stdio": {"env": ["HOME", 3]}}`, []string{`stdio.env[1]: 3 is not a string`}},
+		{"map value", `{"servers": [{"name": "a", "url": "https://a.example", "headers": {"X-Team": 1}}]}`,
+			[]string{`servers[0].headers.X-Team: 1 is not a string`}},
+		// The zero value a bad value leaves behind is not reported again,
+		// and list indexes stay as in the file.
+		{"bad registry kind once", `{"registries": [{"id": "builtin", "kind": "catalog"}, {"id": "x", "kind": 5}]}`,
+			[]string{`registries[1].kind: 5 is not a string`}},
+		{"bad registry once", `{"registries": [7, {"id": "x", "kind": "sql"}]}`,
+			[]string{`registries[0]: 7 is not an object`, `registries[1].kind: "sql" is not catalog, ard, mcp-registry or well-known`}},
+		{"null is absent", `{"max_attachments": null, "limits": null, "stdio": null, "registries": null}`, nil},
+
+		// Keys set twice, at every level.
+		{"duplicate top-level", `{"max_attachments": 5, "max_attachments": 7}`, []string{`max_attachments: set twice`}},
+		{"duplicate in limits", `{"limits": {"repeat_max": 1, "repeat_max": 2}}`, []string{`limits.repeat_max: set twice`}},
+		{"duplicate in a registry", `{"registries": [{"id": "builtin", "id": "b", "kind": "catalog"}]}`, []string{`registries[0].id: set twice`}},
+		{"duplicate header", `{"servers": [{"name": "a", "url": "https://a.example", "headers": {"X": "1", "X": "2"}}]}`,
+			[]string{`servers[0].headers.X: set twice`}},
+		{"duplicate unknown", `{"colour": 1, "colour": 2}`, []string{`colour: unknown field "colour"`, `colour: set twice`}},
+
+		// Decoding problems come with the value problems that can be checked.
+		{"all together", `{"max_attachment": 3, "max_attachments": 0, "limits": {"call_burst": -2, "call_burst": 1}}`,
+			[]string{`max_attachment: unknown field "max_attachment"`, `limits.call_burst: set twice`,
+				`max_attachments: 0 is outside 1..100`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeConfig(t, tt.body)
+			c, err := config.Load(config.Flags{Config: path}, nil)
+			if tt.want == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if c != nil {
+				t.Error("a config was returned with the error")
+			}
+			if probs := problems(t, err); !slices.Equal(probs, tt.want) {
+				t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(probs, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
+// TestLoadSixProblems is the file a user had to fix in four rounds: every
+// problem is now listed at once, each naming its field.
+func TestLoadSixProblems(t *testing.T) {
+	_, err := config.Load(config.Flags{Config: "testdata/six-problems.json"}, nil)
+	want := []string{
+		`max_attachment: unknown field "max_attachment"`,
+		`allow_local_urls: "yes" is not true or false`,
+		`limits.repeat_windw: unknown field "repeat_windw"`,
+		`transport: "tcp" is not stdio or http`,
+		`limits.calls_per_second: -1 may not be negative`,
+		`registries[1].url: required for kind "ard"`,
+	}
+	if probs := problems(t, err); !slices.Equal(probs, want) {
+		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(probs, "\n"), strings.Join(want, "\n"))
+	}
+	if !strings.HasPrefix(err.Error(), "invalid configuration (testdata/six-problems.json):\n") {
+		t.Errorf("Error() = %q", err)
 	}
 }
 
