@@ -151,7 +151,7 @@ func (p *poster) exchange(ctx context.Context, key string, line []byte) (*transp
 			return nil, fmt.Errorf("reading the response: %w", err)
 		}
 		if len(b) > guard.MaxMessage {
-			return nil, fmt.Errorf("the server sent a response larger than the %d MiB cap", guard.MaxMessage>>20)
+			return nil, fmt.Errorf("the server's response: %w", errAnswerTooLarge)
 		}
 		return p.response(key, b)
 	case "text/event-stream":
@@ -309,7 +309,7 @@ func (p *poster) events(ctx context.Context, key string, lr *guard.LineReader, a
 				data = append(data, '\n')
 			}
 			if len(data)+len(v) > guard.MaxMessage {
-				return nil, fmt.Errorf("the server sent an event larger than the %d MiB cap", guard.MaxMessage>>20)
+				return nil, fmt.Errorf("an event of the server's: %w", errAnswerTooLarge)
 			}
 			data = append(data, v...)
 		default:

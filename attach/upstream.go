@@ -828,8 +828,14 @@ func isObject(raw json.RawMessage) bool {
 // upstream down; a JSON-RPC error or the caller's deadline does not.
 func (u *upstream) failure(err error) error {
 	var te *transport.Error
-	if errors.Is(err, guard.ErrBacklog) && errors.As(err, &te) {
-		return te.Err // the server is busy, not down
+	// A server too busy to take the call is not down, nor a remote whose
+	// answer was over the cap: over HTTP that request failed, not the
+	// connection (over a pipe the stream of frames is broken).
+	if errors.Is(err, guard.ErrBacklog) || errors.Is(err, errAnswerTooLarge) && u.cmd == nil {
+		if errors.As(err, &te) {
+			return te.Err
+		}
+		return err
 	}
 	if errors.As(err, &te) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		if u.exited != nil {

@@ -201,3 +201,33 @@ func TestToolListingWithoutEnd(t *testing.T) {
 		})
 	}
 }
+
+// An answer over the message cap from a remote fails that call alone, on
+// the fast path and through call_attached_tool: over HTTP each call has a
+// request of its own, and the connection is fine. It took the upstream
+// down before, and every later call with it.
+func TestRemoteAnswerOverCap(t *testing.T) {
+	up := newRecordingUpstream(t)
+	s, res := attachAt(t, up.URL)
+	if res.IsError {
+		t.Fatalf("attach: %s", firstText(res))
+	}
+	big := map[string]any{"bytes": 12 << 20}
+	for _, call := range []func() *mcp.CallToolResult{
+		func() *mcp.CallToolResult { return s.call("mcp_remote__big", big) },
+		func() *mcp.CallToolResult {
+			return s.call("call_attached_tool", map[string]any{"name": "mcp_remote__big", "arguments": big})
+		},
+	} {
+		if res := call(); !res.IsError || !strings.Contains(firstText(res), "larger than the 10 MiB cap") {
+			t.Fatalf("a 12 MiB answer: %.300s", firstText(res))
+		}
+		if res := s.call("mcp_remote__echo", map[string]any{"message": "after"}); res.IsError || firstText(res) != "after" {
+			t.Fatalf("the next call: %s", firstText(res))
+		}
+	}
+	res = s.call("list_attached_resources", map[string]any{})
+	if !strings.Contains(string(res.RawStructuredContent), `"status":"up"`) {
+		t.Fatalf("the remote after: %s", res.RawStructuredContent)
+	}
+}
