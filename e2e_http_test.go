@@ -326,10 +326,19 @@ func TestHTTPAuthAndOrigin(t *testing.T) {
 	if code := post("Bearer t0ken", ""); code != http.StatusOK {
 		t.Fatalf("with token: HTTP %d", code)
 	}
+	// The scheme's name is case-insensitive; the token is not.
+	if code := post("bearer t0ken", ""); code != http.StatusOK {
+		t.Fatalf("with the scheme in lower case: HTTP %d", code)
+	}
+	if code := post("Bearer T0KEN", ""); code != http.StatusUnauthorized {
+		t.Fatalf("with the token in upper case: HTTP %d", code)
+	}
 }
 
 // SIGTERM while a call runs: the call completes, then the gateway ends
-// its sessions (children killed) and exits cleanly.
+// its sessions (children killed) and exits cleanly. While it drains,
+// /healthz says so with 503, so that a load balancer sends it no one new,
+// and a new session is refused with 503 and a sentence.
 func TestHTTPGracefulDrain(t *testing.T) {
 	cmd := exec.Command(gatewayBin, "serve", "--transport", "http", "--addr", "127.0.0.1:0", "--log-format", "json",
 		"--catalog", "testdata/catalogs/fixture.json")
@@ -362,6 +371,28 @@ func TestHTTPGracefulDrain(t *testing.T) {
 	go func() { done <- g.call("mcp_fixture__slow", map[string]any{"ms": 1500}) }()
 	time.Sleep(300 * time.Millisecond)
 	_ = cmd.Process.Signal(syscall.SIGTERM)
+	time.Sleep(200 * time.Millisecond)
+	resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), `"status":"draining"`) {
+		t.Fatalf("healthz while draining: %d %s", resp.StatusCode, body)
+	}
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "shutting down") {
+		t.Fatalf("a new session while draining: %d %s", resp.StatusCode, body)
+	}
 	select {
 	case res := <-done:
 		if res.IsError || !strings.Contains(text(res), "slept 1500ms") {

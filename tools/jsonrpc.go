@@ -62,11 +62,15 @@ func idAndMethod(frame []byte) (id, method []byte, ok bool) {
 	return id, method, err == nil
 }
 
-// refuse answers a message posted over HTTP that the gateway refuses as
-// mcp-go answers a body it cannot read: 400, with the error.
-func refuse(w http.ResponseWriter, msg []byte) {
+// tooLargeRefusal answers a POST whose body is over the message cap.
+var tooLargeRefusal = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"the message is larger than the gateway's 10 MiB cap"}}`)
+
+// refuse answers a message posted over HTTP that the gateway refuses with
+// the status code and the error; mcp-go answers a body it cannot read
+// with 400.
+func refuse(w http.ResponseWriter, code int, msg []byte) {
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusBadRequest)
+	w.WriteHeader(code)
 	_, _ = w.Write(msg)
 }
 

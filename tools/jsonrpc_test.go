@@ -48,7 +48,8 @@ func TestRefusedStdio(t *testing.T) {
 	echo()
 }
 
-// The same over HTTP, with a session and without: 400 and the error.
+// The same over HTTP, with a session and without: 400 and the error; 413
+// for a body over the cap.
 func TestRefusedHTTP(t *testing.T) {
 	tg, _, sid := keptGateway(t, HTTPOptions{})
 	for _, id := range []string{sid, ""} {
@@ -59,7 +60,14 @@ func TestRefusedHTTP(t *testing.T) {
 				t.Errorf("session %q, %s: %d %s", id, r.frame, code, body)
 			}
 		}
+		// A body over the cap: 413, saying so (it was 400, "read request
+		// body error").
+		c.send(c.request(`{"jsonrpc":"2.0","id":9,"method":"ping","params":{"_meta":{"pad":"` + strings.Repeat("x", 11<<20) + `"}}}`))
+		if code, body := c.answer(); code != http.StatusRequestEntityTooLarge || body != string(tooLargeRefusal) {
+			t.Errorf("session %q, an 11 MiB body: %d %.200s", id, code, body)
+		}
 		if id != "" {
+			c = dialRaw(t, tg, id) // net/http closes a connection whose body it did not read
 			c.echo(7, "after the refusals")
 		}
 	}

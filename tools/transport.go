@@ -433,10 +433,16 @@ func (h *HTTP) guard(next http.Handler) http.Handler {
 			http.Error(w, "Unauthorized: send Authorization: Bearer <ARDGATE_AUTH_TOKEN>", http.StatusUnauthorized)
 			return
 		}
-		if r.Method == http.MethodPost && r.Header.Get(server.HeaderKeySessionID) == "" && h.g.open.Load() >= h.maxSessions {
-			w.Header().Set("Retry-After", "30")
-			http.Error(w, fmt.Sprintf("Service Unavailable: the gateway is at its max_sessions (%d open); try again once one has ended", h.maxSessions), http.StatusServiceUnavailable)
-			return
+		if r.Method == http.MethodPost && r.Header.Get(server.HeaderKeySessionID) == "" {
+			switch {
+			case h.g.draining.Load():
+				http.Error(w, "Service Unavailable: the gateway is shutting down; connect to another or try again later", http.StatusServiceUnavailable)
+				return
+			case h.g.open.Load() >= h.maxSessions:
+				w.Header().Set("Retry-After", "30")
+				http.Error(w, fmt.Sprintf("Service Unavailable: the gateway is at its max_sessions (%d open); try again once one has ended", h.maxSessions), http.StatusServiceUnavailable)
+				return
+			}
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, guard.MaxMessage)
 		next.ServeHTTP(w, r)
@@ -455,8 +461,9 @@ func (h *HTTP) authorized(r *http.Request) bool {
 	if h.authToken == "" {
 		return true
 	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(h.authToken)) == 1
+	// The scheme's name is case-insensitive (RFC 9110, 11.1).
+	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	return ok && strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(got), []byte(h.authToken)) == 1
 }
 
 // fast answers a plain call of a proxied tool of a known session on the
@@ -481,15 +488,19 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 			return
 		}
 		body, err := readBody(r)
+		if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+			refuse(w, http.StatusRequestEntityTooLarge, tooLargeRefusal)
+			return
+		}
 		if err == nil && isBatch(body) {
-			refuse(w, batchRefusal)
+			refuse(w, http.StatusBadRequest, batchRefusal)
 			return
 		}
 		if s != nil && err == nil && ok && h.fastAnswer(w, r, s, body) {
 			return
 		}
 		if err == nil && hasNullID(body) {
-			refuse(w, nullIDRefusal)
+			refuse(w, http.StatusBadRequest, nullIDRefusal)
 			return
 		}
 		if s != nil {
@@ -710,10 +721,17 @@ func originAllowed(origin, host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// healthz says the gateway is up, or draining (503): a load balancer's
+// readiness probe then sends no new clients to a gateway shutting down.
 func (h *HTTP) healthz(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
+	status := "ok"
+	if h.g.draining.Load() {
+		status = "draining"
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
 	_ = json.NewEncoder(w).Encode(map[string]any{
-		"status":     "ok",
+		"status":     status,
 		"version":    h.g.opts.Version,
 		"sessions":   len(h.g.manager.Sessions()),
 		"goroutines": runtime.NumGoroutine(),
