@@ -2,7 +2,9 @@ package tools
 
 import (
 	"bytes"
+	"math"
 	"net/http"
+	"strconv"
 
 	"github.com/ardgate/ardgate/guard"
 )
@@ -19,6 +21,12 @@ import (
 //   - A request whose id is null. MCP forbids it (JSON-RPC only
 //     discourages it), and mcp-go takes such a request for a notification
 //     and never answers: the client would wait for good.
+//   - A request whose id is neither a string nor a number (true, an
+//     object), which MCP and JSON-RPC forbid, or an integer past 2^53,
+//     which mcp-go reads as a float64 and answers with other digits
+//     (9007199254740993 came back as 9007199254740992), so that the
+//     client could not match the answer. The fast path, which copies ids
+//     as they came, takes what it takes before these checks.
 
 // batchRefusal answers a batch, and nullIDRefusal a request with a null
 // id: one error with a null id each, as JSON-RPC answers a message it
@@ -26,6 +34,8 @@ import (
 var (
 	batchRefusal  = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"JSON-RPC batches are not supported: send each request and notification as a message of its own (MCP 2025-06-18 and later have no batches)"}}`)
 	nullIDRefusal = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"a request's id must be a string or an integer, not null: a request with a null id cannot be answered"}}`)
+	idTypeRefusal = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"a request's id must be a string or an integer"}}`)
+	bigIDRefusal  = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"a request's integer id must lie within ±9007199254740992 (2^53), or the answer's id would lose digits: send a larger one as a string"}}`)
 )
 
 // isBatch reports whether frame is a JSON array, by its first byte past
@@ -35,16 +45,32 @@ func isBatch(frame []byte) bool {
 	return len(frame) > 0 && frame[0] == '['
 }
 
-var null = []byte("null")
-
-// hasNullID reports whether frame is a request whose id is null. Frames
-// without "null" anywhere in them are not read.
-func hasNullID(frame []byte) bool {
-	if !bytes.Contains(frame, null) {
-		return false
+// idRefusal returns the error that answers a request whose id, raw JSON,
+// the gateway refuses, or nil; method is nil for a message that is not a
+// request.
+func idRefusal(id, method []byte) []byte {
+	if id == nil || method == nil {
+		return nil
 	}
-	id, method, ok := idAndMethod(frame)
-	return ok && method != nil && bytes.Equal(id, null)
+	switch id[0] {
+	case '"':
+		return nil
+	case 'n':
+		return nullIDRefusal
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		const exact = 1 << 53 // the integers a float64 holds exactly
+		if n, err := strconv.ParseInt(string(id), 10, 64); err == nil {
+			if n < -exact || n > exact {
+				return bigIDRefusal
+			}
+			return nil
+		}
+		if f, err := strconv.ParseFloat(string(id), 64); err != nil || math.Abs(f) > exact {
+			return bigIDRefusal // an integer too long for int64, or a float past 2^53
+		}
+		return nil
+	}
+	return idTypeRefusal
 }
 
 // idAndMethod reads the id and the method of frame, a JSON-RPC message,
@@ -79,4 +105,15 @@ func (r *stdioReader) refuse(msg []byte) {
 	if err := r.w.Frame(&r.held, nil, msg, "\n"); err != nil {
 		r.g.log.Debug("a refusal was not written", "err", err)
 	}
+}
+
+// refusedID answers frame, read from the client, if its id is refused
+// (idRefusal), and reports whether it did.
+func (r *stdioReader) refusedID(frame []byte) bool {
+	id, method, _ := idAndMethod(frame)
+	msg := idRefusal(id, method)
+	if msg != nil {
+		r.refuse(msg)
+	}
+	return msg != nil
 }

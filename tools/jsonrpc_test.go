@@ -19,9 +19,20 @@ var refusals = []struct {
 	{`[{"jsonrpc":"2.0","id":3,"method":`, batchRefusal}, // not even JSON: still not read as one message
 	{`{"jsonrpc":"2.0","id":null,"method":"ping"}`, nullIDRefusal},
 	{`{"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":null}},"id":null,"jsonrpc":"2.0"}`, nullIDRefusal},
+	{`{"jsonrpc":"2.0","id":true,"method":"ping"}`, idTypeRefusal},
+	{`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, idTypeRefusal},
+	{`{"jsonrpc":"2.0","id":[1],"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":"hi"}}}`, idTypeRefusal},
+	{`{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`, bigIDRefusal},
+	{`{"jsonrpc":"2.0","id":-9007199254740993,"method":"ping"}`, bigIDRefusal},
+	{`{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}`, bigIDRefusal},
+	{`{"jsonrpc":"2.0","id":1e300,"method":"ping"}`, bigIDRefusal},
 }
 
-// A JSON-RPC batch, or a request with a null id, over stdio gets one error
+// idsKept are request ids the gateway takes on mcp-go's path, and answers
+// with the same value.
+var idsKept = []string{`9007199254740992`, `-9007199254740992`, `"9007199254740993"`, `0`, `1.5`}
+
+// A JSON-RPC batch, or a request with an id refused, over stdio gets one error
 // that says what is wrong, not a parse error or silence, and the session
 // goes on; a notification with a null in it is not refused.
 func TestRefusedStdio(t *testing.T) {
@@ -37,6 +48,11 @@ func TestRefusedStdio(t *testing.T) {
 		}
 		if line := c.next(t); !bytes.Contains(line, []byte(`"id":"next"`)) {
 			t.Fatalf("after %s: %s", r.frame, line)
+		}
+	}
+	for _, id := range idsKept {
+		if line := c.roundTrip(t, []byte(`{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`+"\n")); !bytes.Contains(line, []byte(`"id":`+id+`,"result":{}`)) {
+			t.Fatalf("ping %s: %s", id, line)
 		}
 	}
 	// A notification with a null in it is not refused: the ping's answer

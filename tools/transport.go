@@ -126,8 +126,7 @@ func (r *stdioReader) run(ctx context.Context, in *guard.LineReader) {
 			r.refuse(batchRefusal)
 		case len(line) == 0 || r.fast(ctx, line):
 			// nothing read, or answered on the fast path
-		case hasNullID(line):
-			r.refuse(nullIDRefusal)
+		case r.refusedID(line):
 		default:
 			r.unanswered.forget(line) // a new request reusing the id
 			r.held.Flush()
@@ -499,15 +498,19 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 		if s != nil && err == nil && ok && h.fastAnswer(w, r, s, body) {
 			return
 		}
-		if err == nil && hasNullID(body) {
-			refuse(w, http.StatusBadRequest, nullIDRefusal)
+		var id, method []byte
+		if err == nil {
+			id, method, _ = idAndMethod(body)
+		}
+		if msg := idRefusal(id, method); msg != nil {
+			refuse(w, http.StatusBadRequest, msg)
 			return
 		}
 		if s != nil {
 			if err == nil {
 				s.fast.cancel(body) // the server hears the notice too, and answers it
 				var done func()
-				w, r, done = trackServerCall(s, w, r, body)
+				w, r, done = trackServerCall(s, w, r, id, method)
 				defer done()
 			}
 			h.g.toServer(s, body)
