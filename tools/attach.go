@@ -65,6 +65,11 @@ func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	if a.URN == "" {
 		return invalid("attach_resource", errors.New(`"urn" is required`)), nil
 	}
+	if a.RegistryID != "" {
+		if _, refused := g.registry(a.RegistryID); refused != nil {
+			return refused, nil
+		}
+	}
 	att, already, err := s.att.Attach(ctx, attach.Request{
 		URN: a.URN, RegistryID: a.RegistryID, Name: a.Name,
 		Progress: g.progress(ctx, req, attachStages),

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,8 +19,23 @@ import (
 // proxy is the handler of one exposed upstream tool.
 func (g *Gateway) proxy(name string) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return g.forward(ctx, req, name, req.GetRawArguments()), nil
+		args := req.GetRawArguments()
+		if raw, ok := args.(json.RawMessage); ok && !objectOrAbsent(raw) {
+			return invalid(name, errNotObject), nil
+		}
+		return g.forward(ctx, req, name, args), nil
 	}
+}
+
+// errNotObject refuses a call whose arguments are not an object, as MCP
+// has them: the upstream would answer with a validation dump, or worse.
+var errNotObject = errors.New(`"arguments" must be an object`)
+
+// objectOrAbsent reports whether raw, a call's arguments, is an object,
+// null or absent.
+func objectOrAbsent(raw []byte) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) == 0 || t[0] == '{' || string(t) == "null"
 }
 
 // forward calls an exposed tool of the caller's session. The upstream's
@@ -228,8 +244,8 @@ func (g *Gateway) call(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	if a.Name == "" {
 		return invalid(callAttachedTool, errors.New(`"name" is required`)), nil
 	}
-	if t := strings.TrimSpace(string(a.Arguments)); t != "" && t != "null" && !strings.HasPrefix(t, "{") {
-		return invalid(callAttachedTool, errors.New(`"arguments" must be an object`)), nil
+	if !objectOrAbsent(a.Arguments) {
+		return invalid(callAttachedTool, errNotObject), nil
 	}
 	var names []string
 	for _, t := range s.att.Tools() {

@@ -99,6 +99,16 @@ const (
 	maxTextRunes = 1000
 )
 
+// registry returns the configured registry id, or the failure that
+// answers a call naming a registry that is not configured.
+func (g *Gateway) registry(id string) (registry.Registry, *mcp.CallToolResult) {
+	r, ok := g.manager.Registry(id)
+	if !ok {
+		return nil, failure("unknown_registry", "registry %q is not configured; configured registries: %v", id, registryIDs(g.manager.Registries))
+	}
+	return r, nil
+}
+
 func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var a discoverArgs
 	if err := decodeArgs(req, &a); err != nil {
@@ -120,9 +130,9 @@ func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	regs := g.manager.Registries
 	out := discoverResult{RegistryID: "all", Results: []discoveredEntry{}, Referrals: []referral{}, Note: registryNote}
 	if a.RegistryID != "" {
-		r, ok := g.manager.Registry(a.RegistryID)
-		if !ok {
-			return failure("unknown_registry", "registry %q is not configured; configured registries: %v", a.RegistryID, registryIDs(regs)), nil
+		r, refused := g.registry(a.RegistryID)
+		if refused != nil {
+			return refused, nil
 		}
 		regs = []registry.Registry{r}
 		out.RegistryID = a.RegistryID

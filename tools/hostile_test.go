@@ -231,3 +231,50 @@ func TestRemoteAnswerOverCap(t *testing.T) {
 		t.Fatalf("the remote after: %s", res.RawStructuredContent)
 	}
 }
+
+// A proxied call whose arguments are not an object is refused with
+// invalid_arguments and reaches no upstream, called by its name as through
+// call_attached_tool: it went upstream, which answered with a validation
+// dump.
+func TestProxiedArgumentsNotObject(t *testing.T) {
+	up := newRecordingUpstream(t)
+	s, res := attachAt(t, up.URL)
+	if res.IsError {
+		t.Fatalf("attach: %s", firstText(res))
+	}
+	up.mu.Lock()
+	before := len(up.ids)
+	up.mu.Unlock()
+	for _, args := range []any{"hi", []any{1}, 5, true} {
+		res := s.call("mcp_remote__echo", args)
+		if code := s.code(res); code != "invalid_arguments" || !strings.Contains(firstText(res), `"arguments" must be an object`) {
+			t.Errorf("arguments %v: %q %s", args, code, firstText(res))
+		}
+	}
+	up.mu.Lock()
+	after := len(up.ids)
+	up.mu.Unlock()
+	if after != before {
+		t.Errorf("%d refused calls reached the upstream", after-before)
+	}
+	if res := s.call("mcp_remote__echo", map[string]any{"message": "after"}); res.IsError || firstText(res) != "after" {
+		t.Fatalf("a call after: %s", firstText(res))
+	}
+}
+
+// attach_resource naming a registry that is not configured says so, as
+// discover_resources does, also for a URN already attached: it said
+// upstream_error, and already_attached.
+func TestAttachUnknownRegistry(t *testing.T) {
+	up := newRecordingUpstream(t)
+	s, res := attachAt(t, up.URL)
+	if res.IsError {
+		t.Fatalf("attach: %s", firstText(res))
+	}
+	for _, urn := range []string{"urn:air:ardgate.test:mcp:remote", "urn:air:ardgate.test:mcp:other"} {
+		res := s.call("attach_resource", map[string]any{"urn": urn, "registry_id": "zzz"})
+		if code := s.code(res); code != "unknown_registry" || !strings.Contains(firstText(res), `registry "zzz" is not configured`) {
+			t.Errorf("%s from registry zzz: %q %s", urn, code, firstText(res))
+		}
+	}
+}
