@@ -208,7 +208,7 @@ func describeExit(err error) string {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return "was killed by " + ws.Signal().String()
+			return fmt.Sprintf("was ended by signal %d (%s)", int(ws.Signal()), ws.Signal()) // "killed" names SIGKILL
 		}
 		return fmt.Sprintf("exited with status %d", ee.ExitCode())
 	}
