@@ -328,8 +328,8 @@ func serverCallOf(ctx context.Context) *serverCall {
 
 // trackServerCall records a request, by its id and method (nil for a
 // message that is not a request), as a call of session s that the server
-// answers, under its id until done is called, and gives
-// the server a writer that drops its answer once the call is cancelled.
+// answers, until done is called, and gives the server a writer that drops
+// its answer once the call is cancelled.
 func trackServerCall(s *session, w http.ResponseWriter, r *http.Request, id, method []byte) (http.ResponseWriter, *http.Request, func()) {
 	if id == nil || method == nil {
 		return w, r, func() {}

@@ -28,9 +28,9 @@ import (
 //     client could not match the answer. The fast path, which copies ids
 //     as they came, takes what it takes before these checks.
 
-// batchRefusal answers a batch, and nullIDRefusal a request with a null
-// id: one error with a null id each, as JSON-RPC answers a message it
-// cannot take.
+// batchRefusal answers a batch, and the others a request with an id
+// refused (idRefusal): one error with a null id each, as JSON-RPC answers
+// a message it cannot take.
 var (
 	batchRefusal  = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"JSON-RPC batches are not supported: send each request and notification as a message of its own (MCP 2025-06-18 and later have no batches)"}}`)
 	nullIDRefusal = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"a request's id must be a string or an integer, not null: a request with a null id cannot be answered"}}`)

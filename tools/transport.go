@@ -127,6 +127,7 @@ func (r *stdioReader) run(ctx context.Context, in *guard.LineReader) {
 		case len(line) == 0 || r.fast(ctx, line):
 			// nothing read, or answered on the fast path
 		case r.refusedID(line):
+			// answered with an error
 		default:
 			r.unanswered.forget(line) // a new request reusing the id
 			r.held.Flush()
@@ -471,7 +472,8 @@ func (h *HTTP) authorized(r *http.Request) bool {
 // next, the MCP server, with its body as it came. A notifications/cancelled
 // among them stops the fast call it names on its way, or cancels the
 // answer of a request the server runs (serverCall).
-// A batch, or a request with a null id, is refused (jsonrpc.go).
+// A batch, a body over the cap, or a request whose id is refused
+// (idRefusal) is answered with an error (jsonrpc.go).
 //
 // The server keeps each session's idle clock, and only it can: a session
 // that the server has not seen for a quarter of the idle TTL takes the
