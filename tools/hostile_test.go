@@ -202,16 +202,24 @@ func TestToolListingWithoutEnd(t *testing.T) {
 	}
 }
 
-// An answer over the message cap from a remote fails that call alone, on
-// the fast path and through call_attached_tool: over HTTP each call has a
-// request of its own, and the connection is fine. It took the upstream
-// down before, and every later call with it.
-func TestRemoteAnswerOverCap(t *testing.T) {
+// attachedRemote is a session with the recording upstream attached as
+// "remote".
+func attachedRemote(t *testing.T) (*recordingUpstream, *clientSession) {
+	t.Helper()
 	up := newRecordingUpstream(t)
 	s, res := attachAt(t, up.URL)
 	if res.IsError {
 		t.Fatalf("attach: %s", firstText(res))
 	}
+	return up, s
+}
+
+// An answer over the message cap from a remote fails that call alone, on
+// the fast path and through call_attached_tool: over HTTP each call has a
+// request of its own, and the connection is fine. It took the upstream
+// down before, and every later call with it.
+func TestRemoteAnswerOverCap(t *testing.T) {
+	_, s := attachedRemote(t)
 	big := map[string]any{"bytes": 12 << 20}
 	for _, call := range []func() *mcp.CallToolResult{
 		func() *mcp.CallToolResult { return s.call("mcp_remote__big", big) },
@@ -226,7 +234,7 @@ func TestRemoteAnswerOverCap(t *testing.T) {
 			t.Fatalf("the next call: %s", firstText(res))
 		}
 	}
-	res = s.call("list_attached_resources", map[string]any{})
+	res := s.call("list_attached_resources", map[string]any{})
 	if !strings.Contains(string(res.RawStructuredContent), `"status":"up"`) {
 		t.Fatalf("the remote after: %s", res.RawStructuredContent)
 	}
@@ -237,11 +245,7 @@ func TestRemoteAnswerOverCap(t *testing.T) {
 // call_attached_tool: it went upstream, which answered with a validation
 // dump.
 func TestProxiedArgumentsNotObject(t *testing.T) {
-	up := newRecordingUpstream(t)
-	s, res := attachAt(t, up.URL)
-	if res.IsError {
-		t.Fatalf("attach: %s", firstText(res))
-	}
+	up, s := attachedRemote(t)
 	up.mu.Lock()
 	before := len(up.ids)
 	up.mu.Unlock()
@@ -266,11 +270,7 @@ func TestProxiedArgumentsNotObject(t *testing.T) {
 // discover_resources does, also for a URN already attached: it said
 // upstream_error, and already_attached.
 func TestAttachUnknownRegistry(t *testing.T) {
-	up := newRecordingUpstream(t)
-	s, res := attachAt(t, up.URL)
-	if res.IsError {
-		t.Fatalf("attach: %s", firstText(res))
-	}
+	_, s := attachedRemote(t)
 	for _, urn := range []string{"urn:air:ardgate.test:mcp:remote", "urn:air:ardgate.test:mcp:other"} {
 		res := s.call("attach_resource", map[string]any{"urn": urn, "registry_id": "zzz"})
 		if code := s.code(res); code != "unknown_registry" || !strings.Contains(firstText(res), `registry "zzz" is not configured`) {
