@@ -118,7 +118,7 @@ func TestRegistryServeAndTokenScope(t *testing.T) {
 		map[string]any{"identifier": "urn:air:team.example:mcp:toolbox", "displayName": "Team toolbox", "type": "application/mcp-server-card+json",
 			"url": art.URL + "/cards/toolbox.json", "description": "echo and add tools of the team"},
 	}})
-	regURL, stopReg := startRegistryServe(t, catalog)
+	regURL, stopReg := startRegistryServe(t, "--catalog", catalog)
 	t.Cleanup(stopReg)
 	registryProxy := &headerRecorder{next: httputil.NewSingleHostReverseProxy(mustURL(t, regURL))}
 	reg := httptest.NewServer(registryProxy)
@@ -148,13 +148,9 @@ func TestRegistryServeAndTokenScope(t *testing.T) {
 	}
 }
 
-func startRegistryServe(t *testing.T, catalogs ...string) (string, func()) {
+func startRegistryServe(t *testing.T, args ...string) (string, func()) {
 	t.Helper()
-	args := []string{"registry", "serve", "--addr", "127.0.0.1:0", "--log-format", "json"}
-	for _, c := range catalogs {
-		args = append(args, "--catalog", c)
-	}
-	cmd := exec.Command(gatewayBin, args...)
+	cmd := exec.Command(gatewayBin, append([]string{"registry", "serve", "--addr", "127.0.0.1:0", "--log-format", "json"}, args...)...)
 	cmd.Env = env(false)
 	pipe, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
@@ -179,4 +175,32 @@ func mustURL(t *testing.T, s string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// The "source" of search results is the URL the request reached the
+// registry at, Host header and all, unless --source gives it.
+func TestRegistryServeSource(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "http://any.example.com/"},
+		{[]string{"--source", "https://registry.example.com/"}, "https://registry.example.com/"},
+	} {
+		regURL, stop := startRegistryServe(t, append([]string{"--catalog", "testdata/catalogs/fixture.json"}, tc.args...)...)
+		req, _ := http.NewRequest(http.MethodPost, regURL+"/search", strings.NewReader(`{"query":{"text":"echo"}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Host = "any.example.com"
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page struct{ Results []struct{ Source string } }
+		err = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		stop()
+		if err != nil || len(page.Results) == 0 || page.Results[0].Source != tc.want {
+			t.Errorf("%v: %+v %v, want source %s", tc.args, page, err, tc.want)
+		}
+	}
 }

@@ -35,7 +35,7 @@ var version = ""
 const usage = `usage:
   ardgate                                  same as: ardgate serve
   ardgate serve [--transport stdio|http] [--addr 127.0.0.1:7333] [--config FILE] [--catalog FILE]...
-  ardgate registry serve --catalog FILE... [--addr 127.0.0.1:7334]
+  ardgate registry serve --catalog FILE... [--addr 127.0.0.1:7334] [--source URL]
   ardgate catalog validate FILE...
   ardgate catalog export
   ardgate version`
@@ -56,7 +56,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return catalog(args, stdout, stderr)
 	case "registry":
 		if len(args) == 0 || args[0] != "serve" {
-			fmt.Fprintf(stderr, "usage: ardgate registry serve --catalog FILE... [--addr 127.0.0.1:7334]\n")
+			fmt.Fprintf(stderr, "usage: ardgate registry serve --catalog FILE... [--addr 127.0.0.1:7334] [--source URL]\n")
 			return 2
 		}
 		return registryServe(args[1:], stderr)
@@ -226,6 +226,7 @@ func registryServe(args []string, stderr io.Writer) int {
 	var catalogs []string
 	fs.Func("catalog", "catalog file to serve (repeatable)", func(s string) error { catalogs = append(catalogs, s); return nil })
 	addr := fs.String("addr", "127.0.0.1:7334", "listen address")
+	source := fs.String("source", "", `the registry's public URL, the "source" of search results (default: the URL each request reached it at, its Host header included)`)
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
 	if err := fs.Parse(args); err != nil {
@@ -236,7 +237,7 @@ func registryServe(args []string, stderr io.Writer) int {
 		return 2
 	}
 	log := newLogger(&config.Config{LogLevel: *logLevel, LogFormat: *logFormat}, stderr)
-	srv := &ardserver.Server{Catalogs: catalogs, Log: log}
+	srv := &ardserver.Server{Catalogs: catalogs, Log: log, Source: *source}
 	if err := srv.Load(); err != nil {
 		fmt.Fprintln(stderr, "ardgate:", err)
 		return 1
