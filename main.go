@@ -178,6 +178,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ardgate:", err)
 		return 1
 	}
+	if cfg.AuthToken == "" && !loopback(ln.Addr()) {
+		log.Warn("listening beyond loopback without ARDGATE_AUTH_TOKEN: anyone who can reach this address can attach servers and call them", "addr", ln.Addr().String())
+	}
 	h := gw.NewHTTP(tools.HTTPOptionsFrom(cfg))
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: tools.DefaultReadHeaderTimeout, IdleTimeout: tools.DefaultIdleConnTimeout,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
@@ -198,6 +201,12 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		log.Warn("http shutdown", "err", err)
 	}
 	return 0
+}
+
+// loopback reports whether addr, a listener's, is a loopback address.
+func loopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }
 
 // drain lets running calls finish, for up to 10 s after a signal to stop;
