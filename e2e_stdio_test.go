@@ -269,6 +269,8 @@ func TestStdioBadInput(t *testing.T) {
 		{"wrong type", "discover_resources", map[string]any{"text": "x", "page_size": "ten"}, "invalid_arguments", `"page_size" must be an integer`},
 		{"page size too big", "discover_resources", map[string]any{"text": "x", "page_size": 1000}, "invalid_arguments", "between 1 and 100"},
 		{"bad filter", "discover_resources", map[string]any{"text": "x", "filter": map[string]any{"tags": 3}}, "invalid_arguments", "string or an array"},
+		// Said once, as the caller's mistake: each registry said it, as its own error.
+		{"unknown filter field", "discover_resources", map[string]any{"text": "x", "filter": map[string]any{"nope": []string{"x"}}}, "invalid_arguments", `field "nope" does not exist`},
 		{"bad page token", "discover_resources", map[string]any{"text": "x", "page_token": "!!"}, "invalid_arguments", "page_token"},
 		{"unknown registry", "discover_resources", map[string]any{"text": "x", "registry_id": "nope"}, "unknown_registry", "configured registries"},
 		{"no endpoint", "attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:tools-only"}, "not_attachable", "no endpoint"},

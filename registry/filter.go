@@ -25,6 +25,14 @@ const (
 	maxFilterValues = 64
 )
 
+// CheckFilter refuses a filter that no registry would take (an unknown
+// field, too many keys or values), with ErrInvalidArgument and a sentence,
+// so that a caller can say so once rather than once per registry.
+func CheckFilter(m map[string][]string) error {
+	_, err := compileFilter(m)
+	return err
+}
+
 func compileFilter(m map[string][]string) (filter, error) {
 	if len(m) > maxFilterKeys {
 		return nil, fmt.Errorf("%w: filter has %d keys, at most %d are allowed", ErrInvalidArgument, len(m), maxFilterKeys)

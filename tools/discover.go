@@ -124,6 +124,9 @@ func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 		return invalid("discover_resources", fmt.Errorf(`"page_size" must be between 1 and %d`, registry.MaxPageSize)), nil
 	}
 	filter, err := decodeFilter(a.Filter)
+	if err == nil {
+		err = registry.CheckFilter(filter)
+	}
 	if err != nil {
 		return invalid("discover_resources", err), nil
 	}
