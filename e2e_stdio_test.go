@@ -268,6 +268,10 @@ func TestStdioBadInput(t *testing.T) {
 		{"unknown argument", "discover_resources", map[string]any{"text": "x", "colour": "red"}, "invalid_arguments", `unknown argument "colour"`},
 		{"wrong type", "discover_resources", map[string]any{"text": "x", "page_size": "ten"}, "invalid_arguments", `"page_size" must be an integer`},
 		{"page size too big", "discover_resources", map[string]any{"text": "x", "page_size": 1000}, "invalid_arguments", "between 1 and 100"},
+		{"page size zero", "discover_resources", map[string]any{"text": "x", "page_size": 0}, "invalid_arguments", "between 1 and 100"},
+		{"tool_search limit zero", "tool_search", map[string]any{"query": "x", "limit": 0}, "invalid_arguments", `"limit" must be between 1 and 50`},
+		{"tool_search limit over its schema's 50", "tool_search", map[string]any{"query": "x", "limit": 51}, "invalid_arguments", `"limit" must be between 1 and 50`},
+		{"tool_search limit negative", "tool_search", map[string]any{"query": "x", "limit": -3}, "invalid_arguments", `"limit" must be between 1 and 50`},
 		{"bad filter", "discover_resources", map[string]any{"text": "x", "filter": map[string]any{"tags": 3}}, "invalid_arguments", "string or an array"},
 		// Said once, as the caller's mistake: each registry said it, as its own error.
 		{"unknown filter field", "discover_resources", map[string]any{"text": "x", "filter": map[string]any{"nope": []string{"x"}}}, "invalid_arguments", `field "nope" does not exist`},

@@ -51,7 +51,7 @@ type discoverArgs struct {
 	Text       string                     `json:"text"`
 	Filter     map[string]json.RawMessage `json:"filter"`
 	RegistryID string                     `json:"registry_id"`
-	PageSize   int                        `json:"page_size"`
+	PageSize   *int                       `json:"page_size"` // nil: the registry's default
 	PageToken  string                     `json:"page_token"`
 	Follow     bool                       `json:"follow_referrals"`
 }
@@ -120,7 +120,11 @@ func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	if len([]rune(a.Text)) > maxTextRunes {
 		return invalid("discover_resources", fmt.Errorf(`"text" is longer than %d characters`, maxTextRunes)), nil
 	}
-	if a.PageSize < 0 || a.PageSize > registry.MaxPageSize {
+	pageSize := 0
+	if a.PageSize != nil {
+		pageSize = *a.PageSize
+	}
+	if a.PageSize != nil && (pageSize < 1 || pageSize > registry.MaxPageSize) {
 		return invalid("discover_resources", fmt.Errorf(`"page_size" must be between 1 and %d`, registry.MaxPageSize)), nil
 	}
 	filter, err := decodeFilter(a.Filter)
@@ -154,7 +158,7 @@ func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 		}
 		slices.SortFunc(regs, func(x, y registry.Registry) int { return cmp.Compare(x.ID(), y.ID()) })
 	}
-	query := registry.Query{Text: a.Text, Filter: filter, PageSize: a.PageSize}
+	query := registry.Query{Text: a.Text, Filter: filter, PageSize: pageSize}
 	answers := g.searchAll(ctx, regs, query, tokens)
 	if a.Follow && a.PageToken == "" {
 		asked := map[string]bool{}

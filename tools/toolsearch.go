@@ -42,7 +42,7 @@ type foundTool struct {
 func (g *Gateway) toolSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var a struct {
 		Query string `json:"query"`
-		Limit int    `json:"limit"`
+		Limit *int   `json:"limit"`
 	}
 	s, fail := g.begin(ctx, req, "tool_search", &a)
 	if fail != nil {
@@ -51,8 +51,11 @@ func (g *Gateway) toolSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	if a.Query == "" {
 		return invalid("tool_search", errors.New(`"query" is required`)), nil
 	}
-	if a.Limit == 0 {
-		a.Limit = 5
+	limit := 5
+	if a.Limit != nil {
+		if limit = *a.Limit; limit < 1 || limit > 50 {
+			return invalid("tool_search", errors.New(`"limit" must be between 1 and 50`)), nil
+		}
 	}
 	tools := s.att.Tools()
 	byURN := map[string]int{}
@@ -71,7 +74,7 @@ func (g *Gateway) toolSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		entries = append(entries, registry.Entry{Identifier: urn, DisplayName: t.Upstream.Name + " " + t.Upstream.Title,
 			Type: "tool", URL: "-", Description: t.Upstream.Description, Tags: []string{t.Attachment}, Capabilities: props})
 	}
-	page, err := registry.NewIndex("session", entries).Search(registry.Query{Text: a.Query, PageSize: min(a.Limit, 50)})
+	page, err := registry.NewIndex("session", entries).Search(registry.Query{Text: a.Query, PageSize: limit})
 	if err != nil {
 		return fromError(err), nil
 	}
