@@ -172,8 +172,8 @@ func (u *unanswered) forget(frame []byte) {
 	if u.n.Load() == 0 {
 		return
 	}
-	if id, method, ok := idAndMethod(frame); ok && id != nil && method != nil {
-		u.remove(id)
+	if m := readMessage(frame); m.request() {
+		u.remove(m.id)
 	}
 }
 
@@ -326,18 +326,18 @@ func serverCallOf(ctx context.Context) *serverCall {
 	return c
 }
 
-// trackServerCall records a request, by its id and method (nil for a
-// message that is not a request), as a call of session s that the server
-// answers, until done is called, and gives the server a writer that drops
-// its answer once the call is cancelled.
-func trackServerCall(s *session, w http.ResponseWriter, r *http.Request, id, method []byte) (http.ResponseWriter, *http.Request, func()) {
-	if id == nil || method == nil {
+// trackServerCall records m, when it is a request, as a call of session s
+// that the server answers, until done is called, and gives the server a
+// writer that drops its answer once the call is cancelled.
+func trackServerCall(s *session, w http.ResponseWriter, r *http.Request, m message) (http.ResponseWriter, *http.Request, func()) {
+	if !m.request() {
 		return w, r, func() {}
 	}
+	id := string(m.id)
 	c := &serverCall{}
-	s.fast.add(string(id), c)
+	s.fast.add(id, c)
 	r = r.WithContext(context.WithValue(r.Context(), serverCallKey{}, c))
-	return &unansweredWriter{ResponseWriter: w, call: c}, r, func() { s.fast.remove(string(id)) }
+	return &unansweredWriter{ResponseWriter: w, call: c}, r, func() { s.fast.remove(id) }
 }
 
 // unansweredWriter is the response writer of a serverCall.

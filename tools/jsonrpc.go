@@ -27,6 +27,12 @@ import (
 //     (9007199254740993 came back as 9007199254740992), so that the
 //     client could not match the answer. The fast path, which copies ids
 //     as they came, takes what it takes before these checks.
+//   - A method that is not a string (mcp-go: a parse error, id null), and
+//     a message with an id but no method, result or error (mcp-go:
+//     "Method  not found"): an error with the message's id.
+//   - An error response from the client, which answers no request of the
+//     gateway's (it sends its clients none): dropped, where mcp-go
+//     answered it, and JSON-RPC answers no response.
 
 // batchRefusal answers a batch, and the others a request with an id
 // refused (idRefusal): one error with a null id each, as JSON-RPC answers
@@ -45,13 +51,72 @@ func isBatch(frame []byte) bool {
 	return len(frame) > 0 && frame[0] == '['
 }
 
-// idRefusal returns the error that answers a request whose id, raw JSON,
-// the gateway refuses, or nil; method is nil for a message that is not a
-// request.
-func idRefusal(id, method []byte) []byte {
-	if id == nil || method == nil {
-		return nil
+// message is what the gateway reads of a JSON-RPC message at the door:
+// its members, as raw JSON, nil where absent.
+type message struct {
+	id, method, result, err []byte
+	object                  bool // the frame is a JSON object
+}
+
+// readMessage reads frame's members that the door checks.
+func readMessage(frame []byte) message {
+	var m message
+	err := guard.ScanObject(frame, func(name, value []byte) {
+		switch string(name) {
+		case "id":
+			m.id = value
+		case "method":
+			m.method = value
+		case "result":
+			m.result = value
+		case "error":
+			m.err = value
+		}
+	})
+	m.object = err == nil
+	return m
+}
+
+// request reports whether m is a request: a method and an id.
+func (m message) request() bool { return m.method != nil && m.id != nil }
+
+// refusal returns the error that answers m at the door, or nil; drop is
+// set for a message to take no further and leave unanswered.
+func (m message) refusal() (msg []byte, drop bool) {
+	switch {
+	case !m.object:
+		return nil, false // the server answers it with a parse error
+	case m.method != nil && m.method[0] != '"':
+		return m.refused("a request's method must be a string"), false
+	case m.request():
+		return idRefusal(m.id), false
+	case m.id != nil && m.result == nil && m.err != nil:
+		// An error answering a request of the gateway's, which makes
+		// none of its clients: mcp-go's server answered it with "Method
+		// not found", and JSON-RPC answers no response.
+		return nil, true
+	case m.id != nil && m.result == nil:
+		return m.refused("a message with an id must have a method (a request), or a result or an error (a response)"), false
 	}
+	return nil, false
+}
+
+// refused is an error answering m, with m's id when it is one a client
+// can match.
+func (m message) refused(why string) []byte {
+	id := []byte("null")
+	if m.id != nil && idRefusal(m.id) == nil {
+		id = m.id
+	}
+	b := append([]byte(`{"jsonrpc":"2.0","id":`), id...)
+	b = append(b, `,"error":{"code":-32600,"message":`...)
+	b = strconv.AppendQuote(b, why)
+	return append(b, "}}"...)
+}
+
+// idRefusal returns the error that answers a request whose id, raw JSON,
+// the gateway refuses, or nil.
+func idRefusal(id []byte) []byte {
 	switch id[0] {
 	case '"':
 		return nil
@@ -73,21 +138,6 @@ func idRefusal(id, method []byte) []byte {
 	return idTypeRefusal
 }
 
-// idAndMethod reads the id and the method of frame, a JSON-RPC message,
-// as raw JSON, nil where absent; ok is false when frame is not a JSON
-// object.
-func idAndMethod(frame []byte) (id, method []byte, ok bool) {
-	err := guard.ScanObject(frame, func(name, value []byte) {
-		switch string(name) {
-		case "id":
-			id = value
-		case "method":
-			method = value
-		}
-	})
-	return id, method, err == nil
-}
-
 // tooLargeRefusal answers a POST whose body is over the message cap.
 var tooLargeRefusal = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"the message is larger than the gateway's 10 MiB cap"}}`)
 
@@ -107,13 +157,12 @@ func (r *stdioReader) refuse(msg []byte) {
 	}
 }
 
-// refusedID answers frame, read from the client, if its id is refused
-// (idRefusal), and reports whether it did.
-func (r *stdioReader) refusedID(frame []byte) bool {
-	id, method, _ := idAndMethod(frame)
-	msg := idRefusal(id, method)
+// atDoor answers frame, read from the client, if the door refuses it,
+// and reports whether the frame is done with (answered, or dropped).
+func (r *stdioReader) atDoor(frame []byte) bool {
+	msg, drop := readMessage(frame).refusal()
 	if msg != nil {
 		r.refuse(msg)
 	}
-	return msg != nil
+	return msg != nil || drop
 }

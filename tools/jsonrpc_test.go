@@ -26,7 +26,15 @@ var refusals = []struct {
 	{`{"jsonrpc":"2.0","id":-9007199254740993,"method":"ping"}`, bigIDRefusal},
 	{`{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}`, bigIDRefusal},
 	{`{"jsonrpc":"2.0","id":1e300,"method":"ping"}`, bigIDRefusal},
+	{`{"jsonrpc":"2.0","id":10}`, []byte(`{"jsonrpc":"2.0","id":10,"error":{"code":-32600,"message":"a message with an id must have a method (a request), or a result or an error (a response)"}}`)},
+	{`{"jsonrpc":"2.0","id":"m","method":5}`, []byte(`{"jsonrpc":"2.0","id":"m","error":{"code":-32600,"message":"a request's method must be a string"}}`)},
+	{`{"jsonrpc":"2.0","id":true,"method":5}`, []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"a request's method must be a string"}}`)},
 }
+
+// dropped are frames the gateway takes no further and leaves unanswered:
+// an error answering a request of the gateway's, which makes none of its
+// clients (mcp-go's server answered it with "Method not found").
+var dropped = []string{`{"jsonrpc":"2.0","id":"x","error":{"code":1,"message":"m"}}`}
 
 // idsKept are request ids the gateway takes on mcp-go's path, and answers
 // with the same value.
@@ -48,6 +56,11 @@ func TestRefusedStdio(t *testing.T) {
 		}
 		if line := c.next(t); !bytes.Contains(line, []byte(`"id":"next"`)) {
 			t.Fatalf("after %s: %s", r.frame, line)
+		}
+	}
+	for _, frame := range dropped {
+		if line := c.roundTrip(t, []byte(frame+"\n"+ping)); !bytes.Contains(line, []byte(`"id":"next"`)) {
+			t.Fatalf("after %s: %s", frame, line)
 		}
 	}
 	for _, id := range idsKept {
@@ -74,6 +87,12 @@ func TestRefusedHTTP(t *testing.T) {
 			c.send(c.request(strings.ReplaceAll(r.frame, "mcp_fx__", "mcp_remote__")))
 			if code, body := c.answer(); code != http.StatusBadRequest || body != string(r.want) {
 				t.Errorf("session %q, %s: %d %s", id, r.frame, code, body)
+			}
+		}
+		for _, frame := range dropped {
+			c.send(c.request(frame))
+			if code, body := c.answer(); code != http.StatusAccepted || body != "" {
+				t.Errorf("session %q, %s: %d %s", id, frame, code, body)
 			}
 		}
 		// A body over the cap: 413, saying so (it was 400, "read request

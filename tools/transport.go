@@ -126,8 +126,8 @@ func (r *stdioReader) run(ctx context.Context, in *guard.LineReader) {
 			r.refuse(batchRefusal)
 		case len(line) == 0 || r.fast(ctx, line):
 			// nothing read, or answered on the fast path
-		case r.refusedID(line):
-			// answered with an error
+		case r.atDoor(line):
+			// refused with an error, or dropped
 		default:
 			r.unanswered.forget(line) // a new request reusing the id
 			r.held.Flush()
@@ -500,19 +500,23 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 		if s != nil && err == nil && ok && h.fastAnswer(w, r, s, body) {
 			return
 		}
-		var id, method []byte
+		var m message
 		if err == nil {
-			id, method, _ = idAndMethod(body)
+			m = readMessage(body)
 		}
-		if msg := idRefusal(id, method); msg != nil {
+		switch msg, drop := m.refusal(); {
+		case msg != nil:
 			refuse(w, http.StatusBadRequest, msg)
+			return
+		case drop:
+			w.WriteHeader(http.StatusAccepted) // as for any response posted
 			return
 		}
 		if s != nil {
 			if err == nil {
 				s.fast.cancel(body) // the server hears the notice too, and answers it
 				var done func()
-				w, r, done = trackServerCall(s, w, r, id, method)
+				w, r, done = trackServerCall(s, w, r, m)
 				defer done()
 			}
 			h.g.toServer(s, body)
