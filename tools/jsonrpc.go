@@ -138,8 +138,11 @@ func idRefusal(id []byte) []byte {
 	return idTypeRefusal
 }
 
-// tooLargeRefusal answers a POST whose body is over the message cap.
-var tooLargeRefusal = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"the message is larger than the gateway's 10 MiB cap"}}`)
+// tooLarge says why a message over the cap is refused, and
+// tooLargeRefusal answers a POST whose body is.
+const tooLarge = "the message is larger than the gateway's 10 MiB cap"
+
+var tooLargeRefusal = message{}.refused(tooLarge)
 
 // refuse answers a message posted over HTTP that the gateway refuses with
 // the status code and the error; mcp-go answers a body it cannot read

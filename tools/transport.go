@@ -59,8 +59,8 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 	}
 	toServer, fromReader := io.Pipe()
 	r := &stdioReader{g: g, w: w, server: fromReader}
-	// An over-size frame is cut, so it gets a parse error and the session
-	// goes on, instead of growing memory without bound.
+	// An over-size frame is cut, so it is refused and the session goes on,
+	// instead of growing memory without bound.
 	go r.run(ctx, guard.NewLineReader(guard.TruncateFrames(in, guard.MaxMessage), 64<<10))
 	err := srv.Listen(ctx, toServer, dropAnswers{w: w, u: &r.unanswered})
 	cancel() // the client is gone: its fast calls in flight end too
@@ -124,6 +124,10 @@ func (r *stdioReader) run(ctx context.Context, in *guard.LineReader) {
 		switch {
 		case isBatch(line):
 			r.refuse(batchRefusal)
+		case len(bytes.TrimRight(line, "\r\n")) >= guard.MaxMessage:
+			// Cut at the cap (guard.TruncateFrames): the id, when it
+			// comes before the cut, names the request refused.
+			r.refuse(readMessage(line).refused(tooLarge))
 		case len(line) == 0 || r.fast(ctx, line):
 			// nothing read, or answered on the fast path
 		case r.atDoor(line):
