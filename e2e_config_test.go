@@ -48,6 +48,10 @@ func TestPinnedServers(t *testing.T) {
 		t.Fatalf("broken pinned server: %+v", b)
 	}
 	g.fails("detach_resource", map[string]any{"name": "pinned"}, "pinned")
+	// Its name is taken, and detaching it is no way out.
+	if msg := g.fails("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture", "name": "pinned"}, "name_taken"); !strings.Contains(msg, "pinned in the gateway's config") || strings.Contains(msg, "detach") {
+		t.Fatalf("the name of a pinned server: %q", msg)
+	}
 	// The cap of 1 applies to the session's own attachments only.
 	g.ok("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}, nil)
 	if got := text(g.call("mcp_pinned__echo", map[string]any{"message": "pinned works"})); got != "pinned works" {

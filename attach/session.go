@@ -590,6 +590,9 @@ func (s *Session) reserveNameLocked(asked, urn string) (string, error) {
 	if asked != "" {
 		n := serverName(asked)
 		if taken(n) {
+			if slices.ContainsFunc(s.atts, func(a *Attachment) bool { return a.Name == n && a.Pinned }) {
+				return "", fmt.Errorf("%w: %q is a server pinned in the gateway's config; pick another name", ErrNameTaken, n)
+			}
 			return "", fmt.Errorf("%w: %q; pick another name or detach that attachment", ErrNameTaken, n)
 		}
 		s.reserved[n] = true
