@@ -98,7 +98,8 @@ func TestSessionEndedHTTP(t *testing.T) {
 // is, and opens no session: mcp-go's server opened one for a GET with no
 // id or a made-up one, which counted against max_sessions until swept, and
 // answered a DELETE of any id with 200. The live session's GET stream and
-// DELETE still work.
+// DELETE still work. Another method gets 405 and Allow (it got 404, "page
+// not found").
 func TestUnknownSessionRefusedHTTP(t *testing.T) {
 	tg := newGatewayWith(t, 0, Options{Version: "test"}, HTTPOptions{MaxSessions: 1}, nil)
 	s := tg.connect(t)
@@ -133,6 +134,8 @@ func TestUnknownSessionRefusedHTTP(t *testing.T) {
 		{http.MethodDelete, "", http.StatusBadRequest, "Mcp-Session-Id header required"},
 		{http.MethodDelete, made, http.StatusNotFound, "Invalid session ID"},
 		{http.MethodGet, live, http.StatusOK, ""},
+		{http.MethodPut, live, http.StatusMethodNotAllowed, "takes POST"},
+		{http.MethodPatch, "", http.StatusMethodNotAllowed, "takes POST"},
 	} {
 		if code, body := send(tc.method, tc.id); code != tc.code || !strings.Contains(body, tc.says) {
 			t.Errorf("%s with id %q: %d %q, want %d %q", tc.method, tc.id, code, body, tc.code, tc.says)

@@ -485,11 +485,16 @@ func (h *HTTP) authorized(r *http.Request) bool {
 func (h *HTTP) fast(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s, ok := h.fastSession(r)
-		if r.Method != http.MethodPost {
-			if (r.Method == http.MethodGet || r.Method == http.MethodDelete) && h.refuseUnknownSession(w, r) {
-				return
+		switch r.Method {
+		case http.MethodPost:
+		case http.MethodGet, http.MethodDelete:
+			if !h.refuseUnknownSession(w, r) {
+				next.ServeHTTP(w, r)
 			}
-			next.ServeHTTP(w, r)
+			return
+		default: // mcp-go's server answered 404 "page not found"
+			w.Header().Set("Allow", "GET, POST, DELETE")
+			http.Error(w, "Method Not Allowed: /mcp takes POST (messages), GET (a session's event stream) and DELETE (the end of a session)", http.StatusMethodNotAllowed)
 			return
 		}
 		body, err := readBody(r)
