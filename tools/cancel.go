@@ -74,6 +74,18 @@ func (in *inflight) remove(id string) {
 	in.mu.Unlock()
 }
 
+// removeServerCall forgets c, recorded under id, unless another call has
+// taken the id since: c's request ends after the server wrote its answer,
+// by when the client may have sent another request with the same id.
+func (in *inflight) removeServerCall(id string, c *serverCall) {
+	key, _ := idKey(id)
+	in.mu.Lock()
+	if cur, ok := in.calls[key].(*serverCall); ok && cur == c {
+		delete(in.calls, key)
+	}
+	in.mu.Unlock()
+}
+
 // cancel stops the call that frame, a notifications/cancelled, names, if
 // it is in flight, and returns the id named, if frame is such a notice.
 func (in *inflight) cancel(frame []byte) (id string, stopped bool) {
@@ -337,7 +349,7 @@ func trackServerCall(s *session, w http.ResponseWriter, r *http.Request, m messa
 	c := &serverCall{}
 	s.fast.add(id, c)
 	r = r.WithContext(context.WithValue(r.Context(), serverCallKey{}, c))
-	return &unansweredWriter{ResponseWriter: w, call: c}, r, func() { s.fast.remove(id) }
+	return &unansweredWriter{ResponseWriter: w, call: c}, r, func() { s.fast.removeServerCall(id, c) }
 }
 
 // unansweredWriter is the response writer of a serverCall.
