@@ -23,7 +23,7 @@ import (
 // stdio transport; it exists because that transport's reader reads lines
 // in 4 KiB pieces, copies each line four times and decodes it twice, which
 // was most of what the gateway added to a 1 MiB result. Here each line is
-// read into a 64 KiB buffer, checked and split once (parseFrame), and a
+// read into a 64 KiB buffer, checked and split once (guard.ReadMessage), and a
 // result is copied at most once, to hand it to its caller. Calls can also
 // be sent without a goroutine waiting on them (send).
 //
@@ -335,29 +335,9 @@ func (p *pipeTransport) read() {
 }
 
 // frame is one JSON-RPC message from the server, read at its top level
-// only: the raw members that route it, as slices of the line.
-type frame struct {
-	id, method, result, err []byte
-}
-
-// parseFrame checks the line and splits it (guard.ScanObject); the
-// result goes on to the client as the server wrote it.
-func parseFrame(line []byte) (frame, error) {
-	var f frame
-	err := guard.ScanObject(line, func(name, value []byte) {
-		switch string(name) {
-		case "id":
-			f.id = value
-		case "method":
-			f.method = value
-		case "result":
-			f.result = value
-		case "error":
-			f.err = value
-		}
-	})
-	return f, err
-}
+// only (guard.ReadMessage): the result goes on to the client as the
+// server wrote it.
+type frame = guard.Message
 
 // dispatch routes one line: a response to its caller, a notification to
 // the handler, a request to the request handler on a goroutine of its own.
@@ -366,18 +346,18 @@ func parseFrame(line []byte) (frame, error) {
 // else the server sends may take a while to handle, so the answers held
 // go first.
 func (p *pipeTransport) dispatch(line []byte, b *guard.Batch) {
-	f, err := parseFrame(line)
+	f, err := guard.ReadMessage(line)
 	if err != nil {
 		p.log.Debug("the server wrote a line that is not JSON-RPC", "err", err, "bytes", len(line))
 		return
 	}
-	if f.method != nil {
+	if f.Method != nil {
 		b.Flush()
 	}
 	switch {
-	case f.method == nil && f.id != nil:
+	case f.Method == nil && f.ID != nil:
 		p.respond(f, b)
-	case f.method != nil && (f.id == nil || string(f.id) == "null"):
+	case f.Method != nil && (f.ID == nil || string(f.ID) == "null"):
 		var n mcp.JSONRPCNotification
 		if err := json.Unmarshal(line, &n); err != nil {
 			p.log.Debug("the server wrote a malformed notification", "err", err)
@@ -389,7 +369,7 @@ func (p *pipeTransport) dispatch(line []byte, b *guard.Batch) {
 		if h != nil {
 			h(n)
 		}
-	case f.method != nil:
+	case f.Method != nil:
 		var req transport.JSONRPCRequest
 		if err := json.Unmarshal(line, &req); err != nil {
 			p.log.Debug("the server wrote a malformed request", "err", err)
@@ -401,7 +381,7 @@ func (p *pipeTransport) dispatch(line []byte, b *guard.Batch) {
 
 func (p *pipeTransport) respond(f frame, b *guard.Batch) {
 	var buf [64]byte
-	key, ok := appendIDKey(buf[:0], f.id)
+	key, ok := appendIDKey(buf[:0], f.ID)
 	if !ok {
 		return
 	}
@@ -416,16 +396,16 @@ func (p *pipeTransport) respond(f frame, b *guard.Batch) {
 // caller owns the bytes under f.
 func responseOf(f frame, owned bool) *transport.JSONRPCResponse {
 	resp := &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION}
-	if f.err != nil && string(f.err) != "null" {
+	if f.Error != nil && string(f.Error) != "null" {
 		resp.Error = new(mcp.JSONRPCErrorDetails)
-		if err := json.Unmarshal(f.err, resp.Error); err != nil {
+		if err := json.Unmarshal(f.Error, resp.Error); err != nil {
 			*resp.Error = mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, "the server sent a malformed error: "+err.Error(), nil)
 		}
 		return resp
 	}
-	resp.Result = f.result
+	resp.Result = f.Result
 	if !owned {
-		resp.Result = bytes.Clone(f.result)
+		resp.Result = bytes.Clone(f.Result)
 	}
 	return resp
 }

@@ -272,12 +272,12 @@ func (p *poster) do(ctx context.Context, req request) (*http.Response, error) {
 
 // response reads one JSON-RPC response that must answer key.
 func (p *poster) response(key string, b []byte) (*transport.JSONRPCResponse, error) {
-	f, err := parseFrame(b)
+	f, err := guard.ReadMessage(b)
 	if err != nil {
 		return nil, fmt.Errorf("the server's response is malformed: %w", err)
 	}
-	if f.method != nil || !answers(f.id, key) {
-		return nil, fmt.Errorf("the server's response answers another request (id %s)", guard.Text(string(f.id), 80))
+	if f.Method != nil || !answers(f.ID, key) {
+		return nil, fmt.Errorf("the server's response answers another request (id %s)", guard.Text(string(f.ID), 80))
 	}
 	return responseOf(f, true), nil
 }
@@ -330,16 +330,16 @@ var errStreamEnded = errors.New("the server's event stream ended without answeri
 // event handles one SSE event and returns the response when it answers
 // key. data is reused for the next event, so what is kept is copied.
 func (p *poster) event(ctx context.Context, key string, data []byte) *transport.JSONRPCResponse {
-	f, err := parseFrame(data)
+	f, err := guard.ReadMessage(data)
 	if err != nil {
 		return nil // not a message; a well-behaved server sends none
 	}
 	switch {
-	case f.method == nil:
-		if answers(f.id, key) {
+	case f.Method == nil:
+		if answers(f.ID, key) {
 			return responseOf(f, false)
 		}
-	case f.id == nil || string(f.id) == "null":
+	case f.ID == nil || string(f.ID) == "null":
 		var n mcp.JSONRPCNotification
 		if json.Unmarshal(data, &n) == nil && p.notify != nil {
 			p.notify(n)
@@ -353,13 +353,13 @@ func (p *poster) event(ctx context.Context, key string, data []byte) *transport.
 // answer replies to a request the server made during a call.
 func (p *poster) answer(ctx context.Context, f frame) {
 	var id mcp.RequestId
-	if id.UnmarshalJSON(f.id) != nil {
+	if id.UnmarshalJSON(f.ID) != nil {
 		return
 	}
 	reply := transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Result: json.RawMessage(`{}`)}
-	if string(f.method) != `"ping"` {
+	if string(f.Method) != `"ping"` {
 		var method string
-		_ = json.Unmarshal(f.method, &method)
+		_ = json.Unmarshal(f.Method, &method)
 		msg := fmt.Sprintf("ardgate does not answer %s for its upstreams: it declared no client capability for it", guard.Text(method, 80))
 		reply = *transport.NewJSONRPCErrorResponse(id, mcp.METHOD_NOT_FOUND, msg, nil)
 	}

@@ -625,8 +625,8 @@ type rawStart struct {
 }
 
 func (c *rawStart) answered(f frame, b *guard.Batch) {
-	if f.err == nil || string(f.err) == "null" {
-		res, err := objectResult(c.tool, f.result) // not copied: done writes it on
+	if f.Error == nil || string(f.Error) == "null" {
+		res, err := objectResult(c.tool, f.Result) // not copied: done writes it on
 		c.finish(res, err, b)
 		return
 	}

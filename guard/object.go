@@ -27,6 +27,32 @@ func ScanObject(b []byte, member func(name, value []byte)) error {
 	return scanObject(scanner{b: b}, member)
 }
 
+// Message is a JSON-RPC message read at its top level only: the raw
+// members that route it, as slices of the frame, nil where absent.
+type Message struct {
+	ID, Method, Result, Error []byte
+}
+
+// ReadMessage checks frame as one JSON object (ScanObject) and reads its
+// routing members; the rest goes on as the peer wrote it. On an error the
+// members read before it are set.
+func ReadMessage(frame []byte) (Message, error) {
+	var m Message
+	err := ScanObject(frame, func(name, value []byte) {
+		switch string(name) {
+		case "id":
+			m.ID = value
+		case "method":
+			m.Method = value
+		case "result":
+			m.Result = value
+		case "error":
+			m.Error = value
+		}
+	})
+	return m, err
+}
+
 // ScanCheckedObject is ScanObject for bytes already checked as one JSON
 // object, by ScanObject or by a JSON decoder: it does not check strings
 // again but crosses each with a memory search for its closing quote, which

@@ -185,7 +185,7 @@ func (u *unanswered) forget(frame []byte) {
 		return
 	}
 	if m := readMessage(frame); m.request() {
-		u.remove(m.id)
+		u.remove(m.ID)
 	}
 }
 
@@ -345,7 +345,7 @@ func trackServerCall(s *session, w http.ResponseWriter, r *http.Request, m messa
 	if !m.request() {
 		return w, r, func() {}
 	}
-	id := string(m.id)
+	id := string(m.ID)
 	c := &serverCall{}
 	s.fast.add(id, c)
 	r = r.WithContext(context.WithValue(r.Context(), serverCallKey{}, c))

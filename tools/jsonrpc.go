@@ -51,34 +51,20 @@ func isBatch(frame []byte) bool {
 	return len(frame) > 0 && frame[0] == '['
 }
 
-// message is what the gateway reads of a JSON-RPC message at the door:
-// its members, as raw JSON, nil where absent.
+// message is what the gateway reads of a JSON-RPC message at the door.
 type message struct {
-	id, method, result, err []byte
-	object                  bool // the frame is a JSON object
+	guard.Message
+	object bool // the frame is a JSON object
 }
 
 // readMessage reads frame's members that the door checks.
 func readMessage(frame []byte) message {
-	var m message
-	err := guard.ScanObject(frame, func(name, value []byte) {
-		switch string(name) {
-		case "id":
-			m.id = value
-		case "method":
-			m.method = value
-		case "result":
-			m.result = value
-		case "error":
-			m.err = value
-		}
-	})
-	m.object = err == nil
-	return m
+	m, err := guard.ReadMessage(frame)
+	return message{Message: m, object: err == nil}
 }
 
 // request reports whether m is a request: a method and an id.
-func (m message) request() bool { return m.method != nil && m.id != nil }
+func (m message) request() bool { return m.Method != nil && m.ID != nil }
 
 // refusal returns the error that answers m at the door, or nil; drop is
 // set for a message to take no further and leave unanswered.
@@ -86,16 +72,16 @@ func (m message) refusal() (msg []byte, drop bool) {
 	switch {
 	case !m.object:
 		return nil, false // the server answers it with a parse error
-	case m.method != nil && m.method[0] != '"':
+	case m.Method != nil && m.Method[0] != '"':
 		return m.refused("a request's method must be a string"), false
 	case m.request():
-		return idRefusal(m.id), false
-	case m.id != nil && m.result == nil && m.err != nil:
+		return idRefusal(m.ID), false
+	case m.ID != nil && m.Result == nil && m.Error != nil:
 		// An error answering a request of the gateway's, which makes
 		// none of its clients: mcp-go's server answered it with "Method
 		// not found", and JSON-RPC answers no response.
 		return nil, true
-	case m.id != nil && m.result == nil:
+	case m.ID != nil && m.Result == nil:
 		return m.refused("a message with an id must have a method (a request), or a result or an error (a response)"), false
 	}
 	return nil, false
@@ -105,8 +91,8 @@ func (m message) refusal() (msg []byte, drop bool) {
 // can match.
 func (m message) refused(why string) []byte {
 	id := []byte("null")
-	if m.id != nil && idRefusal(m.id) == nil {
-		id = m.id
+	if m.ID != nil && idRefusal(m.ID) == nil {
+		id = m.ID
 	}
 	b := append([]byte(`{"jsonrpc":"2.0","id":`), id...)
 	b = append(b, `,"error":{"code":-32600,"message":`...)
