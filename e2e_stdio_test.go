@@ -449,19 +449,23 @@ func TestStdioMalformedFrame(t *testing.T) {
 	if m := read(); m["id"].(float64) != 3 || m["result"] == nil {
 		t.Fatalf("after a bad frame, tools/list = %v", m)
 	}
-	// A frame over the 10 MiB cap is cut and refused, saying so, under its
-	// id when the id comes before the cut (null when it does not, as the
-	// TypeScript SDK writes it last); the gateway neither dies nor buffers
-	// it whole.
+	// A frame over the 10 MiB cap is read through and refused, saying so,
+	// under its id wherever it lies (the TypeScript SDK writes it last);
+	// a notification over the cap is dropped unanswered. The gateway
+	// neither dies nor buffers the frame whole.
 	big := `"params":{"name":"discover_resources","arguments":{"text":"` + strings.Repeat("a", 11<<20) + `"}}`
 	for _, tc := range []struct {
 		frame string
 		id    any
 	}{
 		{`{"jsonrpc":"2.0","id":4,"method":"tools/call",` + big + `}`, float64(4)},
-		{`{"jsonrpc":"2.0","method":"tools/call",` + big + `,"id":6}`, nil},
+		{`{"jsonrpc":"2.0","method":"tools/call",` + big + `,"id":"six"}`, "six"},
+		{`{"jsonrpc":"2.0","method":"notifications/message",` + big + `}`, nil},
 	} {
 		send(tc.frame)
+		if tc.id == nil {
+			continue // the next answer read is the listing's
+		}
 		m := read()
 		if e, _ := m["error"].(map[string]any); e == nil || m["id"] != tc.id || !strings.Contains(fmt.Sprint(e["message"]), "larger than the gateway's 10 MiB cap") {
 			t.Fatalf("over-size frame answered %.200v, want the cap said, under id %v", m, tc.id)

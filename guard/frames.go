@@ -64,43 +64,6 @@ func size(n int) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// TruncateFrames cuts every line longer than max bytes down to max bytes,
-// dropping the rest of that line. The cut frame no longer parses, so the
-// reader's peer answers it with a parse error and the stream goes on.
-func TruncateFrames(r io.Reader, max int) io.Reader { return &frameTruncate{r: r, max: max} }
-
-type frameTruncate struct {
-	r    io.Reader
-	max  int
-	line int
-}
-
-func (f *frameTruncate) Read(p []byte) (int, error) {
-	for {
-		n, err := f.r.Read(p)
-		out := 0
-		for data := p[:n]; len(data) > 0; {
-			line, nl := data, false
-			if i := bytes.IndexByte(data, '\n'); i >= 0 {
-				line, nl, data = data[:i], true, data[i+1:]
-			} else {
-				data = nil
-			}
-			keep := min(len(line), max(0, f.max-f.line)) // past the cap: dropped
-			out += copy(p[out:], line[:keep])
-			f.line += len(line)
-			if nl {
-				p[out] = '\n'
-				out++
-				f.line = 0
-			}
-		}
-		if out > 0 || err != nil {
-			return out, err
-		}
-	}
-}
-
 // A LineReader reads lines, one message each. A line that fits in its
 // buffer is read in place; a longer one is gathered into a second buffer,
 // which is kept while the lines that follow are long too (a run of large
@@ -108,6 +71,12 @@ func (f *frameTruncate) Read(p []byte) (int, error) {
 // so that one large message does not hold its memory for the life of the
 // connection.
 type LineReader struct {
+	// Max, when not zero, caps a line: a longer one is not gathered but
+	// read to its end and dropped, and ReadLine returns a *LongLine for
+	// it (an ErrFrameTooLarge); the next ReadLine reads the next line.
+	// Max must exceed the buffer's size. Set it before use.
+	Max int
+
 	br   *bufio.Reader
 	long []byte
 }
@@ -145,10 +114,14 @@ func (l *LineReader) ReadLine() ([]byte, error) {
 			long = append(make([]byte, 0, 2*cap(long)+len(line)), long...)
 		}
 		long = append(long, line...)
-		if !errors.Is(err, bufio.ErrBufferFull) {
+		if l.Max > 0 && len(long) > l.Max+len("\r\n") || !errors.Is(err, bufio.ErrBufferFull) {
 			break
 		}
 		line, err = l.br.ReadSlice('\n')
+	}
+	if l.Max > 0 && len(bytes.TrimRight(long, "\r\n")) > l.Max {
+		l.long = nil // a line this long is rare: its memory is not kept
+		return nil, l.skipLong(long, err)
 	}
 	l.long = long
 	return long, err

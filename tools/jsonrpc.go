@@ -139,6 +139,18 @@ func refuse(w http.ResponseWriter, code int, msg []byte) {
 	_, _ = w.Write(msg)
 }
 
+// refuseLong answers a frame over the cap, read through and dropped,
+// under its id wherever it lay. A notification is dropped unanswered,
+// as JSON-RPC has it; what is neither gets an error with id null, as a
+// frame that does not parse does.
+func (r *stdioReader) refuseLong(long *guard.LongLine) {
+	r.g.log.Warn("the client sent a message over the cap: refused", "bytes", long.Size, "id", string(long.ID))
+	if long.Method && long.ID == nil {
+		return
+	}
+	r.refuse(message{Message: guard.Message{ID: long.ID}}.refused(tooLarge))
+}
+
 // refuse answers a message read from the client over stdio.
 func (r *stdioReader) refuse(msg []byte) {
 	if err := r.w.Frame(&r.held, nil, msg, "\n"); err != nil {

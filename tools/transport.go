@@ -59,9 +59,11 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 	}
 	toServer, fromReader := io.Pipe()
 	r := &stdioReader{g: g, w: w, server: fromReader}
-	// An over-size frame is cut, so it is refused and the session goes on,
-	// instead of growing memory without bound.
-	go r.run(ctx, guard.NewLineReader(guard.TruncateFrames(in, guard.MaxMessage), 64<<10))
+	// An over-size frame is read through and dropped, so it is refused
+	// and the session goes on, instead of growing memory without bound.
+	lines := guard.NewLineReader(in, 64<<10)
+	lines.Max = guard.MaxMessage
+	go r.run(ctx, lines)
 	err := srv.Listen(ctx, toServer, dropAnswers{w: w, u: &r.unanswered})
 	cancel() // the client is gone: its fast calls in flight end too
 	_ = toServer.Close()
@@ -120,14 +122,15 @@ func (r *stdioReader) run(ctx context.Context, in *guard.LineReader) {
 	defer r.held.Flush()
 	for {
 		line, err := in.ReadLine()
+		var long *guard.LongLine
+		if errors.As(err, &long) {
+			r.refuseLong(long)
+			line, err = nil, nil
+		}
 		line = clientFrame(line, err)
 		switch {
 		case isBatch(line):
 			r.refuse(batchRefusal)
-		case len(bytes.TrimRight(line, "\r\n")) >= guard.MaxMessage:
-			// Cut at the cap (guard.TruncateFrames): the id, when it
-			// comes before the cut, names the request refused.
-			r.refuse(readMessage(line).refused(tooLarge))
 		case len(line) == 0 || r.fast(ctx, line):
 			// nothing read, or answered on the fast path
 		case r.atDoor(line):

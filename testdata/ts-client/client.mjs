@@ -6,7 +6,7 @@
 // Runs discover -> attach -> tools/list_changed -> a listing (over HTTP on
 // the gateway's fast path) -> call -> a call with
 // progress, as Claude Code calls -> call -> a call cancelled -> call ->
-// detach and prints "OK", or "FAIL: <reason>" and exits 1. Run by
+// a call over the cap -> call -> detach and prints "OK", or "FAIL: <reason>" and exits 1. Run by
 // e2e_tsclient_test.go.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -93,6 +93,22 @@ async function cancelSlow(client, metrics, errors) {
   if (answered.length > 0) fail(`the cancelled call was answered: ${answered[0]}`);
 }
 
+// overCap sends a call over the gateway's 10 MiB cap on a message, as a
+// user handing a large file to a tool would. The SDK writes the id last,
+// after the arguments; the gateway must still refuse the call under its
+// id, at once, not leave it to the SDK's own timeout of a minute.
+async function overCap(client) {
+  let err;
+  try {
+    await withTimeout(client.callTool({ name: TOOL, arguments: { message: 'x'.repeat(11 << 20) } }), 10_000, 'the answer to a call over the cap');
+  } catch (e) {
+    err = e;
+  }
+  if (!/larger than the gateway's 10 MiB cap/.test(String(err?.message))) fail(`a call over the cap: ${err ? err.message : 'it succeeded'}`);
+  const after = text(await call(client, TOOL, { message: 'after the call over the cap' }));
+  if (after !== 'after the call over the cap') fail(`${TOOL} after the call over the cap returned ${JSON.stringify(after)}`);
+}
+
 async function main() {
   const transport = makeTransport(process.argv.slice(2));
   const client = new Client({ name: 'ardgate-ts-e2e', version: '1.0.0' });
@@ -143,6 +159,7 @@ async function main() {
   if (again !== 'after progress') fail(`${TOOL} after the call with progress returned ${JSON.stringify(again)}`);
 
   await cancelSlow(client, http ? new URL('/metrics', process.argv[3]) : null, errors);
+  await overCap(client);
 
   await call(client, 'detach_resource', { name: 'fixture' });
 
