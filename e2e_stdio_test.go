@@ -541,15 +541,31 @@ func TestStdioSessionEndKillsChildren(t *testing.T) {
 	}
 }
 
-// An upstream that floods its stdout past the 10 MiB frame cap is cut off
-// and reported down; attaching it again brings a fresh one.
+// An answer over the 10 MiB frame cap from a stdio upstream fails that
+// call alone: it is read through and dropped, and the server stays up. A
+// server that floods its stdout without end is cut off and reported
+// down; attaching it again brings a fresh one.
 func TestStdioUpstreamFlood(t *testing.T) {
 	g := startStdio(t, env(true), "--catalog", "testdata/catalogs/fixture.json")
 	g.ok("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}, nil)
-	msg := g.fails("mcp_fixture__big", map[string]any{"bytes": 11 << 20}, "upstream_down")
-	if !strings.Contains(msg, "cap") {
+	for _, call := range []struct{ name, args string }{
+		{"mcp_fixture__big", `{"bytes":11534336}`},
+		{"call_attached_tool", `{"name":"mcp_fixture__big","arguments":{"bytes":11534336}}`},
+	} {
+		msg := g.fails(call.name, json.RawMessage(call.args), "upstream_error")
+		if !strings.Contains(msg, "larger than the 10 MiB cap") {
+			t.Fatalf("an 11 MiB answer through %s: %q", call.name, msg)
+		}
+		if got := text(g.call("mcp_fixture__echo", map[string]any{"message": "after"})); got != "after" {
+			t.Fatalf("the call after an 11 MiB answer: %q", got)
+		}
+	}
+	pid := g.list().Attachments[0].PID
+	msg := g.fails("mcp_fixture__flood", map[string]any{}, "upstream_down")
+	if !strings.Contains(msg, "ended as a flood") {
 		t.Fatalf("flood message %q", msg)
 	}
+	waitGroupGone(t, pid, 5*time.Second)
 	g.ok("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}, nil)
 	if got := text(g.call("mcp_fixture__echo", map[string]any{"message": "after the flood"})); got != "after the flood" {
 		t.Fatalf("after re-attach: %q", got)

@@ -316,9 +316,15 @@ const maxLineBuffer = 64 << 10
 func (p *pipeTransport) read() {
 	defer p.end()
 	lr := guard.NewLineReader(p.r, maxLineBuffer)
+	lr.Max = guard.MaxMessage
 	var held guard.Batch
 	for {
 		line, err := lr.ReadLine()
+		var long *guard.LongLine
+		if errors.As(err, &long) {
+			p.dropLong(long)
+			line, err = nil, nil
+		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			p.dispatch(bytes.TrimRight(line, "\r\n"), &held)
 		}
@@ -331,6 +337,26 @@ func (p *pipeTransport) read() {
 			}
 			return
 		}
+	}
+}
+
+// dropLong ends what a line over the message cap was about: the call it
+// answers fails, saying so, and a request of the server's is refused; the
+// server stays up.
+func (p *pipeTransport) dropLong(long *guard.LongLine) {
+	p.log.Warn("the server wrote a message over the cap: dropped", "bytes", long.Size, "id", string(long.ID), "request", long.Method)
+	if long.ID == nil {
+		return // a notification, or nothing that routes
+	}
+	if long.Method {
+		var id mcp.RequestId
+		if id.UnmarshalJSON(long.ID) == nil {
+			p.reply(transport.NewJSONRPCErrorResponse(id, mcp.INVALID_REQUEST, fmt.Sprintf("the request is larger than the gateway's %d MiB cap", guard.MaxMessage>>20), nil))
+		}
+		return
+	}
+	if c, ok := p.takeID(long.ID); ok {
+		c.w.failed(errAnswerTooLarge)
 	}
 }
 
@@ -380,16 +406,19 @@ func (p *pipeTransport) dispatch(line []byte, b *guard.Batch) {
 }
 
 func (p *pipeTransport) respond(f frame, b *guard.Batch) {
+	if c, ok := p.takeID(f.ID); ok {
+		c.w.answered(f, b)
+	} // else nobody asked, or the caller gave up
+}
+
+// takeID is take for the call a response's id, raw JSON, answers.
+func (p *pipeTransport) takeID(raw []byte) (c pendingCall, ok bool) {
 	var buf [64]byte
-	key, ok := appendIDKey(buf[:0], f.ID)
+	key, ok := appendIDKey(buf[:0], raw)
 	if !ok {
-		return
+		return c, false
 	}
-	c, ok := p.take(key)
-	if !ok {
-		return // nobody asked, or the caller gave up
-	}
-	c.w.answered(f, b)
+	return p.take(key)
 }
 
 // responseOf is the response f carries; the result is copied unless the
@@ -448,9 +477,13 @@ func (p *pipeTransport) serve(req transport.JSONRPCRequest) {
 			resp = transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, err.Error(), nil)
 		}
 	}
-	if resp == nil {
-		return
+	if resp != nil {
+		p.reply(resp)
 	}
+}
+
+// reply writes a response to a request of the server's.
+func (p *pipeTransport) reply(resp *transport.JSONRPCResponse) {
 	line, err := json.Marshal(resp)
 	if err != nil {
 		p.log.Debug("a response to the server could not be encoded", "err", err)

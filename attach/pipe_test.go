@@ -310,3 +310,70 @@ type endsWith func(err error)
 
 func (e endsWith) answered(frame, *guard.Batch) { e(nil) }
 func (e endsWith) failed(err error)             { e(err) }
+
+// A line over the message cap from the server is read through and
+// dropped, and what it was is ended by its id wherever the id lies: the
+// call it answers fails saying so (the TypeScript SDK's servers write the
+// id after the result), a request of the server's is refused, and a
+// notification is only dropped. The calls after it are answered as usual.
+func TestPipeTransportLongLines(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	toServerR, toServerW := io.Pipe()
+	fromServerR, fromServerW := io.Pipe()
+	p := newPipeTransport(fromServerR, toServerW, quiet)
+	_ = p.Start(context.Background())
+	requests := make(chan string, 4) // what the server reads
+	go func() {
+		defer close(requests)
+		r := bufio.NewReader(toServerR)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			requests <- line
+		}
+	}()
+	huge := strings.Repeat("x", guard.MaxMessage)
+	call := func(id string) chan error {
+		ended := make(chan error, 1)
+		if err := p.send("string:"+id, endsWith(func(err error) { ended <- err }), 0, nil, nil,
+			[]byte(`{"jsonrpc":"2.0","id":"`+id+`","method":"tools/call"}`), "\n"); err != nil {
+			t.Fatal(err)
+		}
+		<-requests
+		return ended
+	}
+	write := func(line string) {
+		t.Helper()
+		go io.WriteString(fromServerW, line+"\n")
+	}
+
+	big := call("big")
+	write(`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + huge + `"}}`)
+	write(`{"jsonrpc":"2.0","id":7,"method":"sampling/createMessage","params":{"x":"` + huge + `"}}`)
+	if refusal := <-requests; !strings.Contains(refusal, `"id":7`) || !strings.Contains(refusal, "larger than the gateway's 10 MiB cap") {
+		t.Fatalf("the server's request over the cap got %q", refusal)
+	}
+	write(`{"result":{"content":[{"type":"text","text":"` + huge + `"}]},"jsonrpc":"2.0","id":"big"}`)
+	ended := func(c chan error) error {
+		select {
+		case err := <-c:
+			return err
+		case <-time.After(10 * time.Second):
+			return errors.New("not ended after 10 s")
+		}
+	}
+	if err := ended(big); !errors.Is(err, errAnswerTooLarge) {
+		t.Fatalf("a call answered over the cap ended with %v", err)
+	}
+	small := call("small")
+	write(`{"jsonrpc":"2.0","id":"small","result":{}}`)
+	if err := ended(small); err != nil {
+		t.Fatalf("the call after: %v", err)
+	}
+	_ = fromServerW.Close()
+	_ = p.Close()
+	for range requests {
+	}
+}

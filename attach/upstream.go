@@ -201,8 +201,14 @@ func (u *upstream) startProcess(plan Plan) (*pipeTransport, error) {
 		u.markDown(why)
 		close(u.exited)
 	}()
-	return newPipeTransport(&noteErrors{r: guard.LimitFrames(outR, guard.MaxMessage), u: u}, inW, u.log), nil
+	return newPipeTransport(&noteErrors{r: guard.LimitFrames(outR, maxFlood), u: u}, inW, u.log), nil
 }
+
+// maxFlood bounds a line of a server's stdout. A line over the message cap
+// is read through to its end, to fail only the call it answers (or answer
+// the request it makes) and keep the server; past maxFlood the server is
+// taken to flood, and cut off.
+const maxFlood = 8 * guard.MaxMessage
 
 func describeExit(err error) string {
 	var ee *exec.ExitError
@@ -828,10 +834,10 @@ func isObject(raw json.RawMessage) bool {
 // upstream down; a JSON-RPC error or the caller's deadline does not.
 func (u *upstream) failure(err error) error {
 	var te *transport.Error
-	// A server too busy to take the call is not down, nor a remote whose
-	// answer was over the cap: over HTTP that request failed, not the
-	// connection (over a pipe the stream of frames is broken).
-	if errors.Is(err, guard.ErrBacklog) || errors.Is(err, errAnswerTooLarge) && u.cmd == nil {
+	// A server too busy to take the call is not down, nor one whose
+	// answer was over the cap: that request failed, not the connection
+	// (over a pipe the answer was read through and dropped).
+	if errors.Is(err, guard.ErrBacklog) || errors.Is(err, errAnswerTooLarge) {
 		if errors.As(err, &te) {
 			return te.Err
 		}
@@ -896,9 +902,10 @@ func (u *upstream) close() {
 	_ = u.stdout.Close()
 }
 
-// noteErrors records why reading the child's stdout failed (an over-size
-// frame, above all) as the reason the upstream is down: the transport only
-// says "closed".
+// noteErrors records why reading the child's stdout failed (a flood, above
+// all) as the reason the upstream is down: the transport only says
+// "closed". A server that floods is ended at once: nothing reads its
+// output any more, and it would go on writing until detached.
 type noteErrors struct {
 	r io.Reader
 	u *upstream
@@ -906,7 +913,11 @@ type noteErrors struct {
 
 func (n *noteErrors) Read(p []byte) (int, error) {
 	c, err := n.r.Read(p)
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
+	switch {
+	case errors.Is(err, guard.ErrFrameTooLarge):
+		n.u.markDown(fmt.Sprintf("the server wrote a line of over %d MiB (the cap on a message is %d MiB): it was ended as a flood", maxFlood>>20, guard.MaxMessage>>20))
+		_ = guard.KillGroup(n.u.cmd.Process.Pid)
+	case err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed):
 		n.u.markDown("the server " + err.Error())
 	}
 	return c, err

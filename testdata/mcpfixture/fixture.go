@@ -166,6 +166,10 @@ func New(name string) *server.MCPServer {
 		mcp.WithInteger("bytes", mcp.Required(), mcp.Min(0), mcp.Max(MaxBigBytes)),
 	), big)
 
+	s.AddTool(mcp.NewTool("flood",
+		mcp.WithDescription("Writes a message to stdout that never ends (stdio only), until the write fails."),
+	), flood)
+
 	s.AddTool(mcp.NewTool("garbage",
 		mcp.WithDescription("Writes malformed frames to stdout (stdio only), then answers."),
 	), garbage)
@@ -178,6 +182,20 @@ func New(name string) *server.MCPServer {
 func garbage(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	_, _ = os.Stdout.WriteString("this is not json\n{\"jsonrpc\":\"2.0\",\"id\":\"nobody-asked\",\"result\":{}}\n")
 	return mcp.NewToolResultText("wrote garbage"), nil
+}
+
+// flood writes the start of a notification, then its text without end.
+// Meaningful only on stdio; it returns when stdout breaks.
+func flood(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if _, err := os.Stdout.WriteString(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"`); err != nil {
+		return nil, err
+	}
+	chunk := []byte(strings.Repeat("x", 64<<10))
+	for {
+		if _, err := os.Stdout.Write(chunk); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // heldUntil is when reading input may go on again, in Unix nanoseconds.
