@@ -320,8 +320,7 @@ func (p *pipeTransport) read() {
 	var held guard.Batch
 	for {
 		line, err := lr.ReadLine()
-		var long *guard.LongLine
-		if errors.As(err, &long) {
+		if long, ok := err.(*guard.LongLine); ok { // as ReadLine returns it, unwrapped
 			p.dropLong(long)
 			line, err = nil, nil
 		}

@@ -73,7 +73,8 @@ func size(n int) string {
 type LineReader struct {
 	// Max, when not zero, caps a line: a longer one is not gathered but
 	// read to its end and dropped, and ReadLine returns a *LongLine for
-	// it (an ErrFrameTooLarge); the next ReadLine reads the next line.
+	// it, unwrapped (an ErrFrameTooLarge); the next ReadLine reads the
+	// next line.
 	// Max must exceed the buffer's size. Set it before use.
 	Max int
 

@@ -122,8 +122,7 @@ func (r *stdioReader) run(ctx context.Context, in *guard.LineReader) {
 	defer r.held.Flush()
 	for {
 		line, err := in.ReadLine()
-		var long *guard.LongLine
-		if errors.As(err, &long) {
+		if long, ok := err.(*guard.LongLine); ok { // as ReadLine returns it, unwrapped
 			r.refuseLong(long)
 			line, err = nil, nil
 		}
