@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -247,18 +246,8 @@ func (g *Gateway) call(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	if !objectOrAbsent(a.Arguments) {
 		return invalid(callAttachedTool, errNotObject), nil
 	}
-	var names []string
-	for _, t := range s.att.Tools() {
-		names = append(names, t.Name)
-	}
-	if !slices.Contains(names, a.Name) {
-		if len(names) == 0 {
-			return failure("unknown_tool", "no tool is attached in this session; use discover_resources and attach_resource first"), nil
-		}
-		if len(names) > 50 {
-			names = append(names[:50], "…")
-		}
-		return failure("unknown_tool", "%q is not an attached tool; attached tools: %s", a.Name, strings.Join(names, ", ")), nil
+	if why := g.whyNoTool(s, a.Name, false); why != "" {
+		return failure("unknown_tool", "%s", why), nil
 	}
 	var args any
 	if len(a.Arguments) > 0 {

@@ -2,9 +2,12 @@ package tools
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"net/http"
 	"strconv"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/ardgate/ardgate/guard"
 )
@@ -87,16 +90,22 @@ func (m message) refusal() (msg []byte, drop bool) {
 	return nil, false
 }
 
-// refused is an error answering m, with m's id when it is one a client
-// can match.
-func (m message) refused(why string) []byte {
+// refused is an invalid-request error answering m, with m's id when it is
+// one a client can match.
+func (m message) refused(why string) []byte { return m.refusedAs(mcp.INVALID_REQUEST, why) }
+
+// refusedAs is refused with another JSON-RPC error code.
+func (m message) refusedAs(code int, why string) []byte {
 	id := []byte("null")
 	if m.ID != nil && idRefusal(m.ID) == nil {
 		id = m.ID
 	}
 	b := append([]byte(`{"jsonrpc":"2.0","id":`), id...)
-	b = append(b, `,"error":{"code":-32600,"message":`...)
-	b = strconv.AppendQuote(b, why)
+	b = append(b, `,"error":{"code":`...)
+	b = strconv.AppendInt(b, int64(code), 10)
+	b = append(b, `,"message":`...)
+	text, _ := json.Marshal(why) // a tool's name in it may hold anything
+	b = append(b, text...)
 	return append(b, "}}"...)
 }
 
@@ -162,6 +171,9 @@ func (r *stdioReader) refuse(msg []byte) {
 // and reports whether the frame is done with (answered, or dropped).
 func (r *stdioReader) atDoor(frame []byte) bool {
 	msg, drop := readMessage(frame).refusal()
+	if msg == nil && !drop {
+		msg = r.g.unknownTool(r.g.stdio.Load(), frame)
+	}
 	if msg != nil {
 		r.refuse(msg)
 	}

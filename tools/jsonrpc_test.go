@@ -36,6 +36,13 @@ var refusals = []struct {
 // clients (mcp-go's server answered it with "Method not found").
 var dropped = []string{`{"jsonrpc":"2.0","id":"x","error":{"code":1,"message":"m"}}`}
 
+// escapedNames are calls of tools the session has, their names escaped:
+// served, not refused as unknown.
+var escapedNames = []string{
+	`{"jsonrpc":"2.0","id":"e1","method":"tools/call","params":{"name":"\u006cist_attached_resources","arguments":{}}}`,
+	`{"jsonrpc":"2.0","id":"e2","method":"tools/call","params":{"name":"mcp_fx__\u0065cho","arguments":{"message":"escaped"}}}`,
+}
+
 // idsKept are request ids the gateway takes on mcp-go's path, and answers
 // with the same value.
 var idsKept = []string{`9007199254740992`, `-9007199254740992`, `"9007199254740993"`, `0`, `1.5`}
@@ -68,6 +75,11 @@ func TestRefusedStdio(t *testing.T) {
 			t.Fatalf("ping %s: %s", id, line)
 		}
 	}
+	for _, frame := range escapedNames {
+		if line := c.roundTrip(t, []byte(frame+"\n")); !bytes.Contains(line, []byte(`"result"`)) || bytes.Contains(line, []byte(`"isError":true`)) {
+			t.Fatalf("%s: %s", frame, line)
+		}
+	}
 	// A notification with a null in it is not refused: the ping's answer
 	// is the next frame.
 	line := c.roundTrip(t, []byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"x","progress":1,"message":null}}`+"\n"+ping))
@@ -93,6 +105,15 @@ func TestRefusedHTTP(t *testing.T) {
 			c.send(c.request(frame))
 			if code, body := c.answer(); code != http.StatusAccepted || body != "" {
 				t.Errorf("session %q, %s: %d %s", id, frame, code, body)
+			}
+		}
+		for _, frame := range escapedNames {
+			if id == "" {
+				break
+			}
+			c.send(c.request(strings.ReplaceAll(frame, "mcp_fx__", "mcp_remote__")))
+			if code, body := c.answer(); code != http.StatusOK || !strings.Contains(body, `"result"`) || strings.Contains(body, `"isError":true`) {
+				t.Errorf("%s: %d %s", frame, code, body)
 			}
 		}
 		// A body over the cap: 413, saying so (it was 400, "read request

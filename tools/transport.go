@@ -523,6 +523,10 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 			w.WriteHeader(http.StatusAccepted) // as for any response posted
 			return
 		}
+		if msg := h.g.unknownTool(s, body); msg != nil {
+			refuse(w, http.StatusOK, msg) // an answer, as the server's would be
+			return
+		}
 		if s != nil {
 			if err == nil {
 				s.fast.cancel(body) // the server hears the notice too, and answers it

@@ -1,0 +1,114 @@
+package tools
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/attach"
+	"github.com/ardgate/ardgate/guard"
+)
+
+// whyNoTool says why session s has no tool called name, and what to do
+// instead, in a sentence a model can act on; "" when it has the tool.
+// direct is a call by name in tools/call, where a tool of a deferred
+// attachment is not served; else the call is through call_attached_tool,
+// which serves every attached tool.
+//
+// mcp-go's server said "tool 'x' not found: tool not found" to a call of
+// a tool detached, never attached, or deferred alike.
+func (g *Gateway) whyNoTool(s *session, name string, direct bool) string {
+	if g.ownTool(name) {
+		if direct {
+			return ""
+		}
+		return fmt.Sprintf("%q is one of the gateway's own tools: call it directly, not through %s", name, callAttachedTool)
+	}
+	var att *attach.Attachment // the attachment whose prefix name has, the longest
+	for _, a := range s.att.Attachments() {
+		for _, t := range a.Tools() {
+			if t.Name != name {
+				continue
+			}
+			if direct && a.Deferred {
+				return fmt.Sprintf("%q is a tool of %s, attached in deferred tool mode, so it is not in the tool list: call it through %s", name, a.Name, callAttachedTool)
+			}
+			return ""
+		}
+		if prefix := "mcp_" + a.Name + "__"; strings.HasPrefix(name, prefix) && (att == nil || len(a.Name) > len(att.Name)) {
+			att = a
+		}
+	}
+	switch {
+	case att != nil && att.Kind == attach.KindA2AAgent:
+		return fmt.Sprintf("%s is an A2A agent, which has no tools: give it work with spawn_agent, then wait_task and message_task", att.Name)
+	case att != nil:
+		var names []string
+		for _, t := range att.Tools() {
+			names = append(names, t.Name)
+		}
+		if len(names) == 0 {
+			switch status, why := att.Status(); status {
+			case attach.StatusStarting:
+				return fmt.Sprintf("%s is still starting and lists no tools yet: call %q again in a moment", att.Name, name)
+			case attach.StatusDown:
+				return fmt.Sprintf("%s is down and lists no tools: %s", att.Name, why)
+			}
+			return fmt.Sprintf("%q is not a tool of %s, which lists none", name, att.Name)
+		}
+		return fmt.Sprintf("%q is not a tool of %s; its tools: %s", name, att.Name, listed(names))
+	case strings.HasPrefix(name, "mcp_"):
+		server, _, _ := strings.Cut(strings.TrimPrefix(name, "mcp_"), "__")
+		return fmt.Sprintf("nothing named %q is attached in this session (it may have been detached, or attached in another session): "+
+			"find it with discover_resources and attach it with attach_resource, then call its tools on the next turn", server)
+	}
+	var own []string
+	for _, t := range g.own {
+		own = append(own, t.name)
+	}
+	return fmt.Sprintf("%q is not a tool of this session: the gateway's own tools are %s; attached tools are named mcp_<name>__<tool> (list_attached_resources lists what is attached)",
+		name, listed(own))
+}
+
+// listed joins names for a sentence, the first 50 of them.
+func listed(names []string) string {
+	if len(names) > 50 {
+		names = append(names[:50:50], "…")
+	}
+	return strings.Join(names, ", ")
+}
+
+// ownTool tells whether name is one of the gateway's own tools.
+func (g *Gateway) ownTool(name string) bool {
+	_, found := slices.BinarySearchFunc(g.own, name, func(t ownTool, name string) int { return strings.Compare(t.name, name) })
+	return found
+}
+
+// unknownTool answers frame, on its way to the MCP server, when it calls a
+// tool the session does not have: with -32602, as the server would, but
+// saying why and what to do (whyNoTool). It returns nil for any other
+// frame, and for a call whose name is not a string, which the server
+// refuses in its own words.
+func (g *Gateway) unknownTool(s *session, frame []byte) []byte {
+	if s == nil || !bytes.Contains(frame, toolsCallMethod) {
+		return nil
+	}
+	id, method, params, ok := request(frame)
+	if !ok || !bytes.Equal(method, toolsCallMethod) || len(params) == 0 || params[0] != '{' {
+		return nil
+	}
+	raw, _, _, _ := callMembers(params)
+	var name string
+	if g.isOwn(raw) || json.Unmarshal(raw, &name) != nil {
+		return nil
+	}
+	why := g.whyNoTool(s, name, true)
+	if why == "" {
+		return nil
+	}
+	return message{Message: guard.Message{ID: id}}.refusedAs(mcp.INVALID_PARAMS, fmt.Sprintf("tool %q not found: %s", name, why))
+}
