@@ -104,9 +104,12 @@ func (m message) refusedAs(code int, why string) []byte {
 	b = append(b, `,"error":{"code":`...)
 	b = strconv.AppendInt(b, int64(code), 10)
 	b = append(b, `,"message":`...)
-	text, _ := json.Marshal(why) // a tool's name in it may hold anything
-	b = append(b, text...)
-	return append(b, "}}"...)
+	// A tool's name in why may hold anything; "<" is left as it is.
+	text := bytes.NewBuffer(b)
+	enc := json.NewEncoder(text)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(why)
+	return append(bytes.TrimSuffix(text.Bytes(), []byte("\n")), "}}"...)
 }
 
 // idRefusal returns the error that answers a request whose id, raw JSON,
