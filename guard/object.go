@@ -30,7 +30,7 @@ func ScanObject(b []byte, member func(name, value []byte)) error {
 // Message is a JSON-RPC message read at its top level only: the raw
 // members that route it, as slices of the frame, nil where absent.
 type Message struct {
-	ID, Method, Result, Error []byte
+	ID, Method, Params, Result, Error []byte
 }
 
 // ReadMessage checks frame as one JSON object (ScanObject) and reads its
@@ -44,6 +44,8 @@ func ReadMessage(frame []byte) (Message, error) {
 			m.ID = value
 		case "method":
 			m.Method = value
+		case "params":
+			m.Params = value
 		case "result":
 			m.Result = value
 		case "error":

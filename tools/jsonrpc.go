@@ -78,7 +78,15 @@ func (m message) refusal() (msg []byte, drop bool) {
 	case m.Method != nil && m.Method[0] != '"':
 		return m.refused("a request's method must be a string"), false
 	case m.request():
-		return idRefusal(m.ID), false
+		if msg := idRefusal(m.ID); msg != nil {
+			return msg, false
+		}
+		if m.Params != nil && m.Params[0] != '{' && string(m.Params) != "null" {
+			// mcp-go's server said "json: cannot unmarshal string into
+			// Go struct field CallToolRequest.params of type mcp.params".
+			return m.refusedAs(mcp.INVALID_PARAMS, "a request's params must be an object"), false
+		}
+		return nil, false
 	case m.ID != nil && m.Result == nil && m.Error != nil:
 		// An error answering a request of the gateway's, which makes
 		// none of its clients: mcp-go's server answered it with "Method
@@ -175,7 +183,7 @@ func (r *stdioReader) refuse(msg []byte) {
 func (r *stdioReader) atDoor(frame []byte) bool {
 	msg, drop := readMessage(frame).refusal()
 	if msg == nil && !drop {
-		msg = r.g.unknownTool(r.g.stdio.Load(), frame)
+		msg = r.g.callRefusal(r.g.stdio.Load(), frame)
 	}
 	if msg != nil {
 		r.refuse(msg)

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -29,7 +30,26 @@ var refusals = []struct {
 	{`{"jsonrpc":"2.0","id":10}`, []byte(`{"jsonrpc":"2.0","id":10,"error":{"code":-32600,"message":"a message with an id must have a method (a request), or a result or an error (a response)"}}`)},
 	{`{"jsonrpc":"2.0","id":"m","method":5}`, []byte(`{"jsonrpc":"2.0","id":"m","error":{"code":-32600,"message":"a request's method must be a string"}}`)},
 	{`{"jsonrpc":"2.0","id":true,"method":5}`, []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"a request's method must be a string"}}`)},
+	{`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":"mcp_fx__echo"}`, paramsRefusal(11)},
+	{`{"jsonrpc":"2.0","id":12,"method":"ping","params":[1]}`, paramsRefusal(12)},
+	{`{"jsonrpc":"2.0","id":13,"method":"tools/list","params":5}`, paramsRefusal(13)},
 }
+
+func paramsRefusal(id int) []byte {
+	return []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":-32602,"message":"a request's params must be an object"}}`, id))
+}
+
+// nameRefusals are calls that name no tool, and how they are answered
+// in a session.
+var nameRefusals = []string{
+	`{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":5,"arguments":{}}}`,
+	`{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"arguments":{"message":"x"}}}`,
+	`{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":""}}`,
+	`{"jsonrpc":"2.0","id":21,"method":"tools/call","params":null}`,
+	`{"jsonrpc":"2.0","id":21,"method":"tools/call"}`,
+}
+
+const nameRefusal = `{"jsonrpc":"2.0","id":21,"error":{"code":-32602,"message":"tools/call needs params.name, the name of the tool to call, as a string (tools/list lists them)"}}`
 
 // dropped are frames the gateway takes no further and leaves unanswered:
 // an error answering a request of the gateway's, which makes none of its
@@ -75,6 +95,11 @@ func TestRefusedStdio(t *testing.T) {
 			t.Fatalf("ping %s: %s", id, line)
 		}
 	}
+	for _, frame := range nameRefusals {
+		if line := c.roundTrip(t, []byte(frame+"\n")); string(bytes.TrimSpace(line)) != nameRefusal {
+			t.Fatalf("%s: %s", frame, line)
+		}
+	}
 	for _, frame := range escapedNames {
 		if line := c.roundTrip(t, []byte(frame+"\n")); !bytes.Contains(line, []byte(`"result"`)) || bytes.Contains(line, []byte(`"isError":true`)) {
 			t.Fatalf("%s: %s", frame, line)
@@ -105,6 +130,15 @@ func TestRefusedHTTP(t *testing.T) {
 			c.send(c.request(frame))
 			if code, body := c.answer(); code != http.StatusAccepted || body != "" {
 				t.Errorf("session %q, %s: %d %s", id, frame, code, body)
+			}
+		}
+		for _, frame := range nameRefusals {
+			if id == "" {
+				break // the server says first that there is no session
+			}
+			c.send(c.request(frame))
+			if code, body := c.answer(); code != http.StatusOK || body != nameRefusal {
+				t.Errorf("%s: %d %s", frame, code, body)
 			}
 		}
 		for _, frame := range escapedNames {

@@ -523,7 +523,7 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 			w.WriteHeader(http.StatusAccepted) // as for any response posted
 			return
 		}
-		if msg := h.g.unknownTool(s, body); msg != nil {
+		if msg := h.g.callRefusal(s, body); msg != nil {
 			refuse(w, http.StatusOK, msg) // an answer, as the server's would be
 			return
 		}

@@ -88,27 +88,35 @@ func (g *Gateway) ownTool(name string) bool {
 	return found
 }
 
-// unknownTool answers frame, on its way to the MCP server, when it calls a
-// tool the session does not have: with -32602, as the server would, but
-// saying why and what to do (whyNoTool). It returns nil for any other
-// frame, and for a call whose name is not a string, which the server
-// refuses in its own words.
-func (g *Gateway) unknownTool(s *session, frame []byte) []byte {
+// callRefusal answers frame, on its way to the MCP server, when it is a
+// tools/call that cannot be served: with no tool's name, or one the
+// session does not have (whyNoTool). The error is -32602, as the server's
+// would be, with a sentence that says what to do where the server said
+// "tool 'x' not found: tool not found" or spoke of Go struct fields. It
+// returns nil for any other frame.
+func (g *Gateway) callRefusal(s *session, frame []byte) []byte {
 	if s == nil || !bytes.Contains(frame, toolsCallMethod) {
-		return nil
+		return nil // with no session, the server says that first
 	}
 	id, method, params, ok := request(frame)
-	if !ok || !bytes.Equal(method, toolsCallMethod) || len(params) == 0 || params[0] != '{' {
-		return nil
+	if !ok || !bytes.Equal(method, toolsCallMethod) || len(params) > 0 && params[0] != '{' && string(params) != "null" {
+		return nil // params that are not an object are refused at the door
 	}
-	raw, _, _, _ := callMembers(params)
+	m := message{Message: guard.Message{ID: id}}
+	var raw []byte
+	if len(params) > 0 && params[0] == '{' {
+		raw, _, _, _ = callMembers(params)
+	}
 	var name string
-	if g.isOwn(raw) || json.Unmarshal(raw, &name) != nil {
+	switch {
+	case g.isOwn(raw):
 		return nil
+	case raw == nil || json.Unmarshal(raw, &name) != nil || name == "":
+		return m.refusedAs(mcp.INVALID_PARAMS, "tools/call needs params.name, the name of the tool to call, as a string (tools/list lists them)")
 	}
 	why := g.whyNoTool(s, name, true)
 	if why == "" {
 		return nil
 	}
-	return message{Message: guard.Message{ID: id}}.refusedAs(mcp.INVALID_PARAMS, fmt.Sprintf("tool %q not found: %s", name, why))
+	return m.refusedAs(mcp.INVALID_PARAMS, fmt.Sprintf("tool %q not found: %s", name, why))
 }
