@@ -104,10 +104,14 @@ func TestUnknownSessionRefusedHTTP(t *testing.T) {
 	tg := newGatewayWith(t, 0, Options{Version: "test"}, HTTPOptions{MaxSessions: 1}, nil)
 	s := tg.connect(t)
 	live := s.c.GetSessionId()
-	send := func(method, id string) (int, string) {
+	send := func(method, id string, post ...string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(method, tg.url, nil)
+		req, _ := http.NewRequest(method, tg.url, strings.NewReader(strings.Join(post, "")))
 		req.Header.Set("Accept", "text/event-stream")
+		if method == http.MethodPost {
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Content-Type", "application/json")
+		}
 		if id != "" {
 			req.Header.Set("Mcp-Session-Id", id)
 		}
@@ -123,21 +127,31 @@ func TestUnknownSessionRefusedHTTP(t *testing.T) {
 	}
 	defer http.DefaultClient.CloseIdleConnections()
 	made := "mcp-session-00000000-0000-4000-8000-000000000000"
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
 	for _, tc := range []struct {
 		method, id string
 		code       int
 		says       string
+		post       string
 	}{
-		{http.MethodGet, "", http.StatusBadRequest, "Mcp-Session-Id header required"},
-		{http.MethodGet, made, http.StatusNotFound, "Invalid session ID"},
-		{http.MethodGet, "fake-1", http.StatusNotFound, "Invalid session ID"},
-		{http.MethodDelete, "", http.StatusBadRequest, "Mcp-Session-Id header required"},
-		{http.MethodDelete, made, http.StatusNotFound, "Invalid session ID"},
-		{http.MethodGet, live, http.StatusOK, ""},
-		{http.MethodPut, live, http.StatusMethodNotAllowed, "takes POST"},
-		{http.MethodPatch, "", http.StatusMethodNotAllowed, "takes POST"},
+		// A POST with no id gets 400, as the spec asks, unless it is an
+		// initialize (here refused: the one session allowed is open).
+		{http.MethodPost, "", http.StatusBadRequest, "Mcp-Session-Id header required", ping},
+		{http.MethodPost, "", http.StatusBadRequest, "Mcp-Session-Id header required", `{"jsonrpc":"2.0","method":"notifications/initialized"}`},
+		{http.MethodPost, "", http.StatusServiceUnavailable, "max_sessions", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`},
+		{http.MethodPost, made, http.StatusNotFound, "Invalid session ID", ping},
+		// The stateless protocol, not offered, is for the server to refuse.
+		{http.MethodPost, "", http.StatusBadRequest, "protocol", `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`},
+		{http.MethodGet, "", http.StatusBadRequest, "Mcp-Session-Id header required", ""},
+		{http.MethodGet, made, http.StatusNotFound, "Invalid session ID", ""},
+		{http.MethodGet, "fake-1", http.StatusNotFound, "Invalid session ID", ""},
+		{http.MethodDelete, "", http.StatusBadRequest, "Mcp-Session-Id header required", ""},
+		{http.MethodDelete, made, http.StatusNotFound, "Invalid session ID", ""},
+		{http.MethodGet, live, http.StatusOK, "", ""},
+		{http.MethodPut, live, http.StatusMethodNotAllowed, "takes POST", ""},
+		{http.MethodPatch, "", http.StatusMethodNotAllowed, "takes POST", ""},
 	} {
-		if code, body := send(tc.method, tc.id); code != tc.code || !strings.Contains(body, tc.says) {
+		if code, body := send(tc.method, tc.id, tc.post); code != tc.code || !strings.Contains(body, tc.says) {
 			t.Errorf("%s with id %q: %d %q, want %d %q", tc.method, tc.id, code, body, tc.code, tc.says)
 		}
 	}

@@ -439,17 +439,6 @@ func (h *HTTP) guard(next http.Handler) http.Handler {
 			http.Error(w, "Unauthorized: send Authorization: Bearer <ARDGATE_AUTH_TOKEN>", http.StatusUnauthorized)
 			return
 		}
-		if r.Method == http.MethodPost && r.Header.Get(server.HeaderKeySessionID) == "" {
-			switch {
-			case h.g.draining.Load():
-				http.Error(w, "Service Unavailable: the gateway is shutting down; connect to another or try again later", http.StatusServiceUnavailable)
-				return
-			case h.g.open.Load() >= h.maxSessions:
-				w.Header().Set("Retry-After", "30")
-				http.Error(w, fmt.Sprintf("Service Unavailable: the gateway is at its max_sessions (%d open); try again once one has ended", h.maxSessions), http.StatusServiceUnavailable)
-				return
-			}
-		}
 		r.Body = http.MaxBytesReader(w, r.Body, guard.MaxMessage)
 		next.ServeHTTP(w, r)
 	})
@@ -523,6 +512,9 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 			w.WriteHeader(http.StatusAccepted) // as for any response posted
 			return
 		}
+		if r.Header.Get(server.HeaderKeySessionID) == "" && h.refuseSessionless(w, r, m, body) {
+			return
+		}
 		if msg := h.g.callRefusal(s, body); msg != nil {
 			refuse(w, http.StatusOK, msg) // an answer, as the server's would be
 			return
@@ -543,6 +535,34 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 	})
 }
 
+// noSessionID answers a request that needs a session and names none.
+const noSessionID = "Bad Request: Mcp-Session-Id header required: open a session with an initialize request (POST) first"
+
+// refuseSessionless answers m, posted with no session id, unless it opens
+// a session the gateway can take, and reports whether it did: a new
+// session while the gateway drains or is at max_sessions gets 503, and a
+// message other than initialize gets 400, as the spec asks (mcp-go's
+// server answered 404 "Invalid session ID", which a client takes for a
+// session that has ended). A message of the stateless protocol
+// (2026-07-28), which the gateway does not offer, goes on to the server,
+// which tells its client so.
+func (h *HTTP) refuseSessionless(w http.ResponseWriter, r *http.Request, m message, body []byte) bool {
+	switch {
+	case mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) || bytes.Contains(body, []byte(mcp.MetaKeyProtocolVersion)):
+		return false
+	case string(m.Method) != `"initialize"`:
+		http.Error(w, noSessionID, http.StatusBadRequest)
+	case h.g.draining.Load():
+		http.Error(w, "Service Unavailable: the gateway is shutting down; connect to another or try again later", http.StatusServiceUnavailable)
+	case h.g.open.Load() >= h.maxSessions:
+		w.Header().Set("Retry-After", "30")
+		http.Error(w, fmt.Sprintf("Service Unavailable: the gateway is at its max_sessions (%d open); try again once one has ended", h.maxSessions), http.StatusServiceUnavailable)
+	default:
+		return false
+	}
+	return true
+}
+
 // refuseUnknownSession answers a GET or DELETE that names no live session
 // as mcp-go answers such a POST, and reports whether it did. mcp-go's
 // server would open a session for a GET with no id or an id it never
@@ -551,7 +571,7 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 func (h *HTTP) refuseUnknownSession(w http.ResponseWriter, r *http.Request) bool {
 	id := r.Header.Get(server.HeaderKeySessionID)
 	if id == "" {
-		http.Error(w, "Bad Request: Mcp-Session-Id header required: open a session with an initialize request (POST) first", http.StatusBadRequest)
+		http.Error(w, noSessionID, http.StatusBadRequest)
 		return true
 	}
 	switch terminated, err := h.ids.Validate(id); {
