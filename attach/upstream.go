@@ -793,7 +793,7 @@ func rawResult(tool string, resp *transport.JSONRPCResponse) (json.RawMessage, e
 
 // objectResult is result, when it is the object a tools/call answers with.
 func objectResult(tool string, result json.RawMessage) (json.RawMessage, error) {
-	if !isObject(result) {
+	if !guard.IsObject(result) {
 		return nil, fmt.Errorf("the server answered %s with a result that is not a JSON object", tool)
 	}
 	return result, nil
@@ -823,11 +823,6 @@ func (u *upstream) cancelRequest(reason string, id mcp.RequestId) {
 		defer cancel()
 		_ = u.client.GetTransport().SendNotification(ctx, n)
 	}()
-}
-
-func isObject(raw json.RawMessage) bool {
-	t := bytes.TrimLeft(raw, " \t\r\n")
-	return len(t) > 0 && t[0] == '{'
 }
 
 // failure classifies an error from the client: a broken transport marks the

@@ -55,6 +55,21 @@ func ReadMessage(frame []byte) (Message, error) {
 	return m, err
 }
 
+// IsObject tells whether raw, a JSON value as written, is an object, by
+// its first byte: the rest is for a parser to check.
+func IsObject(raw []byte) bool {
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	return len(t) > 0 && t[0] == '{'
+}
+
+// ObjectOrAbsent tells whether raw, an optional member's value as
+// written, is an object, null or absent (empty): what MCP's optional
+// objects, a request's params and a call's arguments, may be.
+func ObjectOrAbsent(raw []byte) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) == 0 || string(t) == "null" || IsObject(t)
+}
+
 // ScanCheckedObject is ScanObject for bytes already checked as one JSON
 // object, by ScanObject or by a JSON decoder: it does not check strings
 // again but crosses each with a memory search for its closing quote, which

@@ -218,3 +218,29 @@ func FuzzScanCheckedArray(f *testing.F) {
 		}
 	})
 }
+
+// IsObject and ObjectOrAbsent tell a value by its first byte, past white
+// space; absent and null are an optional object's absence.
+func TestObjectOrAbsent(t *testing.T) {
+	for _, c := range []struct {
+		raw              string
+		object, optional bool
+	}{
+		{`{}`, true, true},
+		{" \n\t{\"a\":1}", true, true},
+		{``, false, true},
+		{`null`, false, true},
+		{` null `, false, true},
+		{`[{}]`, false, false},
+		{`"{"`, false, false},
+		{`5`, false, false},
+		{`nul`, false, false},
+	} {
+		if got := IsObject([]byte(c.raw)); got != c.object {
+			t.Errorf("IsObject(%q) = %v", c.raw, got)
+		}
+		if got := ObjectOrAbsent([]byte(c.raw)); got != c.optional {
+			t.Errorf("ObjectOrAbsent(%q) = %v", c.raw, got)
+		}
+	}
+}

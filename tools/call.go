@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,7 +18,7 @@ import (
 func (g *Gateway) proxy(name string) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args := req.GetRawArguments()
-		if raw, ok := args.(json.RawMessage); ok && !objectOrAbsent(raw) {
+		if raw, ok := args.(json.RawMessage); ok && !guard.ObjectOrAbsent(raw) {
 			return invalid(name, errNotObject), nil
 		}
 		return g.forward(ctx, req, name, args), nil
@@ -29,13 +28,6 @@ func (g *Gateway) proxy(name string) server.ToolHandlerFunc {
 // errNotObject refuses a call whose arguments are not an object, as MCP
 // has them: the upstream would answer with a validation dump, or worse.
 var errNotObject = errors.New(`"arguments" must be an object`)
-
-// objectOrAbsent reports whether raw, a call's arguments, is an object,
-// null or absent.
-func objectOrAbsent(raw []byte) bool {
-	t := bytes.TrimSpace(raw)
-	return len(t) == 0 || t[0] == '{' || string(t) == "null"
-}
 
 // forward calls an exposed tool of the caller's session. The upstream's
 // result, structuredContent included, comes back untouched; the caller's
@@ -243,7 +235,7 @@ func (g *Gateway) call(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	if a.Name == "" {
 		return invalid(callAttachedTool, errors.New(`"name" is required`)), nil
 	}
-	if !objectOrAbsent(a.Arguments) {
+	if !guard.ObjectOrAbsent(a.Arguments) {
 		return invalid(callAttachedTool, errNotObject), nil
 	}
 	if why := g.whyNoTool(s, a.Name, false); why != "" {

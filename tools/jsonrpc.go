@@ -81,7 +81,7 @@ func (m message) refusal() (msg []byte, drop bool) {
 		if msg := idRefusal(m.ID); msg != nil {
 			return msg, false
 		}
-		if m.Params != nil && m.Params[0] != '{' && string(m.Params) != "null" {
+		if !guard.ObjectOrAbsent(m.Params) {
 			// mcp-go's server said "json: cannot unmarshal string into
 			// Go struct field CallToolRequest.params of type mcp.params".
 			return m.refusedAs(mcp.INVALID_PARAMS, "a request's params must be an object"), false

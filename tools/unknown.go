@@ -99,12 +99,12 @@ func (g *Gateway) callRefusal(s *session, frame []byte) []byte {
 		return nil // with no session, the server says that first
 	}
 	id, method, params, ok := request(frame)
-	if !ok || !bytes.Equal(method, toolsCallMethod) || len(params) > 0 && params[0] != '{' && string(params) != "null" {
+	if !ok || !bytes.Equal(method, toolsCallMethod) || !guard.ObjectOrAbsent(params) {
 		return nil // params that are not an object are refused at the door
 	}
 	m := message{Message: guard.Message{ID: id}}
 	var raw []byte
-	if len(params) > 0 && params[0] == '{' {
+	if guard.IsObject(params) {
 		raw, _, _, _ = callMembers(params)
 	}
 	var name string
