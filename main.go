@@ -46,7 +46,11 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	cmd := "serve"
-	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+	switch {
+	case len(args) > 0 && isHelp(args[0]):
+		// Not serve's flags alone: they say nothing of the other commands.
+		cmd = "help"
+	case len(args) > 0 && args[0] != "" && args[0][0] != '-':
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
@@ -63,11 +67,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "version":
 		fmt.Fprintln(stdout, "ardgate", buildVersion())
 		return 0
-	case "help", "-h", "--help":
+	case "help":
 		fmt.Fprintln(stdout, usage)
 		return 0
 	}
 	fmt.Fprintf(stderr, "ardgate: unknown command %q\n%s\n", cmd, usage)
+	return 2
+}
+
+// isHelp tells whether arg asks for help.
+func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
+
+// parseFailed is the exit status after a flag set failed to parse args:
+// 0 when it was asked for help, which it printed.
+func parseFailed(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
 	return 2
 }
 
@@ -76,7 +92,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	fs := config.FlagSet("ardgate serve", &flags)
 	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return parseFailed(err)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "ardgate serve: unexpected argument %q\n", fs.Arg(0))
@@ -239,7 +255,7 @@ func registryServe(args []string, stderr io.Writer) int {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return parseFailed(err)
 	}
 	if len(catalogs) == 0 {
 		fmt.Fprintln(stderr, "ardgate registry serve: give at least one --catalog FILE")
@@ -279,6 +295,10 @@ func catalog(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, usage)
 		return 2
+	}
+	if isHelp(args[0]) {
+		fmt.Fprintln(stdout, usage)
+		return 0
 	}
 	switch args[0] {
 	case "export":

@@ -2,6 +2,7 @@ package main
 
 import (
 	"net"
+	"strings"
 	"testing"
 )
 
@@ -14,6 +15,30 @@ func TestLoopback(t *testing.T) {
 	}{{"127.0.0.1", true}, {"127.0.0.2", true}, {"::1", true}, {"0.0.0.0", false}, {"::", false}, {"192.0.2.1", false}} {
 		if got := loopback(&net.TCPAddr{IP: net.ParseIP(tc.ip), Port: 7333}); got != tc.want {
 			t.Errorf("loopback(%s) = %v, want %v", tc.ip, got, tc.want)
+		}
+	}
+}
+
+// Help is asked for as users ask for it, and answered with what each
+// command takes, exit status 0; a command or flag unknown is status 2.
+func TestHelp(t *testing.T) {
+	for _, tc := range []struct {
+		args        []string
+		code        int
+		out, errOut string // what stdout and stderr hold
+	}{
+		{[]string{"--help"}, 0, "ardgate registry serve --catalog", ""},
+		{[]string{"-h"}, 0, "ardgate catalog validate", ""},
+		{[]string{"help"}, 0, "ardgate serve [--transport", ""},
+		{[]string{"serve", "--help"}, 0, "", "-transport"},
+		{[]string{"registry", "serve", "-h"}, 0, "", "-source"},
+		{[]string{"catalog", "--help"}, 0, "ardgate catalog export", ""},
+		{[]string{"bogus"}, 2, "", `unknown command "bogus"`},
+		{[]string{"serve", "--bogus"}, 2, "", "flag provided but not defined: -bogus"},
+	} {
+		var out, errOut strings.Builder
+		if code := run(tc.args, &out, &errOut); code != tc.code || !strings.Contains(out.String(), tc.out) || !strings.Contains(errOut.String(), tc.errOut) {
+			t.Errorf("ardgate %s: status %d, stdout %q, stderr %q; want %d, %q, %q", strings.Join(tc.args, " "), code, out.String(), errOut.String(), tc.code, tc.out, tc.errOut)
 		}
 	}
 }
