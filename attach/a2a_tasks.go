@@ -1,6 +1,7 @@
 package attach
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -77,9 +78,9 @@ func (s *taskStore) add(t *task) error {
 		s.byID = map[string]*task{}
 	}
 	if len(s.order) >= s.max {
-		i := slices.IndexFunc(s.order, func(id string) bool { return s.byID[id].final() })
+		i := s.evictable()
 		if i < 0 {
-			return fmt.Errorf("%w: %d tasks are unfinished; cancel some with cancel_task", ErrStoreFull, len(s.order))
+			return s.full()
 		}
 		delete(s.byID, s.order[i])
 		s.order = slices.Delete(s.order, i, i+1)
@@ -87,6 +88,27 @@ func (s *taskStore) add(t *task) error {
 	s.byID[t.id] = t
 	s.order = append(s.order, t.id)
 	return nil
+}
+
+// room says whether a task could be added now, so that a spawn is refused
+// before its message goes to the agent: refused after, the agent would
+// run a task nobody can see or cancel.
+func (s *taskStore) room() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.order) >= s.max && s.evictable() < 0 {
+		return s.full()
+	}
+	return nil
+}
+
+// evictable is the index of the oldest finished task, or -1. s.mu is held.
+func (s *taskStore) evictable() int {
+	return slices.IndexFunc(s.order, func(id string) bool { return s.byID[id].final() })
+}
+
+func (s *taskStore) full() error {
+	return fmt.Errorf("%w: %d tasks are unfinished; cancel some with cancel_task", ErrStoreFull, len(s.order))
 }
 
 func (s *taskStore) get(id string) (*task, error) {
@@ -118,13 +140,58 @@ func (t *task) final() bool {
 // apply records a fresh view of the task, bounded; it reports whether
 // anything a caller would see changed.
 func (t *task) apply(next *a2a.Task) bool {
-	bound(next)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	keepSaid(t.last, next)
+	bound(next)
 	changed := t.last == nil || t.last.Status.State != next.Status.State || len(t.last.Artifacts) != len(next.Artifacts) ||
 		len(t.last.History) != len(next.History) || (next.Status.Message != nil && (t.last.Status.Message == nil || t.last.Status.Message.ID != next.Status.Message.ID))
 	t.last = next
 	return changed
+}
+
+// keepSaid puts next's history in the order its messages were said, as
+// far as the task's last view (prev) tells: the messages prev had, its
+// status message too, come before the ones new since, and those next
+// dropped are kept. An agent on a2a-go takes in the answer to its
+// question while the question is still only its status, and later puts
+// the question after the answer ("ask, Ada, what is your name?");
+// another may drop the question. The messages before the first one prev
+// had stay first: they are older ones that prev, bounded, no longer kept.
+func keepSaid(prev, next *a2a.Task) {
+	if prev == nil {
+		return
+	}
+	first := slices.IndexFunc(next.History, func(m *a2a.Message) bool { return hasMessage(prev.History, m.ID) || isStatus(prev, m) })
+	if first < 0 {
+		first = len(next.History)
+	}
+	rest := next.History[first:]
+	var fresh []*a2a.Message
+	for _, m := range rest {
+		if !hasMessage(prev.History, m.ID) && !isStatus(prev, m) {
+			fresh = append(fresh, m)
+		}
+	}
+	said := prev.History
+	// prev's status message, unless it is still only next's status and
+	// nothing came after it.
+	if m := prev.Status.Message; m != nil && !hasMessage(said, m.ID) && (len(fresh) > 0 || hasMessage(next.History, m.ID) || !isStatus(next, m)) {
+		said = append(slices.Clone(said), m)
+	}
+	out := append(append(slices.Clone(next.History[:first]), said...), fresh...)
+	if !slices.EqualFunc(out, next.History, func(a, b *a2a.Message) bool { return a.ID == b.ID }) {
+		next.History = out
+	}
+}
+
+// isStatus tells whether m is t's status message.
+func isStatus(t *a2a.Task, m *a2a.Message) bool {
+	return t.Status.Message != nil && t.Status.Message.ID == m.ID
+}
+
+func hasMessage(list []*a2a.Message, id string) bool {
+	return slices.ContainsFunc(list, func(m *a2a.Message) bool { return m.ID == id })
 }
 
 // applyEvent folds one streamed event into the task.
@@ -141,8 +208,10 @@ func (t *task) applyEvent(ev a2a.Event) bool {
 	case *a2a.Task:
 		next = e
 	case *a2a.TaskStatusUpdateEvent:
-		if next.Status.Message != nil {
-			next.History = append(slices.Clone(next.History), next.Status.Message)
+		// The status message a new status replaces joins the history,
+		// unless the agent's snapshot already had it there.
+		if m := next.Status.Message; m != nil && !hasMessage(next.History, m.ID) {
+			next.History = append(slices.Clone(next.History), m)
 		}
 		next.Status = e.Status
 	case *a2a.TaskArtifactUpdateEvent:
@@ -238,7 +307,7 @@ func (t *task) view() TaskView {
 	}
 	v.State, v.Final = string(t.last.Status.State), t.last.Status.State.Terminal()
 	msgs := slices.Clone(t.last.History)
-	if m := t.last.Status.Message; m != nil && !slices.ContainsFunc(msgs, func(h *a2a.Message) bool { return h.ID == m.ID }) {
+	if m := t.last.Status.Message; m != nil && !hasMessage(msgs, m.ID) {
 		msgs = append(msgs, m)
 	}
 	if len(msgs) > maxMessages {
@@ -331,11 +400,17 @@ func (s *Session) Spawn(ctx context.Context, agentName, message, contextID strin
 	if err != nil {
 		return TaskView{}, err
 	}
+	if err := s.tasks.room(); err != nil {
+		return TaskView{}, err
+	}
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: message})
 	msg.ContextID = contextID
-	res, err := conn.client.SendMessage(ctx, &a2a.MessageSendParams{Message: msg})
-	if err != nil {
-		return TaskView{}, fmt.Errorf("%s: %w", a.Name, describeA2AError(err))
+	var res a2a.SendMessageResult
+	if err := s.askAgent(ctx, a, "the message", func(ctx context.Context) (err error) {
+		res, err = conn.client.SendMessage(ctx, &a2a.MessageSendParams{Message: msg})
+		return err
+	}); err != nil {
+		return TaskView{}, err
 	}
 	t := &task{agent: a}
 	switch r := res.(type) {
@@ -350,9 +425,34 @@ func (s *Session) Spawn(ctx context.Context, agentName, message, contextID strin
 		return TaskView{}, fmt.Errorf("%s: the agent answered neither a task nor a message", a.Name)
 	}
 	if err := s.tasks.add(t); err != nil {
+		// Filled by spawns running alongside since room said yes.
+		if !t.direct && !t.final() {
+			go cancelTask(conn, t.id)
+		}
 		return TaskView{}, err
 	}
 	return t.view(), nil
+}
+
+// askAgent runs one request to agent a, bounded as a proxied call is: an
+// agent that never answered held the tool call, and the client, for
+// good. Its error says which agent failed and how.
+func (s *Session) askAgent(ctx context.Context, a *Attachment, what string, do func(context.Context) error) error {
+	parent := ctx
+	timeout := cmp.Or(a.Timeout, s.m.CallTimeout)
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	err := do(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case parent.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("%w: %s did not answer %s within %s", ErrTimeout, a.Name, what, timeout)
+	}
+	return fmt.Errorf("%s: %w", a.Name, describeA2AError(err))
 }
 
 // Wait waits up to timeout for a task to finish or to need input,
@@ -456,15 +556,18 @@ func (s *Session) Reply(ctx context.Context, id, message string, timeout time.Du
 	answered := t.statusMessageID()
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: message})
 	msg.TaskID, msg.ContextID = a2a.TaskID(id), t.contextID
-	res, err := conn.client.SendMessage(ctx, &a2a.MessageSendParams{Message: msg})
-	for _, d := range replyRetries {
-		if !errors.Is(err, a2a.ErrInternalError) || !sleep(ctx, d) {
-			break
-		}
+	var res a2a.SendMessageResult
+	if err := s.askAgent(ctx, t.agent, "the message", func(ctx context.Context) (err error) {
 		res, err = conn.client.SendMessage(ctx, &a2a.MessageSendParams{Message: msg})
-	}
-	if err != nil {
-		return t.view(), fmt.Errorf("%s: %w", t.agent.Name, describeA2AError(err))
+		for _, d := range replyRetries {
+			if !errors.Is(err, a2a.ErrInternalError) || !sleep(ctx, d) {
+				break
+			}
+			res, err = conn.client.SendMessage(ctx, &a2a.MessageSendParams{Message: msg})
+		}
+		return err
+	}); err != nil {
+		return t.view(), err
 	}
 	if cur, ok := res.(*a2a.Task); ok {
 		t.apply(cur)
@@ -503,9 +606,12 @@ func (s *Session) Cancel(ctx context.Context, id string) (TaskView, error) {
 	if err != nil {
 		return t.view(), fmt.Errorf("task %s is bound to %s: %w", id, t.agent.Name, err)
 	}
-	cur, err := conn.client.CancelTask(ctx, &a2a.TaskIDParams{ID: a2a.TaskID(id)})
-	if err != nil {
-		return t.view(), fmt.Errorf("%s: %w", t.agent.Name, describeA2AError(err))
+	var cur *a2a.Task
+	if err := s.askAgent(ctx, t.agent, "the cancellation", func(ctx context.Context) (err error) {
+		cur, err = conn.client.CancelTask(ctx, &a2a.TaskIDParams{ID: a2a.TaskID(id)})
+		return err
+	}); err != nil {
+		return t.view(), err
 	}
 	t.apply(cur)
 	return t.view(), nil
@@ -521,22 +627,36 @@ func (s *Session) Tasks() []TaskView {
 }
 
 // cancelUnfinished cancels, best effort and in parallel, every task of
-// the session still running upstream: the session is ending.
-func (s *Session) cancelUnfinished() {
+// the session still running at agent a (at every agent when a is nil):
+// the session is ending, or a is being detached, after which nothing
+// could cancel them. It returns how many it asked to cancel.
+func (s *Session) cancelUnfinished(a *Attachment) int {
 	var wg sync.WaitGroup
+	n := 0
 	for _, t := range s.tasks.all() {
-		if t.direct || t.final() {
+		if t.direct || t.final() || a != nil && t.agent != a {
 			continue
 		}
 		conn, err := t.agent.agentConn()
 		if err != nil {
 			continue
 		}
+		n++
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			_, _ = conn.client.CancelTask(ctx, &a2a.TaskIDParams{ID: a2a.TaskID(t.id)})
+			if cur := cancelTask(conn, t.id); cur != nil {
+				t.apply(cur) // list_tasks shows what became of it
+			}
 		})
 	}
 	wg.Wait()
+	return n
+}
+
+// cancelTask asks an agent to cancel a task, best effort, briefly, and
+// returns the task as the agent then tells it, or nil.
+func cancelTask(conn *agentConn, id string) *a2a.Task {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	cur, _ := conn.client.CancelTask(ctx, &a2a.TaskIDParams{ID: a2a.TaskID(id)})
+	return cur
 }

@@ -38,6 +38,77 @@ func TestTaskStoreEviction(t *testing.T) {
 	if err := add("t4", a2a.TaskStateWorking); !errors.Is(err, ErrStoreFull) {
 		t.Fatalf("full of unfinished tasks: %v", err)
 	}
+	// A spawn asks before it sends: refused after, the agent would run
+	// a task nobody can see or cancel.
+	if err := s.room(); !errors.Is(err, ErrStoreFull) {
+		t.Fatalf("room when full of unfinished tasks: %v", err)
+	}
+	tk, _ := s.get("t0")
+	tk.apply(&a2a.Task{ID: "t0", Status: a2a.TaskStatus{State: a2a.TaskStateCompleted}})
+	if err := s.room(); err != nil {
+		t.Fatalf("room with a finished task to evict: %v", err)
+	}
+}
+
+// A task's messages read in the order they were said, each once: the
+// status message a status update replaces joins the history unless the
+// agent's snapshot has it there already (the JavaScript SDK's does), and
+// a question the agent dropped from its snapshot once answered (a2a-go's
+// does) stays before the answer.
+func TestTaskHistory(t *testing.T) {
+	msg := func(id string, role a2a.MessageRole, text string) *a2a.Message {
+		return &a2a.Message{ID: id, Role: role, Parts: a2a.ContentParts{a2a.TextPart{Text: text}}}
+	}
+	said := func(tk *task) string {
+		var out []string
+		for _, m := range tk.view().Messages {
+			out = append(out, m.Text)
+		}
+		return strings.Join(out, ", ")
+	}
+	ask, q, bob, step1, step2 := msg("1", a2a.MessageRoleUser, "ask"), msg("2", a2a.MessageRoleAgent, "name?"),
+		msg("3", a2a.MessageRoleUser, "Bob"), msg("4", a2a.MessageRoleAgent, "step 1"), msg("5", a2a.MessageRoleAgent, "step 2")
+
+	streamed := &task{id: "t", agent: &Attachment{Name: "a"}}
+	streamed.apply(&a2a.Task{ID: "t", History: []*a2a.Message{ask, step1}, Status: a2a.TaskStatus{State: a2a.TaskStateWorking, Message: step1}})
+	streamed.applyEvent(&a2a.TaskStatusUpdateEvent{TaskID: "t", Status: a2a.TaskStatus{State: a2a.TaskStateWorking, Message: step2}})
+	if got := said(streamed); got != "ask, step 1, step 2" {
+		t.Errorf("a status update after a snapshot holding its message: %s", got)
+	}
+
+	asked := &task{id: "t", agent: &Attachment{Name: "a"}}
+	asked.apply(&a2a.Task{ID: "t", History: []*a2a.Message{ask}, Status: a2a.TaskStatus{State: a2a.TaskStateInputRequired, Message: q}})
+	asked.apply(&a2a.Task{ID: "t", History: []*a2a.Message{ask, bob}, Status: a2a.TaskStatus{State: a2a.TaskStateWorking}})
+	if got := said(asked); got != "ask, name?, Bob" {
+		t.Errorf("an answer taken in without its question: %s", got)
+	}
+	asked.apply(&a2a.Task{ID: "t", History: []*a2a.Message{ask, bob}, Status: a2a.TaskStatus{State: a2a.TaskStateCompleted, Message: msg("6", a2a.MessageRoleAgent, "hello Bob")}})
+	if got := said(asked); got != "ask, name?, Bob, hello Bob" {
+		t.Errorf("the next snapshot: %s", got)
+	}
+
+	// a2a-go's agent: the answer in the history before the question.
+	reordered := &task{id: "t", agent: &Attachment{Name: "a"}}
+	reordered.apply(&a2a.Task{ID: "t", History: []*a2a.Message{ask}, Status: a2a.TaskStatus{State: a2a.TaskStateInputRequired, Message: q}})
+	// It takes the answer in while the question is still its status...
+	reordered.apply(&a2a.Task{ID: "t", History: []*a2a.Message{ask, bob}, Status: a2a.TaskStatus{State: a2a.TaskStateInputRequired, Message: q}})
+	if got := said(reordered); got != "ask, name?, Bob" {
+		t.Errorf("the answer taken in under the question: %s", got)
+	}
+	// ...then puts the question after it, snapshot after snapshot.
+	for range 2 {
+		reordered.apply(&a2a.Task{ID: "t", History: []*a2a.Message{ask, bob, q}, Status: a2a.TaskStatus{State: a2a.TaskStateCompleted}})
+		if got := said(reordered); got != "ask, name?, Bob" {
+			t.Errorf("the answer put before the question: %s", got)
+		}
+	}
+	// A snapshot with nothing new changes nothing a caller sees.
+	still := &task{id: "t", agent: &Attachment{Name: "a"}}
+	snap := &a2a.Task{ID: "t", History: []*a2a.Message{ask}, Status: a2a.TaskStatus{State: a2a.TaskStateInputRequired, Message: q}}
+	still.apply(snap)
+	if again := *snap; still.apply(&again) {
+		t.Errorf("the same snapshot again is a change: %s", said(still))
+	}
 }
 
 // A task keeps what its view can show, however many status updates and

@@ -610,25 +610,31 @@ func (s *Session) reserveNameLocked(asked, urn string) (string, error) {
 
 // Detach removes the attachment with that URN or name and ends its
 // upstream.
-func (s *Session) Detach(urnOrName string) (*Attachment, error) {
+//
+// Detaching an agent first cancels the session's tasks still running at
+// it (cancelled tells how many): once detached, nothing could.
+func (s *Session) Detach(urnOrName string) (a *Attachment, cancelled int, err error) {
 	key := registry.CanonicalURN(urnOrName)
 	s.mu.Lock()
 	i := slices.IndexFunc(s.atts, func(a *Attachment) bool { return a.URN == key || a.Name == urnOrName })
 	if i < 0 {
 		s.mu.Unlock()
-		return nil, fmt.Errorf("%q is %w in this session; list_attached_resources shows what is", urnOrName, ErrNotAttached)
+		return nil, 0, fmt.Errorf("%q is %w in this session; list_attached_resources shows what is", urnOrName, ErrNotAttached)
 	}
-	a := s.atts[i]
+	a = s.atts[i]
 	if a.Pinned {
 		s.mu.Unlock()
-		return nil, fmt.Errorf("%s is %w and cannot be detached", a.Name, ErrPinned)
+		return nil, 0, fmt.Errorf("%s is %w and cannot be detached", a.Name, ErrPinned)
 	}
 	s.atts = slices.Delete(s.atts, i, i+1)
 	s.mu.Unlock()
+	if a.Kind == KindA2AAgent {
+		cancelled = s.cancelUnfinished(a)
+	}
 	a.close()
-	s.m.Log.Debug("detached", "session", s.ID, "urn", a.URN, "name", a.Name)
+	s.m.Log.Debug("detached", "session", s.ID, "urn", a.URN, "name", a.Name, "tasks_cancelled", cancelled)
 	s.changed()
-	return a, nil
+	return a, cancelled, nil
 }
 
 func (a *Attachment) close() {
@@ -810,7 +816,7 @@ func (s *Session) Close() {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	s.cancelUnfinished() // while the agents are still attached
+	s.cancelUnfinished(nil) // while the agents are still attached
 	s.mu.Lock()
 	atts := s.atts
 	s.atts = nil

@@ -69,6 +69,9 @@ func TestJSAgent(t *testing.T) {
 			if v.State != "completed" || !v.said("done after 3 steps") {
 				t.Fatalf("stream: %+v", v)
 			}
+			if m := v.repeated(); m != "" {
+				t.Errorf("stream: %q twice in %q", m, v.conversation())
+			}
 			v = s.task(s.call("spawn_agent", map[string]any{"message": "ask"}))
 			v = s.task(s.call("wait_task", map[string]any{"task_id": v.TaskID}))
 			if v.State != "input-required" || !v.said("what is your name?") {
@@ -77,6 +80,9 @@ func TestJSAgent(t *testing.T) {
 			v = s.task(s.call("message_task", map[string]any{"task_id": v.TaskID, "message": "Ada"}))
 			if v.State != "completed" || !v.said("hello Ada") {
 				t.Fatalf("answer: %+v", v)
+			}
+			if c := strings.Join(v.conversation(), " | "); !strings.HasPrefix(c, "user: ask | agent: what is your name? | user: Ada") || v.repeated() != "" {
+				t.Errorf("answer: the conversation %s", c)
 			}
 			v = s.task(s.call("spawn_agent", map[string]any{"message": "wait"}))
 			res = s.call("cancel_task", map[string]any{"task_id": v.TaskID})

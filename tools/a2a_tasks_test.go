@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
+	"github.com/a2aproject/a2a-go/a2aclient/agentcard"
 	"github.com/a2aproject/a2a-go/a2asrv"
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -31,11 +33,17 @@ import (
 // agentGateway serves a gateway whose catalog lists the agent at url.
 func agentGateway(t *testing.T, allowLocal bool, entries ...registry.Entry) *testGateway {
 	t.Helper()
+	return agentGatewayWith(t, allowLocal, 10*time.Second, entries...)
+}
+
+// agentGatewayWith is agentGateway with a call timeout.
+func agentGatewayWith(t *testing.T, allowLocal bool, callTimeout time.Duration, entries ...registry.Entry) *testGateway {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	hc := (&guard.Dialer{AllowLocal: allowLocal}).Client()
 	m := &attach.Manager{
 		Registries: []registry.Registry{registry.NewLocal("test", registry.NewIndex("test", entries))},
-		HTTP:       hc, AllowTypes: config.DefaultAllowAttachTypes, MaxAttachments: 5, CallTimeout: 10 * time.Second,
+		HTTP:       hc, AllowTypes: config.DefaultAllowAttachTypes, MaxAttachments: 5, CallTimeout: callTimeout,
 		StartTimeout: 10 * time.Second, Log: log,
 	}
 	g := New(m, log, Options{Version: "test"})
@@ -97,6 +105,27 @@ func (s *clientSession) task(res *mcp.CallToolResult) taskView {
 		s.t.Fatal(err)
 	}
 	return v
+}
+
+// conversation is the task's messages, "role: text" each, in order.
+func (v taskView) conversation() []string {
+	var out []string
+	for _, m := range v.Messages {
+		out = append(out, m.Role+": "+m.Text)
+	}
+	return out
+}
+
+// repeated is a message said twice in the task's view, or "".
+func (v taskView) repeated() string {
+	seen := map[string]bool{}
+	for _, m := range v.conversation() {
+		if seen[m] {
+			return m
+		}
+		seen[m] = true
+	}
+	return ""
 }
 
 func (v taskView) said(text string) bool {
@@ -161,6 +190,10 @@ func TestAgentTasks(t *testing.T) {
 	v = s.task(s.call("message_task", map[string]any{"task_id": v.TaskID, "message": "Ada"}))
 	if v.State != "completed" || !v.said("hello Ada") {
 		t.Fatalf("after message_task: %+v", v)
+	}
+	// The conversation reads in order, question before answer, each once.
+	if got := strings.Join(v.conversation(), " | "); got != "user: ask | agent: what is your name? | user: Ada" {
+		t.Errorf("the conversation: %s", got)
 	}
 
 	// A wait that times out is not an error; cancel ends the task.
@@ -429,5 +462,115 @@ func TestAgentAnswerWithoutEnd(t *testing.T) {
 	}
 	if res := s.call("list_attached_resources", map[string]any{}); res.IsError {
 		t.Errorf("the session after: %s", firstText(res))
+	}
+}
+
+// An agent that never answers a request holds no tool call past the call
+// timeout: spawn_agent, message_task and cancel_task each end with
+// timeout, saying which agent and what it did not answer, and the session
+// goes on. They waited for good (a call was seen open after six minutes).
+func TestAgentNeverAnswers(t *testing.T) {
+	mux := http.NewServeMux()
+	agent := httptest.NewServer(mux)
+	t.Cleanup(agent.Close)
+	mux.Handle(a2afixture.CardPath, a2asrv.NewStaticAgentCardHandler(a2afixture.NewCard(agent.URL+a2afixture.RPCPath)))
+	// It answers a message with a working task, except a message saying
+	// "hang", and never answers a cancellation.
+	mux.HandleFunc(a2afixture.RPCPath, func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(body, &req)
+		if req.Method == "tasks/cancel" || strings.Contains(string(body), "hang") {
+			<-r.Context().Done()
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"kind":"task","id":"t1","contextId":"c1","status":{"state":"working"}}}`, req.ID)
+	})
+	tg := agentGatewayWith(t, true, 300*time.Millisecond, agentEntry("urn:air:agents.test:agent:stuck", agent.URL+a2afixture.CardPath))
+	s := tg.connect(t)
+	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:stuck"}); res.IsError {
+		t.Fatalf("attach agent: %s", firstText(res))
+	}
+	timedOut := func(what string, res *mcp.CallToolResult, says string) {
+		t.Helper()
+		if s.code(res) != "timeout" || !strings.Contains(firstText(res), "stuck did not answer "+says+" within 300ms") {
+			t.Errorf("%s: %s %s", what, s.code(res), firstText(res))
+		}
+	}
+	timedOut("spawn", s.call("spawn_agent", map[string]any{"message": "hang"}), "the message")
+	v := s.task(s.call("spawn_agent", map[string]any{"message": "work"}))
+	timedOut("message_task", s.call("message_task", map[string]any{"task_id": v.TaskID, "message": "hang on"}), "the message")
+	timedOut("cancel_task", s.call("cancel_task", map[string]any{"task_id": v.TaskID}), "the cancellation")
+	if res := s.call("list_tasks", map[string]any{}); res.IsError {
+		t.Fatalf("the session after: %s", firstText(res))
+	}
+}
+
+// Detaching an agent cancels the session's tasks still running at it:
+// once detached, nothing could, and they ran on at the agent for good.
+// Tasks at another agent go on.
+func TestDetachCancelsAgentTasks(t *testing.T) {
+	agent, other := a2afixture.Start(t), a2afixture.Start(t)
+	tg := agentGateway(t, true,
+		agentEntry("urn:air:agents.test:agent:helper", agent.URL+a2afixture.CardPath),
+		agentEntry("urn:air:agents.test:agent:other", other.URL+a2afixture.CardPath))
+	s := tg.connect(t)
+	for _, urn := range []string{"urn:air:agents.test:agent:helper", "urn:air:agents.test:agent:other"} {
+		if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
+			t.Fatalf("attach %s: %s", urn, firstText(res))
+		}
+	}
+	var ids []string
+	for range 2 {
+		ids = append(ids, s.task(s.call("spawn_agent", map[string]any{"agent": "helper", "message": "wait"})).TaskID)
+	}
+	done := s.task(s.call("spawn_agent", map[string]any{"agent": "helper", "message": "reply done"}))
+	elsewhere := s.task(s.call("spawn_agent", map[string]any{"agent": "other", "message": "wait"}))
+
+	res := s.call("detach_resource", map[string]any{"name": "helper"})
+	var out struct {
+		Status    string
+		Cancelled int `json:"tasks_cancelled"`
+	}
+	if err := json.Unmarshal(res.RawStructuredContent, &out); err != nil || res.IsError || out.Status != "detached" || out.Cancelled != 2 {
+		t.Fatalf("detach: %s", firstText(res))
+	}
+	at := func(a *a2afixture.Agent, id string) a2a.TaskState {
+		t.Helper()
+		card, err := agentcard.NewResolver(a.HTTPClient()).Resolve(t.Context(), a.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := a2aclient.NewFromCard(t.Context(), card, a2aclient.WithJSONRPCTransport(a.HTTPClient()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Destroy()
+		task, err := c.GetTask(t.Context(), &a2a.TaskQueryParams{ID: a2a.TaskID(id)})
+		if err != nil {
+			t.Fatalf("task %s at the agent: %v", id, err)
+		}
+		return task.Status.State
+	}
+	for _, id := range ids {
+		if st := at(agent, id); st != a2a.TaskStateCanceled {
+			t.Errorf("task %s at the detached agent: %s", id, st)
+		}
+	}
+	if l := firstText(s.call("list_tasks", map[string]any{})); strings.Count(l, `"state":"canceled"`) != 2 {
+		t.Errorf("list_tasks after the detach: %s", l)
+	}
+	if !done.Final {
+		t.Errorf("a direct reply is not final: %+v", done)
+	}
+	if st := at(other, elsewhere.TaskID); st != a2a.TaskStateWorking {
+		t.Errorf("the other agent's task: %s", st)
+	}
+	if res := s.call("cancel_task", map[string]any{"task_id": elsewhere.TaskID}); res.IsError {
+		t.Errorf("cancel at the other agent: %s", firstText(res))
 	}
 }

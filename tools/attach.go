@@ -145,12 +145,16 @@ func (g *Gateway) detach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	if (a.URN == "") == (a.Name == "") {
 		return invalid("detach_resource", errors.New(`give exactly one of "urn" and "name"`)), nil
 	}
-	att, err := s.att.Detach(a.URN + a.Name)
+	att, cancelled, err := s.att.Detach(a.URN + a.Name)
 	g.audit("detach", s.att.ID, a.URN+a.Name, err)
 	if err != nil {
 		return fromError(err), nil
 	}
-	return result(map[string]string{"status": "detached", "urn": att.URN, "name": att.Name}), nil
+	out := map[string]any{"status": "detached", "urn": att.URN, "name": att.Name}
+	if att.Kind == attach.KindA2AAgent {
+		out["tasks_cancelled"] = cancelled // its unfinished tasks, which nothing could cancel once detached
+	}
+	return result(out), nil
 }
 
 func (g *Gateway) listTool() server.ServerTool {
