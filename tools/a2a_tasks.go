@@ -185,7 +185,7 @@ func (g *Gateway) taskProgress(ctx context.Context, req mcp.CallToolRequest) fun
 		if len(v.Messages) > 0 {
 			msg += ": " + v.Messages[len(v.Messages)-1].Text
 		}
-		_ = g.mcp.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), map[string]any{
+		_ = g.notify(ctx, string(mcp.MethodNotificationProgress), map[string]any{
 			"progressToken": token, "progress": n, "message": msg,
 		})
 	}

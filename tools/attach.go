@@ -109,7 +109,7 @@ func (g *Gateway) progress(ctx context.Context, req mcp.CallToolRequest, stages 
 				step = i + 1
 			}
 		}
-		err := g.mcp.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), map[string]any{
+		err := g.notify(ctx, string(mcp.MethodNotificationProgress), map[string]any{
 			"progressToken": token, "progress": step, "total": len(stages), "message": stage,
 		})
 		if err != nil {

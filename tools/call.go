@@ -38,7 +38,7 @@ func (g *Gateway) forward(ctx context.Context, req mcp.CallToolRequest, name str
 		return failure("internal", "no session")
 	}
 	relay := func(n mcp.JSONRPCNotification) {
-		if err := g.mcp.SendNotificationToClient(ctx, n.Method, n.Params.AdditionalFields); err != nil {
+		if err := g.notify(ctx, n.Method, n.Params.AdditionalFields); err != nil {
 			g.log.Debug("progress not relayed", "err", err)
 		}
 	}

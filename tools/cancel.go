@@ -312,10 +312,13 @@ func endUnanswered(stream *progressStream, out eventOut) error {
 // serverCall is a request of an HTTP session that the MCP server answers,
 // while the server runs it. A notifications/cancelled naming it cancels
 // its answer: mcp-go's server answers every request, so the answer is
-// neither kept for a resumed stream (eventStore) nor written
-// (unansweredWriter), and the request ends as an event stream with no
-// message, as a fast call's does. The server stops the call itself.
-type serverCall struct{ cancelled atomic.Bool }
+// neither kept for a resumed stream (eventStore) nor written (callWriter),
+// and the request ends as an event stream with no message, as a fast
+// call's does. The server stops the call itself.
+type serverCall struct {
+	cancelled atomic.Bool
+	w         *callWriter // its response; set before the server runs it
+}
 
 func (c *serverCall) cancel() { c.cancelled.Store(true) }
 func (c *serverCall) stop()   {} // the server ends its own calls
@@ -330,6 +333,15 @@ func (c *serverCall) drops(msg []byte) bool {
 	return ok
 }
 
+// notify writes msg, a notification of the call's own (its progress), on
+// the call's stream, and reports whether it took it. mcp-go's server
+// queues a notification for whichever of the session's streams reads
+// first, the GET stream or another request's: a call's progress came out
+// of order, split between streams, or where the client never looked.
+func (c *serverCall) notify(msg []byte) bool {
+	return c != nil && c.w != nil && c.w.event(msg)
+}
+
 type serverCallKey struct{}
 
 // serverCallOf returns the serverCall of a request's context, if any.
@@ -339,35 +351,85 @@ func serverCallOf(ctx context.Context) *serverCall {
 }
 
 // trackServerCall records m, when it is a request, as a call of session s
-// that the server answers, until done is called, and gives the server a
-// writer that drops its answer once the call is cancelled.
+// that the server answers, until done is called, and gives the server the
+// call's writer (callWriter).
 func trackServerCall(s *session, w http.ResponseWriter, r *http.Request, m message) (http.ResponseWriter, *http.Request, func()) {
 	if !m.request() {
 		return w, r, func() {}
 	}
 	id := string(m.ID)
 	c := &serverCall{}
+	c.w = &callWriter{ResponseWriter: w, call: c}
 	s.fast.add(id, c)
 	r = r.WithContext(context.WithValue(r.Context(), serverCallKey{}, c))
-	return &unansweredWriter{ResponseWriter: w, call: c}, r, func() { s.fast.removeServerCall(id, c) }
+	return c.w, r, func() {
+		c.w.end()
+		s.fast.removeServerCall(id, c)
+	}
 }
 
-// unansweredWriter is the response writer of a serverCall.
-type unansweredWriter struct {
+// callWriter is the response writer of a serverCall. It drops the answer
+// once the call is cancelled, and writes the call's own notifications
+// (serverCall.notify) on its stream, which they begin when the server has
+// not: the server's headers then come too late, and its answer, meant as
+// JSON, is written as the stream's last event.
+type callWriter struct {
 	http.ResponseWriter
 	call *serverCall
+
+	mu sync.Mutex // the server's writes and the call's own events
 	// empty: the answer was to be JSON, and the request ends instead as an
 	// event stream with nothing in it.
 	empty bool
+	// streaming: the response is an event stream; ours: begun by the
+	// call's own events; json: the server, after them, meant to answer
+	// in JSON.
+	streaming, ours, json bool
+	ended                 bool // the server is done with the request
 }
 
-func (w *unansweredWriter) WriteHeader(code int) {
+// event writes msg as an event of the call's stream, beginning it if
+// need be, and reports whether the call took it: after the answer, or
+// once the call is cancelled, it is dropped.
+func (w *callWriter) event(msg []byte) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended || w.empty || w.call.cancelled.Load() {
+		return true
+	}
+	if !w.streaming {
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		w.ResponseWriter.WriteHeader(http.StatusOK)
+		w.streaming, w.ours = true, true
+	}
+	_, _ = w.ResponseWriter.Write(slices.Concat(sseMessage, msg, []byte("\n\n")))
+	w.flush()
+	return true
+}
+
+// end marks the request done with: what the call sends after goes nowhere.
+func (w *callWriter) end() {
+	w.mu.Lock()
+	w.ended = true
+	w.mu.Unlock()
+}
+
+func (w *callWriter) WriteHeader(code int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	h := w.Header()
+	if w.ours {
+		w.json = h.Get("Content-Type") == "application/json"
+		return // sent already, as an event stream's
+	}
 	if code == http.StatusOK && w.call.cancelled.Load() && h.Get("Content-Type") == "application/json" {
 		h.Set("Content-Type", "text/event-stream")
 		h.Set("Cache-Control", "no-cache")
 		w.empty = true
 	}
+	w.streaming = h.Get("Content-Type") == "text/event-stream"
 	w.ResponseWriter.WriteHeader(code)
 }
 
@@ -375,8 +437,17 @@ func (w *unansweredWriter) WriteHeader(code int) {
 // answer has no id line: the event store kept no event for it.
 var sseMessage = []byte("event: message\ndata: ")
 
-func (w *unansweredWriter) Write(p []byte) (int, error) {
+func (w *callWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.empty {
+		return len(p), nil
+	}
+	if w.json { // the answer, in one Write (json.Encoder)
+		if answer := bytes.TrimSpace(p); !w.call.drops(answer) {
+			_, err := w.ResponseWriter.Write(slices.Concat(sseMessage, answer, []byte("\n\n")))
+			return len(p), err
+		}
 		return len(p), nil
 	}
 	if data, ok := bytes.CutPrefix(p, sseMessage); ok && w.call.drops(data) {
@@ -386,11 +457,17 @@ func (w *unansweredWriter) Write(p []byte) (int, error) {
 }
 
 // Flush passes on to net/http's writer, which can always flush.
-func (w *unansweredWriter) Flush() {
+func (w *callWriter) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.flush()
+}
+
+func (w *callWriter) flush() {
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
 }
 
 // Unwrap serves http.ResponseController (mcp-go sets write deadlines).
-func (w *unansweredWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+func (w *callWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
 
@@ -421,16 +422,19 @@ func TestAnsweredRequestsLetGo(t *testing.T) {
 // it: on the fast path on a connection of net/http's and on a kept one,
 // with or without progress streamed before; on the MCP server's path (a
 // method name spelled with an escape takes it) with the answer that was
-// to be JSON, and with the answer that was to end a stream, which is then
-// not kept for a client resuming that stream either.
+// to be JSON, with the answer that was to end the stream its progress
+// began, and with the answer that was to end a stream the server began
+// with event ids, which is then not kept for a client resuming that
+// stream either.
 func TestCancelledGetsNoAnswerHTTP(t *testing.T) {
 	tg, up, sid := keptGateway(t, HTTPOptions{})
 	other := dialRaw(t, tg, sid)
 	for _, tc := range []struct {
 		id                     int
 		kept, progress, server bool
-	}{{2, false, false, false}, {4, true, false, false}, {6, false, true, false}, {8, true, true, false},
-		{20, false, false, true}, {22, false, true, true}, {24, true, true, true}} {
+		notice                 bool // the server streams the call, for a notice of the session's
+	}{{2, false, false, false, false}, {4, true, false, false, false}, {6, false, true, false, false}, {8, true, true, false, false},
+		{20, false, false, true, false}, {22, false, true, true, false}, {24, true, true, true, false}, {26, false, false, true, true}} {
 		id, kept := tc.id, tc.kept
 		c := dialRaw(t, tg, sid)
 		if kept {
@@ -459,7 +463,14 @@ func TestCancelledGetsNoAnswerHTTP(t *testing.T) {
 		start := time.Now()
 		var resp *http.Response
 		var body string
-		if tc.progress {
+		if tc.notice {
+			// mcp-go's server hands a notice of the session to the stream
+			// of a request it runs, which it then writes with event ids.
+			if err := tg.g.mcp.SendNotificationToSpecificClient(sid, string(mcp.MethodNotificationToolsListChanged), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if tc.progress || tc.notice {
 			// Cancelled once the stream of its progress has begun.
 			_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 			var err error
@@ -467,7 +478,7 @@ func TestCancelledGetsNoAnswerHTTP(t *testing.T) {
 				t.Fatal(err)
 			}
 			events := bufio.NewReader(resp.Body)
-			for !strings.Contains(body, `"progress"`) {
+			for !strings.Contains(body, `"progress"`) && !strings.Contains(body, "list_changed") {
 				line, err := events.ReadString('\n')
 				if err != nil {
 					t.Fatalf("%+v: %v after %q", tc, err, body)
@@ -496,7 +507,12 @@ func TestCancelledGetsNoAnswerHTTP(t *testing.T) {
 				t.Fatalf("%+v: the upstream kept working on the cancelled call", tc)
 			}
 		}
-		if tc.server && tc.progress {
+		if tc.server && tc.progress && lastEventID(body) != "" {
+			// The call's progress is on its own stream, as on the fast
+			// path (serverCall.notify): with no ids, nothing to resume.
+			t.Fatalf("%+v: progress events with ids: %q", tc, body)
+		}
+		if tc.notice {
 			if resumed := resume(t, tg, sid, lastEventID(body)); strings.Contains(resumed, `"id":`) {
 				t.Fatalf("%+v: the resumed stream replayed the answer: %q", tc, resumed)
 			}

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -205,3 +206,21 @@ func (r *responseEvents) write(p []byte) error {
 }
 
 func (r *responseEvents) end() error { return nil }
+
+// notify sends a notification of the request ctx belongs to (its progress)
+// to the client. Over HTTP it goes on the request's own stream
+// (serverCall.notify); mcp-go's server would hand it to whichever of the
+// session's streams read first. Over stdio, where there is one stream,
+// the server sends it.
+func (g *Gateway) notify(ctx context.Context, method string, params map[string]any) error {
+	if c := serverCallOf(ctx); c != nil {
+		msg, err := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "method": method, "params": params})
+		if err != nil {
+			return err
+		}
+		if c.notify(msg) {
+			return nil
+		}
+	}
+	return g.mcp.SendNotificationToClient(ctx, method, params)
+}

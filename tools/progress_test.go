@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -315,4 +316,101 @@ func TestAppendEvent(t *testing.T) {
 			t.Fatalf("in parts: %q, whole: %q", parts, ev)
 		}
 	}
+}
+
+// Over HTTP, the progress of a request the MCP server runs goes on that
+// request's own stream, in order, and the answer ends it: the gateway's
+// own tools (attach_resource's stages) and proxied calls that take the
+// server's path, several at once, while the session's GET stream is open.
+// mcp-go's server handed each progress notification to whichever of the
+// session's streams read first: with the TypeScript SDK, which always
+// opens the GET stream, attach's stages came out of order in four runs of
+// five.
+func TestServerCallProgressOnItsStream(t *testing.T) {
+	up := newRecordingUpstream(t)
+	tg := newGateway(t, 10*time.Second, remoteEntry(fastURN, up.URL))
+	sid := tg.connect(t).c.GetSessionId()
+	post := func(body string) string {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, tg.url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return ""
+		}
+		defer resp.Body.Close()
+		var out strings.Builder
+		_, _ = io.Copy(&out, resp.Body)
+		return out.String()
+	}
+	// progressOf checks that stream holds token's progress, rising, and
+	// nothing else of anyone's but its answer to id, last.
+	progressOf := func(what, stream, token string, id int) {
+		t.Helper()
+		last, n := -1.0, 0
+		for _, event := range strings.Split(strings.TrimSpace(stream), "\n\n") {
+			data, ok := strings.CutPrefix(event[strings.Index(event, "data: ")+1:], "ata: ")
+			if !ok {
+				t.Fatalf("%s: not an event: %q", what, event)
+			}
+			var m struct {
+				ID     *int
+				Method string
+				Params struct {
+					ProgressToken string
+					Progress      float64
+				}
+			}
+			if err := json.Unmarshal([]byte(data), &m); err != nil {
+				t.Fatalf("%s: %v in %q", what, err, data)
+			}
+			switch {
+			case m.Method == string(mcp.MethodNotificationProgress) && m.Params.ProgressToken == token && m.Params.Progress > last && n >= 0:
+				last, n = m.Params.Progress, n+1
+			case m.Method == string(mcp.MethodNotificationToolsListChanged):
+			case m.ID != nil && *m.ID == id && n > 0:
+				n = -n // the answer: nothing may follow
+			default:
+				t.Fatalf("%s: %q out of place in %q", what, data, stream)
+			}
+		}
+		if n >= 0 {
+			t.Fatalf("%s: no progress, or no answer last: %q", what, stream)
+		}
+	}
+
+	getReq, _ := http.NewRequest(http.MethodGet, tg.url, nil)
+	getReq.Header.Set("Accept", "text/event-stream")
+	getReq.Header.Set("Mcp-Session-Id", sid)
+	ctx, stopGET := context.WithCancel(context.Background())
+	getResp, err := http.DefaultClient.Do(getReq.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(getResp.Body)
+		got <- string(b)
+	}()
+
+	stream := post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"attach_resource","arguments":{"urn":"` + fastURN + `","name":"again"},"_meta":{"progressToken":"a"}}}`)
+	progressOf("attach_resource", stream, "a", 1)
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() {
+			token, id := fmt.Sprint("s", i), 10+i
+			// The method spelled with an escape takes the server's path.
+			stream := post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools\/call","params":{"name":"mcp_again__slow","arguments":{"ms":400},"_meta":{"progressToken":%q}}}`, id, token))
+			progressOf("a proxied call on the server's path", stream, token, id)
+		})
+	}
+	wg.Wait()
+	stopGET()
+	if get := <-got; strings.Contains(get, "progressToken") {
+		t.Errorf("progress on the GET stream: %q", get)
+	}
+	http.DefaultClient.CloseIdleConnections()
 }
