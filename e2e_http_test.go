@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -242,19 +243,40 @@ func TestHTTPHealthz(t *testing.T) {
 // count, and its id is refused. A session in use meanwhile is not ended.
 func TestHTTPIdleSessionSwept(t *testing.T) {
 	url, _ := startHTTP(t, env(true, "ARDGATE_SESSION_IDLE_TIMEOUT=2s"), "--catalog", "testdata/catalogs/fixture.json")
-	gone, busy := connectHTTP(t, url), connectHTTP(t, url)
-	for _, g := range []*gateway{gone, busy} {
+	gone, busy, calling, listening := connectHTTP(t, url), connectHTTP(t, url), connectHTTP(t, url), connectHTTP(t, url)
+	for _, g := range []*gateway{gone, busy, calling, listening} {
 		if res := g.call("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}); res.IsError {
 			t.Fatalf("attach: %s", text(res))
 		}
 	}
 	pid, sid := gone.pidOf("fixture"), gone.c.GetSessionId()
+	// A session whose client sends nothing is not idle while a call of
+	// it runs, nor while its GET stream is open: both were swept.
+	slow := make(chan string, 1)
+	go func() { slow <- text(calling.call("mcp_fixture__slow", map[string]any{"ms": 6000})) }()
+	get, _ := http.NewRequest(http.MethodGet, url, nil)
+	get.Header.Set("Accept", "text/event-stream")
+	get.Header.Set("Mcp-Session-Id", listening.c.GetSessionId())
+	ctx, stopListening := context.WithCancel(context.Background())
+	defer stopListening()
+	stream, err := http.DefaultClient.Do(get.WithContext(ctx))
+	if err != nil || stream.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream: %v %v", err, stream)
+	}
+	defer stream.Body.Close()
 	start := time.Now()
 	for time.Since(start) < 6*time.Second { // past the timeout, and a sweep or two
 		if got := text(busy.call("mcp_fixture__echo", map[string]any{"message": "busy"})); got != "busy" {
 			t.Fatalf("the session in use, after %s: %q", time.Since(start).Round(time.Millisecond), got)
 		}
 		time.Sleep(500 * time.Millisecond)
+	}
+	if got := <-slow; got != "slept 6000ms" {
+		t.Fatalf("a call of 6 s with an idle timeout of 2 s: %q", got)
+	}
+	stopListening()
+	if got := text(listening.call("mcp_fixture__echo", map[string]any{"message": "still here"})); got != "still here" {
+		t.Fatalf("the session that listened: %q", got)
 	}
 	waitGroupGone(t, pid, 10*time.Second)
 	resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/healthz")
@@ -264,8 +286,8 @@ func TestHTTPIdleSessionSwept(t *testing.T) {
 	var h struct{ Sessions int }
 	err = json.NewDecoder(resp.Body).Decode(&h)
 	resp.Body.Close()
-	if err != nil || h.Sessions != 1 {
-		t.Fatalf("healthz after the sweep: %d sessions (%v), want 1, the one in use", h.Sessions, err)
+	if err != nil || h.Sessions != 3 {
+		t.Fatalf("healthz after the sweep: %d sessions (%v), want 3, the ones in use", h.Sessions, err)
 	}
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 	req.Header.Set("Content-Type", "application/json")

@@ -67,6 +67,13 @@ func (in *inflight) add(id string, c stopper) {
 	in.mu.Unlock()
 }
 
+// busy tells whether a call is in flight.
+func (in *inflight) busy() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return len(in.calls) > 0
+}
+
 func (in *inflight) remove(id string) {
 	key, _ := idKey(id)
 	in.mu.Lock()

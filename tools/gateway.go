@@ -102,6 +102,12 @@ type session struct {
 	// notices is where the MCP server queues the session's notifications
 	// (tools/list_changed); set once it registered the session.
 	notices atomic.Pointer[chan<- mcp.JSONRPCNotification]
+	// streams counts the session's open GET streams; clock winds the
+	// server's idle clock while the session is busy (busyClock), started
+	// once.
+	streams   atomic.Int32
+	clock     atomic.Pointer[time.Timer]
+	clockOnce sync.Once
 }
 
 // noticesQueued tells whether the MCP server holds notifications for the
@@ -214,6 +220,9 @@ func (g *Gateway) onUnregister(_ context.Context, cs server.ClientSession) {
 	g.open.Add(-1)
 	s := v.(*session)
 	g.stdio.CompareAndSwap(s, nil)
+	if t := s.clock.Load(); t != nil {
+		t.Stop()
+	}
 	s.att.Close()
 }
 

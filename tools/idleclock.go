@@ -21,6 +21,12 @@ import (
 // drops the answer. Letting one of the client's requests through instead
 // would do as well, but a call of a proxied tool there would make the
 // server's session hold every proxied tool (toServer).
+//
+// A session is not idle while a call of it runs or its GET stream is
+// open, though its client sends nothing: the server swept a session in
+// the middle of a call longer than IdleTTL (a slow tool, a wait_task of
+// five minutes), and a client's open GET stream with it. Every quarter of
+// IdleTTL, a busy session's clock is wound too (busyClock).
 
 // idleClockPing winds a session's idle clock.
 const idleClockPing = `{"jsonrpc":"2.0","id":"ardgate-idle-clock","method":"ping"}`
@@ -34,29 +40,59 @@ func (h *HTTP) windIdleClock(r *http.Request, s *session) {
 	if time.Duration(now-seen) <= h.idleTTL/4 || !s.seen.CompareAndSwap(seen, now) {
 		return
 	}
-	ping, err := http.NewRequestWithContext(context.WithoutCancel(r.Context()), http.MethodPost, "/mcp", strings.NewReader(idleClockPing))
+	if !h.ping(r.Context(), s, r.Host, r.Header.Get(server.HeaderKeySessionID), r.Header.Get(server.HeaderKeyProtocolVersion)) {
+		s.seen.CompareAndSwap(now, seen) // not wound: the next request tries again
+	}
+}
+
+// ping has the server answer the gateway's ping in session s, whose id
+// is sid, as a request to host in protocol version (none when ""), and
+// reports whether it did.
+func (h *HTTP) ping(ctx context.Context, s *session, host, sid, version string) bool {
+	ping, err := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodPost, "/mcp", strings.NewReader(idleClockPing))
 	if err != nil {
-		s.seen.CompareAndSwap(now, seen)
-		return
+		return false
 	}
 	// The client's Host, which mcp-go checks against DNS rebinding as it
 	// checked the client's own requests.
-	ping.Host = r.Host
+	ping.Host = host
 	ping.Header.Set("Content-Type", "application/json")
 	ping.Header.Set("Accept", "application/json, text/event-stream")
-	ping.Header.Set(server.HeaderKeySessionID, r.Header.Get(server.HeaderKeySessionID))
-	if v := r.Header.Get(server.HeaderKeyProtocolVersion); v != "" {
-		ping.Header.Set(server.HeaderKeyProtocolVersion, v)
+	ping.Header.Set(server.HeaderKeySessionID, sid)
+	if version != "" {
+		ping.Header.Set(server.HeaderKeyProtocolVersion, version)
 	}
 	w := &pingWriter{header: http.Header{}, status: http.StatusOK}
 	released(h.streamable).ServeHTTP(w, ping)
 	if w.status != http.StatusOK {
-		// Not wound: the next request tries again.
-		s.seen.CompareAndSwap(now, seen)
 		h.g.log.Warn("the server refused the gateway's idle-clock ping", "status", w.status, "answer", guard.Text(w.body.String(), 200))
-		return
+		return false
 	}
 	h.g.requeue(s, w.body.Bytes())
+	return true
+}
+
+// busyClock starts, once per session, the timer that winds the idle
+// clock of s, the session of r, every quarter of IdleTTL while a call of
+// it runs or its GET stream is open. The timer ends with the session.
+func (h *HTTP) busyClock(r *http.Request, s *session) {
+	if s.clock.Load() != nil {
+		return
+	}
+	s.clockOnce.Do(func() {
+		host, sid := r.Host, r.Header.Get(server.HeaderKeySessionID)
+		every := h.idleTTL / 4
+		s.clock.Store(time.AfterFunc(every, func() {
+			if h.g.lookup(sid) != s {
+				return // the session ended
+			}
+			if s.fast.busy() || s.streams.Load() > 0 {
+				s.seen.Store(time.Now().UnixNano())
+				h.ping(context.Background(), s, host, sid, "")
+			}
+			s.clock.Load().Reset(every)
+		}))
+	})
 }
 
 // requeue gives back to the server the notifications it sent a session

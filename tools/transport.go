@@ -479,9 +479,14 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 		switch r.Method {
 		case http.MethodPost:
 		case http.MethodGet, http.MethodDelete:
-			if !h.refuseUnknownSession(w, r) {
-				next.ServeHTTP(w, r)
+			if h.refuseUnknownSession(w, r) {
+				return
 			}
+			if s != nil && r.Method == http.MethodGet {
+				s.streams.Add(1) // a session listening is not idle
+				defer s.streams.Add(-1)
+			}
+			next.ServeHTTP(w, r)
 			return
 		default: // mcp-go's server answered 404 "page not found"
 			w.Header().Set("Allow", "GET, POST, DELETE")
@@ -641,8 +646,11 @@ func readBody(r *http.Request) ([]byte, error) {
 // idle clock, as the server, which the request goes to, will.
 func (h *HTTP) fastSession(r *http.Request) (*session, bool) {
 	s, ok := h.fastTarget(r)
-	if s != nil && !ok {
-		s.seen.Store(time.Now().UnixNano())
+	if s != nil {
+		h.busyClock(r, s)
+		if !ok {
+			s.seen.Store(time.Now().UnixNano())
+		}
 	}
 	return s, ok
 }
