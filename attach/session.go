@@ -68,6 +68,9 @@ type Attachment struct {
 	// cardURL is where an agent's card can be fetched again, for health
 	// checks; empty for inline cards.
 	cardURL string
+	// sessionEnded: it is closed because its session ended, which is what
+	// a call cut short by that is told.
+	sessionEnded atomic.Bool
 
 	// release, for a stateless server's shared connection, gives it up
 	// instead of closing it.
@@ -437,6 +440,10 @@ func (s *Session) Attach(ctx context.Context, req Request) (a *Attachment, alrea
 	defer context.AfterFunc(s.ctx, cancel)()
 
 	a, err = s.open(ctx, key, req, name)
+	if err != nil && s.ctx.Err() != nil {
+		// Its start was cut short by the session's end, not the server.
+		return nil, false, fmt.Errorf("attach %s: %w while it was starting", key, ErrSessionClosed)
+	}
 	if err != nil {
 		return nil, false, fmt.Errorf("attach %s: %w", key, err)
 	}
@@ -775,6 +782,8 @@ func callError(att *Attachment, tool string, timeout time.Duration, err error, t
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, ErrUpstreamDown) && att.sessionEnded.Load():
+		return fmt.Errorf("%s: %w while %s was running on it", att.Name, ErrSessionClosed, tool)
 	case errors.Is(err, ErrUpstreamDown) && att.Pinned:
 		return fmt.Errorf("%s: %w; it is pinned in the gateway's config, so only a new session (over stdio, a new gateway process) starts it again", att.Name, err)
 	case errors.Is(err, ErrUpstreamDown):
@@ -821,6 +830,9 @@ func (s *Session) Close() {
 	atts := s.atts
 	s.atts = nil
 	s.mu.Unlock()
+	for _, a := range atts {
+		a.sessionEnded.Store(true)
+	}
 	s.cancel()
 	var wg sync.WaitGroup
 	for _, a := range atts {

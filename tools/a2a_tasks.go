@@ -90,7 +90,7 @@ func (g *Gateway) spawn(ctx context.Context, req mcp.CallToolRequest) (*mcp.Call
 	}
 	v, err := s.att.Spawn(ctx, a.Agent, a.Message, a.ContextID)
 	if err != nil {
-		return fromError(err), nil
+		return g.failed(err), nil
 	}
 	return result(v), nil
 }
@@ -122,7 +122,7 @@ func (g *Gateway) wait(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	}
 	v, err := s.att.Wait(ctx, a.TaskID, a.timeout(), g.taskProgress(ctx, req))
 	if err != nil {
-		return fromError(err), nil
+		return g.failed(err), nil
 	}
 	return result(v), nil
 }
@@ -138,7 +138,7 @@ func (g *Gateway) message(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	}
 	v, err := s.att.Reply(ctx, a.TaskID, a.Message, a.timeout(), g.taskProgress(ctx, req))
 	if err != nil {
-		return fromError(err), nil
+		return g.failed(err), nil
 	}
 	return result(v), nil
 }
@@ -153,7 +153,7 @@ func (g *Gateway) cancelTask(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	}
 	v, err := s.att.Cancel(ctx, a.TaskID)
 	if err != nil {
-		return fromError(err), nil
+		return g.failed(err), nil
 	}
 	return result(map[string]any{"task_id": v.ID, "state": v.State, "final": v.Final}), nil
 }

@@ -77,7 +77,7 @@ func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	g.audit("attach", s.att.ID, a.URN, err)
 	if err != nil {
 		g.metrics.attaches.WithLabelValues("", "error").Inc()
-		return fromError(err), nil
+		return g.failed(err), nil
 	}
 	g.metrics.attaches.WithLabelValues(att.Kind, "ok").Inc()
 	status := "attached"
@@ -148,7 +148,7 @@ func (g *Gateway) detach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	att, cancelled, err := s.att.Detach(a.URN + a.Name)
 	g.audit("detach", s.att.ID, a.URN+a.Name, err)
 	if err != nil {
-		return fromError(err), nil
+		return g.failed(err), nil
 	}
 	out := map[string]any{"status": "detached", "urn": att.URN, "name": att.Name}
 	if att.Kind == attach.KindA2AAgent {

@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/guard"
 )
 
@@ -44,26 +45,40 @@ func (g *Gateway) forward(ctx context.Context, req mcp.CallToolRequest, name str
 	}
 	res, err := s.att.Call(ctx, name, args, req.Params.Meta, relay)
 	if err != nil {
-		return g.callFailed(ctx, name, err)
+		return g.callFailed(ctx, s, name, err)
 	}
 	return capResult(res, g.opts.MaxResultBytes)
 }
 
 // callFailed is the result of a proxied call that failed, counted against
 // its upstream.
-func (g *Gateway) callFailed(ctx context.Context, name string, err error) *mcp.CallToolResult {
+func (g *Gateway) callFailed(ctx context.Context, s *session, name string, err error) *mcp.CallToolResult {
 	if ctx.Err() != nil {
 		return failure("cancelled", "the call to %s was cancelled: %v", name, context.Cause(ctx))
 	}
 	if errors.Is(err, context.Canceled) { // a fast call over stdio, stopped by the client
 		return failure("cancelled", "the call to %s was cancelled: %v", name, err)
 	}
-	out := fromError(err)
+	out := g.failed(err)
 	var f failureBody
 	_ = json.Unmarshal(out.RawStructuredContent, &f)
-	upstream, _, _ := strings.Cut(strings.TrimPrefix(name, "mcp_"), "__")
-	g.metrics.upstream.WithLabelValues(upstream, f.Code).Inc()
+	// By URN, not by the attachment's name, which a client chooses: each
+	// name would be a series of its own, for good.
+	urn := "(detached)"
+	if a := attachmentOf(s, name); a != nil {
+		urn = a.URN
+	}
+	g.metrics.upstream.WithLabelValues(urn, f.Code).Inc()
 	return out
+}
+
+// failed is fromError, which also says when the gateway's own shutdown
+// ended the session under the call.
+func (g *Gateway) failed(err error) *mcp.CallToolResult {
+	if errors.Is(err, attach.ErrSessionClosed) && g.draining.Load() {
+		return failure("shutting_down", "%v: the gateway is shutting down; reconnect and try again", err)
+	}
+	return fromError(err)
 }
 
 // limit is the middleware every tool call passes: the session's rate

@@ -260,18 +260,18 @@ func (g *Gateway) serveFast(ctx context.Context, cancel context.CancelCauseFunc,
 	s.fast.add(c.ID, stopCause(cancel))
 	raw, err := s.att.CallRaw(ctx, c.Name, c.Arguments, c.progress(notify))
 	s.fast.remove(c.ID)
-	f := g.fastResult(ctx, c, a, raw, err)
+	f := g.fastResult(ctx, s, c, a, raw, err)
 	trace.end(f)
 	return f
 }
 
 // fastResult ends an admitted fast call with what its upstream answered
 // and returns the frame for the client.
-func (g *Gateway) fastResult(ctx context.Context, c callFrame, a admission, raw json.RawMessage, err error) frame {
+func (g *Gateway) fastResult(ctx context.Context, s *session, c callFrame, a admission, raw json.RawMessage, err error) frame {
 	name := c.Name
 	if err != nil {
 		a.end(true)
-		return response(c.ID, g.callFailed(ctx, name, err))
+		return response(c.ID, g.callFailed(ctx, s, name, err))
 	}
 	if len(raw) > g.opts.MaxResultBytes {
 		// Over the cap in bytes, perhaps in content: only now decode it.

@@ -624,3 +624,57 @@ func TestMaxSessions(t *testing.T) {
 	}
 	tg.connect(t)
 }
+
+// A session that ends under a call, or under an attach still starting,
+// tells the call so, with session_closed: the call said its upstream was
+// down, "detached; attach_resource … again to restart it", and the attach
+// blamed the server ("the server did not start: … context canceled"),
+// though neither could be helped by what they advised. Failed calls are
+// counted by the attachment's URN, not by the name its client chose.
+func TestSessionEndsUnderCall(t *testing.T) {
+	up := newRecordingUpstream(t)
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Read whole, so that net/http sees the client go; never answered.
+		_, _ = io.Copy(io.Discard, r.Body)
+		<-r.Context().Done()
+	}))
+	t.Cleanup(hung.Close)
+	tg := newGateway(t, 30*time.Second, remoteEntry(fastURN, up.URL), remoteEntry("urn:air:ardgate.test:mcp:hung", hung.URL))
+	s := tg.connect(t)
+	if res := s.call("attach_resource", map[string]any{"urn": fastURN, "name": "chosen"}); res.IsError {
+		t.Fatalf("attach: %s", firstText(res))
+	}
+	if res := s.call("mcp_chosen__big", map[string]any{"bytes": 12 << 20}); !res.IsError {
+		t.Fatal("a 12 MiB answer did not fail")
+	}
+	if m := tg.metrics(t); !strings.Contains(m, `ardgate_upstream_errors_total{code="upstream_error",urn="`+fastURN+`"} 1`) {
+		t.Errorf("the failed call is not counted by URN:\n%s", m)
+	}
+
+	results := make(chan *mcp.CallToolResult, 2)
+	go func() { results <- s.call("mcp_chosen__slow", map[string]any{"ms": 20000}) }()
+	go func() { results <- s.call("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:hung"}) }()
+	for deadline := time.Now().Add(5 * time.Second); up.inflight.Load() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow call never reached the upstream")
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // the attach is under way too
+	req, _ := http.NewRequest(http.MethodDelete, tg.url, nil)
+	req.Header.Set("Mcp-Session-Id", s.c.GetSessionId())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	for range 2 {
+		select {
+		case res := <-results:
+			if s.code(res) != "session_closed" || !strings.Contains(firstText(res), "session closed while") {
+				t.Errorf("cut short by the session's end: %s %s", s.code(res), firstText(res))
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a call outlived its session by 10 s")
+		}
+	}
+}

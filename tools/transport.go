@@ -243,7 +243,7 @@ type stdioCall struct {
 func (sc *stdioCall) finish(raw json.RawMessage, err error, b *guard.Batch) {
 	r := sc.r
 	r.inFlight.remove(sc.c.ID)
-	f := r.g.fastResult(sc.ctx, sc.c, sc.a, raw, err)
+	f := r.g.fastResult(sc.ctx, r.g.stdio.Load(), sc.c, sc.a, raw, err)
 	sc.trace.end(f)
 	if !sc.byClient.Load() {
 		r.reply(f, b)

@@ -28,20 +28,12 @@ func (g *Gateway) whyNoTool(s *session, name string, direct bool) string {
 		}
 		return fmt.Sprintf("%q is one of the gateway's own tools: call it directly, not through %s", name, callAttachedTool)
 	}
-	var att *attach.Attachment // the attachment whose prefix name has, the longest
-	for _, a := range s.att.Attachments() {
-		for _, t := range a.Tools() {
-			if t.Name != name {
-				continue
-			}
-			if direct && a.Deferred {
-				return fmt.Sprintf("%q is a tool of %s, attached in deferred tool mode, so it is not in the tool list: call it through %s", name, a.Name, callAttachedTool)
-			}
-			return ""
+	att := attachmentOf(s, name)
+	if att != nil && slices.ContainsFunc(att.Tools(), func(t attach.Tool) bool { return t.Name == name }) {
+		if direct && att.Deferred {
+			return fmt.Sprintf("%q is a tool of %s, attached in deferred tool mode, so it is not in the tool list: call it through %s", name, att.Name, callAttachedTool)
 		}
-		if prefix := "mcp_" + a.Name + "__"; strings.HasPrefix(name, prefix) && (att == nil || len(a.Name) > len(att.Name)) {
-			att = a
-		}
+		return ""
 	}
 	switch {
 	case att != nil && att.Kind == attach.KindA2AAgent:
@@ -72,6 +64,21 @@ func (g *Gateway) whyNoTool(s *session, name string, direct bool) string {
 	}
 	return fmt.Sprintf("%q is not a tool of this session: the gateway's own tools are %s; attached tools are named mcp_<name>__<tool> (list_attached_resources lists what is attached)",
 		name, listed(own))
+}
+
+// attachmentOf is the attachment of session s whose tools' names begin as
+// name does, mcp_<attachment>__, the longest such; nil when none does.
+func attachmentOf(s *session, name string) *attach.Attachment {
+	var att *attach.Attachment
+	if s == nil {
+		return nil
+	}
+	for _, a := range s.att.Attachments() {
+		if strings.HasPrefix(name, "mcp_"+a.Name+"__") && (att == nil || len(a.Name) > len(att.Name)) {
+			att = a
+		}
+	}
+	return att
 }
 
 // listed joins names for a sentence, the first 50 of them.
