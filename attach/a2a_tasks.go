@@ -22,6 +22,7 @@ var (
 	ErrTaskNotFound = errors.New("no such task in this session")
 	ErrNoAgent      = errors.New("no such agent")
 	ErrStoreFull    = errors.New("task store full")
+	ErrTaskFinished = errors.New("the task takes no more messages")
 )
 
 // TaskView is a task as the tools show it.
@@ -544,10 +545,10 @@ func (s *Session) Reply(ctx context.Context, id, message string, timeout time.Du
 		return TaskView{}, err
 	}
 	if t.direct {
-		return TaskView{}, fmt.Errorf("task %s was a direct reply; start a new one with spawn_agent (context_id %s keeps the conversation)", id, t.contextID)
+		return TaskView{}, fmt.Errorf("%w: task %s was a direct reply; start a new one with spawn_agent (context_id %s keeps the conversation)", ErrTaskFinished, id, t.contextID)
 	}
 	if t.final() {
-		return t.view(), fmt.Errorf("task %s has finished (%s); start a new one with spawn_agent and context_id %s", id, t.view().State, t.contextID)
+		return t.view(), fmt.Errorf("%w: task %s has finished (%s); start a new one with spawn_agent and context_id %s", ErrTaskFinished, id, t.view().State, t.contextID)
 	}
 	conn, err := t.agent.agentConn()
 	if err != nil {

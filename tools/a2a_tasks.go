@@ -3,6 +3,8 @@ package tools
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -85,8 +87,8 @@ func (g *Gateway) spawn(ctx context.Context, req mcp.CallToolRequest) (*mcp.Call
 	if fail != nil {
 		return fail, nil
 	}
-	if a.Message == "" {
-		return invalid("spawn_agent", errors.New(`"message" is required`)), nil
+	if strings.TrimSpace(a.Message) == "" {
+		return invalid("spawn_agent", errors.New(`"message" is required, and must say something`)), nil
 	}
 	v, err := s.att.Spawn(ctx, a.Agent, a.Message, a.ContextID)
 	if err != nil {
@@ -105,20 +107,34 @@ func (a waitArgs) timeout() time.Duration {
 	if a.Timeout == nil {
 		return defaultWait
 	}
-	return min(max(time.Duration(*a.Timeout*float64(time.Second)), 0), maxWait)
+	return time.Duration(*a.Timeout * float64(time.Second))
+}
+
+// check says what is wrong with the arguments of tool, or nil; a
+// message is wanted by message_task only. The schema's bounds were taken
+// in silence: -1 waited not at all, 1e9 five minutes.
+func (a waitArgs) check(tool string) error {
+	switch {
+	case a.TaskID == "":
+		return errors.New(`"task_id" is required`)
+	case a.Timeout != nil && (*a.Timeout < 0 || *a.Timeout > maxWait.Seconds()):
+		return fmt.Errorf(`"timeout_seconds" must be between 0 and %g`, maxWait.Seconds())
+	case tool == "message_task" && strings.TrimSpace(a.Message) == "":
+		return errors.New(`"message" is required, and must say something`)
+	case tool != "message_task" && a.Message != "":
+		return errors.New(`unknown argument "message"; use message_task to answer a task`)
+	}
+	return nil
 }
 
 func (g *Gateway) wait(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var a waitArgs
-	if err := decodeArgs(req, &a); err != nil || a.Message != "" {
-		if err == nil {
-			err = errors.New(`unknown argument "message"; use message_task to answer a task`)
-		}
-		return invalid("wait_task", err), nil
+	s, fail := g.begin(ctx, req, "wait_task", &a)
+	if fail != nil {
+		return fail, nil
 	}
-	s := g.current(ctx)
-	if s == nil {
-		return failure("internal", "no session"), nil
+	if err := a.check("wait_task"); err != nil {
+		return invalid("wait_task", err), nil
 	}
 	v, err := s.att.Wait(ctx, a.TaskID, a.timeout(), g.taskProgress(ctx, req))
 	if err != nil {
@@ -133,8 +149,8 @@ func (g *Gateway) message(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	if fail != nil {
 		return fail, nil
 	}
-	if a.TaskID == "" || a.Message == "" {
-		return invalid("message_task", errors.New(`"task_id" and "message" are required`)), nil
+	if err := a.check("message_task"); err != nil {
+		return invalid("message_task", err), nil
 	}
 	v, err := s.att.Reply(ctx, a.TaskID, a.Message, a.timeout(), g.taskProgress(ctx, req))
 	if err != nil {
@@ -150,6 +166,9 @@ func (g *Gateway) cancelTask(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	s, fail := g.begin(ctx, req, "cancel_task", &a)
 	if fail != nil {
 		return fail, nil
+	}
+	if a.TaskID == "" {
+		return invalid("cancel_task", errors.New(`"task_id" is required`)), nil
 	}
 	v, err := s.att.Cancel(ctx, a.TaskID)
 	if err != nil {

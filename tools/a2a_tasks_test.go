@@ -574,3 +574,43 @@ func TestDetachCancelsAgentTasks(t *testing.T) {
 		t.Errorf("cancel at the other agent: %s", firstText(res))
 	}
 }
+
+// The task tools refuse what they cannot do with invalid_arguments saying
+// what is wrong, before anything goes to an agent, and a message to a task
+// that takes none with task_finished. A missing task_id was "no such task
+// in this session: """, a timeout out of the schema's bounds was taken in
+// silence (-1 waited not at all, 1e9 five minutes), a message of spaces
+// went to the agent, a float was "float64", and a finished task's refusal
+// was an upstream_error, though no agent was asked.
+func TestTaskToolArguments(t *testing.T) {
+	agent := a2afixture.Start(t)
+	s := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:helper", agent.URL+a2afixture.CardPath)).connect(t)
+	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:helper"}); res.IsError {
+		t.Fatalf("attach: %s", firstText(res))
+	}
+	done := s.task(s.call("spawn_agent", map[string]any{"message": "reply hi"}))
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+		code string
+		says string
+	}{
+		{"wait_task", map[string]any{}, "invalid_arguments", `"task_id" is required`},
+		{"cancel_task", map[string]any{}, "invalid_arguments", `"task_id" is required`},
+		{"wait_task", map[string]any{"task_id": done.TaskID, "timeout_seconds": -1}, "invalid_arguments", "between 0 and 300"},
+		{"wait_task", map[string]any{"task_id": done.TaskID, "timeout_seconds": 301}, "invalid_arguments", "between 0 and 300"},
+		{"wait_task", map[string]any{"task_id": done.TaskID, "timeout_seconds": "5"}, "invalid_arguments", `"timeout_seconds" must be a number, not string`},
+		{"wait_task", map[string]any{"task_id": done.TaskID, "message": "hi"}, "invalid_arguments", "use message_task"},
+		{"message_task", map[string]any{"task_id": done.TaskID, "message": "  \n"}, "invalid_arguments", `"message" is required`},
+		{"spawn_agent", map[string]any{"message": " "}, "invalid_arguments", `"message" is required`},
+		{"message_task", map[string]any{"task_id": done.TaskID, "message": "more"}, "task_finished", "start a new one with spawn_agent"},
+	} {
+		res := s.call(tc.tool, tc.args)
+		if s.code(res) != tc.code || !strings.Contains(firstText(res), tc.says) {
+			t.Errorf("%s %v: %s %q; want %s saying %q", tc.tool, tc.args, s.code(res), firstText(res), tc.code, tc.says)
+		}
+	}
+	if v := s.task(s.call("wait_task", map[string]any{"task_id": done.TaskID, "timeout_seconds": 0})); !v.Final {
+		t.Errorf("a wait of 0 s on a finished task: %+v", v)
+	}
+}

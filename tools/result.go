@@ -95,6 +95,8 @@ func fromError(err error) *mcp.CallToolResult {
 		return failure("unknown_task", "%s", msg)
 	case errors.Is(err, attach.ErrNoAgent):
 		return failure("unknown_agent", "%s", msg)
+	case errors.Is(err, attach.ErrTaskFinished):
+		return failure("task_finished", "%s", msg)
 	case errors.Is(err, attach.ErrStoreFull):
 		return failure("task_store_full", "%s", msg)
 	case errors.Is(err, attach.ErrSessionClosed):
@@ -136,8 +138,10 @@ func decodeArgs(req mcp.CallToolRequest, v any) error {
 
 func jsonKind(goKind string) string {
 	switch goKind {
-	case "int", "int64", "int32":
+	case "int", "int64", "int32", "uint", "uint64", "uint32":
 		return "an integer"
+	case "float64", "float32":
+		return "a number"
 	case "string":
 		return "a string"
 	case "bool":
