@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -273,6 +274,13 @@ func describeA2AError(err error) error {
 		return fmt.Errorf("the agent does not support this operation: %w", err)
 	case errors.Is(err, a2a.ErrUnsupportedContentType):
 		return fmt.Errorf("the agent does not accept this content type: %w", err)
+	}
+	// An agent gone away: a2a-go wraps the dial's error in its request's,
+	// URL and all; the dial's says what happened. A dial the guard
+	// refused is not a down agent.
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" && !errors.Is(err, guard.ErrRefused) {
+		return fmt.Errorf("%w: the agent cannot be reached (%v); try again once it is back, list_attached_resources shows its state", ErrUpstreamDown, op)
 	}
 	return err
 }

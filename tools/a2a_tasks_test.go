@@ -269,8 +269,12 @@ func TestAgentFaults(t *testing.T) {
 	v := s.task(s.call("spawn_agent", map[string]any{"message": "wait"}))
 	agent.Close()
 	res = s.call("wait_task", map[string]any{"task_id": v.TaskID, "timeout_seconds": 5})
-	if !res.IsError || !strings.Contains(firstText(res), "helper") {
-		t.Fatalf("wait on a dead agent: %s", firstText(res))
+	if s.code(res) != "upstream_down" || !strings.Contains(firstText(res), "helper") || !strings.Contains(firstText(res), "cannot be reached (dial tcp") {
+		t.Fatalf("wait on a dead agent: %s %s", s.code(res), firstText(res))
+	}
+	res = s.call("spawn_agent", map[string]any{"message": "reply again"})
+	if s.code(res) != "upstream_down" || !strings.Contains(firstText(res), "try again once it is back") {
+		t.Fatalf("spawn on a dead agent: %s %s", s.code(res), firstText(res))
 	}
 	if res := s.call("list_tasks", map[string]any{}); res.IsError {
 		t.Fatalf("session unusable: %s", firstText(res))
