@@ -335,15 +335,16 @@ func partsText(parts a2a.ContentParts) string {
 	return strings.Join(out, "\n")
 }
 
-// partText renders a part for the model: text as text (sanitised and
-// bounded: it is another party's output), files and data described.
+// partText renders a part for the model: text as text, its lines kept
+// (sanitised and bounded: it is another party's output), files and data
+// described.
 func partText(p a2a.Part) string {
 	switch v := p.(type) {
 	case a2a.TextPart:
-		return guard.Text(v.Text, maxPartText)
+		return guard.Body(v.Text, maxPartText)
 	case a2a.DataPart:
 		b, _ := json.Marshal(v.Data)
-		return "[data] " + guard.Text(string(b), maxPartText)
+		return "[data] " + guard.Body(string(b), maxPartText)
 	case a2a.FilePart:
 		switch f := v.File.(type) {
 		case a2a.FileURI:

@@ -160,3 +160,19 @@ func TestTaskBounds(t *testing.T) {
 		t.Errorf("the view's marker %q", got)
 	}
 }
+
+// An agent's text reaches the model with its lines, and a part cut to
+// what a view shows says how much it left out: an answer of code read as
+// one line, and 300,000 characters were cut to 4,000 with a bare "…".
+func TestTaskText(t *testing.T) {
+	tk := &task{id: "t", agent: &Attachment{Name: "a"}}
+	answer := "func main() {\n\tprintln(\"hi\")\n}"
+	long := strings.Repeat("x", maxPartText+1000)
+	tk.apply(&a2a.Task{ID: "t", Status: a2a.TaskStatus{State: a2a.TaskStateCompleted,
+		Message: &a2a.Message{ID: "m", Role: a2a.MessageRoleAgent, Parts: a2a.ContentParts{a2a.TextPart{Text: answer}, a2a.TextPart{Text: long}}}}})
+	got := tk.view().Messages[0].Text
+	want := answer + "\n" + long[:maxPartText] + "… (1000 more characters not shown)"
+	if got != want {
+		t.Errorf("the answer as the model sees it: %.80q…%q", got, got[max(0, len(got)-60):])
+	}
+}

@@ -4,8 +4,10 @@
 package guard
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Text returns s fit to show a model: control characters and bidi
@@ -37,6 +39,28 @@ func Text(s string, max int) string {
 		}
 		b.WriteRune(r)
 		n += need
+	}
+	return b.String()
+}
+
+// Body returns s, a body of text another party wrote (an agent's answer),
+// fit to show a model: as Text, but its lines kept (newlines and tabs stay;
+// an answer's code or list read as one line), and a cut says how much it
+// left out.
+func Body(s string, max int) string {
+	var b strings.Builder
+	n := 0
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	for i, r := range s {
+		if r != '\n' && r != '\t' && isHidden(r) {
+			continue
+		}
+		if n == max {
+			fmt.Fprintf(&b, "… (%d more characters not shown)", utf8.RuneCountInString(s[i:]))
+			break
+		}
+		b.WriteRune(r)
+		n++
 	}
 	return b.String()
 }

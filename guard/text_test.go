@@ -121,3 +121,23 @@ func FuzzText(f *testing.F) {
 		checkText(t, s, m, guard.Text(s, m))
 	})
 }
+
+// Body keeps an answer's lines and tabs, drops what hides or reorders
+// text (a carriage return among them), and says how much a cut left out.
+func TestBody(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"line one\r\n\tindented\nline three", 100, "line one\n\tindented\nline three"},
+		{"a\u202Eb\u200Bc\x1b[31md\xff", 100, "abc[31md\uFFFD"},
+		{"0123456789", 4, "0123… (6 more characters not shown)"},
+		{"0123", 4, "0123"},
+		{"ééééé", 2, "éé… (3 more characters not shown)"},
+	} {
+		if got := guard.Body(c.in, c.max); got != c.want {
+			t.Errorf("Body(%q, %d) = %q, want %q", c.in, c.max, got, c.want)
+		}
+	}
+}
