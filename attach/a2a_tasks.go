@@ -360,9 +360,13 @@ func partText(p a2a.Part) string {
 // no name and exactly one agent attached, that one.
 func (s *Session) agentFor(name string) (*Attachment, error) {
 	var agents []*Attachment
+	key := registry.CanonicalURN(name)
 	for _, a := range s.Attachments() {
-		if a.Kind == KindA2AAgent {
+		switch {
+		case a.Kind == KindA2AAgent:
 			agents = append(agents, a)
+		case name != "" && (a.Name == name || a.URN == key):
+			return nil, fmt.Errorf("%w: %s is an MCP server, not an A2A agent: call its tools, named mcp_%s__<tool>", ErrNoAgent, a.Name, a.Name)
 		}
 	}
 	names := func() string {
@@ -381,7 +385,6 @@ func (s *Session) agentFor(name string) (*Attachment, error) {
 		}
 		return nil, fmt.Errorf("%w: say which agent (%s)", ErrNoAgent, names())
 	}
-	key := registry.CanonicalURN(name)
 	for _, a := range agents {
 		if a.Name == name || a.URN == key {
 			return a, nil
@@ -595,28 +598,29 @@ func (t *task) statusMessageID() string {
 	return t.last.Status.Message.ID
 }
 
-// Cancel asks the task's agent to cancel it.
-func (s *Session) Cancel(ctx context.Context, id string) (TaskView, error) {
+// Cancel asks the task's agent to cancel it; asked is false when the task
+// had already ended, and nothing was asked.
+func (s *Session) Cancel(ctx context.Context, id string) (v TaskView, asked bool, err error) {
 	t, err := s.tasks.get(id)
 	if err != nil {
-		return TaskView{}, err
+		return TaskView{}, false, err
 	}
 	if t.direct || t.final() {
-		return t.view(), nil
+		return t.view(), false, nil
 	}
 	conn, err := t.agent.agentConn()
 	if err != nil {
-		return t.view(), fmt.Errorf("task %s is bound to %s: %w", id, t.agent.Name, err)
+		return t.view(), false, fmt.Errorf("task %s is bound to %s: %w", id, t.agent.Name, err)
 	}
 	var cur *a2a.Task
 	if err := s.askAgent(ctx, t.agent, "the cancellation", func(ctx context.Context) (err error) {
 		cur, err = conn.client.CancelTask(ctx, &a2a.TaskIDParams{ID: a2a.TaskID(id)})
 		return err
 	}); err != nil {
-		return t.view(), err
+		return t.view(), true, err
 	}
 	t.apply(cur)
-	return t.view(), nil
+	return t.view(), true, nil
 }
 
 // Tasks lists the session's tasks, oldest first.

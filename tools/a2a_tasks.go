@@ -170,11 +170,15 @@ func (g *Gateway) cancelTask(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	if a.TaskID == "" {
 		return invalid("cancel_task", errors.New(`"task_id" is required`)), nil
 	}
-	v, err := s.att.Cancel(ctx, a.TaskID)
+	v, asked, err := s.att.Cancel(ctx, a.TaskID)
 	if err != nil {
 		return g.failed(err), nil
 	}
-	return result(map[string]any{"task_id": v.ID, "state": v.State, "final": v.Final}), nil
+	out := map[string]any{"task_id": v.ID, "state": v.State, "final": v.Final}
+	if !asked {
+		out["note"] = "the task had already ended: nothing was cancelled"
+	}
+	return result(out), nil
 }
 
 func (g *Gateway) listTasks(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

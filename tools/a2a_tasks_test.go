@@ -588,11 +588,14 @@ func TestDetachCancelsAgentTasks(t *testing.T) {
 // was an upstream_error, though no agent was asked.
 func TestTaskToolArguments(t *testing.T) {
 	agent := a2afixture.Start(t)
-	s := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:helper", agent.URL+a2afixture.CardPath)).connect(t)
-	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:helper"}); res.IsError {
-		t.Fatalf("attach: %s", firstText(res))
+	s := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:helper", agent.URL+a2afixture.CardPath),
+		remoteEntry("urn:air:ardgate.test:mcp:remote", upstream(t).URL)).connect(t)
+	for _, urn := range []string{"urn:air:agents.test:agent:helper", "urn:air:ardgate.test:mcp:remote"} {
+		if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
+			t.Fatalf("attach: %s", firstText(res))
+		}
 	}
-	done := s.task(s.call("spawn_agent", map[string]any{"message": "reply hi"}))
+	done := s.task(s.call("spawn_agent", map[string]any{"agent": "helper", "message": "reply hi"}))
 	for _, tc := range []struct {
 		tool string
 		args map[string]any
@@ -608,6 +611,8 @@ func TestTaskToolArguments(t *testing.T) {
 		{"message_task", map[string]any{"task_id": done.TaskID, "message": "  \n"}, "invalid_arguments", `"message" is required`},
 		{"spawn_agent", map[string]any{"message": " "}, "invalid_arguments", `"message" is required`},
 		{"message_task", map[string]any{"task_id": done.TaskID, "message": "more"}, "task_finished", "start a new one with spawn_agent"},
+		{"spawn_agent", map[string]any{"agent": "remote", "message": "hi"}, "unknown_agent", "remote is an MCP server, not an A2A agent: call its tools, named mcp_remote__<tool>"},
+		{"cancel_task", map[string]any{"task_id": done.TaskID}, "", "the task had already ended: nothing was cancelled"},
 	} {
 		res := s.call(tc.tool, tc.args)
 		if s.code(res) != tc.code || !strings.Contains(firstText(res), tc.says) {
