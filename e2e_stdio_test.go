@@ -313,8 +313,9 @@ func TestStdioBadInput(t *testing.T) {
 		if !strings.Contains(msg, "exited with status 3") || !strings.Contains(msg, "attach_resource") {
 			t.Fatalf("crash message %q", msg)
 		}
+		// What it last said on stderr says why (as for a failed start).
 		l := g.list()
-		if l.Attachments[0].Status != "down" || !strings.Contains(l.Attachments[0].WhyDown, "status 3") {
+		if l.Attachments[0].Status != "down" || !strings.Contains(l.Attachments[0].WhyDown, "status 3; its stderr ends with: mcpfixture: crashing as asked") {
 			t.Fatalf("listing after crash: %+v", l.Attachments)
 		}
 		g.fails("mcp_fixture__echo", map[string]any{"message": "x"}, "upstream_down")

@@ -193,12 +193,12 @@ func (u *upstream) startProcess(plan Plan) (*pipeTransport, error) {
 	u.stdout = outR
 	u.exited = make(chan struct{})
 	go func() {
-		err := cmd.Wait()
+		err := cmd.Wait() // stderr copied to its end
 		why := "the process exited"
 		if err != nil {
 			why = "the process " + describeExit(err)
 		}
-		u.markDown(why)
+		u.markDown(why + u.stderrTail())
 		close(u.exited)
 	}()
 	return newPipeTransport(&noteErrors{r: guard.LimitFrames(outR, maxFlood), u: u}, inW, u.log), nil
@@ -243,10 +243,8 @@ func (u *upstream) explain(err error) error {
 	if errors.Is(err, transport.ErrTransportClosed) && u.exited == nil {
 		err = fmt.Errorf("%w (the server closed the connection)", err)
 	}
-	if u.stderr != nil {
-		if s := u.stderr.String(); s != "" {
-			err = fmt.Errorf("%w; its stderr ends with: %s", err, guard.Text(s, 500))
-		}
+	if tail := u.stderrTail(); !strings.Contains(err.Error(), tail) {
+		err = fmt.Errorf("%w%s", err, tail)
 	}
 	return err
 }
@@ -916,6 +914,19 @@ func (n *noteErrors) Read(p []byte) (int, error) {
 		n.u.markDown("the server " + err.Error())
 	}
 	return c, err
+}
+
+// stderrTail is what the process last wrote to its stderr, for a reason it
+// failed or went down (a server that cannot go on usually says why), or
+// "" when it wrote nothing.
+func (u *upstream) stderrTail() string {
+	if u.stderr == nil {
+		return ""
+	}
+	if s := u.stderr.String(); s != "" {
+		return "; its stderr ends with: " + guard.Text(s, 500)
+	}
+	return ""
 }
 
 // tail keeps the last max bytes written to it.
