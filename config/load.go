@@ -245,13 +245,47 @@ func Load(flags Flags, environ []string) (*Config, error) {
 
 	errs = append(errs, notCovered(c.validate(), errs)...)
 	if len(errs) > 0 {
-		src := "config"
+		src := "flags and environment"
 		if path != "" {
 			src = path
 		}
-		return nil, &Error{Source: src, Problems: errs}
+		return nil, &Error{Source: src, Problems: e.named(flags, errs)}
 	}
 	return c, nil
+}
+
+// named says, of each problem with a value the environment set, which
+// variable set it: the problems name the file's fields, which a user who
+// set ARDGATE_SESSION_IDLE_TIMEOUT=500ms would look for in vain.
+func (e *environment) named(flags Flags, problems []error) []error {
+	set := map[string]string{}
+	for _, v := range []struct {
+		field, name string
+		set         bool
+	}{
+		{"transport", "TRANSPORT", e.Transport != nil && flags.Transport == ""},
+		{"addr", "ADDR", e.Addr != nil && flags.Addr == ""},
+		{"log_level", "LOG_LEVEL", e.LogLevel != nil && flags.LogLevel == ""},
+		{"log_format", "LOG_FORMAT", e.LogFormat != nil && flags.LogFormat == ""},
+		{"otel_endpoint", "OTEL_ENDPOINT", e.OTelEndpoint != nil && flags.OTelEndpoint == ""},
+		{"max_attachments", "MAX_ATTACHMENTS", e.MaxAttachments != nil},
+		{"max_sessions", "MAX_SESSIONS", e.MaxSessions != nil},
+		{"session_idle_timeout", "SESSION_IDLE_TIMEOUT", e.SessionIdle != nil},
+		{"require_trust", "REQUIRE_TRUST", e.RequireTrust != nil},
+	} {
+		if v.set {
+			set[v.field] = "ARDGATE_" + v.name
+		}
+	}
+	out := make([]error, len(problems))
+	for i, p := range problems {
+		out[i] = p
+		field, rest, _ := strings.Cut(p.Error(), ":")
+		if name, ok := set[field]; ok {
+			out[i] = fmt.Errorf("%s (from %s):%s", field, name, rest)
+		}
+	}
+	return out
 }
 
 // envError names the variable, not the Go field, in a parse error.

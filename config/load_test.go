@@ -40,8 +40,12 @@ func problems(t *testing.T, err error) []string {
 }
 
 // hasField reports whether some problem is about exactly that field path.
+// hasField tells whether a problem names field, and the variable that set
+// it if one did.
 func hasField(probs []string, field string) bool {
-	return slices.ContainsFunc(probs, func(p string) bool { return strings.HasPrefix(p, field+": ") })
+	return slices.ContainsFunc(probs, func(p string) bool {
+		return strings.HasPrefix(p, field+": ") || strings.HasPrefix(p, field+" (from ARDGATE_")
+	})
 }
 
 func ids(rs []config.Registry) []string {
@@ -290,8 +294,13 @@ func TestLoadEnvErrors(t *testing.T) {
 				}
 				return
 			}
-			if probs := problems(t, err); !hasField(probs, tt.field) {
-				t.Errorf("problems %q do not name %q", probs, tt.field)
+			// The field, and the variable that set it.
+			name, _, _ := strings.Cut(tt.env[0], "=")
+			if probs := problems(t, err); !slices.ContainsFunc(probs, func(p string) bool { return strings.HasPrefix(p, tt.field+" (from "+name+"): ") }) {
+				t.Errorf("problems %q do not name %q and %s", probs, tt.field, name)
+			}
+			if !strings.Contains(err.Error(), "invalid configuration (flags and environment)") {
+				t.Errorf("error %q: no file, yet not said", err)
 			}
 		})
 	}
