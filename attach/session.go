@@ -660,6 +660,13 @@ func (a *Attachment) close() {
 	}
 }
 
+// Attaching tells whether an attach still under way holds name.
+func (s *Session) Attaching(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reserved[name]
+}
+
 // Attachments returns the session's attachments, pinned first.
 func (s *Session) Attachments() []*Attachment {
 	s.mu.Lock()

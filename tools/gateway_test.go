@@ -659,7 +659,18 @@ func TestSessionEndsUnderCall(t *testing.T) {
 			t.Fatal("the slow call never reached the upstream")
 		}
 	}
-	time.Sleep(100 * time.Millisecond) // the attach is under way too
+	// The attach is under way too: a call of its tools says so.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "mcp_hung__echo"
+		_, err := s.c.CallTool(context.Background(), req)
+		if err != nil && strings.Contains(err.Error(), "hung is still being attached (its attach_resource has not returned") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a call of a server still being attached: %v", err)
+		}
+	}
 	req, _ := http.NewRequest(http.MethodDelete, tg.url, nil)
 	req.Header.Set("Mcp-Session-Id", s.c.GetSessionId())
 	resp, err := http.DefaultClient.Do(req)

@@ -55,6 +55,9 @@ func (g *Gateway) whyNoTool(s *session, name string, direct bool) string {
 		return fmt.Sprintf("%q is not a tool of %s; its tools: %s", name, att.Name, listed(names))
 	case strings.HasPrefix(name, "mcp_"):
 		server, _, _ := strings.Cut(strings.TrimPrefix(name, "mcp_"), "__")
+		if s.att.Attaching(server) {
+			return fmt.Sprintf("%s is still being attached (its attach_resource has not returned; a package may be downloading): call %q once it has", server, name)
+		}
 		return fmt.Sprintf("nothing named %q is attached in this session (it may have been detached, or attached in another session): "+
 			"find it with discover_resources and attach it with attach_resource, then call its tools on the next turn", server)
 	}
