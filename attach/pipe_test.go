@@ -93,17 +93,25 @@ func TestPipeTransportWithMCPServer(t *testing.T) {
 	}
 }
 
+// scriptedServer is a pipe transport, started, whose server is the test:
+// it reads what the transport writes from toServer and writes its lines
+// to fromServer.
+func scriptedServer() (p *pipeTransport, toServer *io.PipeReader, fromServer *io.PipeWriter) {
+	toServerR, toServerW := io.Pipe()
+	fromServerR, fromServerW := io.Pipe()
+	p = newPipeTransport(fromServerR, toServerW, quiet)
+	_ = p.Start(context.Background())
+	return p, toServerR, fromServerW
+}
+
 // A scripted server writes what real ones sometimes do: a line that is not
 // JSON, a reply nobody asked for, a late reply to a request its caller gave
 // up on. Each is skipped and the next reply reaches its caller. When the
 // server's stdout ends, a call waiting gets ErrTransportClosed.
 func TestPipeTransportSkipsWhatItCannotRoute(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	toServerR, toServerW := io.Pipe()
-	fromServerR, fromServerW := io.Pipe()
-	p := newPipeTransport(fromServerR, toServerW, quiet)
+	p, toServerR, fromServerW := scriptedServer()
 	defer p.Close()
-	_ = p.Start(context.Background())
 	requests := bufio.NewReader(toServerR)
 	next := func() string {
 		line, err := requests.ReadString('\n')
@@ -244,10 +252,7 @@ func TestRawCallLine(t *testing.T) {
 // answered in time or started without a timeout is not ended by it.
 func TestPipeTransportDeadlines(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	toServerR, toServerW := io.Pipe()
-	fromServerR, fromServerW := io.Pipe()
-	p := newPipeTransport(fromServerR, toServerW, quiet)
-	_ = p.Start(context.Background())
+	p, toServerR, fromServerW := scriptedServer()
 	go io.Copy(io.Discard, toServerR) // the server reads, and never answers unless told
 
 	type end struct {
@@ -318,10 +323,7 @@ func (e endsWith) failed(err error)             { e(err) }
 // notification is only dropped. The calls after it are answered as usual.
 func TestPipeTransportLongLines(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	toServerR, toServerW := io.Pipe()
-	fromServerR, fromServerW := io.Pipe()
-	p := newPipeTransport(fromServerR, toServerW, quiet)
-	_ = p.Start(context.Background())
+	p, toServerR, fromServerW := scriptedServer()
 	requests := make(chan string, 4) // what the server reads
 	go func() {
 		defer close(requests)

@@ -395,6 +395,27 @@ func (tg *testGateway) metrics(t *testing.T) string {
 	return string(body)
 }
 
+// postMCP posts body to url, a gateway's /mcp, in session sid (none when
+// ""), as a streamable HTTP client does, and returns the status and what
+// the answer holds.
+func postMCP(t *testing.T, url, sid, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Error(err)
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(string(answer))
+}
+
 // attachCounting serves up over streamable HTTP, counting the tools/list
 // requests it gets, each answered after delay, and returns a session of a
 // gateway that attached it as name, with the count.

@@ -332,19 +332,8 @@ func TestServerCallProgressOnItsStream(t *testing.T) {
 	sid := tg.connect(t).c.GetSessionId()
 	post := func(body string) string {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, tg.url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Session-Id", sid)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Error(err)
-			return ""
-		}
-		defer resp.Body.Close()
-		var out strings.Builder
-		_, _ = io.Copy(&out, resp.Body)
-		return out.String()
+		_, answer := postMCP(t, tg.url, sid, body)
+		return answer
 	}
 	// progressOf checks that stream holds token's progress, rising, and
 	// nothing else of anyone's but its answer to id, last.

@@ -69,19 +69,7 @@ func TestSessionEndedHTTP(t *testing.T) {
 	}
 	resp.Body.Close()
 	defer http.DefaultClient.CloseIdleConnections()
-	post := func() (int, string) {
-		req, _ := http.NewRequest(http.MethodPost, tg.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Session-Id", id)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, strings.TrimSpace(string(body))
-	}
+	post := func() (int, string) { return postMCP(t, tg.url, id, `{"jsonrpc":"2.0","id":1,"method":"ping"}`) }
 	if code, body := post(); code != http.StatusNotFound || body != "Session terminated" {
 		t.Fatalf("after DELETE: %d %q", code, body)
 	}
