@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -284,7 +285,11 @@ func (s *Session) pin(a *Attachment, start func(ctx context.Context) error) {
 			a.mu.Lock()
 			a.failure = "did not start: " + err.Error()
 			a.mu.Unlock()
-			s.m.Log.Error("pinned attachment did not start", "session", s.ID, "name", a.Name, "err", err)
+			level := slog.LevelError
+			if s.ctx.Err() != nil {
+				level = slog.LevelDebug // the session ended while it started
+			}
+			s.m.Log.Log(context.Background(), level, "pinned attachment did not start", "session", s.ID, "name", a.Name, "err", err)
 		}
 		s.mu.Lock()
 		closed := s.closed

@@ -76,14 +76,14 @@ func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	})
 	g.audit("attach", s.att.ID, a.URN, err)
 	if err != nil {
-		g.metrics.attaches.WithLabelValues("", "error").Inc()
+		g.metrics.attaches.WithLabelValues("unknown", "error").Inc()
 		return g.failed(err), nil
 	}
-	g.metrics.attaches.WithLabelValues(att.Kind, "ok").Inc()
 	status := "attached"
 	if already {
 		status = "already_attached"
 	}
+	g.metrics.attaches.WithLabelValues(att.Kind, status).Inc()
 	out := attachResult{Status: status, Kind: att.Kind, Name: att.Name, URN: att.URN, RegistryID: att.RegistryID, Endpoint: att.Endpoint,
 		Skills: att.Skills(), Protocol: att.Protocol()}
 	if att.Kind == attach.KindMCPServer {

@@ -356,6 +356,7 @@ func TestMetricsAfterSession(t *testing.T) {
 	s := tg.connect(t)
 	s.call("discover_resources", map[string]any{"text": "fixture echo"})
 	s.call("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:remote"})
+	s.call("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:remote"})
 	s.call("mcp_remote__echo", map[string]any{"message": "x"})
 	s.call("mcp_remote__slow", map[string]any{"ms": "not a number"})
 	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:metadata"}); !res.IsError {
@@ -368,8 +369,9 @@ func TestMetricsAfterSession(t *testing.T) {
 		`ardgate_tool_calls_total{result="ok",tool="proxied"} 1`,
 		`ardgate_tool_calls_total{result="error",tool="proxied"} 1`,
 		`ardgate_tool_call_duration_seconds_bucket{tool="attach_resource",le=`,
-		`ardgate_attach_total{kind="mcp_server",result="ok"} 1`,
-		`ardgate_attach_total{kind="",result="error"} 1`,
+		`ardgate_attach_total{kind="mcp_server",result="attached"} 1`,
+		`ardgate_attach_total{kind="mcp_server",result="already_attached"} 1`,
+		`ardgate_attach_total{kind="unknown",result="error"} 1`,
 		`ardgate_refusals_total{rule="ssrf"} 1`,
 		`ardgate_registry_request_duration_seconds_count{registry="test",result="ok"} 1`,
 		`ardgate_sessions 1`,

@@ -50,7 +50,7 @@ func newMetrics(m *attach.Manager) *metrics {
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ardgate_refusals_total",
 			Help: "Requests a safety rule refused, by rule."}, []string{"rule"}),
 		attaches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ardgate_attach_total",
-			Help: "attach_resource calls by kind and result."}, []string{"kind", "result"}),
+			Help: "attach_resource calls by kind (\"unknown\" when refused) and result: attached, already_attached or error."}, []string{"kind", "result"}),
 		attached: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ardgate_attachments",
 			Help: "Current attachments by kind and status, over all sessions."}, []string{"kind", "status"}),
 		backlog: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ardgate_stdio_backlog_bytes",
