@@ -1,16 +1,20 @@
 package registry
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ardgate/ardgate/config"
 )
 
 // leaf is a valid entry whose artifact is a reference.
@@ -420,5 +424,27 @@ func TestParseCatalogTolerant(t *testing.T) {
 	}
 	if c.Entries[1].Metadata["n"] != 1.5 {
 		t.Fatalf("metadata %v", c.Entries[1].Metadata)
+	}
+}
+
+// A catalog file's results name it by its file name, not its path: the
+// results go to clients, who learnt where the operator keeps files.
+func TestCatalogSource(t *testing.T) {
+	abs, err := filepath.Abs("../testdata/catalogs/fixture.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{abs: "catalog:fixture.json", "": "builtin:ai-catalog.json"} {
+		r, err := Open(config.Registry{ID: "c", Kind: config.KindCatalog, Path: path}, OpenOptions{Log: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err := r.Search(context.Background(), Query{Text: "echo"})
+		if err != nil || len(page.Results) == 0 {
+			t.Fatalf("%q: %v %v", path, err, page)
+		}
+		if got := page.Results[0].Source; got != want {
+			t.Errorf("%q: source %q, want %q", path, got, want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 
 	"github.com/ardgate/ardgate/config"
 )
@@ -82,7 +83,9 @@ func Open(rc config.Registry, o OpenOptions) (Registry, error) {
 			skipped []string
 			err     error
 		)
-		source := rc.Path
+		// The file's name, not its path: results go to clients, which
+		// learnt where the operator keeps files.
+		source := "catalog:" + filepath.Base(rc.Path)
 		if rc.Path == "" {
 			source = "builtin:ai-catalog.json"
 			entries, skipped, err = LoadCatalogBytes(builtinCatalog, ".")
