@@ -639,13 +639,33 @@ func TestMaxSessions(t *testing.T) {
 	if res := first.call("gateway_health", map[string]any{}); res.IsError {
 		t.Fatalf("a session open meanwhile: %s", firstText(res))
 	}
+	// /healthz stays ok for the sessions open, and says it takes no more.
+	health := func() (int, bool) {
+		resp, err := http.Get(strings.TrimSuffix(tg.url, "/mcp") + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var h struct {
+			Accepting bool `json:"accepting_sessions"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&h)
+		return resp.StatusCode, h.Accepting
+	}
+	if code, accepting := health(); code != http.StatusOK || accepting {
+		t.Errorf("/healthz at max_sessions: %d, accepting %v", code, accepting)
+	}
 	_ = first.c.Close() // ends its session
 	for end := time.Now().Add(5 * time.Second); tg.g.open.Load() > 1; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatalf("%d sessions open after one of two ended", tg.g.open.Load())
 		}
 	}
+	if code, accepting := health(); code != http.StatusOK || !accepting {
+		t.Errorf("/healthz below max_sessions: %d, accepting %v", code, accepting)
+	}
 	tg.connect(t)
+	http.DefaultClient.CloseIdleConnections()
 }
 
 // A session that ends under a call, or under an attach still starting,

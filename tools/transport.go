@@ -783,10 +783,13 @@ func (h *HTTP) healthz(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
 	_ = json.NewEncoder(w).Encode(map[string]any{
-		"status":     status,
-		"version":    h.g.opts.Version,
-		"sessions":   len(h.g.manager.Sessions()),
-		"goroutines": runtime.NumGoroutine(),
-		"uptime_s":   int64(time.Since(h.g.started).Seconds()),
+		"status":   status,
+		"version":  h.g.opts.Version,
+		"sessions": len(h.g.manager.Sessions()),
+		// Still ok at max_sessions, for the sessions open go on: a
+		// balancer that places new sessions can read this.
+		"accepting_sessions": !h.g.draining.Load() && h.g.open.Load() < h.maxSessions,
+		"goroutines":         runtime.NumGoroutine(),
+		"uptime_s":           int64(time.Since(h.g.started).Seconds()),
 	})
 }
