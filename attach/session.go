@@ -72,6 +72,11 @@ type Attachment struct {
 	// sessionEnded: it is closed because its session ended, which is what
 	// a call cut short by that is told.
 	sessionEnded atomic.Bool
+	// remote is how a remote server of its own (not a shared connection)
+	// is reached again once down (revive); nil for any other. revived is
+	// when that was last tried.
+	remote  *Plan
+	revived time.Time
 
 	// release, for a stateless server's shared connection, gives it up
 	// instead of closing it.
@@ -216,6 +221,9 @@ func newSession(m *Manager, id string) *Session {
 		}
 		plan := m.pinnedPlan(p)
 		a.Endpoint = plan.Endpoint()
+		if plan.Transport != TransportStdio && !p.Stateless {
+			a.remote = &plan
+		}
 		if p.Stateless {
 			a.release = func() { m.release(a) }
 			s.pin(a, func(ctx context.Context) error {
@@ -510,6 +518,9 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 	}
 	a := &Attachment{URN: urn, Name: name, Kind: KindMCPServer, MediaType: e.Type, RegistryID: regID, Endpoint: plan.Endpoint(),
 		AttachedAt: time.Now(), Deferred: s.m.Deferred}
+	if plan.Transport != TransportStdio {
+		a.remote = &plan
+	}
 	progress("starting")
 	ctx, cancel := context.WithTimeout(ctx, s.m.StartTimeout)
 	defer cancel()
@@ -665,6 +676,15 @@ func (a *Attachment) close() {
 	}
 }
 
+// detached tells whether the attachment was closed by a detach or its
+// session's end.
+func (a *Attachment) detached() bool {
+	a.mu.Lock()
+	up := a.up
+	a.mu.Unlock()
+	return up != nil && up.downReason() == detachedReason
+}
+
 // Attaching tells whether an attach still under way holds name.
 func (s *Session) Attaching(name string) bool {
 	s.mu.Lock()
@@ -741,9 +761,57 @@ func (s *Session) call(ctx context.Context, name string, do func(context.Context
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if up.downReason() != "" {
+		if fresh := s.revive(ctx, att, up); fresh != nil {
+			up = fresh
+		}
+	}
 	err := do(ctx, up, tool)
 	timedOut := ctx.Err() == context.DeadlineExceeded && !errors.Is(context.Cause(ctx), context.Canceled)
 	return callError(att, tool, timeout, err, timedOut)
+}
+
+// reviveEvery is how often a call may try to reach a remote that went
+// down again.
+const reviveEvery = 5 * time.Second
+
+// revive connects att, a remote server that went down with up, anew, and
+// returns the new upstream, or nil when it may not or could not: a server
+// restarted (a deploy) left its attachment down for good, and a pinned one
+// could not even be attached again. A call tries at most every
+// reviveEvery. Stdio servers are not revived (a new process is
+// attach_resource's to start), nor shared connections (they serve other
+// sessions too), nor anything detached or of an ended session.
+func (s *Session) revive(ctx context.Context, att *Attachment, up *upstream) *upstream {
+	att.mu.Lock()
+	plan := att.remote
+	if plan == nil || att.up != up || up.downReason() == detachedReason || time.Since(att.revived) < reviveEvery {
+		att.mu.Unlock()
+		return nil
+	}
+	att.revived = time.Now()
+	att.mu.Unlock()
+	fresh, tools, err := s.connect(ctx, att, *plan, nil)
+	if err != nil {
+		s.m.Log.Debug("a remote that went down is still not reachable", "session", s.ID, "upstream", att.Name, "err", err)
+		return nil
+	}
+	s.mu.Lock()
+	att.mu.Lock()
+	installed := !s.closed && slices.Contains(s.atts, att) && att.up == up
+	if installed {
+		att.up, att.tools = fresh, tools
+	}
+	att.mu.Unlock()
+	s.mu.Unlock()
+	if !installed {
+		fresh.close()
+		return nil
+	}
+	s.m.Log.Info("a remote that went down is reached again", "session", s.ID, "upstream", att.Name, "was", up.downReason())
+	go up.close()
+	s.changed()
+	return fresh
 }
 
 // StartRaw is CallRaw without waiting, where the tool's upstream is a
@@ -796,6 +864,8 @@ func callError(att *Attachment, tool string, timeout time.Duration, err error, t
 		return nil
 	case errors.Is(err, ErrUpstreamDown) && att.sessionEnded.Load():
 		return fmt.Errorf("%s: %w while %s was running on it", att.Name, ErrSessionClosed, tool)
+	case errors.Is(err, ErrUpstreamDown) && att.remote != nil && !att.detached():
+		return fmt.Errorf("%s: %w; a call tries to reach it again, at most every %s: try again once it is back", att.Name, err, reviveEvery)
 	case errors.Is(err, ErrUpstreamDown) && att.Pinned:
 		return fmt.Errorf("%s: %w; it is pinned in the gateway's config, so only a new session (over stdio, a new gateway process) starts it again", att.Name, err)
 	case errors.Is(err, ErrUpstreamDown):

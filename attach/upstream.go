@@ -313,6 +313,9 @@ func (u *upstream) whyCut(err error) error {
 	return err
 }
 
+// detachedReason is why an upstream closed by the gateway is down.
+const detachedReason = "detached"
+
 func (u *upstream) markDown(why string) {
 	u.mu.Lock()
 	if u.downWhy == "" {
@@ -863,7 +866,7 @@ func (u *upstream) pid() int {
 // moment to exit, then its whole process group is killed: npx's node and
 // anything it started go with it.
 func (u *upstream) close() {
-	u.markDown("detached")
+	u.markDown(detachedReason)
 	u.mu.Lock()
 	u.retired = true
 	listed := u.listed

@@ -301,7 +301,7 @@ func TestFastPathEventStream(t *testing.T) {
 }
 
 // An upstream that ends the session (404 to a call) is down, and the call
-// says so and what to do.
+// says so and what to do; the next call opens a new session with it.
 func TestFastPathUpstreamEndsSession(t *testing.T) {
 	up := newRecordingUpstream(t)
 	tg := newGateway(t, 10*time.Second, remoteEntry(fastURN, up.URL))
@@ -312,8 +312,12 @@ func TestFastPathUpstreamEndsSession(t *testing.T) {
 	}
 	up.ended.Store(up.session.Load())
 	res := s.call("mcp_remote__echo", map[string]any{"message": "again"})
-	if s.code(res) != "upstream_down" || !strings.Contains(firstText(res), "ended the session") || !strings.Contains(firstText(res), "attach_resource") {
+	if s.code(res) != "upstream_down" || !strings.Contains(firstText(res), "ended the session") || !strings.Contains(firstText(res), "a call tries to reach it again") {
 		t.Fatalf("a call after the upstream ended the session: code %q, %s", s.code(res), firstText(res))
+	}
+	ended := up.session.Load()
+	if res := s.call("mcp_remote__echo", map[string]any{"message": "anew"}); res.IsError || firstText(res) != "anew" || up.session.Load() == ended {
+		t.Fatalf("the call after: %s, in session %v (the ended one %v)", firstText(res), up.session.Load(), ended)
 	}
 }
 

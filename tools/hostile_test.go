@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -14,10 +15,12 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/testdata/mcpfixture"
 )
 
 // rawToolsUpstream is a streamable HTTP MCP server written by hand, so
@@ -276,5 +279,88 @@ func TestAttachUnknownRegistry(t *testing.T) {
 		if code := s.code(res); code != "unknown_registry" || !strings.Contains(firstText(res), `registry "zzz" is not configured`) {
 			t.Errorf("%s from registry zzz: %q %s", urn, code, firstText(res))
 		}
+	}
+}
+
+// restartable is a remote fixture server that can go away and come back
+// on the same address, as a server restarted for a deploy does.
+type restartable struct {
+	t    *testing.T
+	addr string
+	srv  *http.Server
+}
+
+func newRestartable(t *testing.T) *restartable {
+	r := &restartable{t: t, addr: "127.0.0.1:0"}
+	r.start()
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *restartable) url() string { return "http://" + r.addr + "/mcp" }
+
+func (r *restartable) start() {
+	r.t.Helper()
+	ln, err := net.Listen("tcp", r.addr)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.addr = ln.Addr().String()
+	r.srv = &http.Server{Handler: server.NewStreamableHTTPServer(mcpfixture.New("remote"))}
+	go r.srv.Serve(ln)
+}
+
+func (r *restartable) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = r.srv.Shutdown(ctx)
+	_ = r.srv.Close()
+}
+
+// A remote server that went away and came back is reached again by the
+// next call, attached or pinned: it stayed down for good, and a pinned
+// one could not even be attached again; its call now says that a call
+// tries to reach it again.
+func TestRemoteRevived(t *testing.T) {
+	for _, pinned := range []bool{false, true} {
+		t.Run(fmt.Sprint("pinned ", pinned), func(t *testing.T) {
+			up := newRestartable(t)
+			var pins []config.Server
+			if pinned {
+				pins = []config.Server{{Name: "remote", URL: up.url()}}
+			}
+			tg := newGatewayWith(t, 10*time.Second, Options{Version: "test"}, HTTPOptions{}, pins, remoteEntry(fastURN, up.url()))
+			s := tg.connect(t)
+			if !pinned {
+				if res := s.call("attach_resource", map[string]any{"urn": fastURN}); res.IsError {
+					t.Fatalf("attach: %s", firstText(res))
+				}
+			} else {
+				waitPinned(t, s, "mcp_remote__echo")
+			}
+			echo := func() *mcp.CallToolResult { return s.call("mcp_remote__echo", map[string]any{"message": "hi"}) }
+			if res := echo(); res.IsError {
+				t.Fatalf("before: %s", firstText(res))
+			}
+			up.stop()
+			for range 2 { // the second tries to reach it again, and fails
+				if res := echo(); s.code(res) != "upstream_down" || !strings.Contains(firstText(res), "a call tries to reach it again") {
+					t.Fatalf("while it is gone: %s %s", s.code(res), firstText(res))
+				}
+			}
+			up.start()
+			var res *mcp.CallToolResult
+			for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+				if res = echo(); !res.IsError || time.Now().After(deadline) {
+					break
+				}
+			}
+			if res.IsError || firstText(res) != "hi" {
+				t.Fatalf("once it is back: %s", firstText(res))
+			}
+			if l := firstText(s.call("list_attached_resources", map[string]any{})); !strings.Contains(l, `"status":"up"`) {
+				t.Errorf("listed after: %s", l)
+			}
+		})
 	}
 }
