@@ -1,7 +1,6 @@
 package attach
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -444,7 +443,7 @@ func (s *Session) Spawn(ctx context.Context, agentName, message, contextID strin
 // good. Its error says which agent failed and how.
 func (s *Session) askAgent(ctx context.Context, a *Attachment, what string, do func(context.Context) error) error {
 	parent := ctx
-	timeout := cmp.Or(a.Timeout, s.m.CallTimeout)
+	timeout := s.timeout(a)
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -455,7 +454,7 @@ func (s *Session) askAgent(ctx context.Context, a *Attachment, what string, do f
 	case err == nil:
 		return nil
 	case parent.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return fmt.Errorf("%w: %s did not answer %s within %s", ErrTimeout, a.Name, what, timeout)
+		return errNoAnswer(a, what, timeout)
 	}
 	return fmt.Errorf("%s: %w", a.Name, describeA2AError(err))
 }

@@ -853,7 +853,16 @@ func (s *Session) target(name string) (att *Attachment, up *upstream, tool strin
 	att.mu.Lock()
 	up = att.up
 	att.mu.Unlock()
-	return att, up, tool, cmp.Or(att.Timeout, s.m.CallTimeout)
+	return att, up, tool, s.timeout(att)
+}
+
+// timeout bounds one request to a's upstream: its own timeout, or the
+// manager's call timeout.
+func (s *Session) timeout(a *Attachment) time.Duration { return cmp.Or(a.Timeout, s.m.CallTimeout) }
+
+// errNoAnswer is a request to a's upstream that timeout ended.
+func errNoAnswer(a *Attachment, what string, timeout time.Duration) error {
+	return fmt.Errorf("%w: %s did not answer %s within %s", ErrTimeout, a.Name, what, timeout)
 }
 
 // callError turns what went wrong with a call into a sentence that says
@@ -871,7 +880,7 @@ func callError(att *Attachment, tool string, timeout time.Duration, err error, t
 	case errors.Is(err, ErrUpstreamDown):
 		return fmt.Errorf("%s: %w; attach_resource %s again to restart it", att.Name, err, att.URN)
 	case timedOut:
-		return fmt.Errorf("%w: %s did not answer %s within %s", ErrTimeout, att.Name, tool, timeout)
+		return errNoAnswer(att, tool, timeout)
 	case errors.Is(err, guard.ErrBacklog):
 		return fmt.Errorf("%s has stopped reading its input, so %s was not sent (%w); try again once its calls in flight have ended", att.Name, tool, err)
 	}

@@ -57,7 +57,13 @@ func (g *Gateway) isOwn(name []byte) bool {
 	if len(name) < 2 || name[0] != '"' || bytes.IndexByte(name, '\\') >= 0 {
 		return false // not a string, or escaped: not looked into
 	}
-	_, found := slices.BinarySearchFunc(g.own, name[1:len(name)-1], func(t ownTool, name []byte) int {
+	return g.ownName(name[1 : len(name)-1])
+}
+
+// ownName tells whether name, as it reads, is one of the gateway's own
+// tools.
+func (g *Gateway) ownName(name []byte) bool {
+	_, found := slices.BinarySearchFunc(g.own, name, func(t ownTool, name []byte) int {
 		return strings.Compare(t.name, string(name))
 	})
 	return found

@@ -22,7 +22,7 @@ import (
 // mcp-go's server said "tool 'x' not found: tool not found" to a call of
 // a tool detached, never attached, or deferred alike.
 func (g *Gateway) whyNoTool(s *session, name string, direct bool) string {
-	if g.ownTool(name) {
+	if g.ownName([]byte(name)) {
 		if direct {
 			return ""
 		}
@@ -90,12 +90,6 @@ func listed(names []string) string {
 		names = append(names[:50:50], "…")
 	}
 	return strings.Join(names, ", ")
-}
-
-// ownTool tells whether name is one of the gateway's own tools.
-func (g *Gateway) ownTool(name string) bool {
-	_, found := slices.BinarySearchFunc(g.own, name, func(t ownTool, name string) int { return strings.Compare(t.name, name) })
-	return found
 }
 
 // callRefusal answers frame, on its way to the MCP server, when it is a
