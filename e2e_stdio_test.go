@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -81,6 +82,21 @@ func TestStdioEverythingEndToEnd(t *testing.T) {
 	res := g.call("mcp_everything__echo", map[string]any{"message": "hello from ardgate"})
 	if res.IsError || text(res) != "Echo: hello from ardgate" {
 		t.Fatalf("echo = %q (isError %v)", text(res), res.IsError)
+	}
+
+	// Its log comes through, at the level the client set, named by the
+	// attachment: the server sends a message at once when told to log.
+	var level mcp.SetLevelRequest
+	level.Params.Level = mcp.LoggingLevelDebug
+	if err := g.c.SetLevel(context.Background(), level); err != nil {
+		t.Fatal(err)
+	}
+	g.drainNotes()
+	if res := g.call("mcp_everything__toggle-simulated-logging", map[string]any{}); res.IsError {
+		t.Fatalf("toggle-simulated-logging: %s", text(res))
+	}
+	if n := g.waitNote("notifications/message", 10*time.Second); n.Params.AdditionalFields["logger"] != "everything" {
+		t.Fatalf("log message relayed as %+v; want the logger everything", n.Params.AdditionalFields)
 	}
 
 	pid := g.pidOf("everything")

@@ -28,6 +28,9 @@ type Session struct {
 	// attach, a detach, or an upstream's own tools/list_changed. Set it
 	// before Start.
 	OnChange func()
+	// OnLog hears the log messages of the session's own MCP servers
+	// (logging.go). Set it before Start.
+	OnLog func(a *Attachment, m LogMessage)
 
 	m      *Manager
 	ctx    context.Context // ends at Close: cancels attaches in flight
@@ -49,6 +52,7 @@ type Session struct {
 	inflight map[string]chan struct{} // URN → closed when that attach ends
 	reserved map[string]bool          // names held by attaches in flight
 	closed   bool
+	logLevel mcp.LoggingLevel // the client's; "" until it sets one
 }
 
 // Attachment is one attached upstream.
@@ -538,7 +542,8 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 // connect dials the upstream and lists its tools; it also arranges for the
 // upstream's own tools/list_changed to refresh them.
 func (s *Session) connect(ctx context.Context, a *Attachment, plan Plan, progress func(string)) (*upstream, []Tool, error) {
-	up, list, err := s.m.open(ctx, plan, s.m.Log.With("session", s.ID, "upstream", a.Name), progress, func() { s.refresh(a) })
+	up, list, err := s.m.open(ctx, plan, s.m.Log.With("session", s.ID, "upstream", a.Name), progress,
+		watch{toolsChanged: func() { s.refresh(a) }, log: func(m LogMessage) { s.log(a, m) }})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -938,6 +943,7 @@ func (s *Session) Close() {
 }
 
 func (s *Session) changed() {
+	s.passLevel()
 	if s.OnChange != nil {
 		s.OnChange()
 	}

@@ -48,7 +48,7 @@ func (m *Manager) shared(ctx context.Context, p config.Server, s *Session, a *At
 			c.up.close()
 		}
 		c.up, c.tools = nil, nil
-		up, tools, err := m.open(ctx, m.pinnedPlan(p), m.Log.With("upstream", p.Name, "shared", true), nil, func() { m.refreshShared(c) })
+		up, tools, err := m.open(ctx, m.pinnedPlan(p), m.Log.With("upstream", p.Name, "shared", true), nil, watch{toolsChanged: func() { m.refreshShared(c) }})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -56,6 +56,18 @@ type upstream struct {
 	// toolsChange is whether the server declared it says so.
 	toolsChange bool
 
+	// onLog hears the server's log messages; guarded by mu. logs is
+	// whether the server declared it logs (logging.go).
+	onLog func(LogMessage)
+	logs  bool
+	// levelWant is the log level the server should have (guarded by
+	// levelMu), levelSent the last it was told (guarded by levelSend,
+	// held while it is told).
+	levelMu   sync.Mutex
+	levelWant mcp.LoggingLevel
+	levelSend sync.Mutex
+	levelSent mcp.LoggingLevel
+
 	// cut is set when an answer of the server's was cut at the message
 	// cap: mcp-go's transport may say only that no answer came.
 	cut atomic.Bool
@@ -131,14 +143,24 @@ func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progres
 		u.post.version = res.ProtocolVersion
 	}
 	u.toolsChange = res.Capabilities.Tools != nil && res.Capabilities.Tools.ListChanged
+	u.logs = res.Capabilities.Logging != nil
 	return u, nil
 }
 
-// open dials the upstream and lists its tools. changed runs when the
-// server says its tool list changed: a streamable HTTP server that
-// declared it would is listened to between calls for that (listen.go);
-// over stdio and SSE, mcp-go's transport reads all the server sends.
-func (m *Manager) open(ctx context.Context, plan Plan, log *slog.Logger, progress func(string), changed func()) (*upstream, []*Definition, error) {
+// watch is what hears an upstream's notices once its tools are listed.
+type watch struct {
+	// toolsChanged runs when the server says its tool list changed.
+	toolsChanged func()
+	// log, when not nil, hears its log messages.
+	log func(LogMessage)
+}
+
+// open dials the upstream and lists its tools; then w hears its notices.
+// A streamable HTTP server that declared it says its tools changed is
+// listened to between calls for that (listen.go), and its log messages of
+// that time come too; of the other servers, only what they say during a
+// call. Over stdio and SSE, mcp-go's transport reads all the server sends.
+func (m *Manager) open(ctx context.Context, plan Plan, log *slog.Logger, progress func(string), w watch) (*upstream, []*Definition, error) {
 	up, err := m.dial(ctx, plan, log, progress)
 	if err != nil {
 		return nil, nil, err
@@ -152,7 +174,7 @@ func (m *Manager) open(ctx context.Context, plan Plan, log *slog.Logger, progres
 		return nil, nil, fmt.Errorf("list tools: %w", err)
 	}
 	up.mu.Lock()
-	up.onToolsChanged = changed
+	up.onToolsChanged, up.onLog = w.toolsChanged, w.log
 	up.mu.Unlock()
 	if up.post != nil && up.toolsChange {
 		go up.post.listen(log)
@@ -260,6 +282,13 @@ func (u *upstream) onNotification(n mcp.JSONRPCNotification) {
 		u.mu.Unlock()
 		if sink != nil {
 			sink(n)
+		}
+	case string(mcp.MethodNotificationMessage):
+		u.mu.Lock()
+		sink := u.onLog
+		u.mu.Unlock()
+		if m, ok := logMessage(n); ok && sink != nil {
+			sink(m)
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/registry"
+	"github.com/ardgate/ardgate/testdata/mcpfixture"
 )
 
 // tenServers serves a gateway whose catalog has ten fixture servers.
@@ -68,16 +69,17 @@ func TestDeferredToolMode(t *testing.T) {
 	listed, _ := tenServers(t, false)
 	deferred, _ := tenServers(t, true)
 
-	if n := len(listed.tools()); n != 12+100 {
-		t.Fatalf("listed mode lists %d tools, want 12 gateway + 100 attached", n)
+	each := len(mcpfixture.New("x").ListTools())
+	if n := len(listed.tools()); n != 12+10*each {
+		t.Fatalf("listed mode lists %d tools, want 12 gateway + 10 × %d attached", n, each)
 	}
 	names := deferred.tools()
 	if slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "mcp_") }) || len(names) != 12 {
 		t.Fatalf("deferred mode lists attached tools: %v", names)
 	}
 	lb, db := toolsListBytes(t, listed), toolsListBytes(t, deferred)
-	t.Logf("tools/list with 10 attached servers (10 tools each): listed %d bytes (~%d tokens), deferred %d bytes (~%d tokens), %.1fx smaller",
-		lb, lb/4, db, db/4, float64(lb)/float64(db))
+	t.Logf("tools/list with 10 attached servers (%d tools each): listed %d bytes (~%d tokens), deferred %d bytes (~%d tokens), %.1fx smaller",
+		each, lb, lb/4, db, db/4, float64(lb)/float64(db))
 	if db*5 > lb {
 		t.Fatalf("deferred tools/list (%d bytes) is not much smaller than listed (%d bytes)", db, lb)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"golang.org/x/time/rate"
 
 	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/config"
@@ -72,6 +73,12 @@ type Options struct {
 type session struct {
 	att     *attach.Session
 	limiter *guard.Limiter
+	// logs is the MCP server's session, which keeps the client's log
+	// level; set once it registered the session. logLimit bounds the log
+	// messages relayed to it; logsDropped counts those past it.
+	logs        atomic.Pointer[server.SessionWithLogging]
+	logLimit    *rate.Limiter
+	logsDropped atomic.Int64
 	// perSession is true when the transport keeps tools per session
 	// (streamable HTTP); stdio has one session per process, and its tools
 	// are the server's own.
@@ -134,6 +141,7 @@ func New(manager *attach.Manager, log *slog.Logger, opts Options) *Gateway {
 	hooks.AddOnRegisterSession(g.onRegister)
 	hooks.AddOnUnregisterSession(g.onUnregister)
 	hooks.AddBeforeListTools(g.waitPinned)
+	hooks.AddAfterSetLevel(g.setLevel)
 	hooks.AddOnError(func(_ context.Context, id any, method mcp.MCPMethod, _ any, err error) {
 		g.log.Debug("mcp error", "method", method, "id", id, "err", err)
 	})
@@ -187,6 +195,9 @@ func (g *Gateway) onRegister(_ context.Context, cs server.ClientSession) {
 	s := g.session(cs.SessionID(), perSession)
 	notices := cs.NotificationChannel()
 	s.notices.Store(&notices)
+	if logs, ok := cs.(server.SessionWithLogging); ok {
+		s.logs.Store(&logs)
+	}
 	if perSession {
 		s.syncMu.Lock()
 		s.client = withTools
@@ -237,10 +248,11 @@ func (g *Gateway) session(id string, perSession bool) *session {
 	if s := g.lookup(id); s != nil {
 		return s
 	}
-	s := &session{att: g.manager.NewSession(id), limiter: g.opts.Limits.NewLimiter(), perSession: perSession}
+	s := &session{att: g.manager.NewSession(id), limiter: g.opts.Limits.NewLimiter(), logLimit: newLogLimit(), perSession: perSession}
 	s.seen.Store(time.Now().UnixNano()) // the server registers it
 	s.att.OnChange = func() { g.sync(s) }
-	s.att.Start() // after OnChange is set: a pinned server may attach at once
+	s.att.OnLog = func(a *attach.Attachment, m attach.LogMessage) { g.relayLog(s, a, m) }
+	s.att.Start() // after OnChange and OnLog are set: a pinned server may attach at once
 	g.sessions.Store(id, s)
 	g.open.Add(1)
 	return s

@@ -32,6 +32,7 @@ package mcpfixture
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -113,9 +114,10 @@ const SchemaProbeInputSchema = `{
 }`
 
 // New returns an MCP server named name (version [Version]) that advertises
-// tool capabilities with listChanged and serves the fixture's tools.
+// tool capabilities with listChanged and logging, and serves the fixture's
+// tools.
 func New(name string) *server.MCPServer {
-	s := server.NewMCPServer(name, Version, server.WithToolCapabilities(true))
+	s := server.NewMCPServer(name, Version, server.WithToolCapabilities(true), server.WithLogging())
 
 	s.AddTool(mcp.NewTool("echo",
 		mcp.WithDescription("Returns message unchanged."),
@@ -169,6 +171,14 @@ func New(name string) *server.MCPServer {
 	s.AddTool(mcp.NewTool("flood",
 		mcp.WithDescription("Writes a message to stdout that never ends (stdio only), until the write fails."),
 	), flood)
+
+	s.AddTool(mcp.NewTool("log",
+		mcp.WithDescription("Sends count log messages (notifications/message) of level, as far as the client's log level lets it, "+
+			"or whatever that level with force; answers with how many it sent and the client's level."),
+		mcp.WithString("level", mcp.Required(), mcp.Enum(LogLevels...)),
+		mcp.WithInteger("count", mcp.Min(1), mcp.Max(100000)),
+		mcp.WithBoolean("force"),
+	), logMessages(s))
 
 	s.AddTool(mcp.NewTool("garbage",
 		mcp.WithDescription("Writes malformed frames to stdout (stdio only), then answers."),
@@ -263,6 +273,46 @@ func schemaProbe(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResul
 	res := mcp.NewToolResultText(string(raw))
 	res.RawStructuredContent = raw
 	return res, nil
+}
+
+// LogLevels are MCP's log levels, least first.
+var LogLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// logMessages sends log messages, "log 1" to "log <count>" under the logger
+// "fixture". A full queue of notices is waited out, not a message lost.
+func logMessages(s *server.MCPServer) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		level := mcp.LoggingLevel(req.GetString("level", ""))
+		count := req.GetInt("count", 1)
+		force := req.GetBool("force", false)
+		var clientLevel mcp.LoggingLevel
+		if cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithLogging); ok {
+			clientLevel = cs.GetLogLevel()
+		}
+		sent := 0
+		for i := 1; i <= count; i++ {
+			if !force && !level.ShouldSendTo(clientLevel) {
+				break
+			}
+			params := map[string]any{"level": level, "logger": "fixture", "data": fmt.Sprintf("log %d", i)}
+			for {
+				err := s.SendNotificationToClient(ctx, string(mcp.MethodNotificationMessage), params)
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, server.ErrNotificationChannelBlocked) {
+					return mcp.NewToolResultError(fmt.Sprintf("log %d not sent: %v", i, err)), nil
+				}
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(time.Millisecond):
+				}
+			}
+			sent++
+		}
+		return mcp.NewToolResultText(fmt.Sprintf("sent %d at %s; the client's level is %s", sent, level, clientLevel)), nil
+	}
 }
 
 func slow(s *server.MCPServer) server.ToolHandlerFunc {

@@ -1,0 +1,173 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// logNotes records the log messages a client hears.
+type logNotes struct {
+	mu   sync.Mutex
+	msgs []mcp.JSONRPCNotification
+}
+
+func hearLogs(c *client.Client) *logNotes {
+	l := &logNotes{}
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationMessage) {
+			l.mu.Lock()
+			l.msgs = append(l.msgs, n)
+			l.mu.Unlock()
+		}
+	})
+	return l
+}
+
+// heard returns the messages heard so far, as "level logger data".
+func (l *logNotes) heard() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]string, 0, len(l.msgs))
+	for _, n := range l.msgs {
+		f := n.Params.AdditionalFields
+		out = append(out, fmt.Sprintf("%v %v %v", f["level"], f["logger"], f["data"]))
+	}
+	return out
+}
+
+// waitFor waits until the messages heard end with last, and returns them.
+func (l *logNotes) waitFor(t *testing.T, last string) []string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := l.heard()
+		if len(got) > 0 && got[len(got)-1] == last {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the client never heard %q; it heard %q", last, got)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// An attached server's log messages reach the client, named by the
+// attachment, at the level the client set, which the server is told too;
+// a server that floods its log is cut to what the client is sent. Over
+// stdio with a stdio server, and over HTTP with a remote one.
+func TestUpstreamLogs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// start serves a session with the fixture attached as name; again,
+		// when not nil, attaches it anew.
+		start func(t *testing.T) (c *client.Client, name string, again func())
+	}{
+		{"stdio", func(t *testing.T) (*client.Client, string, func()) {
+			c := serveStdio(t, New(pinnedFixture(buildFixture(t), time.Minute), quietLog, Options{Version: "test"}))
+			return c, "fx", nil
+		}},
+		{"http", func(t *testing.T) (*client.Client, string, func()) {
+			up := upstream(t)
+			tg := newGateway(t, time.Minute, remoteEntry("urn:air:test:mcp:remote", up.URL+"/mcp"))
+			s := tg.connect(t, transport.WithContinuousListening()) // messages between calls come on the GET stream
+			attach := func() {
+				if res := s.call("attach_resource", map[string]any{"urn": "urn:air:test:mcp:remote"}); res.IsError {
+					t.Fatalf("attach: %v", firstText(res))
+				}
+			}
+			attach()
+			return s.c, "remote", func() {
+				if res := s.call("detach_resource", map[string]any{"urn": "urn:air:test:mcp:remote"}); res.IsError {
+					t.Fatalf("detach: %v", firstText(res))
+				}
+				attach()
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, name, again := tc.start(t)
+			logs := hearLogs(c)
+			ctx := context.Background()
+			log := func(args map[string]any) string {
+				t.Helper()
+				req := mcp.CallToolRequest{}
+				req.Params.Name, req.Params.Arguments = "mcp_"+name+"__log", args
+				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+					res, err := c.CallTool(ctx, req)
+					if err == nil && !res.IsError {
+						return firstText(res)
+					}
+					if time.Now().After(deadline) { // a pinned server may still be starting
+						t.Fatalf("log %v: %v %v", args, err, res)
+					}
+				}
+			}
+			logger := name + "/fixture"
+
+			// Until the client sets a level, errors and worse reach it.
+			if got := log(map[string]any{"level": "error"}); got != "sent 1 at error; the client's level is error" {
+				t.Fatalf("log: %q", got)
+			}
+			logs.waitFor(t, "error "+logger+" log 1")
+			// A message the server sends below that level is not relayed:
+			// the error sent after it comes first.
+			log(map[string]any{"level": "info", "force": true})
+			log(map[string]any{"level": "critical"})
+			if got := logs.waitFor(t, "critical "+logger+" log 1"); len(got) != 2 {
+				t.Fatalf("heard %q; the info message passed the client's level", got)
+			}
+
+			// The client's level is passed on to the server.
+			var req mcp.SetLevelRequest
+			req.Params.Level = mcp.LoggingLevelDebug
+			if err := c.SetLevel(ctx, req); err != nil {
+				t.Fatal(err)
+			}
+			toldDebug := func() {
+				t.Helper()
+				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+					if got := log(map[string]any{"level": "debug", "count": 3}); strings.HasSuffix(got, "level is debug") {
+						return
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("the server was never told the client's level")
+					}
+				}
+			}
+			toldDebug()
+			if got := logs.waitFor(t, "debug "+logger+" log 3"); !strings.HasSuffix(got[len(got)-3], "log 1") {
+				t.Fatalf("heard %q; want log 1 to 3 in order", got)
+			}
+
+			// A flood is cut to the session's budget, and the session goes on.
+			before := len(logs.heard())
+			start := time.Now()
+			if got := log(map[string]any{"level": "warning", "count": 2000}); got != "sent 2000 at warning; the client's level is debug" {
+				t.Fatalf("flood: %q", got)
+			}
+			time.Sleep(time.Second) // the budget fills up again
+			elapsed := time.Since(start)
+			log(map[string]any{"level": "emergency"})
+			got := logs.waitFor(t, "emergency "+logger+" log 1")
+			flood := len(got) - before - 1
+			if limit := logBurst + int(elapsed.Seconds()*logsPerSecond) + 1; flood > limit || flood < 1 {
+				t.Fatalf("%d of 2000 flooded messages relayed in %s; want some, at most %d", flood, elapsed, limit)
+			}
+			t.Logf("%d of 2000 flooded messages relayed in %s", flood, elapsed)
+
+			// A server attached after the client set its level is told it.
+			if again != nil {
+				again()
+				toldDebug()
+			}
+		})
+	}
+}
