@@ -57,8 +57,12 @@ type Manager struct {
 	AllowTypes []string
 	// MaxAttachments caps a session's non-pinned attachments.
 	MaxAttachments int
-	// CallTimeout bounds one proxied tool call.
+	// CallTimeout bounds one proxied tool call; a call that asked for
+	// progress gets it again at each progress (clock.go).
 	CallTimeout time.Duration
+	// MaxCallTime bounds a call whatever progress it reports; zero means
+	// config.DefaultMaxCallTime, or CallTimeout if that is longer.
+	MaxCallTime time.Duration
 	// Deferred keeps attached tools out of tools/list by default (they are
 	// found with tool_search); pinned servers may say otherwise.
 	Deferred bool
@@ -103,6 +107,7 @@ func New(cfg *config.Config, regs []registry.Registry, hc *http.Client, log *slo
 		AllowTypes:     cfg.AllowAttachTypes,
 		MaxAttachments: cfg.MaxAttachments,
 		CallTimeout:    cfg.CallTimeout,
+		MaxCallTime:    cfg.MaxCallTime,
 		StartTimeout:   2 * time.Minute,
 		Deferred:       cfg.ToolMode == config.ToolModeDeferred,
 		Pinned:         cfg.Servers,

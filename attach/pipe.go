@@ -179,6 +179,18 @@ func (p *pipeTransport) stop(key string, cause error) {
 	}
 }
 
+// extend moves the deadline of the request waiting under key to d, if
+// that is later. The timer is not moved: when it fires, it is set again
+// for the earliest deadline then (expire).
+func (p *pipeTransport) extend(key string, d time.Time) {
+	p.mu.Lock()
+	if c, ok := p.pending[key]; ok && !c.deadline.IsZero() && d.After(c.deadline) {
+		c.deadline = d
+		p.pending[key] = c
+	}
+	p.mu.Unlock()
+}
+
 // arm sets the deadline timer for d, unless it fires sooner already. One
 // timer serves every call: a timer per call, set and stopped, was 5% of
 // the gateway's CPU on a small call, and a call's deadline is nearly

@@ -732,9 +732,13 @@ func (s *Session) Max() int { return s.m.MaxAttachments }
 // manager's call timeout. onProgress hears the upstream's progress for the
 // caller's progress token.
 func (s *Session) Call(ctx context.Context, name string, args any, meta *mcp.Meta, onProgress func(mcp.JSONRPCNotification)) (*mcp.CallToolResult, error) {
+	var progress *Progress
+	if meta != nil && meta.ProgressToken != nil && onProgress != nil {
+		progress = &Progress{Token: meta.ProgressToken, To: onProgress}
+	}
 	var res *mcp.CallToolResult
-	err := s.call(ctx, name, func(ctx context.Context, up *upstream, tool string) (err error) {
-		res, err = up.call(ctx, tool, args, meta, onProgress)
+	err := s.call(ctx, name, progress, func(ctx context.Context, up *upstream, tool string) (err error) {
+		res, err = up.call(ctx, tool, args, progress)
 		return err
 	})
 	return res, err
@@ -747,24 +751,26 @@ func (s *Session) Call(ctx context.Context, name string, args any, meta *mcp.Met
 // on the call.
 func (s *Session) CallRaw(ctx context.Context, name string, args json.RawMessage, progress *Progress) (json.RawMessage, error) {
 	var res json.RawMessage
-	err := s.call(ctx, name, func(ctx context.Context, up *upstream, tool string) (err error) {
+	err := s.call(ctx, name, progress, func(ctx context.Context, up *upstream, tool string) (err error) {
 		res, err = up.callRaw(ctx, tool, args, progress)
 		return err
 	})
 	return res, err
 }
 
-// call routes an exposed tool to its upstream and runs do within the call
-// timeout, turning what went wrong into a sentence that says what to do.
-func (s *Session) call(ctx context.Context, name string, do func(context.Context, *upstream, string) error) error {
-	att, up, tool, timeout := s.target(name)
+// call routes an exposed tool to its upstream and runs do within the
+// call's time limits (clock.go), turning what went wrong into a sentence
+// that says what to do. progress is the call's, if it asked for it.
+func (s *Session) call(ctx context.Context, name string, progress *Progress, do func(context.Context, *upstream, string) error) error {
+	att, up, tool, limits := s.target(name)
 	if att == nil {
 		return fmt.Errorf("%q: %w", name, ErrUnknownTool)
 	}
 	if up == nil {
 		return fmt.Errorf("%s is still starting; try again shortly", att.Name)
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	start := time.Now()
+	ctx, cancel := limits.within(ctx, progress)
 	defer cancel()
 	if up.downReason() != "" {
 		if fresh := s.revive(ctx, att, up); fresh != nil {
@@ -772,8 +778,11 @@ func (s *Session) call(ctx context.Context, name string, do func(context.Context
 		}
 	}
 	err := do(ctx, up, tool)
-	timedOut := ctx.Err() == context.DeadlineExceeded && !errors.Is(context.Cause(ctx), context.Canceled)
-	return callError(att, tool, timeout, err, timedOut)
+	var out error
+	if context.Cause(ctx) == errOutOfTime {
+		out = limits.outOfTime(att, tool, time.Since(start), progress != nil)
+	}
+	return callError(att, tool, err, out)
 }
 
 // reviveEvery is how often a call may try to reach a remote that went
@@ -832,11 +841,11 @@ func (s *Session) revive(ctx context.Context, att *Attachment, up *upstream) *up
 // hears the upstream's progress until done is called. StartRaw takes no
 // context, and so makes no trace span: a traced call takes CallRaw.
 func (s *Session) StartRaw(name string, args json.RawMessage, progress *Progress, b *guard.Batch, done RawDone) (stop func(cause error), ok bool) {
-	att, up, tool, timeout := s.target(name)
+	att, up, tool, limits := s.target(name)
 	if up == nil {
 		return nil, false
 	}
-	return up.startRaw(att, tool, args, progress, timeout, b, done)
+	return up.startRaw(att, tool, args, progress, limits, b, done)
 }
 
 // RawDone hears how a call that StartRaw started ended, once: its result
@@ -849,16 +858,16 @@ type RawDone func(res json.RawMessage, err error, b *guard.Batch)
 
 // target finds what serves an exposed tool: its attachment (nil for none),
 // the live upstream (nil while starting), the upstream's name for the tool,
-// and the call timeout.
-func (s *Session) target(name string) (att *Attachment, up *upstream, tool string, timeout time.Duration) {
+// and the call's time limits.
+func (s *Session) target(name string) (att *Attachment, up *upstream, tool string, limits callLimits) {
 	att, tool = s.route(name)
 	if att == nil {
-		return nil, nil, "", 0
+		return nil, nil, "", limits
 	}
 	att.mu.Lock()
 	up = att.up
 	att.mu.Unlock()
-	return att, up, tool, s.timeout(att)
+	return att, up, tool, s.limits(att)
 }
 
 // timeout bounds one request to a's upstream: its own timeout, or the
@@ -871,8 +880,8 @@ func errNoAnswer(a *Attachment, what string, timeout time.Duration) error {
 }
 
 // callError turns what went wrong with a call into a sentence that says
-// what to do.
-func callError(att *Attachment, tool string, timeout time.Duration, err error, timedOut bool) error {
+// what to do. out, when not nil, says how the call ran out of time.
+func callError(att *Attachment, tool string, err, out error) error {
 	switch {
 	case err == nil:
 		return nil
@@ -884,8 +893,8 @@ func callError(att *Attachment, tool string, timeout time.Duration, err error, t
 		return fmt.Errorf("%s: %w; it is pinned in the gateway's config, so only a new session (over stdio, a new gateway process) starts it again", att.Name, err)
 	case errors.Is(err, ErrUpstreamDown):
 		return fmt.Errorf("%s: %w; attach_resource %s again to restart it", att.Name, err, att.URN)
-	case timedOut:
-		return errNoAnswer(att, tool, timeout)
+	case out != nil:
+		return out
 	case errors.Is(err, guard.ErrBacklog):
 		return fmt.Errorf("%s has stopped reading its input, so %s was not sent (%w); try again once its calls in flight have ended", att.Name, tool, err)
 	}

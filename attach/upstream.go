@@ -532,17 +532,17 @@ func mayAnnotateHeaders(schema []byte) bool {
 	return false
 }
 
-// call forwards one tool call. A progress token in meta is passed on, and
-// the upstream's progress for it is handed to onProgress.
-func (u *upstream) call(ctx context.Context, tool string, args any, meta *mcp.Meta, onProgress func(mcp.JSONRPCNotification)) (*mcp.CallToolResult, error) {
+// call forwards one tool call. progress, when not nil, hears the
+// upstream's progress on the call.
+func (u *upstream) call(ctx context.Context, tool string, args any, progress *Progress) (*mcp.CallToolResult, error) {
 	if why := u.downReason(); why != "" {
 		return nil, fmt.Errorf("%w: %s", ErrUpstreamDown, why)
 	}
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool
 	req.Params.Arguments = args
-	if meta != nil && meta.ProgressToken != nil && onProgress != nil {
-		tok, forget := u.relayProgress(&Progress{Token: meta.ProgressToken, To: onProgress})
+	if progress != nil {
+		tok, forget := u.relayProgress(progress)
 		defer forget()
 		req.Params.Meta = &mcp.Meta{ProgressToken: tok}
 	}
@@ -558,6 +558,9 @@ func (u *upstream) call(ctx context.Context, tool string, args any, meta *mcp.Me
 type Progress struct {
 	Token any // a string, a number, or their JSON
 	To    func(mcp.JSONRPCNotification)
+	// heard, when not nil, runs after each progress: it gives the call
+	// more time (clock.go).
+	heard func()
 }
 
 // relayProgress gives a call whose caller asked for progress a token of
@@ -573,6 +576,9 @@ func (u *upstream) relayProgress(p *Progress) (tok string, forget func()) {
 		n.Params.AdditionalFields["progressToken"] = p.Token
 		n.Params.Meta = nil // the upstream's _meta was for the gateway
 		p.To(n)
+		if p.heard != nil {
+			p.heard()
+		}
 	}
 	u.mu.Unlock()
 	return tok, func() {
@@ -628,16 +634,18 @@ func (u *upstream) callRaw(ctx context.Context, tool string, args json.RawMessag
 // pipe reader's bytes, valid only until done returns. stop ends the call
 // early with cause. A request refused because the server has stopped
 // reading (guard.ErrBacklog) ends at once, through done.
-func (u *upstream) startRaw(att *Attachment, tool string, args json.RawMessage, progress *Progress, timeout time.Duration, b *guard.Batch, done RawDone) (stop func(cause error), ok bool) {
+func (u *upstream) startRaw(att *Attachment, tool string, args json.RawMessage, progress *Progress, limits callLimits, b *guard.Batch, done RawDone) (stop func(cause error), ok bool) {
 	if u.pipe == nil || u.downReason() != "" {
 		return nil, false
 	}
 	call := u.rawCall(tool, args)
-	c := &rawStart{u: u, att: att, key: call.key, tool: tool, timeout: timeout, done: done}
+	c := &rawStart{u: u, att: att, key: call.key, tool: tool, limits: limits, done: done}
 	if progress != nil {
+		c.start = time.Now()
+		progress.heard = func() { u.pipe.extend(call.key, limits.deadline(c.start, time.Now())) }
 		call.progress, c.forget = u.relayProgress(progress)
 	}
-	if err := u.pipe.send(call.key, c, timeout, b, call.appendHead, call.args, lineTail+"\n"); err != nil {
+	if err := u.pipe.send(call.key, c, limits.timeout, b, call.appendHead, call.args, lineTail+"\n"); err != nil {
 		if !errors.Is(err, guard.ErrBacklog) {
 			c.forgetProgress() // callRaw relays it anew
 			return nil, false
@@ -651,13 +659,14 @@ func (u *upstream) startRaw(att *Attachment, tool string, args json.RawMessage, 
 // rawStart is a call startRaw started, waiting on the pipe (a waiter).
 // It is all that such a call allocates in this package, besides its key.
 type rawStart struct {
-	u       *upstream
-	att     *Attachment
-	key     string
-	tool    string
-	timeout time.Duration
-	done    RawDone
-	forget  func() // ends the relay of the call's progress; nil without one
+	u      *upstream
+	att    *Attachment
+	key    string
+	tool   string
+	limits callLimits
+	start  time.Time // when a call with progress started; zero without
+	done   RawDone
+	forget func() // ends the relay of the call's progress; nil without one
 }
 
 func (c *rawStart) answered(f frame, b *guard.Batch) {
@@ -685,7 +694,11 @@ func (c *rawStart) failed(err error) {
 
 func (c *rawStart) finish(res json.RawMessage, err error, b *guard.Batch) {
 	c.forgetProgress()
-	c.done(res, callError(c.att, c.tool, c.timeout, err, errors.Is(err, ErrTimeout)), b)
+	var out error
+	if errors.Is(err, ErrTimeout) {
+		out = c.limits.outOfTime(c.att, c.tool, time.Since(c.start), c.forget != nil)
+	}
+	c.done(res, callError(c.att, c.tool, err, out), b)
 }
 
 func (c *rawStart) forgetProgress() {

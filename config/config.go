@@ -74,8 +74,14 @@ type Config struct {
 	// AllowLocalURLs lets endpoints resolve to loopback and private
 	// addresses. For local testing only.
 	AllowLocalURLs bool
-	// CallTimeout bounds one proxied tool call.
+	// CallTimeout bounds one proxied tool call. A call that asked for
+	// progress gets it again at each progress the server reports, up to
+	// MaxCallTime from its start.
 	CallTimeout time.Duration
+	// MaxCallTime bounds a call that keeps reporting progress; no
+	// progress takes it further. Unset, it is DefaultMaxCallTime, or
+	// CallTimeout if that is longer.
+	MaxCallTime time.Duration
 	// PinnedListWait is how long after a session starts its tools/list
 	// waits for pinned servers still starting, so that a client that lists
 	// once sees their tools.
@@ -185,6 +191,7 @@ const (
 	DefaultMaxSessions    = 10000
 	DefaultSessionIdle    = 30 * time.Minute
 	DefaultCallTimeout    = 60 * time.Second
+	DefaultMaxCallTime    = 10 * time.Minute
 	DefaultPinnedListWait = 10 * time.Second
 	DefaultMaxResultBytes = 8 << 20
 )

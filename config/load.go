@@ -38,6 +38,7 @@ type file struct {
 	SessionIdle      *string     `json:"session_idle_timeout"`
 	AllowLocalURLs   *bool       `json:"allow_local_urls"`
 	CallTimeout      *string     `json:"call_timeout"`
+	MaxCallTime      *string     `json:"max_call_time"`
 	PinnedListWait   *string     `json:"pinned_list_wait"`
 	MaxResultBytes   *int        `json:"max_result_bytes"`
 	ToolMode         *string     `json:"tool_mode"`
@@ -163,7 +164,7 @@ func Load(flags Flags, environ []string) (*Config, error) {
 		field string
 		value *string
 		into  *time.Duration
-	}{{"call_timeout", f.CallTimeout, &c.CallTimeout}, {"pinned_list_wait", f.PinnedListWait, &c.PinnedListWait},
+	}{{"call_timeout", f.CallTimeout, &c.CallTimeout}, {"max_call_time", f.MaxCallTime, &c.MaxCallTime}, {"pinned_list_wait", f.PinnedListWait, &c.PinnedListWait},
 		{"session_idle_timeout", firstPtr(e.SessionIdle, f.SessionIdle), &c.SessionIdleTimeout}} {
 		if d.value == nil {
 			continue
@@ -174,6 +175,9 @@ func Load(flags Flags, environ []string) (*Config, error) {
 		} else {
 			*d.into = v
 		}
+	}
+	if f.MaxCallTime == nil {
+		c.MaxCallTime = max(DefaultMaxCallTime, c.CallTimeout)
 	}
 	if f.MaxResultBytes != nil {
 		c.MaxResultBytes = *f.MaxResultBytes
@@ -581,6 +585,12 @@ func (c *Config) validate() []error {
 	}
 	if c.CallTimeout <= 0 || c.CallTimeout > time.Hour {
 		add("call_timeout", "%s is outside (0, 1h]", c.CallTimeout)
+	}
+	switch {
+	case c.MaxCallTime > 24*time.Hour:
+		add("max_call_time", "%s is over 24h", c.MaxCallTime)
+	case c.MaxCallTime < c.CallTimeout:
+		add("max_call_time", "%s is shorter than call_timeout (%s)", c.MaxCallTime, c.CallTimeout)
 	}
 	if c.PinnedListWait <= 0 || c.PinnedListWait > 5*time.Minute {
 		add("pinned_list_wait", "%s is outside (0, 5m]", c.PinnedListWait)

@@ -80,8 +80,9 @@ func TestLoadDefaults(t *testing.T) {
 		}
 		if c.MaxAttachments != config.DefaultMaxAttachments || c.CallTimeout != config.DefaultCallTimeout ||
 			c.MaxResultBytes != config.DefaultMaxResultBytes || c.Limits != config.DefaultLimits || c.MaxSessions != config.DefaultMaxSessions ||
-			c.SessionIdleTimeout != config.DefaultSessionIdle {
-			t.Errorf("numeric defaults: max=%d timeout=%s result=%d limits=%+v sessions=%d idle=%s", c.MaxAttachments, c.CallTimeout, c.MaxResultBytes, c.Limits, c.MaxSessions, c.SessionIdleTimeout)
+			c.SessionIdleTimeout != config.DefaultSessionIdle || c.MaxCallTime != config.DefaultMaxCallTime {
+			t.Errorf("numeric defaults: max=%d timeout=%s max_call_time=%s result=%d limits=%+v sessions=%d idle=%s", c.MaxAttachments, c.CallTimeout, c.MaxCallTime,
+				c.MaxResultBytes, c.Limits, c.MaxSessions, c.SessionIdleTimeout)
 		}
 		if !slices.Equal(c.AllowAttachTypes, config.DefaultAllowAttachTypes) || len(c.RequireTrust) != 0 {
 			t.Errorf("types=%q trust=%q", c.AllowAttachTypes, c.RequireTrust)
@@ -365,6 +366,9 @@ func TestLoadValidation(t *testing.T) {
 		{"call_timeout zero", `{"call_timeout": "0s"}`, "call_timeout"},
 		{"call_timeout negative", `{"call_timeout": "-5s"}`, "call_timeout"},
 		{"call_timeout too long", `{"call_timeout": "2h"}`, "call_timeout"},
+		{"max_call_time not a duration", `{"max_call_time": "long"}`, "max_call_time"},
+		{"max_call_time shorter than call_timeout", `{"call_timeout": "2m", "max_call_time": "90s"}`, "max_call_time"},
+		{"max_call_time too long", `{"max_call_time": "25h"}`, "max_call_time"},
 		{"session_idle_timeout not a duration", `{"session_idle_timeout": "30"}`, "session_idle_timeout"},
 		{"session_idle_timeout too short", `{"session_idle_timeout": "500ms"}`, "session_idle_timeout"},
 		{"session_idle_timeout too long", `{"session_idle_timeout": "169h"}`, "session_idle_timeout"},
@@ -628,6 +632,27 @@ func TestLoadDurationsAndLimits(t *testing.T) {
 				t.Errorf("pinned_list_wait=%s, want %s", c.PinnedListWait, wantWait)
 			}
 		})
+	}
+}
+
+// max_call_time unset is 10 minutes, or call_timeout when that is longer.
+func TestLoadMaxCallTime(t *testing.T) {
+	for _, tt := range []struct {
+		body string
+		want time.Duration
+	}{
+		{`{}`, config.DefaultMaxCallTime},
+		{`{"call_timeout": "15m"}`, 15 * time.Minute},
+		{`{"max_call_time": "2h"}`, 2 * time.Hour},
+		{`{"call_timeout": "90s", "max_call_time": "90s"}`, 90 * time.Second},
+	} {
+		c, err := config.Load(config.Flags{Config: writeConfig(t, tt.body)}, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.body, err)
+		}
+		if c.MaxCallTime != tt.want {
+			t.Errorf("%s: max_call_time %s, want %s", tt.body, c.MaxCallTime, tt.want)
+		}
 	}
 }
 

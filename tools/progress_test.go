@@ -403,3 +403,72 @@ func TestServerCallProgressOnItsStream(t *testing.T) {
 	}
 	http.DefaultClient.CloseIdleConnections()
 }
+
+// A call that asked for progress gets the call timeout again at each
+// progress the upstream reports, up to the most a call may take; one that
+// did not is cut at the timeout. On each way a call goes: to a stdio
+// server from the fast path (StartRaw), through call_attached_tool, and
+// through mcp-go's server and client (a progress token that is not a
+// string or a number keeps a call off the fast path); to a streamable
+// HTTP server (CallRaw).
+func TestProgressGivesTime(t *testing.T) {
+	up := upstream(t)
+	m := pinnedFixture(buildFixture(t), 400*time.Millisecond)
+	m.MaxCallTime = 2 * time.Second
+	m.Pinned = append(m.Pinned, config.Server{Name: "remote", URL: up.URL})
+	m.HTTP = (&guard.Dialer{AllowLocal: true}).Client()
+	t.Cleanup(m.HTTP.CloseIdleConnections)
+	c := serveStdio(t, New(m, quietLog, Options{Version: "test"}))
+
+	// call calls slow for ms, through call_attached_tool when via is set,
+	// with the progress token when there is one; it returns the text of
+	// the result or of the error.
+	call := func(tool string, via bool, ms int, token any) string {
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = tool, map[string]any{"ms": ms}
+		if via {
+			req.Params.Name, req.Params.Arguments = "call_attached_tool", map[string]any{"name": tool, "arguments": req.Params.Arguments}
+		}
+		if token != nil {
+			req.Params.Meta = &mcp.Meta{ProgressToken: token}
+		}
+		res, err := c.CallTool(context.Background(), req)
+		if err != nil {
+			return err.Error()
+		}
+		return firstText(res)
+	}
+	for deadline := time.Now().Add(10 * time.Second); call("mcp_fx__slow", false, 0, nil) != "slept 0ms" || call("mcp_remote__slow", false, 0, nil) != "slept 0ms"; {
+		if time.Now().After(deadline) {
+			t.Fatal("the pinned servers never became callable")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	for _, way := range []struct {
+		name  string
+		tool  string
+		via   bool
+		token any
+	}{
+		{"stdio fast path", "mcp_fx__slow", false, "p"},
+		{"call_attached_tool", "mcp_fx__slow", true, 7},
+		{"server path", "mcp_fx__slow", false, map[string]any{"off": "the fast path"}},
+		{"http", "mcp_remote__slow", false, "p"},
+	} {
+		t.Run(way.name, func(t *testing.T) {
+			var wg sync.WaitGroup
+			check := func(ms int, token any, want string) {
+				defer wg.Done()
+				if got := call(way.tool, way.via, ms, token); !strings.Contains(got, want) {
+					t.Errorf("slow %dms, progress token %v: %q; want %q", ms, token, got, want)
+				}
+			}
+			wg.Add(3)
+			go check(1200, way.token, "slept 1200ms")
+			go check(1200, nil, "did not answer slow within 400ms")
+			go check(60000, way.token, "was still working on slow after 2s, the most one call may take (max_call_time)")
+			wg.Wait()
+		})
+	}
+}

@@ -1,0 +1,73 @@
+package attach
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ardgate/ardgate/config"
+)
+
+// A call to an upstream is bounded by its timeout (call_timeout, or the
+// server's own). A call that asked for progress gets that timeout again at
+// each progress the server reports on it, since the work is going on: the
+// MCP spec lets a client do so, and a tool that reports progress for five
+// minutes was cut at one. No progress takes a call past max_call_time from
+// its start, the bound the spec asks for against a server that reports
+// progress without end.
+
+// callLimits are a call's time limits.
+type callLimits struct {
+	timeout time.Duration // without an answer or, with progress, without progress
+	most    time.Duration // in all, whatever progress
+}
+
+// limits are the time limits of a call to a's upstream.
+func (s *Session) limits(a *Attachment) callLimits {
+	t := s.timeout(a)
+	most := cmp.Or(s.m.MaxCallTime, max(config.DefaultMaxCallTime, s.m.CallTimeout))
+	return callLimits{timeout: t, most: max(t, most)}
+}
+
+// errOutOfTime is the cause that ends a call's context when its time is up.
+var errOutOfTime = errors.New("the call's time is up")
+
+// within bounds ctx by l. A call with progress p gets l.timeout again at
+// each progress it reports, up to l.most.
+func (l callLimits) within(ctx context.Context, p *Progress) (context.Context, context.CancelFunc) {
+	if p == nil {
+		return context.WithTimeoutCause(ctx, l.timeout, errOutOfTime)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	end := time.Now().Add(l.most)
+	t := time.AfterFunc(l.timeout, func() { cancel(errOutOfTime) })
+	p.heard = func() { t.Reset(min(l.timeout, time.Until(end))) }
+	return ctx, func() {
+		t.Stop()
+		cancel(context.Canceled)
+	}
+}
+
+// deadline is when a call that started at start and last reported
+// progress now runs out of time.
+func (l callLimits) deadline(start, now time.Time) time.Time {
+	d := now.Add(l.timeout)
+	if end := start.Add(l.most); end.Before(d) {
+		return end
+	}
+	return d
+}
+
+// outOfTime says how a call of tool, which ran for ran, ran out of time;
+// progress tells whether it asked for progress.
+func (l callLimits) outOfTime(a *Attachment, tool string, ran time.Duration, progress bool) error {
+	switch {
+	case !progress:
+		return errNoAnswer(a, tool, l.timeout)
+	case ran >= l.most && l.most > l.timeout:
+		return fmt.Errorf("%w: %s was still working on %s after %s, the most one call may take (max_call_time), though it reported progress", ErrTimeout, a.Name, tool, l.most)
+	}
+	return fmt.Errorf("%w: %s did not answer %s, nor report progress on it, within %s", ErrTimeout, a.Name, tool, l.timeout)
+}
