@@ -22,6 +22,7 @@ var (
 	ErrNoAgent      = errors.New("no such agent")
 	ErrStoreFull    = errors.New("task store full")
 	ErrTaskFinished = errors.New("the task takes no more messages")
+	ErrTaskBusy     = errors.New("the task is not waiting for input")
 )
 
 // TaskView is a task as the tools show it.
@@ -57,6 +58,10 @@ type task struct {
 
 	mu   sync.Mutex
 	last *a2a.Task
+
+	// sending is held while a message goes to the task: a second message
+	// goes after the first has, to the task the first left.
+	sending sync.Mutex
 }
 
 // taskStore keeps a session's tasks, up to max; when full, the oldest
@@ -135,6 +140,14 @@ func (t *task) final() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.last != nil && t.last.Status.State.Terminal()
+}
+
+// asking reports whether the task waits for the client: for input, or
+// for authentication.
+func (t *task) asking() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last != nil && (t.last.Status.State == a2a.TaskStateInputRequired || t.last.Status.State == a2a.TaskStateAuthRequired)
 }
 
 // apply records a fresh view of the task, bounded; it reports whether
@@ -550,33 +563,59 @@ func (s *Session) Reply(ctx context.Context, id, message string, timeout time.Du
 	if t.direct {
 		return TaskView{}, fmt.Errorf("%w: task %s was a direct reply; start a new one with spawn_agent (context_id %s keeps the conversation)", ErrTaskFinished, id, t.contextID)
 	}
-	if t.final() {
-		return t.view(), fmt.Errorf("%w: task %s has finished (%s); start a new one with spawn_agent and context_id %s", ErrTaskFinished, id, t.view().State, t.contextID)
-	}
 	conn, err := t.agent.agentConn()
 	if err != nil {
 		return t.view(), fmt.Errorf("task %s is bound to %s: %w", id, t.agent.Name, err)
+	}
+	t.sending.Lock()
+	defer t.sending.Unlock()
+	if t.final() { // perhaps after a message sent just before
+		return t.view(), fmt.Errorf("%w: task %s has finished (%s); start a new one with spawn_agent and context_id %s", ErrTaskFinished, id, t.view().State, t.contextID)
 	}
 	answered := t.statusMessageID()
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: message})
 	msg.TaskID, msg.ContextID = a2a.TaskID(id), t.contextID
 	var res a2a.SendMessageResult
+	asking := t.asking()
 	if err := s.askAgent(ctx, t.agent, "the message", func(ctx context.Context) (err error) {
 		res, err = conn.client.SendMessage(ctx, &a2a.MessageSendParams{Message: msg})
+		if err != nil && !asking {
+			// The task may have asked since the gateway last looked.
+			if cur, gerr := conn.client.GetTask(ctx, &a2a.TaskQueryParams{ID: a2a.TaskID(id)}); gerr == nil {
+				t.apply(cur)
+				asking = t.asking()
+			}
+		}
 		for _, d := range replyRetries {
-			if !errors.Is(err, a2a.ErrInternalError) || !sleep(ctx, d) {
+			if !asking || !errors.Is(err, a2a.ErrInternalError) || !sleep(ctx, d) {
 				break
 			}
 			res, err = conn.client.SendMessage(ctx, &a2a.MessageSendParams{Message: msg})
 		}
 		return err
 	}); err != nil {
-		return t.view(), err
+		return t.view(), t.refused(err, asking)
 	}
 	if cur, ok := res.(*a2a.Task); ok {
 		t.apply(cur)
 	}
 	return s.wait(ctx, t, timeout, onUpdate, answered)
+}
+
+// refused says why the task's agent did not take a message: the agent's
+// own error, or, where the task was not waiting for input, that it was
+// not. An agent on a2a-go answers a message to a working task with a bare
+// internal error, and one to a finished task with "invalid params".
+func (t *task) refused(err error, asking bool) error {
+	v := t.view()
+	switch {
+	case asking || errors.Is(err, ErrTimeout) || errors.Is(err, ErrUpstreamDown):
+		return err
+	case v.Final:
+		return fmt.Errorf("%w: task %s has finished (%s); start a new one with spawn_agent and context_id %s (the agent said: %v)", ErrTaskFinished, t.id, v.State, t.contextID, err)
+	}
+	return fmt.Errorf("%w: %s did not take the message, as task %s is %s; wait_task until it asks for input (input-required) or ends, or cancel_task it (the agent said: %v)",
+		ErrTaskBusy, t.agent.Name, t.id, v.State, err)
 }
 
 // replyRetries are the waits before a reply is sent again after an

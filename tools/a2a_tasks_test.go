@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -408,6 +409,51 @@ func mustParse(t *testing.T, s string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// A message to a task that is not waiting for input is refused with a
+// sentence that says so and what to do, at once: a2a-go's agents answer it
+// with a bare internal error, which the gateway took for the race below
+// and sent again for three seconds. Two messages at once to a task that
+// asks go one after the other: the first answers it, the second is told
+// the task has finished, and the task holds one answer.
+func TestMessageToBusyTask(t *testing.T) {
+	agent := a2afixture.Start(t)
+	tg := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:helper", agent.URL+"/.well-known/agent-card.json"))
+	s := tg.connect(t)
+	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:helper"}); res.IsError {
+		t.Fatal(firstText(res))
+	}
+
+	v := s.task(s.call("spawn_agent", map[string]any{"message": "wait"}))
+	res := s.call("message_task", map[string]any{"task_id": v.TaskID, "message": "are you done?"})
+	if s.code(res) != "task_busy" || !strings.Contains(firstText(res), "is working; wait_task until it asks for input") {
+		t.Fatalf("a message to a working task: %s %s", s.code(res), firstText(res))
+	}
+	if v = s.task(s.call("cancel_task", map[string]any{"task_id": v.TaskID})); v.State != "canceled" {
+		t.Fatalf("the task after the refused message: %+v", v)
+	}
+
+	v = s.task(s.call("spawn_agent", map[string]any{"message": "ask"}))
+	v = s.task(s.call("wait_task", map[string]any{"task_id": v.TaskID}))
+	if v.State != "input-required" {
+		t.Fatalf("ask: %+v", v)
+	}
+	codes := make(chan string, 2)
+	for _, name := range []string{"Ada", "Bob"} {
+		go func() {
+			codes <- s.code(s.call("message_task", map[string]any{"task_id": v.TaskID, "message": name}))
+		}()
+	}
+	got := []string{<-codes, <-codes}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"", "task_finished"}) {
+		t.Fatalf("two messages at once: codes %q; want one answered and one told the task has finished", got)
+	}
+	v = s.task(s.call("wait_task", map[string]any{"task_id": v.TaskID}))
+	if c := strings.Join(v.conversation(), " | "); c != "user: ask | agent: what is your name? | user: Ada" && c != "user: ask | agent: what is your name? | user: Bob" {
+		t.Fatalf("the conversation: %s", c)
+	}
 }
 
 // An agent on a2a-go refuses, with an internal error, a reply that comes

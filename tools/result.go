@@ -97,6 +97,8 @@ func fromError(err error) *mcp.CallToolResult {
 		return failure("unknown_agent", "%s", msg)
 	case errors.Is(err, attach.ErrTaskFinished):
 		return failure("task_finished", "%s", msg)
+	case errors.Is(err, attach.ErrTaskBusy):
+		return failure("task_busy", "%s", msg)
 	case errors.Is(err, attach.ErrStoreFull):
 		return failure("task_store_full", "%s", msg)
 	case errors.Is(err, attach.ErrSessionClosed):
