@@ -76,10 +76,11 @@ type Attachment struct {
 	// sessionEnded: it is closed because its session ended, which is what
 	// a call cut short by that is told.
 	sessionEnded atomic.Bool
-	// remote is how a remote server of its own (not a shared connection)
-	// is reached again once down (revive); nil for any other. revived is
-	// when that was last tried.
-	remote  *Plan
+	// reach connects a remote server anew once it went down (revive): the
+	// attachment's own connection, or the connection that the sessions
+	// share (release is set then); nil for a stdio server. revived is when
+	// that was last tried.
+	reach   func(ctx context.Context) (*upstream, []Tool, error)
 	revived time.Time
 
 	// release, for a stateless server's shared connection, gives it up
@@ -225,24 +226,23 @@ func newSession(m *Manager, id string) *Session {
 		}
 		plan := m.pinnedPlan(p)
 		a.Endpoint = plan.Endpoint()
-		if plan.Transport != TransportStdio && !p.Stateless {
-			a.remote = &plan
-		}
-		if p.Stateless {
+		connect := func(ctx context.Context) (*upstream, []Tool, error) { return s.connect(ctx, a, plan, nil) }
+		switch {
+		case p.Stateless:
 			a.release = func() { m.release(a) }
-			s.pin(a, func(ctx context.Context) error {
+			connect = func(ctx context.Context) (*upstream, []Tool, error) {
 				up, list, err := m.shared(ctx, p, s, a)
-				if err == nil {
-					a.mu.Lock()
-					a.up, a.tools = up, exposeTools(a.Name, slices.Clone(list))
-					a.mu.Unlock()
+				if err != nil {
+					return nil, nil, err
 				}
-				return err
-			})
-			continue
+				return up, exposeTools(a.Name, slices.Clone(list)), nil
+			}
+			a.reach = connect
+		case plan.Transport != TransportStdio:
+			a.reach = connect
 		}
 		s.pin(a, func(ctx context.Context) error {
-			up, tools, err := s.connect(ctx, a, plan, nil)
+			up, tools, err := connect(ctx)
 			if err == nil {
 				a.mu.Lock()
 				a.up, a.tools = up, tools
@@ -523,7 +523,7 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 	a := &Attachment{URN: urn, Name: name, Kind: KindMCPServer, MediaType: e.Type, RegistryID: regID, Endpoint: plan.Endpoint(),
 		AttachedAt: time.Now(), Deferred: s.m.Deferred}
 	if plan.Transport != TransportStdio {
-		a.remote = &plan
+		a.reach = func(ctx context.Context) (*upstream, []Tool, error) { return s.connect(ctx, a, plan, nil) }
 	}
 	progress("starting")
 	ctx, cancel := context.WithTimeout(ctx, s.m.StartTimeout)
@@ -793,19 +793,20 @@ const reviveEvery = 5 * time.Second
 // returns the new upstream, or nil when it may not or could not: a server
 // restarted (a deploy) left its attachment down for good, and a pinned one
 // could not even be attached again. A call tries at most every
-// reviveEvery. Stdio servers are not revived (a new process is
-// attach_resource's to start), nor shared connections (they serve other
-// sessions too), nor anything detached or of an ended session.
+// reviveEvery. A shared connection is dialled again once for all the
+// sessions that use it (Manager.shared), and is the manager's to close.
+// Stdio servers are not revived (a new process is attach_resource's to
+// start), nor anything detached or of an ended session.
 func (s *Session) revive(ctx context.Context, att *Attachment, up *upstream) *upstream {
 	att.mu.Lock()
-	plan := att.remote
-	if plan == nil || att.up != up || up.downReason() == detachedReason || time.Since(att.revived) < reviveEvery {
+	reach := att.reach
+	if reach == nil || att.up != up || up.downReason() == detachedReason || time.Since(att.revived) < reviveEvery {
 		att.mu.Unlock()
 		return nil
 	}
 	att.revived = time.Now()
 	att.mu.Unlock()
-	fresh, tools, err := s.connect(ctx, att, *plan, nil)
+	fresh, tools, err := reach(ctx)
 	if err != nil {
 		s.m.Log.Debug("a remote that went down is still not reachable", "session", s.ID, "upstream", att.Name, "err", err)
 		return nil
@@ -818,12 +819,17 @@ func (s *Session) revive(ctx context.Context, att *Attachment, up *upstream) *up
 	}
 	att.mu.Unlock()
 	s.mu.Unlock()
+	shared := att.release != nil
 	if !installed {
-		fresh.close()
+		if !shared {
+			fresh.close()
+		}
 		return nil
 	}
-	s.m.Log.Info("a remote that went down is reached again", "session", s.ID, "upstream", att.Name, "was", up.downReason())
-	go up.close()
+	s.m.Log.Info("a remote that went down is reached again", "session", s.ID, "upstream", att.Name, "was", up.downReason(), "shared", shared)
+	if !shared {
+		go up.close()
+	}
 	s.changed()
 	return fresh
 }
@@ -887,7 +893,7 @@ func callError(att *Attachment, tool string, err, out error) error {
 		return nil
 	case errors.Is(err, ErrUpstreamDown) && att.sessionEnded.Load():
 		return fmt.Errorf("%s: %w while %s was running on it", att.Name, ErrSessionClosed, tool)
-	case errors.Is(err, ErrUpstreamDown) && att.remote != nil && !att.detached():
+	case errors.Is(err, ErrUpstreamDown) && att.reach != nil && !att.detached():
 		return fmt.Errorf("%s: %w; a call tries to reach it again, at most every %s: try again once it is back", att.Name, err, reviveEvery)
 	case errors.Is(err, ErrUpstreamDown) && att.Pinned:
 		return fmt.Errorf("%s: %w; it is pinned in the gateway's config, so only a new session (over stdio, a new gateway process) starts it again", att.Name, err)

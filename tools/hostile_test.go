@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -288,6 +289,8 @@ type restartable struct {
 	t    *testing.T
 	addr string
 	srv  *http.Server
+	// sessions counts the initialize requests it was sent.
+	sessions atomic.Int64
 }
 
 func newRestartable(t *testing.T) *restartable {
@@ -306,7 +309,15 @@ func (r *restartable) start() {
 		r.t.Fatal(err)
 	}
 	r.addr = ln.Addr().String()
-	r.srv = &http.Server{Handler: server.NewStreamableHTTPServer(mcpfixture.New("remote"))}
+	h := server.NewStreamableHTTPServer(mcpfixture.New("remote"))
+	r.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		if bytes.Contains(body, []byte(`"method":"initialize"`)) {
+			r.sessions.Add(1)
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(w, req)
+	})}
 	go r.srv.Serve(ln)
 }
 
@@ -320,46 +331,61 @@ func (r *restartable) stop() {
 // A remote server that went away and came back is reached again by the
 // next call, attached or pinned: it stayed down for good, and a pinned
 // one could not even be attached again; its call now says that a call
-// tries to reach it again.
+// tries to reach it again. A stateless pinned server's connection, which
+// the sessions share, is dialled again once, for them all: it stayed down
+// for every session open at the time.
 func TestRemoteRevived(t *testing.T) {
-	for _, pinned := range []bool{false, true} {
-		t.Run(fmt.Sprint("pinned ", pinned), func(t *testing.T) {
+	for _, kind := range []string{"attached", "pinned", "stateless"} {
+		t.Run(kind, func(t *testing.T) {
 			up := newRestartable(t)
 			var pins []config.Server
-			if pinned {
-				pins = []config.Server{{Name: "remote", URL: up.url()}}
+			if kind != "attached" {
+				pins = []config.Server{{Name: "remote", URL: up.url(), Stateless: kind == "stateless"}}
 			}
 			tg := newGatewayWith(t, 10*time.Second, Options{Version: "test"}, HTTPOptions{}, pins, remoteEntry(fastURN, up.url()))
-			s := tg.connect(t)
-			if !pinned {
-				if res := s.call("attach_resource", map[string]any{"urn": fastURN}); res.IsError {
-					t.Fatalf("attach: %s", firstText(res))
-				}
-			} else {
-				waitPinned(t, s, "mcp_remote__echo")
+			sessions := []*clientSession{tg.connect(t)}
+			if kind == "stateless" {
+				sessions = append(sessions, tg.connect(t))
 			}
-			echo := func() *mcp.CallToolResult { return s.call("mcp_remote__echo", map[string]any{"message": "hi"}) }
-			if res := echo(); res.IsError {
-				t.Fatalf("before: %s", firstText(res))
+			for _, s := range sessions {
+				if kind == "attached" {
+					if res := s.call("attach_resource", map[string]any{"urn": fastURN}); res.IsError {
+						t.Fatalf("attach: %s", firstText(res))
+					}
+				} else {
+					waitPinned(t, s, "mcp_remote__echo")
+				}
+				if res := s.call("mcp_remote__echo", map[string]any{"message": "hi"}); res.IsError {
+					t.Fatalf("before: %s", firstText(res))
+				}
 			}
 			up.stop()
-			for range 2 { // the second tries to reach it again, and fails
-				if res := echo(); s.code(res) != "upstream_down" || !strings.Contains(firstText(res), "a call tries to reach it again") {
-					t.Fatalf("while it is gone: %s %s", s.code(res), firstText(res))
+			for _, s := range sessions {
+				for range 2 { // the second tries to reach it again, and fails
+					if res := s.call("mcp_remote__echo", map[string]any{"message": "hi"}); s.code(res) != "upstream_down" || !strings.Contains(firstText(res), "a call tries to reach it again") {
+						t.Fatalf("while it is gone: %s %s", s.code(res), firstText(res))
+					}
 				}
 			}
 			up.start()
-			var res *mcp.CallToolResult
-			for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-				if res = echo(); !res.IsError || time.Now().After(deadline) {
-					break
+			for i, s := range sessions {
+				var res *mcp.CallToolResult
+				for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+					if res = s.call("mcp_remote__echo", map[string]any{"message": "hi"}); !res.IsError || time.Now().After(deadline) {
+						break
+					}
+				}
+				if res.IsError || firstText(res) != "hi" {
+					t.Fatalf("session %d, once it is back: %s", i, firstText(res))
+				}
+				if l := firstText(s.call("list_attached_resources", map[string]any{})); !strings.Contains(l, `"status":"up"`) {
+					t.Errorf("session %d, listed after: %s", i, l)
 				}
 			}
-			if res.IsError || firstText(res) != "hi" {
-				t.Fatalf("once it is back: %s", firstText(res))
-			}
-			if l := firstText(s.call("list_attached_resources", map[string]any{})); !strings.Contains(l, `"status":"up"`) {
-				t.Errorf("listed after: %s", l)
+			if kind == "stateless" {
+				if n := up.sessions.Load(); n != 2 {
+					t.Errorf("the server saw %d sessions opened; want one before it went away and one after, shared", n)
+				}
 			}
 		})
 	}
