@@ -27,13 +27,16 @@ var (
 
 // TaskView is a task as the tools show it.
 type TaskView struct {
-	ID        string         `json:"task_id"`
-	Agent     string         `json:"agent"`
-	ContextID string         `json:"context_id,omitempty"`
-	State     string         `json:"state"`
-	Final     bool           `json:"final"`
-	Messages  []TaskMessage  `json:"messages"`
-	Artifacts []TaskArtifact `json:"artifacts"`
+	ID        string        `json:"task_id"`
+	Agent     string        `json:"agent"`
+	ContextID string        `json:"context_id,omitempty"`
+	State     string        `json:"state"`
+	Final     bool          `json:"final"`
+	Messages  []TaskMessage `json:"messages"`
+	// EarlierDropped tells that the task had more messages than the
+	// newest maxMessages that Messages holds.
+	EarlierDropped bool           `json:"earlier_messages_dropped,omitempty"`
+	Artifacts      []TaskArtifact `json:"artifacts"`
 }
 
 // TaskMessage is one message of a task, its parts rendered as text.
@@ -58,6 +61,8 @@ type task struct {
 
 	mu   sync.Mutex
 	last *a2a.Task
+	// dropped: messages older than the newest maxMessages were left out.
+	dropped bool
 
 	// sending is held while a message goes to the task: a second message
 	// goes after the first has, to the task the first left.
@@ -156,7 +161,9 @@ func (t *task) apply(next *a2a.Task) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	keepSaid(t.last, next)
-	bound(next)
+	if bound(next) {
+		t.dropped = true
+	}
 	changed := t.last == nil || t.last.Status.State != next.Status.State || len(t.last.Artifacts) != len(next.Artifacts) ||
 		len(t.last.History) != len(next.History) || (next.Status.Message != nil && (t.last.Status.Message == nil || t.last.Status.Message.ID != next.Status.Message.ID))
 	t.last = next
@@ -279,14 +286,16 @@ const (
 )
 
 // bound keeps of a task what its view can show: its newest maxMessages
-// messages, its first maxArtifacts artifacts and maxParts parts of each, a
-// marker standing for those left out. An agent may stream any number of
+// messages (dropped tells that there were more), its first maxArtifacts
+// artifacts and maxParts parts of each, a marker standing for those left
+// out. An agent may stream any number of
 // status updates and artifact chunks; each is folded into a copy of what
 // is kept, which would otherwise grow with every one, in memory and in
 // time.
-func bound(t *a2a.Task) {
+func bound(t *a2a.Task) (dropped bool) {
 	if n := len(t.History); n > maxMessages {
 		t.History = slices.Clone(t.History[n-maxMessages:])
+		dropped = true
 	}
 	if len(t.Artifacts) > maxArtifacts+1 {
 		t.Artifacts = append(slices.Clone(t.Artifacts[:maxArtifacts]), moreArtifacts)
@@ -303,6 +312,7 @@ func bound(t *a2a.Task) {
 		c.Parts = append(slices.Clone(a.Parts[:maxParts]), moreParts)
 		t.Artifacts[i] = &c
 	}
+	return dropped
 }
 
 // The markers of what bound left out.
@@ -323,6 +333,7 @@ func (t *task) view() TaskView {
 	if m := t.last.Status.Message; m != nil && !hasMessage(msgs, m.ID) {
 		msgs = append(msgs, m)
 	}
+	v.EarlierDropped = t.dropped || len(msgs) > maxMessages
 	if len(msgs) > maxMessages {
 		msgs = msgs[len(msgs)-maxMessages:]
 	}

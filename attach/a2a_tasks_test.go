@@ -153,8 +153,14 @@ func TestTaskBounds(t *testing.T) {
 		t.Errorf("the artifact of large chunks kept %d parts; want its first %d and the marker", len(parts), maxParts)
 	}
 	v := tk.view()
-	if got := v.Messages[len(v.Messages)-1].Text; got != "step 4999" {
-		t.Errorf("the view's newest message %q", got)
+	if got := v.Messages[len(v.Messages)-1].Text; got != "step 4999" || len(v.Messages) != maxMessages || !v.EarlierDropped {
+		t.Errorf("the view's newest message %q, of %d, earlier ones dropped %v; want step 4999, of %d, true", got, len(v.Messages), v.EarlierDropped, maxMessages)
+	}
+	// A task of few messages says nothing was dropped.
+	few := &task{id: "f", agent: &Attachment{Name: "a"}}
+	few.apply(&a2a.Task{ID: "f", History: []*a2a.Message{a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "hi"})}})
+	if few.view().EarlierDropped {
+		t.Error("a task of one message says earlier ones were dropped")
 	}
 	if got := v.Artifacts[1].Parts[maxParts]; got != moreParts.Text {
 		t.Errorf("the view's marker %q", got)
