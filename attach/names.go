@@ -34,6 +34,10 @@ func serverName(s string) string {
 	return n
 }
 
+// NamedAs reports whether the name asked for an attachment (attach_resource's
+// "name") is a's, or no name was asked for.
+func (a *Attachment) NamedAs(asked string) bool { return asked == "" || serverName(asked) == a.Name }
+
 // toolName builds mcp_<server>__<tool>. Characters clients reject become
 // '_'. A name over 64 characters is cut and given a short hash of the whole
 // upstream name, so it stays unique and the same on every attach.

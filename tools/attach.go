@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -46,6 +47,7 @@ type attachResult struct {
 	Tools      []attachedTool `json:"tools,omitempty"`
 	Skills     []attach.Skill `json:"skills,omitempty"`
 	Protocol   string         `json:"a2a_protocol,omitempty"`
+	Note       string         `json:"note,omitempty"`
 }
 
 type attachedTool struct {
@@ -86,6 +88,9 @@ func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	g.metrics.attaches.WithLabelValues(att.Kind, status).Inc()
 	out := attachResult{Status: status, Kind: att.Kind, Name: att.Name, URN: att.URN, RegistryID: att.RegistryID, Endpoint: att.Endpoint,
 		Skills: att.Skills(), Protocol: att.Protocol()}
+	if already && !att.NamedAs(a.Name) {
+		out.Note = fmt.Sprintf("%s is attached already, under the name %s, and keeps it: detach_resource %s first to attach it as %q", att.URN, att.Name, att.Name, a.Name)
+	}
 	if att.Kind == attach.KindMCPServer {
 		out.Tools = []attachedTool{}
 	}

@@ -732,3 +732,28 @@ func TestSessionEndsUnderCall(t *testing.T) {
 		}
 	}
 }
+
+// Attaching a URN that is attached already, under another name, says the
+// attachment keeps its name and how to rename it; the same name, or none,
+// says nothing.
+func TestAttachAgainUnderAnotherName(t *testing.T) {
+	up := upstream(t)
+	const urn = "urn:air:ardgate.test:mcp:remote"
+	tg := newGateway(t, 10*time.Second, remoteEntry(urn, up.URL))
+	s := tg.connect(t)
+	for _, c := range []struct{ name, note string }{
+		{"", ""},
+		{"Remote", ""}, // the name it has, as names are written
+		{"", ""},
+		{"other", `is attached already, under the name remote, and keeps it: detach_resource remote first to attach it as "other"`},
+	} {
+		var out struct{ Status, Name, Note string }
+		args := map[string]any{"urn": urn}
+		if c.name != "" {
+			args["name"] = c.name
+		}
+		if err := json.Unmarshal(s.call("attach_resource", args).RawStructuredContent, &out); err != nil || out.Name != "remote" || !strings.HasSuffix(out.Note, c.note) || (c.note == "") != (out.Note == "") {
+			t.Fatalf("attach %v: %+v %v; want the name remote and the note %q", args, out, err, c.note)
+		}
+	}
+}
