@@ -51,7 +51,8 @@ func (s *Session) SetLogLevel(level mcp.LoggingLevel) {
 
 // passLevel asks each of the session's own servers that log, and does not
 // have the client's level yet, for it; in the background, as a server may
-// be slow to answer. It runs at every change of the session's attachments
+// be slow to answer. A streamable HTTP server among them is listened to
+// between calls from then on. It runs at every change of the session's attachments
 // too, which is how a server attached, started or reached again later
 // gets the level.
 func (s *Session) passLevel() {
@@ -64,7 +65,11 @@ func (s *Session) passLevel() {
 		a.mu.Lock()
 		up, shared := a.up, a.release != nil
 		a.mu.Unlock()
-		if up == nil || shared || !up.logs || !up.wantLevel(s.logLevel) {
+		if up == nil || shared || !up.logs {
+			continue
+		}
+		up.listen() // to hear what it logs between calls
+		if !up.wantLevel(s.logLevel) {
 			continue
 		}
 		s.wg.Go(func() { up.setLevel(s.ctx) })

@@ -60,6 +60,10 @@ type upstream struct {
 	// whether the server declared it logs (logging.go).
 	onLog func(LogMessage)
 	logs  bool
+	// listening: the gateway listens to the streamable HTTP server between
+	// calls (listen.go), as it said it sends tools/list_changed, or logs
+	// to a client that set a level.
+	listening atomic.Bool
 	// levelWant is the log level the server should have (guarded by
 	// levelMu), levelSent the last it was told (guarded by levelSend,
 	// held while it is told).
@@ -157,9 +161,10 @@ type watch struct {
 
 // open dials the upstream and lists its tools; then w hears its notices.
 // A streamable HTTP server that declared it says its tools changed is
-// listened to between calls for that (listen.go), and its log messages of
-// that time come too; of the other servers, only what they say during a
-// call. Over stdio and SSE, mcp-go's transport reads all the server sends.
+// listened to between calls for that (listen.go), as is one that logs once
+// the client set a level (logging.go); of the others, the gateway hears
+// only what they say during a call. Over stdio and SSE, mcp-go's transport
+// reads all the server sends.
 func (m *Manager) open(ctx context.Context, plan Plan, log *slog.Logger, progress func(string), w watch) (*upstream, []*Definition, error) {
 	up, err := m.dial(ctx, plan, log, progress)
 	if err != nil {
@@ -176,10 +181,17 @@ func (m *Manager) open(ctx context.Context, plan Plan, log *slog.Logger, progres
 	up.mu.Lock()
 	up.onToolsChanged, up.onLog = w.toolsChanged, w.log
 	up.mu.Unlock()
-	if up.post != nil && up.toolsChange {
-		go up.post.listen(log)
+	if up.toolsChange {
+		up.listen()
 	}
 	return up, list, nil
+}
+
+// listen starts listening to a streamable HTTP server between calls, once.
+func (u *upstream) listen() {
+	if u.post != nil && u.listening.CompareAndSwap(false, true) {
+		go u.post.listen(u.log)
+	}
 }
 
 // startProcess launches a stdio server with pipes the upstream owns, so

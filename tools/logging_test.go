@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 )
 
 // logNotes records the log messages a client hears.
@@ -170,4 +172,40 @@ func TestUpstreamLogs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A streamable HTTP server that logs, and does not say its tools change,
+// is listened to between calls once the client set a level: what it logs
+// after a call has ended reaches the client. It was not listened to, and
+// such a message waited at the server until the next call.
+func TestUpstreamLogsBetweenCalls(t *testing.T) {
+	up := server.NewMCPServer("quiet", "1", server.WithToolCapabilities(false), server.WithLogging())
+	up.AddTool(mcp.NewTool("later"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		id := server.ClientSessionFromContext(ctx).SessionID()
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			_ = up.SendLogMessageToSpecificClient(id, mcp.NewLoggingMessageNotification(mcp.LoggingLevelError, "", "after the call"))
+		}()
+		return mcp.NewToolResultText("ok"), nil
+	})
+	h := server.NewStreamableHTTPServer(up)
+	ts := httptest.NewServer(h)
+	t.Cleanup(func() { _ = h.Shutdown(context.Background()); ts.Close() })
+
+	tg := newGateway(t, 10*time.Second, remoteEntry("urn:air:ardgate.test:mcp:quiet", ts.URL))
+	s := tg.connect(t, transport.WithContinuousListening())
+	logs := hearLogs(s.c)
+	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:quiet"}); res.IsError {
+		t.Fatalf("attach: %s", firstText(res))
+	}
+	var req mcp.SetLevelRequest
+	req.Params.Level = mcp.LoggingLevelInfo
+	if err := s.c.SetLevel(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	// One call: a second would bring the message in its answer.
+	if res := s.call("mcp_quiet__later", map[string]any{}); res.IsError {
+		t.Fatalf("later: %s", firstText(res))
+	}
+	logs.waitFor(t, "error quiet after the call")
 }
