@@ -44,8 +44,11 @@ type Gateway struct {
 	sessions sync.Map     // string → *session
 	open     atomic.Int64 // how many sessions holds
 	mu       sync.Mutex
-	// stdio is the one session of a stdio transport, for its fast path.
-	stdio atomic.Pointer[session]
+	// stdio is the one session of a stdio transport, for its fast path;
+	// stdioOut reads its frames and writes what must keep its order with
+	// the fast path's answers.
+	stdio    atomic.Pointer[session]
+	stdioOut atomic.Pointer[stdioReader]
 }
 
 // Options are the gateway's own settings.

@@ -17,12 +17,18 @@ import (
 // (attach/logging.go), so that they do not send what would be dropped.
 
 // Log messages relayed to one session, at most: a server that floods its
-// log must not flood the client, nor the session's queue of notices,
-// which its tools/list_changed share.
+// log must not flood the client.
 const (
 	logsPerSecond = 100
 	logBurst      = 100
 )
+
+// noticeReserve is the room in an HTTP session's queue of notices (mcp-go
+// keeps 100) that log messages leave free. A client with no GET stream
+// gets the queue only with the answer to its next request, and a queue
+// full of log messages would drop the tools/list_changed that tells it
+// its tools changed.
+const noticeReserve = 10
 
 // setLevel passes the level a client set on to its session's servers.
 func (g *Gateway) setLevel(ctx context.Context, _ any, req *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
@@ -32,26 +38,42 @@ func (g *Gateway) setLevel(ctx context.Context, _ any, req *mcp.SetLevelRequest,
 }
 
 // relayLog sends a log message of one of the session's servers to its
-// client, if the client wants messages of that level.
+// client, if the client wants messages of that level. Over stdio it is
+// written at once, so that it keeps its place before the result of the
+// call that logged it, which the fast path writes.
 func (g *Gateway) relayLog(s *session, a *attach.Attachment, m attach.LogMessage) {
 	cs := s.logs.Load()
 	if cs == nil || !m.Level.ShouldSendTo((*cs).GetLogLevel()) {
 		return
 	}
+	id := (*cs).SessionID()
 	if !s.logLimit.Allow() {
-		if s.logsDropped.Add(1) == 1 {
-			g.log.Warn("an attached server logs more than the client is sent: dropping its messages past that", "session", (*cs).SessionID(),
-				"upstream", a.Name, "per_second", logsPerSecond)
-		}
+		g.dropLog(s, a, "an attached server logs more than the client is sent (100 a second): dropping its messages past that")
 		return
 	}
 	logger := a.Name
 	if m.Logger != "" {
 		logger += "/" + m.Logger
 	}
-	n := mcp.NewLoggingMessageNotification(m.Level, logger, m.Data)
-	if err := g.mcp.SendLogMessageToSpecificClient((*cs).SessionID(), n); err != nil {
-		g.log.Debug("a log message was not relayed", "session", (*cs).SessionID(), "upstream", a.Name, "err", err)
+	params := map[string]any{"level": m.Level, "logger": logger, "data": m.Data}
+	if r := g.stdioOut.Load(); r != nil && !s.perSession {
+		r.notify(mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
+			Notification: mcp.Notification{Method: string(mcp.MethodNotificationMessage), Params: mcp.NotificationParams{AdditionalFields: params}}})
+		return
+	}
+	if ch := s.notices.Load(); ch != nil && len(*ch) >= cap(*ch)-noticeReserve {
+		g.dropLog(s, a, "the client takes no notifications now (no GET stream, no request): dropping log messages until it does")
+		return
+	}
+	if err := g.mcp.SendNotificationToSpecificClient(id, string(mcp.MethodNotificationMessage), params); err != nil {
+		g.log.Debug("a log message was not relayed", "session", id, "upstream", a.Name, "err", err)
+	}
+}
+
+// dropLog counts a log message not relayed, and says why the first time.
+func (g *Gateway) dropLog(s *session, a *attach.Attachment, why string) {
+	if s.logsDropped.Add(1) == 1 {
+		g.log.Warn(why, "session", s.att.ID, "upstream", a.Name)
 	}
 }
 

@@ -59,6 +59,8 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 	}
 	toServer, fromReader := io.Pipe()
 	r := &stdioReader{g: g, w: w, server: fromReader}
+	g.stdioOut.Store(r)
+	defer g.stdioOut.CompareAndSwap(r, nil)
 	// An over-size frame is read through and dropped, so it is refused
 	// and the session goes on, instead of growing memory without bound.
 	lines := guard.NewLineReader(in, 64<<10)
@@ -205,16 +207,16 @@ func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
 	return true
 }
 
-// notify writes the upstream's progress on a fast call to the client, on
-// the goroutine that read it: before the call's result, which that
-// goroutine reads after it.
+// notify writes a notice of an upstream's to the client: progress on a
+// fast call, a log message. It is written on the goroutine that read it,
+// before the call's result, which that goroutine reads after it.
 func (r *stdioReader) notify(n mcp.JSONRPCNotification) {
 	line, err := json.Marshal(n)
 	if err == nil {
 		_, err = r.w.Write(append(line, '\n'))
 	}
 	if err != nil {
-		r.g.log.Debug("progress not relayed", "err", err)
+		r.g.log.Debug("notice not relayed", "method", n.Method, "err", err)
 	}
 }
 

@@ -178,6 +178,7 @@ func New(name string) *server.MCPServer {
 		mcp.WithString("level", mcp.Required(), mcp.Enum(LogLevels...)),
 		mcp.WithInteger("count", mcp.Min(1), mcp.Max(100000)),
 		mcp.WithBoolean("force"),
+		mcp.WithBoolean("inline", mcp.Description("Write them straight to stdout (stdio only), so that they come before the answer.")),
 	), logMessages(s))
 
 	s.AddTool(mcp.NewTool("garbage",
@@ -280,6 +281,7 @@ var LogLevels = []string{"debug", "info", "notice", "warning", "error", "critica
 
 // logMessages sends log messages, "log 1" to "log <count>" under the logger
 // "fixture". A full queue of notices is waited out, not a message lost.
+// Written inline, they come before the answer.
 func logMessages(s *server.MCPServer) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		level := mcp.LoggingLevel(req.GetString("level", ""))
@@ -295,6 +297,16 @@ func logMessages(s *server.MCPServer) server.ToolHandlerFunc {
 				break
 			}
 			params := map[string]any{"level": level, "logger": "fixture", "data": fmt.Sprintf("log %d", i)}
+			if req.GetBool("inline", false) {
+				// mcp-go's server writes notices from a goroutine of its
+				// own, which may come after the answer.
+				line, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": mcp.MethodNotificationMessage, "params": params})
+				if _, err := os.Stdout.Write(append(line, '\n')); err != nil {
+					return nil, err
+				}
+				sent++
+				continue
+			}
 			for {
 				err := s.SendNotificationToClient(ctx, string(mcp.MethodNotificationMessage), params)
 				if err == nil {
@@ -310,6 +322,16 @@ func logMessages(s *server.MCPServer) server.ToolHandlerFunc {
 				}
 			}
 			sent++
+		}
+		// mcp-go's streamable HTTP server drops a notice that the
+		// forwarder of the call's stream takes from the session's queue
+		// after the answer went: the answer waits until the queue is
+		// empty, and a moment more for the last notice to be written.
+		if cs := server.ClientSessionFromContext(ctx); cs != nil && sent > 0 && !req.GetBool("inline", false) {
+			for ch := cs.NotificationChannel(); len(ch) > 0 && ctx.Err() == nil; {
+				time.Sleep(time.Millisecond)
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 		return mcp.NewToolResultText(fmt.Sprintf("sent %d at %s; the client's level is %s", sent, level, clientLevel)), nil
 	}
