@@ -61,13 +61,17 @@ func (l callLimits) deadline(start, now time.Time) time.Time {
 }
 
 // outOfTime says how a call of tool, which ran for ran, ran out of time;
-// progress tells whether it asked for progress.
-func (l callLimits) outOfTime(a *Attachment, tool string, ran time.Duration, progress bool) error {
+// p is its progress, nil when it asked for none.
+func (l callLimits) outOfTime(a *Attachment, tool string, ran time.Duration, p *Progress) error {
 	switch {
-	case !progress:
+	case p == nil:
 		return errNoAnswer(a, tool, l.timeout)
+	case !p.reported.Load():
+		return fmt.Errorf("%w: %s did not answer %s, nor report progress on it, within %s", ErrTimeout, a.Name, tool, l.timeout)
 	case ran >= l.most && l.most > l.timeout:
 		return fmt.Errorf("%w: %s was still working on %s after %s, the most one call may take (max_call_time), though it reported progress", ErrTimeout, a.Name, tool, l.most)
+	case ran >= l.most:
+		return fmt.Errorf("%w: %s did not answer %s within %s; its progress gave it no more time, as max_call_time is not longer than that", ErrTimeout, a.Name, tool, l.timeout)
 	}
-	return fmt.Errorf("%w: %s did not answer %s, nor report progress on it, within %s", ErrTimeout, a.Name, tool, l.timeout)
+	return fmt.Errorf("%w: %s reported progress on %s, then neither answered nor reported more within %s", ErrTimeout, a.Name, tool, l.timeout)
 }

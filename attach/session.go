@@ -780,7 +780,7 @@ func (s *Session) call(ctx context.Context, name string, progress *Progress, do 
 	err := do(ctx, up, tool)
 	var out error
 	if context.Cause(ctx) == errOutOfTime {
-		out = limits.outOfTime(att, tool, time.Since(start), progress != nil)
+		out = limits.outOfTime(att, tool, time.Since(start), progress)
 	}
 	return callError(att, tool, err, out)
 }

@@ -571,8 +571,9 @@ type Progress struct {
 	Token any // a string, a number, or their JSON
 	To    func(mcp.JSONRPCNotification)
 	// heard, when not nil, runs after each progress: it gives the call
-	// more time (clock.go).
-	heard func()
+	// more time (clock.go). reported is set at the first progress.
+	heard    func()
+	reported atomic.Bool
 }
 
 // relayProgress gives a call whose caller asked for progress a token of
@@ -588,6 +589,7 @@ func (u *upstream) relayProgress(p *Progress) (tok string, forget func()) {
 		n.Params.AdditionalFields["progressToken"] = p.Token
 		n.Params.Meta = nil // the upstream's _meta was for the gateway
 		p.To(n)
+		p.reported.Store(true)
 		if p.heard != nil {
 			p.heard()
 		}
@@ -651,7 +653,7 @@ func (u *upstream) startRaw(att *Attachment, tool string, args json.RawMessage, 
 		return nil, false
 	}
 	call := u.rawCall(tool, args)
-	c := &rawStart{u: u, att: att, key: call.key, tool: tool, limits: limits, done: done}
+	c := &rawStart{u: u, att: att, key: call.key, tool: tool, limits: limits, progress: progress, done: done}
 	if progress != nil {
 		c.start = time.Now()
 		progress.heard = func() { u.pipe.extend(call.key, limits.deadline(c.start, time.Now())) }
@@ -671,14 +673,15 @@ func (u *upstream) startRaw(att *Attachment, tool string, args json.RawMessage, 
 // rawStart is a call startRaw started, waiting on the pipe (a waiter).
 // It is all that such a call allocates in this package, besides its key.
 type rawStart struct {
-	u      *upstream
-	att    *Attachment
-	key    string
-	tool   string
-	limits callLimits
-	start  time.Time // when a call with progress started; zero without
-	done   RawDone
-	forget func() // ends the relay of the call's progress; nil without one
+	u        *upstream
+	att      *Attachment
+	key      string
+	tool     string
+	limits   callLimits
+	progress *Progress // nil when the call asked for none
+	start    time.Time // when a call with progress started; zero without
+	done     RawDone
+	forget   func() // ends the relay of the call's progress; nil without one
 }
 
 func (c *rawStart) answered(f frame, b *guard.Batch) {
@@ -708,7 +711,7 @@ func (c *rawStart) finish(res json.RawMessage, err error, b *guard.Batch) {
 	c.forgetProgress()
 	var out error
 	if errors.Is(err, ErrTimeout) {
-		out = c.limits.outOfTime(c.att, c.tool, time.Since(c.start), c.forget != nil)
+		out = c.limits.outOfTime(c.att, c.tool, time.Since(c.start), c.progress)
 	}
 	c.done(res, callError(c.att, c.tool, err, out), b)
 }

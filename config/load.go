@@ -587,10 +587,10 @@ func (c *Config) validate() []error {
 		add("call_timeout", "%s is outside (0, 1h]", c.CallTimeout)
 	}
 	switch {
-	case c.MaxCallTime > 24*time.Hour:
-		add("max_call_time", "%s is over 24h", c.MaxCallTime)
+	case c.MaxCallTime <= 0 || c.MaxCallTime > 24*time.Hour:
+		add("max_call_time", "%s is outside (0, 24h]", c.MaxCallTime)
 	case c.MaxCallTime < c.CallTimeout:
-		add("max_call_time", "%s is shorter than call_timeout (%s)", c.MaxCallTime, c.CallTimeout)
+		add("max_call_time", "%s is shorter than call_timeout (%s): set a longer max_call_time, or a shorter call_timeout", c.MaxCallTime, c.CallTimeout)
 	}
 	if c.PinnedListWait <= 0 || c.PinnedListWait > 5*time.Minute {
 		add("pinned_list_wait", "%s is outside (0, 5m]", c.PinnedListWait)

@@ -369,6 +369,7 @@ func TestLoadValidation(t *testing.T) {
 		{"max_call_time not a duration", `{"max_call_time": "long"}`, "max_call_time"},
 		{"max_call_time shorter than call_timeout", `{"call_timeout": "2m", "max_call_time": "90s"}`, "max_call_time"},
 		{"max_call_time too long", `{"max_call_time": "25h"}`, "max_call_time"},
+		{"max_call_time zero", `{"max_call_time": "0s"}`, "max_call_time"},
 		{"session_idle_timeout not a duration", `{"session_idle_timeout": "30"}`, "session_idle_timeout"},
 		{"session_idle_timeout too short", `{"session_idle_timeout": "500ms"}`, "session_idle_timeout"},
 		{"session_idle_timeout too long", `{"session_idle_timeout": "169h"}`, "session_idle_timeout"},
