@@ -183,7 +183,7 @@ func (r *stdioReader) refuse(msg []byte) {
 func (r *stdioReader) atDoor(frame []byte) bool {
 	msg, drop := readMessage(frame).refusal()
 	if msg == nil && !drop {
-		msg = r.g.callRefusal(r.g.stdio.Load(), frame)
+		msg = r.g.paramsRefusal(r.g.stdio.Load(), frame)
 	}
 	if msg != nil {
 		r.refuse(msg)

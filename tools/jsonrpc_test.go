@@ -39,17 +39,27 @@ func paramsRefusal(id int) []byte {
 	return []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":-32602,"message":"a request's params must be an object"}}`, id))
 }
 
-// nameRefusals are calls that name no tool, and how they are answered
-// in a session.
-var nameRefusals = []string{
-	`{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":5,"arguments":{}}}`,
-	`{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"arguments":{"message":"x"}}}`,
-	`{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":""}}`,
-	`{"jsonrpc":"2.0","id":21,"method":"tools/call","params":null}`,
-	`{"jsonrpc":"2.0","id":21,"method":"tools/call"}`,
-}
-
-const nameRefusal = `{"jsonrpc":"2.0","id":21,"error":{"code":-32602,"message":"tools/call needs params.name, the name of the tool to call, as a string (tools/list lists them)"}}`
+// paramRefusals are requests whose params the gateway refuses in a
+// session, and how they are answered: calls that name no tool, and levels
+// that are none of MCP's.
+var paramRefusals = func() (out []struct{ frame, want string }) {
+	for _, f := range []string{
+		`{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":5,"arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"arguments":{"message":"x"}}}`,
+		`{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":""}}`,
+		`{"jsonrpc":"2.0","id":21,"method":"tools/call","params":null}`,
+		`{"jsonrpc":"2.0","id":21,"method":"tools/call"}`,
+	} {
+		out = append(out, struct{ frame, want string }{f, `{"jsonrpc":"2.0","id":21,"error":{"code":-32602,"message":"tools/call needs params.name, the name of the tool to call, as a string (tools/list lists them)"}}`})
+	}
+	for params, got := range map[string]string{`{"level":3}`: "3", `{}`: "none", `{"level":null}`: "none", `{"level":"verbose"}`: `\"verbose\"`, `{"level":"Debug"}`: `\"Debug\"`} {
+		out = append(out, struct{ frame, want string }{`{"jsonrpc":"2.0","id":22,"method":"logging/setLevel","params":` + params + `}`,
+			`{"jsonrpc":"2.0","id":22,"error":{"code":-32602,"message":"logging/setLevel needs params.level, one of debug, info, notice, warning, error, critical, alert, emergency; got ` + got + `"}}`})
+	}
+	out = append(out, struct{ frame, want string }{`{"jsonrpc":"2.0","id":23,"method":"logging/setLevel"}`,
+		`{"jsonrpc":"2.0","id":23,"error":{"code":-32602,"message":"logging/setLevel needs params.level, one of debug, info, notice, warning, error, critical, alert, emergency; got none"}}`})
+	return out
+}()
 
 // dropped are frames the gateway takes no further and leaves unanswered:
 // an error answering a request of the gateway's, which makes none of its
@@ -95,9 +105,9 @@ func TestRefusedStdio(t *testing.T) {
 			t.Fatalf("ping %s: %s", id, line)
 		}
 	}
-	for _, frame := range nameRefusals {
-		if line := c.roundTrip(t, []byte(frame+"\n")); string(bytes.TrimSpace(line)) != nameRefusal {
-			t.Fatalf("%s: %s", frame, line)
+	for _, r := range paramRefusals {
+		if line := c.roundTrip(t, []byte(r.frame+"\n")); string(bytes.TrimSpace(line)) != r.want {
+			t.Fatalf("%s: %s", r.frame, line)
 		}
 	}
 	for _, frame := range escapedNames {
@@ -132,13 +142,13 @@ func TestRefusedHTTP(t *testing.T) {
 				t.Errorf("session %q, %s: %d %s", id, frame, code, body)
 			}
 		}
-		for _, frame := range nameRefusals {
+		for _, r := range paramRefusals {
 			if id == "" {
 				break // the server says first that there is no session
 			}
-			c.send(c.request(frame))
-			if code, body := c.answer(); code != http.StatusOK || body != nameRefusal {
-				t.Errorf("%s: %d %s", frame, code, body)
+			c.send(c.request(r.frame))
+			if code, body := c.answer(); code != http.StatusOK || body != r.want {
+				t.Errorf("%s: %d %s", r.frame, code, body)
 			}
 		}
 		for _, frame := range escapedNames {

@@ -1,12 +1,18 @@
 package tools
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"golang.org/x/time/rate"
 
 	"github.com/ardgate/ardgate/attach"
+	"github.com/ardgate/ardgate/guard"
 )
 
 // An attached server's log messages reach the client as the gateway's own
@@ -75,6 +81,37 @@ func (g *Gateway) dropLog(s *session, a *attach.Attachment, why string) {
 	if s.logsDropped.Add(1) == 1 {
 		g.log.Warn(why, "session", s.att.ID, "upstream", a.Name)
 	}
+}
+
+// setLevelMethod is logging/setLevel as a frame spells it.
+var setLevelMethod = []byte(`"logging/setLevel"`)
+
+// logLevels are MCP's log levels, least first.
+var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// levelRefusal answers frame when it is a logging/setLevel without a level
+// MCP knows: -32602 naming the levels, where mcp-go's server named none,
+// said "invalid logging level" of a missing one, and spoke of Go struct
+// fields of one that is not a string.
+func levelRefusal(frame []byte) []byte {
+	id, method, params, ok := request(frame)
+	if !ok || !bytes.Equal(method, setLevelMethod) || !guard.ObjectOrAbsent(params) {
+		return nil // params that are not an object are refused at the door
+	}
+	var p struct{ Level json.RawMessage }
+	if guard.IsObject(params) {
+		_ = json.Unmarshal(params, &p)
+	}
+	var level string
+	if json.Unmarshal(p.Level, &level) == nil && slices.Contains(logLevels, level) {
+		return nil
+	}
+	got := "none"
+	if len(p.Level) > 0 && string(p.Level) != "null" {
+		got = guard.Text(string(p.Level), 40)
+	}
+	m := message{Message: guard.Message{ID: id}}
+	return m.refusedAs(mcp.INVALID_PARAMS, fmt.Sprintf("logging/setLevel needs params.level, one of %s; got %s", strings.Join(logLevels, ", "), got))
 }
 
 // newLogLimit is a session's budget of relayed log messages.

@@ -522,7 +522,7 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 		if r.Header.Get(server.HeaderKeySessionID) == "" && h.refuseSessionless(w, r, m, body) {
 			return
 		}
-		if msg := h.g.callRefusal(s, body); msg != nil {
+		if msg := h.g.paramsRefusal(s, body); msg != nil {
 			refuse(w, http.StatusOK, msg) // an answer, as the server's would be
 			return
 		}

@@ -92,16 +92,28 @@ func listed(names []string) string {
 	return strings.Join(names, ", ")
 }
 
-// callRefusal answers frame, on its way to the MCP server, when it is a
-// tools/call that cannot be served: with no tool's name, or one the
-// session does not have (whyNoTool). The error is -32602, as the server's
-// would be, with a sentence that says what to do where the server said
-// "tool 'x' not found: tool not found" or spoke of Go struct fields. It
-// returns nil for any other frame.
-func (g *Gateway) callRefusal(s *session, frame []byte) []byte {
-	if s == nil || !bytes.Contains(frame, toolsCallMethod) {
-		return nil // with no session, the server says that first
+// paramsRefusal answers frame, on its way to the MCP server, when it is a
+// request whose params the gateway refuses (a tools/call, callRefusal; a
+// logging/setLevel, levelRefusal), and returns nil for any other. With no
+// session, the server says that first.
+func (g *Gateway) paramsRefusal(s *session, frame []byte) []byte {
+	switch {
+	case s == nil:
+		return nil
+	case bytes.Contains(frame, toolsCallMethod):
+		return g.callRefusal(s, frame)
+	case bytes.Contains(frame, setLevelMethod):
+		return levelRefusal(frame)
 	}
+	return nil
+}
+
+// callRefusal answers frame when it is a tools/call that cannot be
+// served: with no tool's name, or one the session does not have
+// (whyNoTool). The error is -32602, as the server's would be, with a
+// sentence that says what to do where the server said "tool 'x' not
+// found: tool not found" or spoke of Go struct fields.
+func (g *Gateway) callRefusal(s *session, frame []byte) []byte {
 	id, method, params, ok := request(frame)
 	if !ok || !bytes.Equal(method, toolsCallMethod) || !guard.ObjectOrAbsent(params) {
 		return nil // params that are not an object are refused at the door
