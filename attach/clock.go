@@ -3,7 +3,6 @@ package attach
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -31,8 +30,9 @@ func (s *Session) limits(a *Attachment) callLimits {
 	return callLimits{timeout: t, most: max(t, most)}
 }
 
-// errOutOfTime is the cause that ends a call's context when its time is up.
-var errOutOfTime = errors.New("the call's time is up")
+// errOutOfTime is the cause that ends a call's context when its time is
+// up; the server is told the call is cancelled for that reason.
+var errOutOfTime = fmt.Errorf("%w", ErrTimeout)
 
 // within bounds ctx by l. A call with progress p gets l.timeout again at
 // each progress it reports, up to l.most.

@@ -634,7 +634,7 @@ func (u *upstream) callRaw(ctx context.Context, tool string, args json.RawMessag
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			u.cancelRequest(ctx.Err().Error(), c.requestID())
+			u.cancelRequest(context.Cause(ctx).Error(), c.requestID()) // "timed out", as on the fast path
 		}
 		return nil, u.failure(transport.NewError(err))
 	}
