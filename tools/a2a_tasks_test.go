@@ -426,6 +426,12 @@ func TestMessageToBusyTask(t *testing.T) {
 	}
 
 	v := s.task(s.call("spawn_agent", map[string]any{"message": "wait"}))
+	for deadline := time.Now().Add(5 * time.Second); v.State != "working"; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the task never worked: %+v", v)
+		}
+		v = s.task(s.call("wait_task", map[string]any{"task_id": v.TaskID, "timeout_seconds": 0.1}))
+	}
 	res := s.call("message_task", map[string]any{"task_id": v.TaskID, "message": "are you done?"})
 	if s.code(res) != "task_busy" || !strings.Contains(firstText(res), "is working; wait_task until it asks for input") {
 		t.Fatalf("a message to a working task: %s %s", s.code(res), firstText(res))
