@@ -656,7 +656,9 @@ func (u *upstream) startRaw(att *Attachment, tool string, args json.RawMessage, 
 	c := &rawStart{u: u, att: att, key: call.key, tool: tool, limits: limits, progress: progress, done: done}
 	if progress != nil {
 		c.start = time.Now()
-		progress.heard = func() { u.pipe.extend(call.key, limits.deadline(c.start, time.Now())) }
+		// c.key, not call's: a closure over call would move it to the
+		// heap on every call, progress or not.
+		progress.heard = func() { u.pipe.extend(c.key, c.limits.deadline(c.start, time.Now())) }
 		call.progress, c.forget = u.relayProgress(progress)
 	}
 	if err := u.pipe.send(call.key, c, limits.timeout, b, call.appendHead, call.args, lineTail+"\n"); err != nil {
