@@ -288,10 +288,9 @@ const (
 // bound keeps of a task what its view can show: its newest maxMessages
 // messages (dropped tells that there were more), its first maxArtifacts
 // artifacts and maxParts parts of each, a marker standing for those left
-// out. An agent may stream any number of
-// status updates and artifact chunks; each is folded into a copy of what
-// is kept, which would otherwise grow with every one, in memory and in
-// time.
+// out. An agent may stream any number of status updates and artifact
+// chunks; each is folded into a copy of what is kept, which would
+// otherwise grow with every one, in memory and in time.
 func bound(t *a2a.Task) (dropped bool) {
 	if n := len(t.History); n > maxMessages {
 		t.History = slices.Clone(t.History[n-maxMessages:])

@@ -52,9 +52,9 @@ func (s *Session) SetLogLevel(level mcp.LoggingLevel) {
 // passLevel asks each of the session's own servers that log, and does not
 // have the client's level yet, for it; in the background, as a server may
 // be slow to answer. A streamable HTTP server among them is listened to
-// between calls from then on. It runs at every change of the session's attachments
-// too, which is how a server attached, started or reached again later
-// gets the level.
+// between calls from then on. It runs at every change of the session's
+// attachments too, which is how a server attached, started or reached
+// again later gets the level.
 func (s *Session) passLevel() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
