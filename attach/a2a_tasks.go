@@ -23,6 +23,7 @@ var (
 	ErrStoreFull    = errors.New("task store full")
 	ErrTaskFinished = errors.New("the task takes no more messages")
 	ErrTaskBusy     = errors.New("the task is not waiting for input")
+	ErrOtherContext = errors.New("another agent's conversation")
 )
 
 // TaskView is a task as the tools show it.
@@ -119,6 +120,29 @@ func (s *taskStore) evictable() int {
 
 func (s *taskStore) full() error {
 	return fmt.Errorf("%w: %d tasks are unfinished; cancel some with cancel_task", ErrStoreFull, len(s.order))
+}
+
+// contextOf names the agent whose conversation contextID is, when that is
+// not a: an agent knows only its own contexts, and another's would begin a
+// new conversation, not go on with the one the caller means. It returns ""
+// for a context a has tasks in, or none of the session's tasks has.
+func (s *taskStore) contextOf(contextID string, a *Attachment) string {
+	if contextID == "" {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	other := ""
+	for _, t := range s.byID {
+		switch {
+		case t.contextID != contextID:
+		case t.agent.URN == a.URN:
+			return ""
+		default:
+			other = t.agent.Name
+		}
+	}
+	return other
 }
 
 func (s *taskStore) get(id string) (*task, error) {
@@ -422,6 +446,10 @@ func (s *Session) Spawn(ctx context.Context, agentName, message, contextID strin
 	a, err := s.agentFor(agentName)
 	if err != nil {
 		return TaskView{}, err
+	}
+	if other := s.tasks.contextOf(contextID, a); other != "" {
+		return TaskView{}, fmt.Errorf("%w: context_id %s is a conversation with %s, not %s; spawn_agent on %s to go on with it, or leave context_id out to begin a new one",
+			ErrOtherContext, contextID, other, a.Name, other)
 	}
 	conn, err := a.agentConn()
 	if err != nil {

@@ -411,6 +411,32 @@ func mustParse(t *testing.T, s string) *url.URL {
 	return u
 }
 
+// A context_id names one agent's conversation: given to another agent, it
+// is refused, saying whose it is; the agent it is of goes on with it. It
+// was passed on, and the other agent began a new conversation under it.
+func TestContextOfAnotherAgent(t *testing.T) {
+	agent := a2afixture.Start(t)
+	card := agent.URL + "/.well-known/agent-card.json"
+	tg := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:helper", card), agentEntry("urn:air:agents.test:agent:other", card))
+	s := tg.connect(t)
+	for _, urn := range []string{"urn:air:agents.test:agent:helper", "urn:air:agents.test:agent:other"} {
+		if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
+			t.Fatal(firstText(res))
+		}
+	}
+	v := s.task(s.call("spawn_agent", map[string]any{"agent": "helper", "message": "reply one"}))
+	if v.ContextID == "" {
+		t.Fatalf("no context: %+v", v)
+	}
+	res := s.call("spawn_agent", map[string]any{"agent": "other", "message": "reply two", "context_id": v.ContextID})
+	if s.code(res) != "invalid_arguments" || !strings.Contains(firstText(res), "is a conversation with helper, not other") {
+		t.Fatalf("another agent's context: %s %s", s.code(res), firstText(res))
+	}
+	if again := s.task(s.call("spawn_agent", map[string]any{"agent": "helper", "message": "reply three", "context_id": v.ContextID})); again.ContextID != v.ContextID {
+		t.Fatalf("the agent's own context: %+v", again)
+	}
+}
+
 // A message to a task that is not waiting for input is refused with a
 // sentence that says so and what to do, at once: a2a-go's agents answer it
 // with a bare internal error, which the gateway took for the race below

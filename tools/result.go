@@ -99,6 +99,8 @@ func fromError(err error) *mcp.CallToolResult {
 		return failure("task_finished", "%s", msg)
 	case errors.Is(err, attach.ErrTaskBusy):
 		return failure("task_busy", "%s", msg)
+	case errors.Is(err, attach.ErrOtherContext):
+		return failure("invalid_arguments", "%s", msg)
 	case errors.Is(err, attach.ErrStoreFull):
 		return failure("task_store_full", "%s", msg)
 	case errors.Is(err, attach.ErrSessionClosed):
