@@ -136,7 +136,9 @@ func (g *Gateway) wait(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	if err := a.check("wait_task"); err != nil {
 		return invalid("wait_task", err), nil
 	}
-	v, err := s.att.Wait(ctx, a.TaskID, a.timeout(), g.taskProgress(ctx, req))
+	progress := g.reportProgress(ctx, req, 0)
+	defer progress.stop()
+	v, err := s.att.Wait(ctx, a.TaskID, a.timeout(), progress.tasks())
 	if err != nil {
 		return g.failed(err), nil
 	}
@@ -152,7 +154,9 @@ func (g *Gateway) message(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	if err := a.check("message_task"); err != nil {
 		return invalid("message_task", err), nil
 	}
-	v, err := s.att.Reply(ctx, a.TaskID, a.Message, a.timeout(), g.taskProgress(ctx, req))
+	progress := g.reportProgress(ctx, req, 0)
+	defer progress.stop()
+	v, err := s.att.Reply(ctx, a.TaskID, a.Message, a.timeout(), progress.tasks())
 	if err != nil {
 		return g.failed(err), nil
 	}
@@ -192,24 +196,4 @@ func (g *Gateway) listTasks(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		tasks = []attach.TaskView{}
 	}
 	return result(map[string]any{"count": len(tasks), "tasks": tasks}), nil
-}
-
-// taskProgress relays each task update as notifications/progress when the
-// caller gave a progress token.
-func (g *Gateway) taskProgress(ctx context.Context, req mcp.CallToolRequest) func(attach.TaskView) {
-	if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
-		return nil
-	}
-	token := req.Params.Meta.ProgressToken
-	n := 0
-	return func(v attach.TaskView) {
-		n++
-		msg := v.State
-		if len(v.Messages) > 0 {
-			msg += ": " + v.Messages[len(v.Messages)-1].Text
-		}
-		_ = g.notify(ctx, string(mcp.MethodNotificationProgress), map[string]any{
-			"progressToken": token, "progress": n, "message": msg,
-		})
-	}
 }

@@ -72,9 +72,11 @@ func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 			return refused, nil
 		}
 	}
+	progress := g.reportProgress(ctx, req, len(attachStages))
+	defer progress.stop()
 	att, already, err := s.att.Attach(ctx, attach.Request{
 		URN: a.URN, RegistryID: a.RegistryID, Name: a.Name,
-		Progress: g.progress(ctx, req, attachStages),
+		Progress: progress.stages(attachStages),
 	})
 	g.audit("attach", s.att.ID, a.URN, err)
 	if err != nil {
@@ -98,29 +100,6 @@ func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		out.Tools = append(out.Tools, attachedTool{Name: t.Name, Description: guard.Text(t.Upstream.Description, 200)})
 	}
 	return result(out), nil
-}
-
-// progress returns a function that reports each named stage as
-// notifications/progress, or nil when the client gave no progress token.
-func (g *Gateway) progress(ctx context.Context, req mcp.CallToolRequest, stages []string) func(string) {
-	if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
-		return nil
-	}
-	token := req.Params.Meta.ProgressToken
-	return func(stage string) {
-		step := 0
-		for i, s := range stages {
-			if s == stage {
-				step = i + 1
-			}
-		}
-		err := g.notify(ctx, string(mcp.MethodNotificationProgress), map[string]any{
-			"progressToken": token, "progress": step, "total": len(stages), "message": stage,
-		})
-		if err != nil {
-			g.log.Debug("progress not sent", "err", err)
-		}
-	}
 }
 
 const detachSchema = `{

@@ -69,6 +69,10 @@ type Options struct {
 	// waits for its pinned servers still starting; zero means
 	// config.DefaultPinnedListWait.
 	PinnedListWait time.Duration
+	// ProgressBeat is how often the gateway's own long operations report
+	// progress while nothing new comes (progressbeat.go); zero means
+	// DefaultProgressBeat.
+	ProgressBeat time.Duration
 }
 
 // session ties an MCP client session to its attachments and to the
@@ -138,6 +142,9 @@ func New(manager *attach.Manager, log *slog.Logger, opts Options) *Gateway {
 	}
 	if opts.PinnedListWait == 0 {
 		opts.PinnedListWait = config.DefaultPinnedListWait
+	}
+	if opts.ProgressBeat == 0 {
+		opts.ProgressBeat = DefaultProgressBeat
 	}
 	g := &Gateway{manager: manager, log: log, started: time.Now(), opts: opts, metrics: newMetrics(manager)}
 	hooks := &server.Hooks{}

@@ -1,0 +1,131 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/attach"
+)
+
+// The gateway's own long operations (attach_resource, wait_task,
+// message_task) report progress when the client gave a token: each stage
+// or task update, and, while nothing new comes, a beat every ProgressBeat:
+// the last message again, with how long it has lasted, and a progress a
+// little higher, short of the next step's, as progress must rise. A client
+// that gives a request more time at each progress (the MCP Inspector does,
+// 10 s at a time by default) then does not give up on an npx download or a
+// quiet task meanwhile.
+
+// DefaultProgressBeat is how often a long operation with no news reports
+// progress all the same.
+const DefaultProgressBeat = 5 * time.Second
+
+// progressReport reports one operation's progress under the client's
+// token. A nil *progressReport reports nothing.
+type progressReport struct {
+	g     *Gateway
+	ctx   context.Context
+	token mcp.ProgressToken
+	total int // 0 when not known
+
+	mu    sync.Mutex
+	step  int // the last step reported, from 1
+	beats int // since it
+	msg   string
+	since time.Time
+	timer *time.Timer
+	ended bool
+}
+
+// reportProgress returns the progress report of the request, or nil when
+// the client gave no progress token. Call stop when the operation ends.
+func (g *Gateway) reportProgress(ctx context.Context, req mcp.CallToolRequest, total int) *progressReport {
+	if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
+		return nil
+	}
+	return &progressReport{g: g, ctx: ctx, token: req.Params.Meta.ProgressToken, total: total}
+}
+
+// report reports step (from 1) with msg, and beats while it lasts.
+func (p *progressReport) report(step int, msg string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended {
+		return
+	}
+	p.step, p.beats, p.msg, p.since = step, 0, msg, time.Now()
+	p.send(float64(step), msg)
+	if p.timer == nil {
+		p.timer = time.AfterFunc(p.g.opts.ProgressBeat, p.beat)
+	} else {
+		p.timer.Reset(p.g.opts.ProgressBeat)
+	}
+}
+
+// beat reports the step again: step + k/(k+1) after k beats, which rises
+// and stays below the next step however many beats come.
+func (p *progressReport) beat() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended {
+		return
+	}
+	p.beats++
+	p.send(float64(p.step)+float64(p.beats)/float64(p.beats+1), fmt.Sprintf("%s (%s)", p.msg, time.Since(p.since).Round(time.Second)))
+	p.timer.Reset(p.g.opts.ProgressBeat)
+}
+
+// send sends one notifications/progress; p.mu is held, so that a beat and
+// a new step go out in order.
+func (p *progressReport) send(progress float64, msg string) {
+	params := map[string]any{"progressToken": p.token, "progress": progress, "message": msg}
+	if p.total > 0 {
+		params["total"] = p.total
+	}
+	if err := p.g.notify(p.ctx, string(mcp.MethodNotificationProgress), params); err != nil {
+		p.g.log.Debug("progress not sent", "err", err)
+	}
+}
+
+// stop ends the beats: the operation has ended.
+func (p *progressReport) stop() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ended = true
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+}
+
+// stages reports the stages of an operation, named in stages, or is nil
+// without a report.
+func (p *progressReport) stages(stages []string) func(string) {
+	if p == nil {
+		return nil
+	}
+	return func(stage string) { p.report(slices.Index(stages, stage)+1, stage) }
+}
+
+// tasks reports each update of a task: its state and its last message.
+func (p *progressReport) tasks() func(attach.TaskView) {
+	if p == nil {
+		return nil
+	}
+	n := 0
+	return func(v attach.TaskView) {
+		n++
+		msg := v.State
+		if len(v.Messages) > 0 {
+			msg += ": " + v.Messages[len(v.Messages)-1].Text
+		}
+		p.report(n, msg)
+	}
+}
