@@ -17,9 +17,9 @@ import (
 // or task update, and, while nothing new comes, a beat every ProgressBeat:
 // the last message again, with how long it has lasted, and a progress a
 // little higher, short of the next step's, as progress must rise. A client
-// that gives a request more time at each progress (the MCP Inspector does,
-// 10 s at a time by default) then does not give up on an npx download or a
-// quiet task meanwhile.
+// that gives a request more time at each progress (the TypeScript SDK's
+// resetTimeoutOnProgress) then does not give up on a long npx download or
+// a quiet task meanwhile.
 
 // DefaultProgressBeat is how often a long operation with no news reports
 // progress all the same.

@@ -20,8 +20,8 @@ import (
 // news, the client hears progress all the same, every ProgressBeat, rising
 // and short of the next step: a server slow to list its tools, an agent's
 // task asleep for a while. Before, nothing came between stages, and a
-// client that gives a request 10 s at each progress gave up on an npx
-// download.
+// client that gives a request more time at each progress gave up on a long
+// npx download all the same.
 func TestProgressBeats(t *testing.T) {
 	up := server.NewMCPServer("slowlist", "1", server.WithToolCapabilities(false))
 	up.AddTool(mcp.NewTool("t"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
