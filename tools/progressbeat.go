@@ -60,6 +60,11 @@ func (p *progressReport) report(step int, msg string) {
 	}
 	p.step, p.beats, p.msg, p.since = step, 0, msg, time.Now()
 	p.send(float64(step), msg)
+	p.arm()
+}
+
+// arm sets the next beat; p.mu is held.
+func (p *progressReport) arm() {
 	if p.timer == nil {
 		p.timer = time.AfterFunc(p.g.opts.ProgressBeat, p.beat)
 	} else {
@@ -77,7 +82,7 @@ func (p *progressReport) beat() {
 	}
 	p.beats++
 	p.send(float64(p.step)+float64(p.beats)/float64(p.beats+1), fmt.Sprintf("%s (%s)", p.msg, time.Since(p.since).Round(time.Second)))
-	p.timer.Reset(p.g.opts.ProgressBeat)
+	p.arm()
 }
 
 // send sends one notifications/progress; p.mu is held, so that a beat and
@@ -115,10 +120,16 @@ func (p *progressReport) stages(stages []string) func(string) {
 }
 
 // tasks reports each update of a task: its state and its last message.
+// Until the first, which may be long in coming (an agent's stream says
+// nothing until the task changes), it beats as step 0, "waiting".
 func (p *progressReport) tasks() func(attach.TaskView) {
 	if p == nil {
 		return nil
 	}
+	p.mu.Lock()
+	p.msg, p.since = "waiting", time.Now()
+	p.arm()
+	p.mu.Unlock()
 	n := 0
 	return func(v attach.TaskView) {
 		n++
