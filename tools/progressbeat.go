@@ -34,7 +34,7 @@ type progressReport struct {
 	total int // 0 when not known
 
 	mu    sync.Mutex
-	step  int // the last step reported, from 1
+	step  int // the last step reported
 	beats int // since it
 	msg   string
 	since time.Time
@@ -51,7 +51,7 @@ func (g *Gateway) reportProgress(ctx context.Context, req mcp.CallToolRequest, t
 	return &progressReport{g: g, ctx: ctx, token: req.Params.Meta.ProgressToken, total: total}
 }
 
-// report reports step (from 1) with msg, and beats while it lasts.
+// report reports step with msg, and beats while it lasts.
 func (p *progressReport) report(step int, msg string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -111,12 +111,13 @@ func (p *progressReport) stop() {
 }
 
 // stages reports the stages of an operation, named in stages, or is nil
-// without a report.
+// without a report. A stage's progress is the number of stages done
+// before it, so that its beats stay below the total.
 func (p *progressReport) stages(stages []string) func(string) {
 	if p == nil {
 		return nil
 	}
-	return func(stage string) { p.report(slices.Index(stages, stage)+1, stage) }
+	return func(stage string) { p.report(slices.Index(stages, stage), stage) }
 }
 
 // tasks reports each update of a task: its state and its last message.

@@ -43,8 +43,9 @@ func TestProgressBeats(t *testing.T) {
 		remoteEntry("urn:air:ardgate.test:mcp:slowlist", ts.URL), agentEntry("urn:air:agents.test:agent:helper", agent.URL+"/.well-known/agent-card.json"))
 	s := tg.connect(t)
 
-	// beats checks the progress heard under token: rising, and at least
-	// three beats of the stage or task update that begins with stage.
+	// beats checks the progress heard under token: rising, below its
+	// total, and at least three beats of the stage or task update that
+	// begins with stage.
 	beats := func(token, stage string) {
 		t.Helper()
 		s.mu.Lock()
@@ -58,6 +59,9 @@ func TestProgressBeats(t *testing.T) {
 			p, _ := f["progress"].(float64)
 			if p <= last {
 				t.Fatalf("progress %v after %v under %s: it must rise", p, last, token)
+			}
+			if total, ok := f["total"].(float64); ok && p >= total {
+				t.Fatalf("progress %v of %v under %s before the end", p, total, token)
 			}
 			last = p
 			if msg, _ := f["message"].(string); strings.HasPrefix(msg, stage) && strings.HasSuffix(msg, "s)") {
