@@ -82,7 +82,7 @@ type session struct {
 	limiter *guard.Limiter
 	// logs is the MCP server's session, which keeps the client's log
 	// level; set once it registered the session. logLimit bounds the log
-	// messages relayed to it; logsDropped counts those past it.
+	// messages relayed to it; logsDropped counts those not relayed.
 	logs        atomic.Pointer[server.SessionWithLogging]
 	logLimit    *rate.Limiter
 	logsDropped atomic.Int64

@@ -54,7 +54,7 @@ func (g *Gateway) relayLog(s *session, a *attach.Attachment, m attach.LogMessage
 	}
 	id := (*cs).SessionID()
 	if !s.logLimit.Allow() {
-		g.dropLog(s, a, "an attached server logs more than the client is sent (100 a second): dropping its messages past that")
+		g.dropLog(s, a, fmt.Sprintf("an attached server logs more than the client is sent (%d a second): dropping its messages past that", logsPerSecond))
 		return
 	}
 	logger := a.Name
