@@ -2,9 +2,9 @@ package tools
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/guard"
 )
 
 // Cancelling fast calls.
@@ -36,22 +38,35 @@ type inflight struct {
 }
 
 // stopper stops a call in flight: cancel when the client cancelled it,
-// stop when its session ends.
+// for the reason it gave, stop when its session ends.
 type stopper interface {
-	cancel()
+	cancel(reason string)
 	stop()
 }
 
-// stopCause stops a call by ending its context: with errCancelled as the
-// cause when the client cancelled it, so that the call can tell.
+// stopCause stops a call by ending its context: with a clientCancel as
+// the cause when the client cancelled it, so that the call can tell.
 type stopCause context.CancelCauseFunc
 
-func (f stopCause) cancel() { f(errCancelled) }
-func (f stopCause) stop()   { f(nil) }
+func (f stopCause) cancel(reason string) { f(clientCancel{reason}) }
+func (f stopCause) stop()                { f(nil) }
 
-// errCancelled is the cause a call's context ends with when the client
-// cancelled the call.
-var errCancelled = errors.New("the client cancelled the call")
+// clientCancel is the cause a call's context ends with when the client
+// cancelled the call. It is the reason the upstream is told: the client's
+// own, if it gave one.
+type clientCancel struct{ reason string }
+
+func (c clientCancel) Error() string { return cmp.Or(c.reason, "the client cancelled the call") }
+
+// Unwrap makes it a context.Canceled, as any call stopped early is.
+func (clientCancel) Unwrap() error { return context.Canceled }
+
+// cancelledByClient reports whether ctx ended because the client cancelled
+// its call.
+func cancelledByClient(ctx context.Context) bool {
+	_, ok := context.Cause(ctx).(clientCancel)
+	return ok
+}
 
 // add records c under id, the JSON of its request's id.
 func (in *inflight) add(id string, c stopper) {
@@ -96,7 +111,7 @@ func (in *inflight) removeServerCall(id string, c *serverCall) {
 // cancel stops the call that frame, a notifications/cancelled, names, if
 // it is in flight, and returns the id named, if frame is such a notice.
 func (in *inflight) cancel(frame []byte) (id string, stopped bool) {
-	id, ok := cancelledID(frame)
+	id, reason, ok := cancelledID(frame)
 	if !ok {
 		return "", false
 	}
@@ -108,7 +123,7 @@ func (in *inflight) cancel(frame []byte) (id string, stopped bool) {
 	c := in.calls[key]
 	in.mu.Unlock()
 	if c != nil {
-		c.cancel()
+		c.cancel(reason)
 	}
 	return id, c != nil
 }
@@ -129,21 +144,23 @@ func (in *inflight) stopAll() {
 var cancelledMethod = []byte(`"notifications/cancelled"`)
 
 // cancelledID returns the JSON of the request id that frame, a
-// notifications/cancelled, names.
-func cancelledID(frame []byte) (string, bool) {
+// notifications/cancelled, names, and the reason it gives, if any.
+func cancelledID(frame []byte) (id, reason string, ok bool) {
 	if !bytes.Contains(frame, cancelledMethod) {
-		return "", false
+		return "", "", false
 	}
 	var n struct {
 		Method string
 		Params struct {
 			RequestID json.RawMessage `json:"requestId"`
+			Reason    any             `json:"reason"`
 		} `json:"params"`
 	}
 	if json.Unmarshal(frame, &n) != nil || n.Method != "notifications/cancelled" || n.Params.RequestID == nil {
-		return "", false
+		return "", "", false
 	}
-	return string(n.Params.RequestID), true
+	reason, _ = n.Params.Reason.(string) // a reason of another type is no reason
+	return string(n.Params.RequestID), guard.Text(reason, 200), true
 }
 
 // A request the client cancelled gets no answer, as the MCP spec asks:
@@ -327,8 +344,8 @@ type serverCall struct {
 	w         *callWriter // its response; set before the server runs it
 }
 
-func (c *serverCall) cancel() { c.cancelled.Store(true) }
-func (c *serverCall) stop()   {} // the server ends its own calls
+func (c *serverCall) cancel(string) { c.cancelled.Store(true) } // mcp-go's server keeps the reason
+func (c *serverCall) stop()         {}                          // the server ends its own calls
 
 // drops reports whether msg, a message the server sends on the request's
 // stream, is the answer to it, cancelled by the client.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,7 +81,7 @@ func TestCancelledGetsNoAnswerStdio(t *testing.T) {
 	// named in another spelling of it.
 	ended := g.metrics.proxiedFailed
 	before := count(ended)
-	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":11.0}}`)
+	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":11.0,"reason":"stop eleven"}}`)
 	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"tw\u0065lve","reason":"the user pressed Esc"}}`)
 	for deadline := time.Now().Add(10 * time.Second); count(ended) < before+2; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -94,6 +95,16 @@ func TestCancelledGetsNoAnswerStdio(t *testing.T) {
 	}
 	send(`{"jsonrpc":"2.0","id":14,"method":"ping"}`)
 	next("14")
+	// The upstream heard the client's reason for the fast call (on the
+	// server's path, mcp-go keeps it to itself).
+	send(`{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"mcp_fx__cancellations","arguments":{}}}`)
+	line, _ := next("15")
+	var heard struct {
+		Result struct{ Content []struct{ Text string } }
+	}
+	if err := json.Unmarshal(line, &heard); err != nil || len(heard.Result.Content) != 1 || !slices.Contains(strings.Split(heard.Result.Content[0].Text, "\n"), "stop eleven") {
+		t.Fatalf("the reasons the upstream heard: %.300s", line)
+	}
 
 	// A notice for a request already answered; the id then comes again.
 	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":14}}`)

@@ -246,7 +246,7 @@ func plainID(id json.RawMessage) bool {
 
 // serveFast runs a call fastCall accepted over HTTP, in a request with
 // header, and returns the response frame. A notifications/cancelled for
-// the call calls cancel with errCancelled, which must end ctx with that
+// the call calls cancel with a clientCancel, which must end ctx with that
 // cause; the end of its session calls it with nil. The upstream's progress on
 // the call goes to notify, if the client asked for progress.
 func (g *Gateway) serveFast(ctx context.Context, cancel context.CancelCauseFunc, s *session, c callFrame, notify notifier, header http.Header) frame {

@@ -394,7 +394,7 @@ func (c *keptConn) call(s *session, call callFrame, stream *progressStream, head
 		c.watch.stop()
 	}
 	if c.ctx.Err() != nil && !c.watch.gone {
-		cancelled = context.Cause(c.ctx) == errCancelled
+		cancelled = cancelledByClient(c.ctx)
 		c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	}
 	return f, c.watch.gone, cancelled

@@ -197,10 +197,10 @@ func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
 	}
 	// The arguments are a slice of the frame, which the call outlives.
 	sc.c.Arguments = bytes.Clone(c.Arguments)
-	callCtx, cancel := context.WithCancel(traced)
-	sc.started(func(error) { cancel() })
+	callCtx, cancel := context.WithCancelCause(traced)
+	sc.started(cancel)
 	go func() {
-		defer cancel()
+		defer cancel(nil)
 		raw, err := s.att.CallRaw(callCtx, c.Name, sc.c.Arguments, progress)
 		sc.finish(raw, err, nil)
 	}()
@@ -232,9 +232,9 @@ type stdioCall struct {
 	// A cancellation that comes while the call is starting still stops
 	// it, without a lock held across the start, which writes to the
 	// upstream and could wait on it.
-	mu        sync.Mutex
-	end       func(error) // how to stop it; nil until started
-	cancelled bool
+	mu    sync.Mutex
+	end   func(error) // how to stop it; nil until started
+	cause error       // why it was stopped; nil until it is
 	// byClient: the client cancelled the call, and gets no answer.
 	byClient atomic.Bool
 }
@@ -253,20 +253,26 @@ func (sc *stdioCall) finish(raw json.RawMessage, err error, b *guard.Batch) {
 	r.calls.done()
 }
 
-// cancel stops the call for the client, which then gets no answer.
-func (sc *stdioCall) cancel() {
+// cancel stops the call for the client, which then gets no answer; the
+// upstream is told the client's reason.
+func (sc *stdioCall) cancel(reason string) {
 	sc.byClient.Store(true)
-	sc.stop()
+	sc.halt(clientCancel{reason})
 }
 
-// stop stops the call, now or as soon as it has started.
-func (sc *stdioCall) stop() {
+// stop stops the call: its session ends.
+func (sc *stdioCall) stop() { sc.halt(context.Canceled) }
+
+// halt stops the call with cause, now or as soon as it has started.
+func (sc *stdioCall) halt(cause error) {
 	sc.mu.Lock()
-	sc.cancelled = true
+	if sc.cause == nil {
+		sc.cause = cause
+	}
 	end := sc.end
 	sc.mu.Unlock()
 	if end != nil {
-		end(context.Canceled)
+		end(cause)
 	}
 }
 
@@ -275,10 +281,10 @@ func (sc *stdioCall) stop() {
 func (sc *stdioCall) started(stop func(error)) {
 	sc.mu.Lock()
 	sc.end = stop
-	cancelled := sc.cancelled
+	cause := sc.cause
 	sc.mu.Unlock()
-	if cancelled {
-		stop(context.Canceled)
+	if cause != nil {
+		stop(cause)
 	}
 }
 
@@ -600,7 +606,7 @@ func (h *HTTP) fastAnswer(w http.ResponseWriter, r *http.Request, s *session, bo
 		stream := newProgressStream(c, out, h.g.log)
 		ctx, cancel := context.WithCancelCause(r.Context())
 		f := h.g.serveFast(ctx, cancel, s, c, stream, r.Header)
-		cancelled := context.Cause(ctx) == errCancelled
+		cancelled := cancelledByClient(ctx)
 		cancel(nil)
 		if cancelled {
 			_ = endUnanswered(stream, out)

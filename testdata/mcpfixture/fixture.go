@@ -30,6 +30,7 @@
 package mcpfixture
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -40,6 +41,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -181,6 +183,10 @@ func New(name string) *server.MCPServer {
 		mcp.WithBoolean("inline", mcp.Description("Write them straight to stdout (stdio only), so that they come before the answer.")),
 	), logMessages(s))
 
+	s.AddTool(mcp.NewTool("cancellations",
+		mcp.WithDescription("Returns the reason of each notifications/cancelled the server read, one a line (stdio only)."),
+	), cancellations)
+
 	s.AddTool(mcp.NewTool("garbage",
 		mcp.WithDescription("Writes malformed frames to stdout (stdio only), then answers."),
 	), garbage)
@@ -212,14 +218,62 @@ func flood(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 // heldUntil is when reading input may go on again, in Unix nanoseconds.
 var heldUntil atomic.Int64
 
-// HoldableInput reads r, except while a slow call holds the input.
-func HoldableInput(r io.Reader) io.Reader { return holdable{r} }
+// HoldableInput reads r, except while a slow call holds the input, and
+// keeps the reason of each notifications/cancelled it reads, for the
+// cancellations tool (mcp-go's server keeps it to itself).
+func HoldableInput(r io.Reader) io.Reader { return &holdable{r: r} }
 
-type holdable struct{ r io.Reader }
+type holdable struct {
+	r    io.Reader
+	line []byte // the line read so far
+	long bool   // the line is longer than a notice: not kept
+}
 
-func (h holdable) Read(p []byte) (int, error) {
+func (h *holdable) Read(p []byte) (int, error) {
 	time.Sleep(time.Until(time.Unix(0, heldUntil.Load())))
-	return h.r.Read(p)
+	n, err := h.r.Read(p)
+	h.note(p[:n])
+	return n, err
+}
+
+// note gathers b into lines and keeps the reason of each cancellation.
+func (h *holdable) note(b []byte) {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			h.gather(b)
+			return
+		}
+		h.gather(b[:i])
+		var n struct {
+			Method string
+			Params struct{ Reason string }
+		}
+		if !h.long && json.Unmarshal(h.line, &n) == nil && n.Method == string(mcp.MethodNotificationCancelled) {
+			cancelled.mu.Lock()
+			cancelled.reasons = append(cancelled.reasons, n.Params.Reason)
+			cancelled.mu.Unlock()
+		}
+		h.line, h.long, b = h.line[:0], false, b[i+1:]
+	}
+}
+
+func (h *holdable) gather(b []byte) {
+	if h.long = h.long || len(h.line)+len(b) > 64<<10; !h.long {
+		h.line = append(h.line, b...)
+	}
+}
+
+// cancelled are the reasons of the cancellations read from stdin.
+var cancelled struct {
+	mu      sync.Mutex
+	reasons []string
+}
+
+func cancellations(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	cancelled.mu.Lock()
+	defer cancelled.mu.Unlock()
+	return mcp.NewToolResultText(strings.Join(cancelled.reasons, "\n")), nil
 }
 
 func echo(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
