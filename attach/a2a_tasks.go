@@ -608,7 +608,7 @@ func (s *Session) Reply(ctx context.Context, id, message string, timeout time.Du
 	t.sending.Lock()
 	defer t.sending.Unlock()
 	if t.final() { // perhaps after a message sent just before
-		return t.view(), fmt.Errorf("%w: task %s has finished (%s); start a new one with spawn_agent and context_id %s", ErrTaskFinished, id, t.view().State, t.contextID)
+		return t.view(), t.finished()
 	}
 	answered := t.statusMessageID()
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: message})
@@ -640,6 +640,11 @@ func (s *Session) Reply(ctx context.Context, id, message string, timeout time.Du
 	return s.wait(ctx, t, timeout, onUpdate, answered)
 }
 
+// finished says that the task, finished, takes no more messages.
+func (t *task) finished() error {
+	return fmt.Errorf("%w: task %s has finished (%s); start a new one with spawn_agent and context_id %s", ErrTaskFinished, t.id, t.view().State, t.contextID)
+}
+
 // refused says why the task's agent did not take a message: the agent's
 // own error, or, where the task was not waiting for input, that it was
 // not. An agent on a2a-go answers a message to a working task with a bare
@@ -650,7 +655,7 @@ func (t *task) refused(err error, asking bool) error {
 	case asking || errors.Is(err, ErrTimeout) || errors.Is(err, ErrUpstreamDown):
 		return err
 	case v.Final:
-		return fmt.Errorf("%w: task %s has finished (%s); start a new one with spawn_agent and context_id %s (the agent said: %v)", ErrTaskFinished, t.id, v.State, t.contextID, err)
+		return fmt.Errorf("%w (the agent said: %v)", t.finished(), err)
 	}
 	return fmt.Errorf("%w: %s did not take the message, as task %s is %s; wait_task until it asks for input (input-required) or ends, or cancel_task it (the agent said: %v)",
 		ErrTaskBusy, t.agent.Name, t.id, v.State, err)

@@ -128,39 +128,38 @@ func (a waitArgs) check(tool string) error {
 }
 
 func (g *Gateway) wait(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var a waitArgs
-	s, fail := g.begin(ctx, req, "wait_task", &a)
-	if fail != nil {
-		return fail, nil
-	}
-	if err := a.check("wait_task"); err != nil {
-		return invalid("wait_task", err), nil
-	}
-	progress := g.reportProgress(ctx, req, 0)
-	defer progress.stop()
-	v, err := s.att.Wait(ctx, a.TaskID, a.timeout(), progress.tasks())
-	if err != nil {
-		return g.failed(err), nil
-	}
-	return result(v), nil
+	return g.followTask(ctx, req, "wait_task"), nil
 }
 
 func (g *Gateway) message(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return g.followTask(ctx, req, "message_task"), nil
+}
+
+// followTask runs tool, wait_task or message_task: it waits for the task,
+// after sending the message for message_task, and reports its updates as
+// progress.
+func (g *Gateway) followTask(ctx context.Context, req mcp.CallToolRequest, tool string) *mcp.CallToolResult {
 	var a waitArgs
-	s, fail := g.begin(ctx, req, "message_task", &a)
+	s, fail := g.begin(ctx, req, tool, &a)
 	if fail != nil {
-		return fail, nil
+		return fail
 	}
-	if err := a.check("message_task"); err != nil {
-		return invalid("message_task", err), nil
+	if err := a.check(tool); err != nil {
+		return invalid(tool, err)
 	}
 	progress := g.reportProgress(ctx, req, 0)
 	defer progress.stop()
-	v, err := s.att.Reply(ctx, a.TaskID, a.Message, a.timeout(), progress.tasks())
-	if err != nil {
-		return g.failed(err), nil
+	var v attach.TaskView
+	var err error
+	if tool == "message_task" {
+		v, err = s.att.Reply(ctx, a.TaskID, a.Message, a.timeout(), progress.tasks())
+	} else {
+		v, err = s.att.Wait(ctx, a.TaskID, a.timeout(), progress.tasks())
 	}
-	return result(v), nil
+	if err != nil {
+		return g.failed(err)
+	}
+	return result(v)
 }
 
 func (g *Gateway) cancelTask(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
