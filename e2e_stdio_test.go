@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -720,7 +721,9 @@ func TestStdioGatewayCallsInFlight(t *testing.T) {
 }
 
 // A signal to stop lets running calls finish for up to 10 s; a second
-// one ends that wait at once, and the upstreams are still ended.
+// one ends that wait at once, and the upstreams are still ended. The exit
+// status is 1, and the log says a call was cut: a supervisor can tell
+// this exit from a clean one.
 func TestStdioSecondSignalStopsAtOnce(t *testing.T) {
 	g := startRaw(t, env(true), "--catalog", "testdata/catalogs/fixture.json")
 	g.rpc("tools/call", map[string]any{"name": "attach_resource", "arguments": map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}})
@@ -740,8 +743,12 @@ func TestStdioSecondSignalStopsAtOnce(t *testing.T) {
 	go func() { done <- g.cmd.Wait() }()
 	select {
 	case err := <-done:
-		if err != nil {
-			t.Fatalf("gateway exit: %v", err)
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+			t.Fatalf("gateway exit: %v, want status 1", err)
+		}
+		if !strings.Contains(g.stderr.String(), "calls still running when the drain ended were cut (1 of them)") {
+			t.Fatalf("the log does not say a call was cut: %s", g.stderr.String())
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatalf("the gateway still ran 5 s after the second signal (stderr: %s)", g.stderr.String())

@@ -157,64 +157,25 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	})
 	defer gw.Close()
 
+	var served error
 	if cfg.Transport == config.TransportStdio {
 		log.Info("serving MCP on stdio", "registries", len(regs))
-		// On a signal, running calls finish first; then the session ends.
-		lctx, lcancel := context.WithCancel(context.Background())
-		defer lcancel()
-		go func() {
-			<-ctx.Done()
-			drain(gw, log)
-			lcancel()
-		}()
-		served := make(chan error, 1)
-		go func() { served <- gw.ServeStdio(lctx, os.Stdin, stdout) }()
-		var err error
-		select {
-		case err = <-served:
-		case <-lctx.Done():
-			// A client that reads nothing more of stdout would hold the
-			// session's last writes, and the gateway, for good: its
-			// upstreams are ended all the same (gw.Close).
-			select {
-			case err = <-served:
-			case <-time.After(2 * time.Second):
-				log.Warn("the client is not reading stdout: exiting without writing the rest")
-			}
-		}
-		if err != nil && !errors.Is(err, context.Canceled) {
-			log.Error("stdio ended", "err", err)
+		served = gw.RunStdio(ctx, grace, os.Stdin, stdout)
+	} else {
+		ln, err := net.Listen("tcp", cfg.Addr)
+		if err != nil {
+			fmt.Fprintln(stderr, "ardgate:", err)
 			return 1
 		}
-		return 0
+		if cfg.AuthToken == "" && !loopback(ln.Addr()) {
+			log.Warn("listening beyond loopback without ARDGATE_AUTH_TOKEN: anyone who can reach this address can attach servers and call them", "addr", ln.Addr().String())
+		}
+		log.Info("serving MCP over streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "registries", len(regs), "auth", cfg.AuthToken != "")
+		served = gw.RunHTTP(ctx, grace, ln, tools.HTTPOptionsFrom(cfg))
 	}
-
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		fmt.Fprintln(stderr, "ardgate:", err)
+	if served != nil {
+		log.Error("ardgate ended with an error", "err", served)
 		return 1
-	}
-	if cfg.AuthToken == "" && !loopback(ln.Addr()) {
-		log.Warn("listening beyond loopback without ARDGATE_AUTH_TOKEN: anyone who can reach this address can attach servers and call them", "addr", ln.Addr().String())
-	}
-	h := gw.NewHTTP(tools.HTTPOptionsFrom(cfg))
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: tools.DefaultReadHeaderTimeout, IdleTimeout: tools.DefaultIdleConnTimeout,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	log.Info("serving MCP over streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "registries", len(regs), "auth", cfg.AuthToken != "")
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		log.Error("http server ended", "err", err)
-		return 1
-	case <-ctx.Done():
-	}
-	drain(gw, log)
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_ = h.Shutdown(sctx) // ends sessions, releasing open event streams
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn("http shutdown", "err", err)
 	}
 	return 0
 }
@@ -225,23 +186,21 @@ func loopback(addr net.Addr) bool {
 	return ok && tcp.IP.IsLoopback()
 }
 
-// drain lets running calls finish, for up to 10 s after a signal to stop;
+// grace lets running calls finish for up to 10 s after a signal to stop;
 // a second signal ends the wait at once.
-func drain(gw *tools.Gateway, log *slog.Logger) {
-	log.Info("shutting down: letting running calls finish (signal again to stop at once)")
+func grace() (context.Context, context.CancelFunc) {
 	again := make(chan os.Signal, 1)
 	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(again)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	go func() {
 		select {
 		case <-again:
 			cancel()
 		case <-ctx.Done():
 		}
+		signal.Stop(again)
 	}()
-	gw.Drain(ctx)
+	return ctx, cancel
 }
 
 // registryServe serves catalog files as an ARD registry.

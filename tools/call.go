@@ -106,6 +106,7 @@ func (g *Gateway) admit(s *session, name string, args func() string) (a admissio
 		return admission{}, failure("shutting_down", "the gateway is shutting down; reconnect and try again")
 	}
 	g.inflight.Add(1)
+	g.running.Add(1)
 	a = admission{g: g, name: name, start: time.Now()}
 	if s == nil {
 		return a, nil
@@ -136,6 +137,7 @@ type admission struct {
 // end times and counts the call, once it has ended.
 func (a admission) end(failed bool) {
 	a.g.metrics.observe(a.name, time.Since(a.start), failed)
+	a.g.running.Add(-1)
 	a.g.inflight.Done()
 }
 

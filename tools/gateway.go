@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -37,6 +38,7 @@ type Gateway struct {
 	own []ownTool
 
 	inflight sync.WaitGroup // tool calls running, for Drain
+	running  atomic.Int64   // how many, for Drain's report
 	draining atomic.Bool
 
 	// sessions maps MCP session ids to sessions. Every call looks its
@@ -453,16 +455,18 @@ func exposed(t attach.Tool) mcp.Tool {
 }
 
 // Drain refuses new tool calls and waits for the running ones to finish,
-// until ctx ends. Shutdown calls it before ending the sessions, so calls
-// in flight at SIGTERM complete instead of failing.
-func (g *Gateway) Drain(ctx context.Context) {
+// until ctx ends. The Run methods call it before ending the sessions, so
+// calls in flight at SIGTERM complete instead of failing. It returns
+// ErrCallsCut, saying how many, when ctx ended first.
+func (g *Gateway) Drain(ctx context.Context) error {
 	g.draining.Store(true)
 	done := make(chan struct{})
 	go func() { g.inflight.Wait(); close(done) }()
 	select {
 	case <-done:
+		return nil
 	case <-ctx.Done():
-		g.log.Warn("shutdown: calls still running after the drain deadline; ending them")
+		return fmt.Errorf("shutdown: %w (%d of them)", ErrCallsCut, g.running.Load())
 	}
 }
 
