@@ -26,7 +26,6 @@ func nativeRelay(kind string) string {
 
 // startNative puts the native relay where the gateway would be.
 func startNative(kind, fixture, dir string, stdioSessions int) (target, func(), error) {
-	same := func(s string) string { return s }
 	if kind == "stdio" {
 		socat, err := exec.LookPath("socat")
 		if err != nil {
@@ -54,12 +53,10 @@ func startNginx(upstream, dir string) (string, func(), int, error) {
 	if err != nil {
 		return "", nil, 0, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeAddr()
 	if err != nil {
 		return "", nil, 0, err
 	}
-	addr := ln.Addr().String()
-	_ = ln.Close() // nginx binds it again
 	prefix := filepath.Join(dir, "nginx")
 	if err := os.MkdirAll(prefix, 0o755); err != nil {
 		return "", nil, 0, err
@@ -104,17 +101,35 @@ http {
 		return "", nil, 0, err
 	}
 	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
-	for deadline := time.Now().Add(5 * time.Second); ; {
+	if err := waitListening(addr, "nginx"); err != nil {
+		stop()
+		return "", nil, 0, err
+	}
+	return "http://" + addr + up.Path, stop, cmd.Process.Pid, nil
+}
+
+// freeAddr is a loopback address with a free port, for a server that
+// binds it itself.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// waitListening waits up to 10 s for the server called name to listen on
+// addr.
+func waitListening(addr, name string) error {
+	for deadline := time.Now().Add(10 * time.Second); ; {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
-			_ = c.Close()
-			break
+			return c.Close()
 		}
 		if time.Now().After(deadline) {
-			stop()
-			return "", nil, 0, fmt.Errorf("nginx did not listen on %s: %w", addr, err)
+			return fmt.Errorf("%s did not listen on %s: %w", name, addr, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return "http://" + addr + up.Path, stop, cmd.Process.Pid, nil
 }

@@ -36,6 +36,9 @@ func proxyBench(args []string, out io.Writer) error {
 	transports := fs.String("transports", "stdio,http", "which transports to measure")
 	stdioSessions := fs.Int("stdio-sessions", 1, "stdio clients, each with its own chain of processes; the concurrent callers share them")
 	native := fs.Bool("native-relays", false, "also measure socat (stdio) and nginx (HTTP) as relays; both must be installed")
+	var rival rivals
+	fs.StringVar(&rival.toolhive, "toolhive", "", "also measure ToolHive's thv proxy and vMCP (HTTP), given the thv binary (rivals.go)")
+	fs.StringVar(&rival.dockerMCP, "docker-mcp", "", "also measure Docker's MCP gateway (stdio and HTTP), given the docker-mcp binary (rivals.go)")
 	progress := fs.Bool("progress-token", false, "give every measured call a progress token, as Claude Code and the MCP Inspector call tools")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -45,6 +48,7 @@ func proxyBench(args []string, out io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	rival.dir, rival.fixture = dir, fx
 	fmt.Fprintf(out, "proxy: %d sequential calls, %d clients x %d calls, %d x 1 MiB; %s\n", *calls, *clients, *concCalls, *bigCalls, machine())
 	var meta *mcp.Meta
 	if *progress {
@@ -69,6 +73,7 @@ func proxyBench(args []string, out io.Writer) error {
 		if *native {
 			paths = append(paths, benchPath{nativeRelay(transportName), func() (target, func(), error) { return startNative(transportName, fx, dir, *stdioSessions) }})
 		}
+		paths = append(paths, rival.paths(transportName, *stdioSessions)...)
 		paths = append(paths, benchPath{"ardgate", func() (target, func(), error) { return startViaGateway(transportName, gw, fx, dir, *stdioSessions) }})
 		targets := make([]target, len(paths))
 		for i, p := range paths {
@@ -96,7 +101,7 @@ func proxyBench(args []string, out io.Writer) error {
 			}},
 		}
 		fmt.Fprintf(out, "\n%s upstream, %s client\n", transportName, transportName)
-		fmt.Fprintf(out, "%-16s %-9s %9s %9s %9s %10s %9s %9s %5s\n", "workload", "path", "p50", "p99", "max", "calls/s", "cpu/call", "all/call", "busy")
+		fmt.Fprintf(out, "%-16s %-12s %9s %9s %9s %10s %9s %9s %5s\n", "workload", "path", "p50", "p99", "max", "calls/s", "cpu/call", "all/call", "busy")
 		for _, c := range cases {
 			// The paths take turns, a round each, so that the machine's
 			// drift during the run falls on all of them alike.
@@ -124,11 +129,11 @@ func proxyBench(args []string, out io.Writer) error {
 				if len(targets[i].pids) > 0 {
 					cpu = res[i].cpu.String()
 				}
-				fmt.Fprintf(out, "%-16s %-9s %9s %9s %9s %10.0f %9s %9s %4.0f%%\n", label, p.name, res[i].p50, res[i].p99, res[i].max, res[i].rate, cpu, res[i].machine, 100*res[i].busy)
+				fmt.Fprintf(out, "%-16s %-12s %9s %9s %9s %10.0f %9s %9s %4.0f%%\n", label, p.name, res[i].p50, res[i].p99, res[i].max, res[i].rate, cpu, res[i].machine, 100*res[i].busy)
 			}
 			for i := 1; i < len(paths); i++ {
 				d, v := res[0], res[i]
-				fmt.Fprintf(out, "%-16s %-9s %8.2fx %8.2fx %9s %9.2fx   (+%s at p50)\n", "", paths[i].name+"/d",
+				fmt.Fprintf(out, "%-16s %-12s %8.2fx %8.2fx %9s %9.2fx   (+%s at p50)\n", "", paths[i].name+"/d",
 					ratio(v.p50, d.p50), ratio(v.p99, d.p99), "", v.rate/d.rate, (v.p50 - d.p50).Round(time.Microsecond))
 			}
 		}
@@ -314,7 +319,7 @@ const sessions = 64
 func startDirect(kind, fixture string, stdioSessions int) (target, func(), error) {
 	if kind == "stdio" {
 		cs, stop, _, err := stdioClients(stdioSessions, fixture, nil, "--transport=stdio")
-		return target{clients: cs, tool: func(s string) string { return s }}, stop, err
+		return target{clients: cs, tool: same}, stop, err
 	}
 	url, stopFx, err := startFixtureHTTP(fixture)
 	if err != nil {
@@ -326,13 +331,12 @@ func startDirect(kind, fixture string, stdioSessions int) (target, func(), error
 		stop()
 		return target{}, nil, err
 	}
-	return target{clients: cs, tool: func(s string) string { return s }}, stop, nil
+	return target{clients: cs, tool: same}, stop, nil
 }
 
 // startRelay puts the byte-copying relay (relay.go) where the gateway
 // would be.
 func startRelay(kind, self, fixture string, stdioSessions int) (target, func(), error) {
-	same := func(s string) string { return s }
 	if kind == "stdio" {
 		cs, stop, pids, err := stdioClients(stdioSessions, self, nil, "relay", "stdio", fixture, "--transport=stdio")
 		return target{clients: cs, tool: same, pids: pids}, stop, err
@@ -362,7 +366,7 @@ func behindHTTPRelay(fixture string, start func(upstream string) (url string, st
 		stop()
 		return target{}, nil, err
 	}
-	return target{clients: cs, tool: func(s string) string { return s }, pids: []int{pid}}, stop, nil
+	return target{clients: cs, tool: same, pids: []int{pid}}, stop, nil
 }
 
 // startViaGateway puts ardgate in front of the fixture, which each session
