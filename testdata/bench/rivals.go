@@ -40,40 +40,55 @@ type rivals struct {
 	fixture             string
 }
 
-// paths are the rival gateways that can serve the transport kind.
-func (r rivals) paths(kind string, stdioSessions int) []benchPath {
-	var p []benchPath
-	if r.toolhive != "" && kind == "http" {
-		p = append(p,
-			benchPath{"thv-proxy", func() (target, func(), error) { return r.behind("thv-proxy", same, r.thvProxy) }},
-			benchPath{"thv-vmcp", func() (target, func(), error) {
-				return r.behind("thv-vmcp", func(s string) string { return "fixture_" + s }, r.thvVMCP)
-			}})
+// rival is a rival gateway that serves streamable HTTP in front of an
+// upstream over HTTP: start starts it and returns its MCP URL, a stop
+// function and its pid; tool names the fixture's tool through it.
+type rival struct {
+	name  string
+	tool  func(string) string
+	start func(upstream string) (url string, stop func(), pid int, err error)
+}
+
+// overHTTP are the rival gateways given that serve HTTP.
+func (r rivals) overHTTP() []rival {
+	var v []rival
+	if r.toolhive != "" {
+		v = append(v, rival{"thv-proxy", same, r.thvProxy}, rival{"thv-vmcp", func(s string) string { return "fixture_" + s }, r.thvVMCP})
 	}
 	if r.dockerMCP != "" {
-		p = append(p, benchPath{"docker-mcp", func() (target, func(), error) {
-			if kind == "stdio" {
-				return r.dockerMCPStdio(stdioSessions)
-			}
-			return r.behind("docker-mcp", same, r.dockerMCPHTTP)
-		}})
+		v = append(v, rival{"docker-mcp", same, r.dockerMCPHTTP})
+	}
+	return v
+}
+
+// paths are the rival gateways given that can serve the transport kind.
+func (r rivals) paths(kind string, stdioSessions int) []benchPath {
+	var p []benchPath
+	if kind == "stdio" {
+		if r.dockerMCP != "" {
+			p = append(p, benchPath{"docker-mcp", func() (target, func(), error) { return r.dockerMCPStdio(stdioSessions) }})
+		}
+		return p
+	}
+	for _, v := range r.overHTTP() {
+		p = append(p, benchPath{v.name, func() (target, func(), error) { return r.behind(v) }})
 	}
 	return p
 }
 
 func same(s string) string { return s }
 
-// behind runs the fixture over HTTP with the rival that start starts in
-// front of it, and checks that a call goes through before measuring.
-func (r rivals) behind(name string, tool func(string) string, start func(upstream string) (string, func(), int, error)) (target, func(), error) {
-	t, stop, err := behindHTTPRelay(r.fixture, start)
+// behind runs the fixture over HTTP with the rival v in front of it, and
+// checks that a call goes through before measuring.
+func (r rivals) behind(v rival) (target, func(), error) {
+	t, stop, err := behindHTTPRelay(r.fixture, v.start)
 	if err != nil {
-		return target{}, nil, fmt.Errorf("%s: %w", name, err)
+		return target{}, nil, fmt.Errorf("%s: %w", v.name, err)
 	}
-	t.tool = tool
+	t.tool = v.tool
 	if err := ready(t); err != nil {
 		stop()
-		return target{}, nil, fmt.Errorf("%s: %w", name, err)
+		return target{}, nil, fmt.Errorf("%s: %w", v.name, err)
 	}
 	return t, stop, nil
 }

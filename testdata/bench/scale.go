@@ -71,6 +71,9 @@ func scaleBench(args []string, out io.Writer) error {
 	n := fs.Int("sessions", 1000, "concurrent sessions per case")
 	parallel := fs.Int("parallel", 50, "sessions being opened at once")
 	manyTools := fs.Int("many-tools", 0, "tools of about 2 KiB each the upstream lists besides its own 9, as a large server does")
+	var others rivals
+	fs.StringVar(&others.toolhive, "toolhive", "", "also hold the sessions side by side on ToolHive's thv proxy and vMCP, given the thv binary (rivals.go)")
+	fs.StringVar(&others.dockerMCP, "docker-mcp", "", "also hold the sessions side by side on Docker's MCP gateway, given the docker-mcp binary (rivals.go)")
 	profiles := fs.String("profiles", "", "write the in-process twin's profiles to this directory: per case, the heap with the sessions open (N.heap.pprof) and before (N.heap.base.pprof), the goroutines with them open (N.goroutines.txt) and 2 s after they closed (N.goroutines.after.txt)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -83,6 +86,7 @@ func scaleBench(args []string, out io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	others.dir, others.fixture = dir, fx
 	upURL, stopUp, err := startFixtureHTTP(fx, fmt.Sprintf("--many-tools=%d", *manyTools))
 	if err != nil {
 		return err
@@ -152,7 +156,96 @@ func scaleBench(args []string, out io.Writer) error {
 		slices.Sort(lat)
 		fmt.Fprintf(out, "attach of a remote HTTP server, one at a time on the quiet gateway: p50 %s, p99 %s\n", pct(lat, 50), pct(lat, 99))
 	}
+	if len(others.overHTTP()) == 0 {
+		return nil
+	}
+	side := filepath.Join(dir, "side")
+	if err := os.MkdirAll(side, 0o700); err != nil {
+		return err
+	}
+	cfg, err = writeConfig(side, nil, nil, map[string]any{"servers": []any{map[string]any{"name": "fixture", "url": upURL}}})
+	if err != nil {
+		return err
+	}
+	ours := rival{"ardgate", func(s string) string { return "mcp_fixture__" + s }, func(string) (string, func(), int, error) { return startGatewayHTTP(gw, cfg) }}
+	return sideBySide(out, append([]rival{ours}, others.overHTTP()...), upURL, *n, *parallel)
+}
+
+// sideBySide holds n HTTP sessions on each gateway in turn, each gateway
+// in front of upstream as its one server (ardgate's pinned by its
+// config), and reports what a session costs each. Every session lists its
+// tools and calls the fixture's echo once, then stays idle.
+func sideBySide(out io.Writer, gateways []rival, upstream string, n, parallel int) error {
+	fmt.Fprintf(out, "\nside by side: %d HTTP sessions on each gateway, opened %d at a time, each listing its tools and calling the fixture's echo once, then idle\n", n, parallel)
+	row := "%-12s %7s %9s %13s %13s\n"
+	fmt.Fprintf(out, row, "gateway", "errors", "open", "RSS/session", "RSS open")
+	for _, g := range gateways {
+		url, stop, pid, err := g.start(upstream)
+		if err != nil {
+			return fmt.Errorf("%s: %w", g.name, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		before := rssKiB(pid)
+		var mu sync.Mutex
+		var clients []*client.Client
+		errs, firstErr := 0, ""
+		sem := make(chan struct{}, parallel)
+		var wg sync.WaitGroup
+		start := time.Now()
+		for range n {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				c, err := openListCall(url, g.tool("echo"))
+				mu.Lock()
+				defer mu.Unlock()
+				if c != nil {
+					clients = append(clients, c)
+				}
+				if err != nil {
+					if errs++; firstErr == "" {
+						firstErr = err.Error()
+					}
+				}
+			})
+		}
+		wg.Wait()
+		open := time.Since(start)
+		time.Sleep(2 * time.Second) // let idle state settle
+		held := rssKiB(pid)
+		for _, c := range clients {
+			_ = c.Close()
+		}
+		stop()
+		fmt.Fprintf(out, row, g.name, strconv.Itoa(errs), open.Round(time.Millisecond),
+			fmt.Sprintf("%.1f KiB", float64(held-before)/float64(max(len(clients), 1))), fmt.Sprintf("%d KiB", held))
+		if firstErr != "" {
+			fmt.Fprintf(out, "  first error: %s\n", firstErr)
+		}
+	}
 	return nil
+}
+
+// openListCall opens a session at url, lists its tools and calls tool
+// once.
+func openListCall(url, tool string) (*client.Client, error) {
+	tr, err := transport.NewStreamableHTTP(url, transport.WithHTTPBasicClient(keepAlive))
+	if err != nil {
+		return nil, err
+	}
+	c := client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		return nil, err
+	}
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
+		return c, err
+	}
+	return c, call(c, tool, map[string]any{"message": "hi"}, nil)
 }
 
 // writeConfig writes a gateway config into dir whose one registry is a
@@ -162,7 +255,7 @@ func scaleBench(args []string, out io.Writer) error {
 // An entry's URN is urn:air:bench.test:mcp:<name> or
 // urn:air:bench.test:agent:<name>.
 func writeConfig(dir string, cards map[string]map[string]any, agents map[string]string, extra map[string]any) (string, error) {
-	var entries []any
+	entries := []any{} // a catalog of none is "entries": [], not null
 	for name, data := range cards {
 		data = maps.Clone(data)
 		data["name"] = name

@@ -324,12 +324,7 @@ func sampleGateway(url string, pid int) soakSample {
 		resp.Body.Close()
 		s.goroutines, s.sessions = h.Goroutines, h.Sessions
 	}
-	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	for _, line := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			s.rssKiB, _ = strconv.Atoi(strings.Fields(v)[0])
-		}
-	}
+	s.rssKiB = rssKiB(pid)
 	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	s.fds = len(fds)
 	procs, _ := os.ReadDir("/proc")
@@ -345,4 +340,16 @@ func sampleGateway(url string, pid int) soakSample {
 		}
 	}
 	return s
+}
+
+// rssKiB is process pid's resident memory (VmRSS), in KiB.
+func rssKiB(pid int) int {
+	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kib, _ := strconv.Atoi(strings.Fields(v)[0])
+			return kib
+		}
+	}
+	return 0
 }
