@@ -610,20 +610,25 @@ func (s *Session) Reply(ctx context.Context, id, message string, timeout time.Du
 	if t.final() { // perhaps after a message sent just before
 		return t.view(), t.finished()
 	}
-	answered := t.statusMessageID()
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: message})
 	msg.TaskID, msg.ContextID = a2a.TaskID(id), t.contextID
 	var res a2a.SendMessageResult
+	var answered string // the question the message answers, if it asked one
 	asking := t.asking()
 	if err := s.askAgent(ctx, t.agent, "the message", func(ctx context.Context) (err error) {
-		res, err = conn.client.SendMessage(ctx, &a2a.MessageSendParams{Message: msg})
-		if err != nil && !asking {
-			// The task may have asked since the gateway last looked.
+		if !asking {
+			// The task may have asked since the gateway last looked (a
+			// spawn_agent answered "submitted", no wait_task since): its
+			// question is taken in first, so that it reads before the
+			// answer in the task's history, and wait knows what was
+			// answered.
 			if cur, gerr := conn.client.GetTask(ctx, &a2a.TaskQueryParams{ID: a2a.TaskID(id)}); gerr == nil {
 				t.apply(cur)
 				asking = t.asking()
 			}
 		}
+		answered = t.statusMessageID()
+		res, err = conn.client.SendMessage(ctx, &a2a.MessageSendParams{Message: msg})
 		for _, d := range replyRetries {
 			if !asking || !errors.Is(err, a2a.ErrInternalError) || !sleep(ctx, d) {
 				break

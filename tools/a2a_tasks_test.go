@@ -488,6 +488,37 @@ func TestMessageToBusyTask(t *testing.T) {
 	}
 }
 
+// A message_task right after spawn_agent, with no wait_task between,
+// answers a task the gateway last saw "submitted" that has asked since: the
+// question still reads before the answer (the agent's own history puts it
+// after). spawn_agent may also come back with the question already asked;
+// the test takes the spawns that came back "submitted".
+func TestMessageRightAfterSpawn(t *testing.T) {
+	agent := a2afixture.Start(t)
+	tg := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:helper", agent.URL+"/.well-known/agent-card.json"))
+	s := tg.connect(t)
+	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:helper"}); res.IsError {
+		t.Fatal(firstText(res))
+	}
+	seen := 0
+	for try := 0; seen < 3 && try < 40; try++ {
+		v := s.task(s.call("spawn_agent", map[string]any{"message": "ask"}))
+		if v.State != "submitted" {
+			continue
+		}
+		seen++
+		time.Sleep(200 * time.Millisecond) // it asks meanwhile
+		v = s.task(s.call("message_task", map[string]any{"task_id": v.TaskID, "message": "Bob"}))
+		if c := strings.Join(v.conversation(), " | "); c != "user: ask | agent: what is your name? | user: Bob | agent: hello Bob" &&
+			c != "user: ask | agent: what is your name? | user: Bob" {
+			t.Fatalf("the conversation after a message right after spawn_agent: %s (state %s)", c, v.State)
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no spawn_agent of 40 came back submitted")
+	}
+}
+
 // An agent on a2a-go refuses, with an internal error, a reply that comes
 // while the turn that asked for it is still winding down (its
 // ErrExecutionInProgress, a2aproject/a2a-go#303): message_task sends it
