@@ -144,19 +144,27 @@ func (m *Manager) Resolve(ctx context.Context, urn, registryID string) (registry
 		regs = []registry.Registry{r}
 	}
 	var errs []error
+	var searched []string
 	for _, r := range regs {
 		e, err := r.Lookup(ctx, urn)
 		if err == nil {
 			return e, r.ID(), nil
 		}
 		if !errors.Is(err, registry.ErrNotFound) {
-			errs = append(errs, fmt.Errorf("registry %s: %w", r.ID(), err))
+			errs = append(errs, err)
+			continue
 		}
+		searched = append(searched, r.ID())
 	}
 	if len(errs) > 0 {
-		return registry.Entry{}, "", fmt.Errorf("%w (searched %v; %w)", ErrUnknownURN, m.registryIDs(), errors.Join(errs...))
+		// Not an unknown URN: a registry that failed may hold it.
+		notIn := ""
+		if len(searched) > 0 {
+			notIn = fmt.Sprintf("; it is not in %v", searched)
+		}
+		return registry.Entry{}, "", fmt.Errorf("%w%s", errors.Join(errs...), notIn)
 	}
-	return registry.Entry{}, "", fmt.Errorf("%w (searched %v)", ErrUnknownURN, ids(regs))
+	return registry.Entry{}, "", fmt.Errorf("%w (searched %v)", ErrUnknownURN, searched)
 }
 
 func (m *Manager) registryIDs() []string { return ids(m.Registries) }

@@ -85,6 +85,9 @@ var (
 	ErrInvalidArgument = errors.New("invalid argument")
 	// ErrTooLarge: a registry's answer was over the size cap.
 	ErrTooLarge = errors.New("response over the size cap")
+	// ErrUnreachable: a remote registry gave no answer (refused, reset,
+	// timed out, or its answer broke off).
+	ErrUnreachable = errors.New("did not answer")
 )
 
 // Page size bounds from the ARD registry API.

@@ -207,12 +207,12 @@ func (r *remote) once(ctx context.Context, method, u string, body []byte) ([]byt
 	}
 	resp, err := r.http.Do(req)
 	if err != nil {
-		return nil, 0, fmt.Errorf("registry %s: %w", r.id, err)
+		return nil, 0, fmt.Errorf("registry %s %w: %w", r.id, ErrUnreachable, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, r.maxBody+1))
 	if err != nil {
-		return nil, 0, fmt.Errorf("registry %s: reading the response: %w", r.id, err)
+		return nil, 0, fmt.Errorf("registry %s %w: reading the response: %w", r.id, ErrUnreachable, err)
 	}
 	if int64(len(data)) > r.maxBody {
 		return nil, 0, fmt.Errorf("registry %s: %w: larger than %d MiB", r.id, ErrTooLarge, r.maxBody>>20)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,5 +107,52 @@ func TestDiscoverAcrossRegistries(t *testing.T) {
 	}
 	if !got["local"] || !got["other"] || got["remote"] || len(followed.Referrals) != 2 {
 		t.Fatalf("follow_referrals: results from %v, referrals %+v", got, followed.Referrals)
+	}
+}
+
+// A registry that does not answer is a registry_error that names it, on
+// discover and on attach alike: an attach is not told the URN is unknown
+// when a registry that may hold it could not be asked, nor that
+// registries were searched that were not.
+func TestRegistryDown(t *testing.T) {
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close() // its port now refuses
+	hc := (&guard.Dialer{AllowLocal: true}).Client()
+	ard, err := registry.NewARD("down", down.URL, "", registry.RemoteOptions{HTTP: hc, Retries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := registry.NewLocal("local", registry.NewIndex("local", []registry.Entry{
+		{Identifier: "urn:air:acme.com:mcp:weather-local", DisplayName: "Local weather", Type: config.MediaMCPServerCard, URL: "https://acme.com/w.json", Description: "weather here"},
+	}))
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	m := &attach.Manager{Registries: []registry.Registry{ard, local}, HTTP: hc, AllowTypes: config.DefaultAllowAttachTypes,
+		MaxAttachments: 5, CallTimeout: time.Second, StartTimeout: time.Second, Log: log}
+	g := New(m, log, Options{Version: "test"})
+	h := g.NewHTTP(HTTPOptions{})
+	ts := httptest.NewServer(h)
+	t.Cleanup(func() { _ = h.Shutdown(t.Context()); ts.Close(); g.Close(); hc.CloseIdleConnections() })
+	s := (&testGateway{g: g, h: h, url: ts.URL + "/mcp"}).connect(t)
+
+	for _, c := range []struct {
+		tool      string
+		args      map[string]any
+		want, not string
+	}{
+		{"discover_resources", map[string]any{"text": "weather", "registry_id": "down"}, "registry down did not answer", ""},
+		{"attach_resource", map[string]any{"urn": "urn:air:acme.com:mcp:weather-local", "registry_id": "down"}, "registry down did not answer", "searched"},
+		{"attach_resource", map[string]any{"urn": "urn:air:acme.com:mcp:elsewhere"}, "registry down did not answer: Get", ""},
+	} {
+		res := s.call(c.tool, c.args)
+		msg := firstText(res)
+		if s.code(res) != "registry_error" || !strings.Contains(msg, c.want) || (c.not != "" && strings.Contains(msg, c.not)) {
+			t.Errorf("%s %v: %s %s", c.tool, c.args, s.code(res), msg)
+		}
+	}
+	// Searched without a registry_id, the registries that answered are
+	// named, once each.
+	if msg := firstText(s.call("attach_resource", map[string]any{"urn": "urn:air:acme.com:mcp:elsewhere"})); !strings.HasSuffix(msg, "it is not in [local]") ||
+		strings.Count(msg, "registry down") != 1 {
+		t.Errorf("the URN in no registry that answered: %s", msg)
 	}
 }

@@ -65,7 +65,7 @@ func fromError(err error) *mcp.CallToolResult {
 		return failure("unknown_urn", "%s. Use discover_resources to find an entry, then attach its urn.", msg)
 	case errors.Is(err, registry.ErrNotFound):
 		return failure("not_found", "%s", msg)
-	case errors.As(err, new(*registry.StatusError)):
+	case errors.As(err, new(*registry.StatusError)), errors.Is(err, registry.ErrUnreachable):
 		return failure("registry_error", "%s", msg)
 	case errors.Is(err, registry.ErrTooLarge):
 		return failure("refused", "refused by size_limit: %s", msg)
