@@ -156,6 +156,17 @@ func (m *Manager) Resolve(ctx context.Context, urn, registryID string) (registry
 		}
 		searched = append(searched, r.ID())
 	}
+	// A catalog's referral is not an entry, but discover_resources lists
+	// it: it resolves, to be refused as a registry (checkType).
+	for _, r := range regs {
+		if l, ok := r.(*registry.Local); ok {
+			for _, ref := range l.Index().Referrals() {
+				if registry.CanonicalURN(ref.Identifier) == registry.CanonicalURN(urn) {
+					return ref, r.ID(), nil
+				}
+			}
+		}
+	}
 	if len(errs) > 0 {
 		// Not an unknown URN: a registry that failed may hold it.
 		notIn := ""
@@ -226,6 +237,9 @@ func (m *Manager) Assess(e *registry.Entry, registryID string) Assessment {
 }
 
 func (m *Manager) checkType(mediaType string) error {
+	if mediaType == registry.MediaRegistry {
+		return notAttachable("it is a registry, not an MCP server or A2A agent: search it with discover_resources (follow_referrals: true, when it is a configured registry)")
+	}
 	if KindOf(mediaType) == "" {
 		return notAttachable("type %s is not an MCP server or A2A agent", mediaType)
 	}

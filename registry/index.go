@@ -345,6 +345,11 @@ func scaleScore(frac float64, ranked bool) int {
 	return max(1, min(100, int(math.Round(frac*100))))
 }
 
+// Searchable reports whether text holds a word the index searches on: it
+// skips single letters, stop words such as "the", and punctuation. A
+// text without one lists the entries unranked.
+func Searchable(text string) bool { return len(tokenize(text, nil)) > 0 }
+
 func uniqueTerms(text string) []string {
 	terms := tokenize(text, nil)
 	slices.Sort(terms)

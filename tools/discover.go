@@ -114,7 +114,7 @@ func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	if err := decodeArgs(req, &a); err != nil {
 		return invalid("discover_resources", err), nil
 	}
-	if a.Text == "" {
+	if strings.TrimSpace(a.Text) == "" {
 		return invalid("discover_resources", errors.New(`"text" is required: describe the capability you need`)), nil
 	}
 	if len([]rune(a.Text)) > maxTextRunes {
@@ -160,6 +160,7 @@ func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	}
 	query := registry.Query{Text: a.Text, Filter: filter, PageSize: pageSize}
 	answers := g.searchAll(ctx, regs, query, tokens)
+	var notFollowed []string
 	if a.Follow && a.PageToken == "" {
 		asked := map[string]bool{}
 		for _, r := range regs {
@@ -169,7 +170,10 @@ func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 			var more []registry.Registry
 			for _, ans := range from {
 				for _, ref := range ans.page.Referrals {
-					if r, ok := g.registryAt(ref.URL); ok && !asked[r.ID()] {
+					r, ok := g.registryAt(ref.URL)
+					if !ok {
+						notFollowed = append(notFollowed, ref.URL)
+					} else if !asked[r.ID()] {
 						asked[r.ID()] = true
 						more = append(more, r)
 					}
@@ -217,6 +221,13 @@ func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	}
 	slices.SortStableFunc(out.Results, func(x, y discoveredEntry) int { return cmp.Compare(y.Score, x.Score) })
 	out.Count = len(out.Results)
+	if len(notFollowed) > 0 {
+		slices.Sort(notFollowed)
+		out.Note += fmt.Sprintf(" Referrals not followed, as they are not configured registries (only those are searched): %s.", strings.Join(slices.Compact(notFollowed), ", "))
+	}
+	if !registry.Searchable(a.Text) {
+		out.Note += " The text holds no word the catalogs search on (single letters, common words such as \"the\", and punctuation are skipped): results are a listing by name, score 0, not matches; describe the capability in words."
+	}
 	out.PageToken = encodeTokens(next)
 	return result(out), nil
 }

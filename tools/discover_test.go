@@ -69,6 +69,7 @@ func TestDiscoverAcrossRegistries(t *testing.T) {
 			RegistryID string `json:"registry_id"`
 		}
 		Referrals []struct{ URN, URL string }
+		Note      string
 		Errors    []struct {
 			RegistryID string `json:"registry_id"`
 			Error      string
@@ -107,6 +108,25 @@ func TestDiscoverAcrossRegistries(t *testing.T) {
 	}
 	if !got["local"] || !got["other"] || got["remote"] || len(followed.Referrals) != 2 {
 		t.Fatalf("follow_referrals: results from %v, referrals %+v", got, followed.Referrals)
+	}
+	// The one not followed is said to be, and why.
+	if !strings.Contains(followed.Note, "Referrals not followed, as they are not configured registries (only those are searched): https://stranger.example/search.") {
+		t.Fatalf("follow_referrals, the note: %s", followed.Note)
+	}
+	// A referral's URN is a registry's, not an unknown one.
+	res = s.call("attach_resource", map[string]any{"urn": "urn:air:acme.com:registry:stranger"})
+	if s.code(res) != "not_attachable" || !strings.Contains(firstText(res), "it is a registry, not an MCP server or A2A agent: search it with discover_resources") {
+		t.Fatalf("attach a referral: %s %s", s.code(res), firstText(res))
+	}
+	// Text of no searchable word: a blank one is refused, one of skipped
+	// words lists the entries unranked and says so.
+	if res = s.call("discover_resources", map[string]any{"text": "  "}); s.code(res) != "invalid_arguments" {
+		t.Fatalf("blank text: %s %s", s.code(res), firstText(res))
+	}
+	var listed out
+	_ = json.Unmarshal(s.call("discover_resources", map[string]any{"text": "C#", "registry_id": "local"}).RawStructuredContent, &listed)
+	if listed.Count == 0 || listed.Results[0].Score != 0 || !strings.Contains(listed.Note, "The text holds no word the catalogs search on") {
+		t.Fatalf("text of no searchable word: %+v", listed)
 	}
 }
 
