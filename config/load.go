@@ -110,8 +110,9 @@ func FlagSet(name string, f *Flags) *flag.FlagSet {
 func Load(flags Flags, environ []string) (*Config, error) {
 	vars := envMap(environ)
 	var e environment
+	var errs []error // every problem, reported together
 	if err := env.ParseWithOptions(&e, env.Options{Prefix: "ARDGATE_", Environment: vars}); err != nil {
-		return nil, envError(err)
+		errs = envProblems(err, vars, &e)
 	}
 	e.Catalogs, e.RequireTrust = trimAll(e.Catalogs), trimAll(e.RequireTrust)
 	if tok, ok := vars["ARD_REGISTRY_TOKEN"]; ok {
@@ -120,12 +121,12 @@ func Load(flags Flags, environ []string) (*Config, error) {
 
 	path := first(flags.Config, deref(e.Config))
 	var f file
-	var errs []error // every problem, reported together
 	if path != "" {
-		var err error
-		if f, errs, err = readFile(path); err != nil {
+		fileErrs, err := []error(nil), error(nil)
+		if f, fileErrs, err = readFile(path); err != nil {
 			return nil, err
 		}
+		errs = append(errs, fileErrs...)
 	}
 
 	c := &Config{
@@ -292,24 +293,42 @@ func (e *environment) named(flags Flags, problems []error) []error {
 	return out
 }
 
-// envError names the variable, not the Go field, in a parse error.
-func envError(err error) error {
+// envProblems are the environment's parse errors, each naming its
+// variable, its value and what it should be. The fields they are about
+// are left unset, so that validation does not report them again.
+func envProblems(err error, vars map[string]string, into *environment) []error {
 	var agg env.AggregateError
 	if !errors.As(err, &agg) {
-		return &Error{Source: "environment", Problems: []error{err}}
+		return []error{err}
 	}
 	var problems []error
 	for _, e := range agg.Errors {
 		var pe env.ParseError
 		if errors.As(e, &pe) {
 			if f, ok := reflect.TypeFor[environment]().FieldByName(pe.Name); ok {
-				problems = append(problems, fmt.Errorf("ARDGATE_%s: %w", f.Tag.Get("env"), pe.Err))
+				name := "ARDGATE_" + f.Tag.Get("env")
+				problems = append(problems, fmt.Errorf("%s: %q is not %s", name, vars[name], wantOf(f.Type)))
+				reflect.ValueOf(into).Elem().FieldByIndex(f.Index).SetZero()
 				continue
 			}
 		}
 		problems = append(problems, e)
 	}
-	return &Error{Source: "environment", Problems: problems}
+	return problems
+}
+
+// wantOf says what a value of type t is written as.
+func wantOf(t reflect.Type) string {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int:
+		return "a whole number"
+	case reflect.Bool:
+		return "true or false"
+	}
+	return "a " + t.String()
 }
 
 // trimAll trims the items of a comma list ("soc2, iso27001") and drops
@@ -568,6 +587,11 @@ func (c *Config) validate() []error {
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		add("log_format", "%q is not text or json", c.LogFormat)
+	}
+	if c.AuthToken != "" && strings.TrimSpace(c.AuthToken) != c.AuthToken {
+		// A token of white space (or with it around) is a mistake in the
+		// Secret it came from; no client would send it so.
+		errs = append(errs, errors.New("ARDGATE_AUTH_TOKEN: begins or ends with white space (or is nothing else); set the token alone, or unset it"))
 	}
 	if c.OTelEndpoint != "" {
 		if u, err := url.Parse(c.OTelEndpoint); err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {

@@ -270,8 +270,9 @@ func TestLoadEnvErrors(t *testing.T) {
 		field string // a problem about this field; "" means a parse error naming want
 		want  string
 	}{
-		{"max not a number", []string{"ARDGATE_MAX_ATTACHMENTS=five"}, "", "ARDGATE_MAX_ATTACHMENTS"},
-		{"allow_local not a bool", []string{"ARDGATE_ALLOW_LOCAL_URLS=yes please"}, "", "ARDGATE_ALLOW_LOCAL_URLS"},
+		{"max not a number", []string{"ARDGATE_MAX_ATTACHMENTS=five"}, "", `ARDGATE_MAX_ATTACHMENTS: "five" is not a whole number`},
+		{"allow_local not a bool", []string{"ARDGATE_ALLOW_LOCAL_URLS=yes please"}, "", `ARDGATE_ALLOW_LOCAL_URLS: "yes please" is not true or false`},
+		{"auth token blank", []string{"ARDGATE_AUTH_TOKEN=  "}, "", "ARDGATE_AUTH_TOKEN: begins or ends with white space"},
 		{"max out of range", []string{"ARDGATE_MAX_ATTACHMENTS=0"}, "max_attachments", ""},
 		{"max too big", []string{"ARDGATE_MAX_ATTACHMENTS=101"}, "max_attachments", ""},
 		{"max_sessions zero", []string{"ARDGATE_MAX_SESSIONS=0"}, "max_sessions", ""},
@@ -290,8 +291,8 @@ func TestLoadEnvErrors(t *testing.T) {
 				t.Errorf("a config was returned with the error")
 			}
 			if tt.field == "" {
-				if !strings.Contains(err.Error(), tt.want) {
-					t.Errorf("error %q does not mention %q", err, tt.want)
+				if !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "strconv") || len(problems(t, err)) != 1 {
+					t.Errorf("error %q does not say %q alone, or speaks Go", err, tt.want)
 				}
 				return
 			}
@@ -304,6 +305,21 @@ func TestLoadEnvErrors(t *testing.T) {
 				t.Errorf("error %q: no file, yet not said", err)
 			}
 		})
+	}
+}
+
+// A bad variable does not hide the config file's problems: all are
+// listed together.
+func TestLoadEnvAndFileProblemsTogether(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ardgate.json")
+	if err := os.WriteFile(path, []byte(`{"log_level": "loud"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := config.Load(config.Flags{Config: path}, []string{"ARDGATE_MAX_SESSIONS=many"})
+	probs := problems(t, err)
+	if !slices.ContainsFunc(probs, func(p string) bool { return strings.HasPrefix(p, `ARDGATE_MAX_SESSIONS: "many" is not a whole number`) }) ||
+		!slices.ContainsFunc(probs, func(p string) bool { return strings.HasPrefix(p, "log_level: ") }) {
+		t.Fatalf("problems %q: want the variable's and the file's", probs)
 	}
 }
 
