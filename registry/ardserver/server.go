@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -194,7 +195,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h, allow := s.route(r)
 	if h == nil {
 		s.writeError(w, r, &apiError{http.StatusNotFound, codeNotFound,
-			fmt.Sprintf("no route %s; this registry serves POST /search, POST /explore, GET /agents and GET /agents/{urn}", r.URL.Path)})
+			fmt.Sprintf("no route %s; this registry serves POST /search, POST /explore, GET /agents, GET /agents/{urn} and GET /healthz", r.URL.Path)})
 		return
 	}
 	if !slices.Contains(allow, r.Method) {
@@ -226,6 +227,8 @@ func (s *Server) route(r *http.Request) (handler, []string) {
 		return s.explore, postOnly
 	case "/agents":
 		return s.list, getOnly
+	case "/healthz":
+		return healthz, getOnly
 	}
 	// The URN is matched on the escaped path: it is one percent-encoded
 	// segment, and an encoded "/" must not split it.
@@ -233,6 +236,13 @@ func (s *Server) route(r *http.Request) (handler, []string) {
 		return s.lookup, getOnly
 	}
 	return nil, nil
+}
+
+// healthz serves GET /healthz, for a load balancer's readiness check:
+// 200 with the number of entries once catalogs are loaded (ServeHTTP
+// answers 500 before).
+func healthz(w http.ResponseWriter, _ *http.Request, ix *registry.Index) error {
+	return writeJSON(w, map[string]any{"status": "ok", "entries": ix.Len()})
 }
 
 // apiError is an error with its HTTP status and ARD error code.
@@ -298,6 +308,24 @@ func writeBody(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
+// jsonKind says what JSON a Go type is decoded from.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		return "a whole number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice:
+		return "an array"
+	}
+	return "an object"
+}
+
 // decodeBody decodes a JSON request body strictly: one object, no unknown
 // fields, at most MaxBodySize bytes.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
@@ -314,7 +342,11 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 		case errors.Is(err, io.EOF):
 			return badRequest("request body is empty; expected a JSON object")
 		}
-		return badRequest("malformed request body: %v", err)
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return badRequest("malformed request body: %q is a JSON %s; it must be %s", te.Field, te.Value, jsonKind(te.Type))
+		}
+		return badRequest("malformed request body: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	var extra json.RawMessage
 	switch err := dec.Decode(&extra); {

@@ -565,6 +565,27 @@ func TestErrors(t *testing.T) {
 	if !strings.Contains(e.Message, "field = 'value'") || !strings.Contains(e.Message, "AND") {
 		t.Fatalf("filter error does not explain the syntax: %s", e.Message)
 	}
+	// A value of the wrong type names its field and what it must be, in
+	// JSON's words, not Go's.
+	for body, want := range map[string]string{
+		`{"query":{"text":"x"},"pageSize":"5"}`: `malformed request body: "pageSize" is a JSON string; it must be a whole number`,
+		`{"query":{"text":7}}`:                  `malformed request body: "query.text" is a JSON number; it must be a string`,
+		`{"query":{"text":"x"},"colour":1}`:     `malformed request body: unknown field "colour"`,
+	} {
+		f.do(t, http.MethodPost, "/search", body).decode(t, 400, &e)
+		if e.Message != want {
+			t.Errorf("%s: %q, want %q", body, e.Message, want)
+		}
+	}
+	// A load balancer's readiness check.
+	var health struct {
+		Status  string
+		Entries int
+	}
+	f.do(t, http.MethodGet, "/healthz", "").decode(t, 200, &health)
+	if health.Status != "ok" || health.Entries == 0 {
+		t.Errorf("healthz: %+v", health)
+	}
 	// A 413 is also given when the body is streamed without a length.
 	req, _ := http.NewRequest(http.MethodPost, f.ts.URL+"/search", io.MultiReader(strings.NewReader(big)))
 	req.ContentLength = -1
