@@ -45,6 +45,9 @@ var (
 	nullIDRefusal = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"a request's id must be a string or an integer, not null: a request with a null id cannot be answered"}}`)
 	idTypeRefusal = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"a request's id must be a string or an integer"}}`)
 	bigIDRefusal  = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"a request's integer id must lie within ±9007199254740992 (2^53), or the answer's id would lose digits: send a larger one as a string"}}`)
+	// notJSONRefusal answers, over HTTP with no session id, a body that is
+	// no JSON object, as mcp-go's server answers one with a session id.
+	notJSONRefusal = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"request body is not valid json: send one JSON-RPC message, a JSON object"}}`)
 )
 
 // isBatch reports whether frame is a JSON array, by its first byte past

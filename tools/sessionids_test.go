@@ -126,6 +126,10 @@ func TestUnknownSessionRefusedHTTP(t *testing.T) {
 		// initialize (here refused: the one session allowed is open).
 		{http.MethodPost, "", http.StatusBadRequest, "Mcp-Session-Id header required", ping},
 		{http.MethodPost, "", http.StatusBadRequest, "Mcp-Session-Id header required", `{"jsonrpc":"2.0","method":"notifications/initialized"}`},
+		// A body that is no JSON object is answered as one is in a
+		// session: a parse error, not "send a session id".
+		{http.MethodPost, "", http.StatusBadRequest, `"code":-32700,"message":"request body is not valid json`, `garbage`},
+		{http.MethodPost, made, http.StatusNotFound, "Invalid session ID", `garbage`},
 		{http.MethodPost, "", http.StatusServiceUnavailable, "max_sessions", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`},
 		{http.MethodPost, made, http.StatusNotFound, "Invalid session ID", ping},
 		// The stateless protocol, not offered, is for the server to refuse.

@@ -552,7 +552,8 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 const noSessionID = "Bad Request: Mcp-Session-Id header required: open a session with an initialize request (POST) first"
 
 // refuseSessionless answers m, posted with no session id, unless it opens
-// a session the gateway can take, and reports whether it did: a new
+// a session the gateway can take, and reports whether it did: a body that
+// is no JSON object gets a parse error, a new
 // session while the gateway drains or is at max_sessions gets 503, and a
 // message other than initialize gets 400, as the spec asks (mcp-go's
 // server answered 404 "Invalid session ID", which a client takes for a
@@ -563,6 +564,9 @@ func (h *HTTP) refuseSessionless(w http.ResponseWriter, r *http.Request, m messa
 	switch {
 	case mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) || bytes.Contains(body, []byte(mcp.MetaKeyProtocolVersion)):
 		return false
+	case !m.object:
+		// Said first: no session would make it a message.
+		refuse(w, http.StatusBadRequest, notJSONRefusal)
 	case string(m.Method) != `"initialize"`:
 		http.Error(w, noSessionID, http.StatusBadRequest)
 	case h.g.draining.Load():
