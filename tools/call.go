@@ -255,8 +255,8 @@ func (g *Gateway) call(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	if !guard.ObjectOrAbsent(a.Arguments) {
 		return invalid(callAttachedTool, errNotObject), nil
 	}
-	if why := g.whyNoTool(s, a.Name, false); why != "" {
-		return failure("unknown_tool", "%s", why), nil
+	if why, code := g.whyNoTool(s, a.Name, false); why != "" {
+		return failure(code, "%s", why), nil
 	}
 	var args any
 	if len(a.Arguments) > 0 {

@@ -15,58 +15,60 @@ import (
 
 // whyNoTool says why session s has no tool called name, and what to do
 // instead, in a sentence a model can act on; "" when it has the tool.
+// code is the error code for a tool result: upstream_down where the
+// attachment is starting or down, else unknown_tool.
 // direct is a call by name in tools/call, where a tool of a deferred
 // attachment is not served; else the call is through call_attached_tool,
 // which serves every attached tool.
 //
 // mcp-go's server said "tool 'x' not found: tool not found" to a call of
 // a tool detached, never attached, or deferred alike.
-func (g *Gateway) whyNoTool(s *session, name string, direct bool) string {
+func (g *Gateway) whyNoTool(s *session, name string, direct bool) (why, code string) {
 	if g.ownName([]byte(name)) {
 		if direct {
-			return ""
+			return "", ""
 		}
-		return fmt.Sprintf("%q is one of the gateway's own tools: call it directly, not through %s", name, callAttachedTool)
+		return fmt.Sprintf("%q is one of the gateway's own tools: call it directly, not through %s", name, callAttachedTool), "unknown_tool"
 	}
 	att := attachmentOf(s, name)
 	if att != nil && slices.ContainsFunc(att.Tools(), func(t attach.Tool) bool { return t.Name == name }) {
 		if direct && att.Deferred {
-			return fmt.Sprintf("%q is a tool of %s, attached in deferred tool mode, so it is not in the tool list: call it through %s", name, att.Name, callAttachedTool)
+			return fmt.Sprintf("%q is a tool of %s, attached in deferred tool mode, so it is not in the tool list: call it through %s", name, att.Name, callAttachedTool), "unknown_tool"
 		}
-		return ""
+		return "", ""
 	}
 	switch {
 	case att != nil && att.Kind == attach.KindA2AAgent:
-		return fmt.Sprintf("%s is an A2A agent, which has no tools: give it work with spawn_agent, then wait_task and message_task", att.Name)
+		return fmt.Sprintf("%s is an A2A agent, which has no tools: give it work with spawn_agent, then wait_task and message_task", att.Name), "unknown_tool"
 	case att != nil:
 		var names []string
 		for _, t := range att.Tools() {
 			names = append(names, t.Name)
 		}
 		if len(names) == 0 {
-			switch status, why := att.Status(); status {
+			switch status, reason := att.Status(); status {
 			case attach.StatusStarting:
-				return fmt.Sprintf("%s is still starting and lists no tools yet: call %q again in a moment", att.Name, name)
+				return fmt.Sprintf("%s is still starting and lists no tools yet: call %q again in a moment", att.Name, name), "upstream_down"
 			case attach.StatusDown:
-				return fmt.Sprintf("%s is down and lists no tools: %s", att.Name, why)
+				return fmt.Sprintf("%s is down and lists no tools: %s", att.Name, reason), "upstream_down"
 			}
-			return fmt.Sprintf("%q is not a tool of %s, which lists none", name, att.Name)
+			return fmt.Sprintf("%q is not a tool of %s, which lists none", name, att.Name), "unknown_tool"
 		}
-		return fmt.Sprintf("%q is not a tool of %s; its tools: %s", name, att.Name, listed(names))
+		return fmt.Sprintf("%q is not a tool of %s; its tools: %s", name, att.Name, listed(names)), "unknown_tool"
 	case strings.HasPrefix(name, "mcp_"):
 		server, _, _ := strings.Cut(strings.TrimPrefix(name, "mcp_"), "__")
 		if s.att.Attaching(server) {
-			return fmt.Sprintf("%s is still being attached (its attach_resource has not returned; a package may be downloading): call %q once it has", server, name)
+			return fmt.Sprintf("%s is still being attached (its attach_resource has not returned; a package may be downloading): call %q once it has", server, name), "unknown_tool"
 		}
 		return fmt.Sprintf("nothing named %q is attached in this session (it may have been detached, or attached in another session): "+
-			"find it with discover_resources and attach it with attach_resource, then call its tools on the next turn", server)
+			"find it with discover_resources and attach it with attach_resource, then call its tools on the next turn", server), "unknown_tool"
 	}
 	var own []string
 	for _, t := range g.own {
 		own = append(own, t.name)
 	}
 	return fmt.Sprintf("%q is not a tool of this session: the gateway's own tools are %s; attached tools are named mcp_<name>__<tool> (list_attached_resources lists what is attached)",
-		name, listed(own))
+		name, listed(own)), "unknown_tool"
 }
 
 // attachmentOf is the attachment of session s whose tools' names begin as
@@ -130,7 +132,7 @@ func (g *Gateway) callRefusal(s *session, frame []byte) []byte {
 	case raw == nil || json.Unmarshal(raw, &name) != nil || name == "":
 		return m.refusedAs(mcp.INVALID_PARAMS, "tools/call needs params.name, the name of the tool to call, as a string (tools/list lists them)")
 	}
-	why := g.whyNoTool(s, name, true)
+	why, _ := g.whyNoTool(s, name, true)
 	if why == "" {
 		return nil
 	}

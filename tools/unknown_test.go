@@ -123,3 +123,35 @@ func TestUnknownTool(t *testing.T) {
 		})
 	}
 }
+
+// A tool of a pinned server that is down is upstream_down through
+// call_attached_tool, with the reason, not unknown_tool: the server is
+// configured, only not up.
+func TestPinnedDownTool(t *testing.T) {
+	closed := httptest.NewServer(nil)
+	closed.Close() // its port now refuses
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	hc := (&guard.Dialer{AllowLocal: true}).Client()
+	g := New(&attach.Manager{
+		HTTP: hc, AllowTypes: config.DefaultAllowAttachTypes, MaxAttachments: 5, CallTimeout: 5 * time.Second,
+		StartTimeout: 5 * time.Second, Log: log, Pinned: []config.Server{{Name: "dead", URL: closed.URL + "/mcp"}},
+	}, log, Options{Version: "test"})
+	h := g.NewHTTP(HTTPOptions{})
+	ts := httptest.NewServer(h)
+	t.Cleanup(func() { _ = h.Shutdown(context.Background()); ts.Close(); g.Close(); hc.CloseIdleConnections() })
+	s := (&testGateway{g: g, h: h, url: ts.URL + "/mcp"}).connect(t)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		res := s.call(callAttachedTool, map[string]any{"name": "mcp_dead__echo", "arguments": map[string]any{}})
+		msg := firstText(res)
+		if s.code(res) != "upstream_down" {
+			t.Fatalf("a pinned server's tool, the server not up: %s %s", s.code(res), msg)
+		}
+		if strings.Contains(msg, "dead is down and lists no tools: ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never down: %s", msg)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
