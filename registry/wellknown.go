@@ -34,9 +34,11 @@ type WellKnown struct {
 
 // HostHealth is the state of one well-known host.
 type HostHealth struct {
-	Host      string    `json:"host"`
-	OK        bool      `json:"ok"`
-	Entries   int       `json:"entries"`
+	Host string `json:"host"`
+	OK   bool   `json:"ok"`
+	// Entries is what a well-known host published; nil for a registry's
+	// host, whose size a search does not tell.
+	Entries   *int      `json:"entries,omitempty"`
 	Error     string    `json:"error,omitempty"`
 	CheckedAt time.Time `json:"checked_at"`
 }
@@ -128,21 +130,21 @@ func (w *WellKnown) Refresh(ctx context.Context) {
 	w.mu.Lock()
 	for i, h := range w.hosts {
 		key := h.base.String()
-		hh := HostHealth{Host: key, OK: errs[i] == nil, Entries: len(fresh[i]), CheckedAt: time.Now()}
+		hh := HostHealth{Host: key, OK: errs[i] == nil, CheckedAt: time.Now()}
 		if errs[i] != nil {
 			hh.Error = errs[i].Error()
-			hh.Entries = 0
 			// Keep what this host published last time.
 			for _, e := range old.Entries() {
 				if hostOf(e) == key {
 					fresh[i] = append(fresh[i], e)
-					hh.Entries++
 				}
 			}
 			if w.log != nil {
 				w.log.Warn("well-known host failed", "registry", w.id, "host", key, "err", errs[i])
 			}
 		}
+		n := len(fresh[i])
+		hh.Entries = &n
 		w.health[key] = hh
 		all = append(all, fresh[i]...)
 	}

@@ -70,7 +70,7 @@ func TestWellKnown(t *testing.T) {
 	if _, err := w.Lookup(ctx, "urn:air:acme.com:mcp:weather"); err != nil {
 		t.Fatalf("entries of a failing host dropped: %v", err)
 	}
-	if h := w.Health(); h[0].OK || !strings.Contains(h[0].Error, "500") || h[0].Entries != 1 {
+	if h := w.Health(); h[0].OK || !strings.Contains(h[0].Error, "500") || h[0].Entries == nil || *h[0].Entries != 1 {
 		t.Fatalf("failing host health %+v", h[0])
 	}
 }

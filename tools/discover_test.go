@@ -169,6 +169,11 @@ func TestRegistryDown(t *testing.T) {
 			t.Errorf("%s %v: %s %s", c.tool, c.args, s.code(res), msg)
 		}
 	}
+	// Its health says it failed, and claims no count of entries, which a
+	// registry's searches do not tell (it said "entries": 0).
+	if h := string(s.call("gateway_health", map[string]any{}).RawStructuredContent); !strings.Contains(h, `"id":"down","reachable":false`) || strings.Contains(h, `"entries"`) {
+		t.Errorf("gateway_health: %s", h)
+	}
 	// Searched without a registry_id, the registries that answered are
 	// named, once each.
 	if msg := firstText(s.call("attach_resource", map[string]any{"urn": "urn:air:acme.com:mcp:elsewhere"})); !strings.HasSuffix(msg, "it is not in [local]") ||
