@@ -381,15 +381,17 @@ func TestStdioBadInput(t *testing.T) {
 }
 
 // The same discover repeated in a short window is refused by the loop
-// guard; a different request still goes through.
+// guard, also when only case and white space change (which search the
+// same); a different request still goes through.
 func TestStdioLoopGuard(t *testing.T) {
 	g := startStdio(t, env(true), "--catalog", "testdata/catalogs/fixture.json")
+	same := []string{"fixture", "Fixture", " fixture ", "FIXTURE"}
 	for i := range 10 {
-		if res := g.call("discover_resources", map[string]any{"text": "fixture"}); res.IsError {
+		if res := g.call("discover_resources", map[string]any{"text": same[i%len(same)]}); res.IsError {
 			t.Fatalf("discover %d refused too early: %s", i, text(res))
 		}
 	}
-	msg := g.fails("discover_resources", map[string]any{"text": "fixture"}, "loop_guard")
+	msg := g.fails("discover_resources", map[string]any{"text": "fixture  "}, "loop_guard")
 	if !strings.Contains(msg, "10 times") {
 		t.Fatalf("loop guard message %q", msg)
 	}

@@ -159,14 +159,38 @@ func (g *Gateway) audit(event, session, what string, err error) {
 }
 
 // canonicalArgs renders arguments so that the same request, however its
-// JSON was spaced or ordered, gives the same key.
+// JSON was spaced or ordered, gives the same key for the loop guard; so
+// do strings that differ only in case and white space, which search and
+// attach alike the same ("Fixture ", "fixture").
 func canonicalArgs(req mcp.CallToolRequest) string {
 	var v any
 	if err := json.Unmarshal(req.Params.RawArguments, &v); err != nil {
 		v = req.Params.Arguments
 	}
-	b, _ := json.Marshal(v) // maps marshal with sorted keys
+	b, _ := json.Marshal(folded(v)) // maps marshal with sorted keys
 	return string(b)
+}
+
+// folded is a copy of v with its strings lower-cased and their white
+// space collapsed.
+func folded(v any) any {
+	switch x := v.(type) {
+	case string:
+		return strings.ToLower(strings.Join(strings.Fields(x), " "))
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = folded(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = folded(e)
+		}
+		return out
+	}
+	return v
 }
 
 // capResult keeps a result's content within max bytes: text past the cap
