@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -90,8 +91,11 @@ func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	g.metrics.attaches.WithLabelValues(att.Kind, status).Inc()
 	out := attachResult{Status: status, Kind: att.Kind, Name: att.Name, URN: att.URN, RegistryID: att.RegistryID, Endpoint: att.Endpoint,
 		Skills: att.Skills(), Protocol: att.Protocol()}
-	if already && !att.NamedAs(a.Name) {
+	switch {
+	case already && !att.NamedAs(a.Name):
 		out.Note = fmt.Sprintf("%s is attached already, under the name %s, and keeps it: detach_resource %s first to attach it as %q", att.URN, att.Name, att.Name, a.Name)
+	case !already && a.Name != "" && !strings.EqualFold(att.Name, a.Name):
+		out.Note = fmt.Sprintf("attached as %s, not %q: an attachment's name is lower-case letters, digits and _, at most 24 characters, and no other attachment of the session's", att.Name, a.Name)
 	}
 	if att.Kind == attach.KindMCPServer {
 		out.Tools = []attachedTool{}

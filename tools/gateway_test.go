@@ -756,4 +756,11 @@ func TestAttachAgainUnderAnotherName(t *testing.T) {
 			t.Fatalf("attach %v: %+v %v; want the name remote and the note %q", args, out, err, c.note)
 		}
 	}
+	// A name that is not one as asked is said to have changed.
+	s.call("detach_resource", map[string]any{"name": "remote"})
+	var out struct{ Name, Note string }
+	if err := json.Unmarshal(s.call("attach_resource", map[string]any{"urn": urn, "name": "Bad Name!"}).RawStructuredContent, &out); err != nil ||
+		out.Name != "bad_name" || !strings.HasPrefix(out.Note, `attached as bad_name, not "Bad Name!": an attachment's name is lower-case letters`) {
+		t.Fatalf("attach as \"Bad Name!\": %+v %v", out, err)
+	}
 }
