@@ -191,7 +191,11 @@ func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	seen := map[string]bool{}
 	for _, ans := range answers {
 		if ans.err != nil {
-			if errors.Is(ans.err, registry.ErrInvalidArgument) && len(answers) == 1 {
+			switch {
+			case errors.Is(ans.err, registry.ErrInvalidArgument) && a.PageToken != "":
+				// The registry's own words name its API's field, not ours.
+				return invalid("discover_resources", fmt.Errorf(`"page_token" is not one discover_resources returned for this text and filter: give the text and filter of the call that returned it, or leave page_token out to begin again (registry %s: %v)`, ans.id, ans.err)), nil
+			case errors.Is(ans.err, registry.ErrInvalidArgument) && len(answers) == 1:
 				return fromError(ans.err), nil
 			}
 			out.Errors = append(out.Errors, registryError{RegistryID: ans.id, Error: ans.err.Error()})

@@ -181,3 +181,28 @@ func TestRegistryDown(t *testing.T) {
 		t.Errorf("the URN in no registry that answered: %s", msg)
 	}
 }
+
+// A page token given with another text is refused in the tool's words,
+// not the registry API's ("pageToken").
+func TestPageTokenOfAnotherQuery(t *testing.T) {
+	var entries []registry.Entry
+	for _, n := range []string{"one", "two", "three"} {
+		entries = append(entries, registry.Entry{Identifier: "urn:air:acme.com:mcp:weather-" + n, DisplayName: "Weather " + n,
+			Type: config.MediaMCPServerCard, URL: "https://acme.com/" + n + ".json", Description: "weather"})
+	}
+	s := newGateway(t, time.Second, entries...).connect(t)
+	var first struct {
+		PageToken string `json:"page_token"`
+	}
+	_ = json.Unmarshal(s.call("discover_resources", map[string]any{"text": "weather", "page_size": 1}).RawStructuredContent, &first)
+	if first.PageToken == "" {
+		t.Fatal("no page token for a second page")
+	}
+	res := s.call("discover_resources", map[string]any{"text": "weather one", "page_token": first.PageToken})
+	if s.code(res) != "invalid_arguments" || !strings.Contains(firstText(res), `"page_token" is not one discover_resources returned for this text and filter`) {
+		t.Fatalf("a page token of another query: %s %s", s.code(res), firstText(res))
+	}
+	if res := s.call("discover_resources", map[string]any{"text": "weather", "page_size": 1, "page_token": first.PageToken}); res.IsError {
+		t.Fatalf("the page token of the same query: %s", firstText(res))
+	}
+}
