@@ -126,10 +126,11 @@ func TestUnknownSessionRefusedHTTP(t *testing.T) {
 		// initialize (here refused: the one session allowed is open).
 		{http.MethodPost, "", http.StatusBadRequest, "Mcp-Session-Id header required", ping},
 		{http.MethodPost, "", http.StatusBadRequest, "Mcp-Session-Id header required", `{"jsonrpc":"2.0","method":"notifications/initialized"}`},
-		// A body that is no JSON object is answered as one is in a
-		// session: a parse error, not "send a session id".
+		// A body that is no JSON object is answered as mcp-go's server
+		// answers one with a session id, known or not: a parse error, not
+		// "send a session id".
 		{http.MethodPost, "", http.StatusBadRequest, `"code":-32700,"message":"request body is not valid json`, `garbage`},
-		{http.MethodPost, made, http.StatusNotFound, "Invalid session ID", `garbage`},
+		{http.MethodPost, made, http.StatusBadRequest, `"code":-32700,"message":"request body is not valid json`, `garbage`},
 		{http.MethodPost, "", http.StatusServiceUnavailable, "max_sessions", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`},
 		{http.MethodPost, made, http.StatusNotFound, "Invalid session ID", ping},
 		// The stateless protocol, not offered, is for the server to refuse.
@@ -149,6 +150,24 @@ func TestUnknownSessionRefusedHTTP(t *testing.T) {
 	}
 	if n := tg.g.open.Load(); n != 1 {
 		t.Fatalf("%d sessions open, want the one live", n)
+	}
+	// A GET of the live session that takes no event stream is refused at
+	// once, not held open (a wildcard takes one).
+	for accept, want := range map[string]int{"application/json": http.StatusNotAcceptable, "application/json, */*;q=0.1": http.StatusOK} {
+		req, _ := http.NewRequest(http.MethodGet, tg.url, nil)
+		req.Header.Set("Accept", accept)
+		req.Header.Set("Mcp-Session-Id", live)
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		cancel()
+		if resp.StatusCode != want {
+			t.Errorf("GET with Accept %q: %d, want %d", accept, resp.StatusCode, want)
+		}
 	}
 	if code, _ := send(http.MethodDelete, live); code != http.StatusOK {
 		t.Fatalf("DELETE of the live session: %d", code)

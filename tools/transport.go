@@ -490,6 +490,12 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 			if h.refuseUnknownSession(w, r) {
 				return
 			}
+			if r.Method == http.MethodGet && !acceptsEventStream(r.Header.Get("Accept")) {
+				// Held open, the stream would hang a client that asked
+				// for JSON and waits for a body that never ends.
+				http.Error(w, "Not Acceptable: a GET opens the session's event stream (text/event-stream); send it in Accept, or POST a message", http.StatusNotAcceptable)
+				return
+			}
 			if s != nil && r.Method == http.MethodGet {
 				s.streams.Add(1) // a session listening is not idle
 				defer s.streams.Add(-1)
@@ -756,6 +762,22 @@ func (h *HTTP) fastEligible(r *http.Request) bool {
 	}
 	v := r.Header.Get(server.HeaderKeyProtocolVersion)
 	return v == "" || slices.Contains(h.versions, v)
+}
+
+// acceptsEventStream reports whether an Accept header takes an event
+// stream: it names text/event-stream or a wildcard that covers it, or is
+// absent, as from clients that send none.
+func acceptsEventStream(accept string) bool {
+	if accept == "" {
+		return true
+	}
+	for _, part := range strings.Split(accept, ",") {
+		switch mt, _, _ := strings.Cut(part, ";"); strings.ToLower(strings.TrimSpace(mt)) {
+		case "text/event-stream", "text/*", "*/*":
+			return true
+		}
+	}
+	return false
 }
 
 // errReader returns err, or io.EOF when err is nil.
