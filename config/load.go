@@ -594,7 +594,7 @@ func (c *Config) validate() []error {
 		errs = append(errs, errors.New("ARDGATE_AUTH_TOKEN: begins or ends with white space (or is nothing else); set the token alone, or unset it"))
 	}
 	if c.OTelEndpoint != "" {
-		if u, err := url.Parse(c.OTelEndpoint); err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		if !httpURL(c.OTelEndpoint, false) {
 			add("otel_endpoint", "%q is not an http(s) URL", c.OTelEndpoint)
 		}
 	}
@@ -650,6 +650,17 @@ func (c *Config) validate() []error {
 			add(f+".id", "%q is used twice", r.ID)
 		}
 		ids[r.ID] = true
+		// Each kind has its one field for where the registry is; another
+		// kind's would be ignored, which a user would not expect.
+		where := map[string]string{KindCatalog: "path", KindARD: "url", KindMCPRegistry: "url", KindWellKnown: "hosts"}[r.Kind]
+		for _, g := range []struct {
+			field string
+			set   bool
+		}{{"path", r.Path != ""}, {"url", r.URL != ""}, {"hosts", len(r.Hosts) > 0}, {"federation", r.Federation != "" && r.Kind != KindARD}} {
+			if g.set && g.field != where && where != "" {
+				add(f+"."+g.field, "does not apply to kind %q", r.Kind)
+			}
+		}
 		switch r.Kind {
 		case KindCatalog:
 			if r.Path == "" && r.ID != BuiltinRegistryID {
@@ -658,7 +669,7 @@ func (c *Config) validate() []error {
 		case KindARD, KindMCPRegistry:
 			if r.URL == "" {
 				add(f+".url", "required for kind %q", r.Kind)
-			} else if !strings.HasPrefix(r.URL, "https://") && !strings.HasPrefix(r.URL, "http://") {
+			} else if !httpURL(r.URL, false) {
 				add(f+".url", "%q is not an http(s) URL", r.URL)
 			}
 		case KindWellKnown:
@@ -666,8 +677,8 @@ func (c *Config) validate() []error {
 				add(f+".hosts", "required for kind %q", r.Kind)
 			}
 			for j, h := range r.Hosts {
-				if !strings.HasPrefix(h, "https://") && !strings.HasPrefix(h, "http://") || len(h) <= len("https://") {
-					add(fmt.Sprintf("%s.hosts[%d]", f, j), "%q is not an http(s) origin", h)
+				if !httpURL(h, true) {
+					add(fmt.Sprintf("%s.hosts[%d]", f, j), "%q is not an http(s) origin (scheme and host, such as https://agents.example.com)", h)
 				}
 			}
 		default:
@@ -748,6 +759,16 @@ func (c *Config) validate() []error {
 
 // catalogID derives a registry id from a catalog file name, unique among
 // the registries so far.
+// httpURL reports whether s is an absolute http(s) URL with a host; an
+// origin, when origin is set: nothing after the host but a "/".
+func httpURL(s string, origin bool) bool {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return false
+	}
+	return !origin || (u.Path == "" || u.Path == "/") && u.RawQuery == "" && u.Fragment == "" && !u.ForceQuery
+}
+
 func catalogID(path string, existing []Registry) string {
 	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	var b strings.Builder
