@@ -108,8 +108,8 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	// write, not a SIGPIPE that would end the gateway before it ends its
 	// upstreams' processes.
 	signal.Ignore(syscall.SIGPIPE)
-	if cfg.Transport == config.TransportStdio && cfg.Addr != config.DefaultAddr {
-		log.Warn("addr is for --transport http: serving stdio, listening nowhere", "addr", cfg.Addr)
+	for _, w := range cfg.Warnings {
+		log.Warn(w)
 	}
 	if cfg.AllowLocalURLs {
 		log.Warn("allow_local_urls is on: endpoints may resolve to loopback and private addresses; use it for local testing only")

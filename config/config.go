@@ -43,6 +43,10 @@ type Config struct {
 	Addr string
 	// File is the config file that was read, if any.
 	File string
+	// Warnings are what Load found odd but not wrong, for the log: a
+	// token variable that is not set, an address the transport does not
+	// use.
+	Warnings []string
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
 	// LogFormat is "text" (tint, for people) or "json" (for machines).

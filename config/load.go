@@ -208,18 +208,28 @@ func Load(flags Flags, environ []string) (*Config, error) {
 		}
 	}
 	// Tokens are read here, with the rest of the environment.
+	token := func(field, name string) string {
+		v, ok := vars[name]
+		if !ok {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s.token_env: %s is not set: requests go without a token", field, name))
+		}
+		return v
+	}
 	for i := range c.Registries {
 		switch r := &c.Registries[i]; {
 		case r.TokenEnv != "":
-			r.Token = vars[r.TokenEnv]
+			r.Token = token(fmt.Sprintf("registries[%d]", i), r.TokenEnv)
 		case r.Kind == KindARD:
 			r.Token = c.ARDRegistryToken
 		}
 	}
 	for i := range c.Agents {
 		if a := &c.Agents[i]; a.TokenEnv != "" {
-			a.Token = vars[a.TokenEnv]
+			a.Token = token(fmt.Sprintf("agents[%d]", i), a.TokenEnv)
 		}
+	}
+	if c.Transport == TransportStdio && c.Addr != DefaultAddr {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("addr %s is for transport http: serving stdio, listening nowhere", c.Addr))
 	}
 	catalogs := firstList(flags.Catalogs, e.Catalogs)
 	if catalogs == nil {

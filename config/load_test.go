@@ -938,3 +938,26 @@ func TestLoadOTelEndpoint(t *testing.T) {
 		t.Errorf("--otel-endpoint: %v, %q", err, f.OTelEndpoint)
 	}
 }
+
+// What is odd but not wrong is said as a warning: a token variable that
+// is not set, an address stdio does not use. A clean config has none.
+func TestLoadWarnings(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ardgate.json")
+	body := `{"registries": [{"id": "pub", "kind": "ard", "url": "https://r.example", "token_env": "PUB_TOKEN"}],
+		"agents": [{"name": "helper", "url": "https://a.example/card.json", "token_env": "HELPER_TOKEN"}]}`
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(config.Flags{Config: path, Addr: "127.0.0.1:9999"}, []string{"HELPER_TOKEN=t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"registries[0].token_env: PUB_TOKEN is not set: requests go without a token",
+		"addr 127.0.0.1:9999 is for transport http: serving stdio, listening nowhere"}
+	if !slices.Equal(c.Warnings, want) {
+		t.Fatalf("warnings %q, want %q", c.Warnings, want)
+	}
+	if c, err = config.Load(config.Flags{}, nil); err != nil || len(c.Warnings) != 0 {
+		t.Fatalf("defaults: warnings %q, %v", c.Warnings, err)
+	}
+}
