@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 
 	"github.com/ardgate/ardgate/config"
@@ -56,13 +57,46 @@ func LoadCatalogFile(path string) (entries []Entry, skipped []string, err error)
 	if err != nil {
 		return nil, nil, err
 	}
-	return flattenCatalog(data, path, 0)
+	return loadCatalog(data, path)
 }
 
 // LoadCatalogBytes is LoadCatalogFile for a document already in memory;
 // relative nested catalogs resolve against dir.
 func LoadCatalogBytes(data []byte, dir string) (entries []Entry, skipped []string, err error) {
-	return flattenCatalog(data, filepath.Join(dir, "catalog.json"), 0)
+	return loadCatalog(data, filepath.Join(dir, "catalog.json"))
+}
+
+func loadCatalog(data []byte, path string) ([]Entry, []string, error) {
+	entries, skipped, err := flattenCatalog(data, path, 0)
+	if err != nil {
+		return nil, skipped, err
+	}
+	entries, again := Unseen(entries, map[string]Entry{})
+	for _, urn := range again {
+		skipped = append(skipped, fmt.Sprintf("%s: %s is listed more than once; the first entry is kept", path, urn))
+	}
+	return entries, skipped, nil
+}
+
+// Unseen keeps the entries whose URN seen does not hold, adding them to
+// it; again lists the URNs of those left out that differ from the entry
+// kept (the same entry twice, as a catalog nested twice gives, is left
+// out without a word). An index keeps the first entry of a URN: with
+// Unseen the others are said to be left out, not dropped silently.
+func Unseen(entries []Entry, seen map[string]Entry) (kept []Entry, again []string) {
+	kept = entries[:0:0]
+	for _, e := range entries {
+		k := CanonicalURN(e.Identifier)
+		if first, ok := seen[k]; ok {
+			if !reflect.DeepEqual(first, e) {
+				again = append(again, e.Identifier)
+			}
+			continue
+		}
+		seen[k] = e
+		kept = append(kept, e)
+	}
+	return kept, again
 }
 
 func flattenCatalog(data []byte, path string, depth int) ([]Entry, []string, error) {

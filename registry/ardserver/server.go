@@ -166,10 +166,15 @@ func (s *Server) build() (*registry.Index, error) {
 		return nil, errors.New("ardserver: no catalog files to serve")
 	}
 	var all []registry.Entry
+	seen := map[string]registry.Entry{}
 	for _, path := range s.Catalogs {
 		entries, skipped, err := registry.LoadCatalogFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("ardserver: load catalog %s: %w", path, err)
+		}
+		entries, again := registry.Unseen(entries, seen)
+		for _, urn := range again {
+			skipped = append(skipped, urn+" is in an earlier catalog too; that entry is kept")
 		}
 		for _, problem := range skipped {
 			s.log().Warn("catalog entry skipped", "catalog", path, "problem", problem)

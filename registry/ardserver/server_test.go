@@ -637,6 +637,21 @@ func TestLoad(t *testing.T) {
 	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "displayName is missing") {
 		t.Fatalf("skipped entries not logged:\n%s", logs.String())
 	}
+	// A URN in two catalogs: the first catalog's entry is served, and the
+	// second is said to be left out.
+	dir = t.TempDir()
+	a, b := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
+	writeCatalog(t, a, tidesEntry)
+	writeCatalog(t, b, strings.Replace(tidesEntry, "Tide tables", "Other tides", 1))
+	logs = &syncWriter{w: &bytes.Buffer{}}
+	s = &Server{Catalogs: []string{a, b}, Log: slog.New(slog.NewTextHandler(logs, nil))}
+	if err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := s.index.Load().Lookup("urn:air:acme.example:mcp:tides"); err != nil || e.DisplayName != "Tide tables" ||
+		!strings.Contains(logs.String(), "urn:air:acme.example:mcp:tides is in an earlier catalog too; that entry is kept") {
+		t.Fatalf("a URN in two catalogs: %+v %v\n%s", e, err, logs.String())
+	}
 }
 
 // A changed catalog is picked up while searches keep being served; a
