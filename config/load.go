@@ -576,7 +576,36 @@ func JSONError(data []byte, err error) error {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return errors.New("the file ends before the JSON is complete")
 	}
-	return err
+	return JSONTypeError(err)
+}
+
+// JSONTypeError says, of a value of the wrong JSON type, which field it is
+// and what it must be, in JSON's words ("pageSize" is a JSON string; it
+// must be a whole number) where encoding/json speaks of Go struct fields.
+// Other errors come back as they are.
+func JSONTypeError(err error) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) || te.Field == "" {
+		return err
+	}
+	t := te.Type
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	want := "an object"
+	switch t.Kind() {
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		want = "a whole number"
+	case reflect.Float32, reflect.Float64:
+		want = "a number"
+	case reflect.String:
+		want = "a string"
+	case reflect.Bool:
+		want = "true or false"
+	case reflect.Slice:
+		want = "an array"
+	}
+	return fmt.Errorf("%q is a JSON %s; it must be %s", te.Field, te.Value, want)
 }
 
 var (

@@ -40,7 +40,7 @@ func ParseCatalog(data []byte) (c *Catalog, skipped []string, err error) {
 	for i, raw := range doc.Entries {
 		var e Entry
 		if err := json.Unmarshal(raw, &e); err != nil {
-			skipped = append(skipped, fmt.Sprintf("entries[%d]: %v", i, err))
+			skipped = append(skipped, fmt.Sprintf("entries[%d]: %v", i, config.JSONTypeError(err)))
 			continue
 		}
 		c.Entries = append(c.Entries, e)

@@ -329,7 +329,7 @@ func TestLoadCatalogInvalidFixture(t *testing.T) {
 		{"entries[1]", "urn:air:ardgate.test:mcp:both", "both url and data"},
 		{"entries[2]", "urn:air:ardgate.test:mcp:neither", "neither url nor data"},
 		{"entries[3]", "urn:x:foo", "not an ARD URN"},
-		{"entries[5]", "type"},
+		{"entries[5]", `"type" is a JSON number; it must be a string`},
 	} {
 		if len(skippedSaying(skipped, phrases...)) != 1 {
 			t.Errorf("no message saying %q:\n%s", phrases, strings.Join(skipped, "\n"))

@@ -20,7 +20,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,6 +27,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/registry"
 )
 
@@ -313,24 +313,6 @@ func writeBody(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// jsonKind says what JSON a Go type is decoded from.
-func jsonKind(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.Int, reflect.Int32, reflect.Int64:
-		return "a whole number"
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Slice:
-		return "an array"
-	}
-	return "an object"
-}
-
 // decodeBody decodes a JSON request body strictly: one object, no unknown
 // fields, at most MaxBodySize bytes.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
@@ -347,11 +329,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 		case errors.Is(err, io.EOF):
 			return badRequest("request body is empty; expected a JSON object")
 		}
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return badRequest("malformed request body: %q is a JSON %s; it must be %s", te.Field, te.Value, jsonKind(te.Type))
-		}
-		return badRequest("malformed request body: %s", strings.TrimPrefix(err.Error(), "json: "))
+		return badRequest("malformed request body: %s", strings.TrimPrefix(config.JSONTypeError(err).Error(), "json: "))
 	}
 	var extra json.RawMessage
 	switch err := dec.Decode(&extra); {
