@@ -280,7 +280,7 @@ func heapPerSession(cfgPath string, c scaleCase, n, parallel int, profiles strin
 	}
 	wg.Wait()
 	hc.CloseIdleConnections() // the client's pooled connections are not the sessions'
-	time.Sleep(2 * time.Second)
+	time.Sleep(settle)
 	heap, stack, g := liveHeap()
 	if profiles != "" {
 		if err := writeProfile("heap", 0, profiles+".heap.pprof"); err != nil {

@@ -34,17 +34,32 @@ type scaleCase struct {
 	// vanish: closing the client sends no DELETE, as when a client goes
 	// away without ending its session; the gateway's idle sweep ends it.
 	vanish bool
+	// pinned: the config pins the remote server as "fixture", so every
+	// session has it from its start; the session calls its echo once.
+	pinned bool
 }
 
 var scaleCases = []scaleCase{
 	{name: "(a) idle, no attachments"},
 	{name: "(a') idle, GET stream open", listen: true},
 	{name: "(b) 2 remote attachments", attach: true},
+	{name: "(c) 1 pinned remote server", pinned: true},
 }
+
+// settle is how long sessions stay idle, once open, before they are
+// measured.
+var settle = 2 * time.Second
+
+// caseB is the index of case (b) in scaleCases, for the figures per
+// attachment.
+const caseB = 2
 
 // drive does the case's work on an initialized session and returns the
 // time each attach took.
 func (c scaleCase) drive(call func(name string, args map[string]any) error) ([]time.Duration, error) {
+	if c.pinned {
+		return nil, call("mcp_fixture__echo", map[string]any{"message": "hi"})
+	}
 	if !c.attach {
 		return nil, nil
 	}
@@ -71,6 +86,7 @@ func scaleBench(args []string, out io.Writer) error {
 	n := fs.Int("sessions", 1000, "concurrent sessions per case")
 	parallel := fs.Int("parallel", 50, "sessions being opened at once")
 	manyTools := fs.Int("many-tools", 0, "tools of about 2 KiB each the upstream lists besides its own 9, as a large server does")
+	fs.DurationVar(&settle, "settle", settle, "how long the sessions stay idle before they are measured; past 3m, the answers kept for resuming streams (2m) have gone")
 	var others rivals
 	fs.StringVar(&others.toolhive, "toolhive", "", "also hold the sessions side by side on ToolHive's thv proxy and vMCP, given the thv binary (rivals.go)")
 	fs.StringVar(&others.dockerMCP, "docker-mcp", "", "also hold the sessions side by side on Docker's MCP gateway, given the docker-mcp binary (rivals.go)")
@@ -97,10 +113,24 @@ func scaleBench(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	pinnedDir := filepath.Join(dir, "pinned")
+	if err := os.MkdirAll(pinnedDir, 0o700); err != nil {
+		return err
+	}
+	pinnedCfg, err := writeConfig(pinnedDir, nil, nil, map[string]any{"servers": []any{map[string]any{"name": "fixture", "url": upURL}}})
+	if err != nil {
+		return err
+	}
+	cfgFor := func(c scaleCase) string {
+		if c.pinned {
+			return pinnedCfg
+		}
+		return cfg
+	}
 
 	var procs []processFigures
 	for _, c := range scaleCases {
-		p, err := sessionsOnGateway(gw, cfg, c, *n, *parallel)
+		p, err := sessionsOnGateway(gw, cfgFor(c), c, *n, *parallel)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
@@ -112,7 +142,7 @@ func scaleBench(args []string, out io.Writer) error {
 		if *profiles != "" {
 			prefix = filepath.Join(*profiles, strconv.Itoa(i+1))
 		}
-		h, err := heapPerSession(cfg, c, *n, *parallel, prefix)
+		h, err := heapPerSession(cfgFor(c), c, *n, *parallel, prefix)
 		if err != nil {
 			return fmt.Errorf("%s (in process): %w", c.name, err)
 		}
@@ -134,7 +164,7 @@ func scaleBench(args []string, out io.Writer) error {
 		fmt.Fprintf(out, row, c.name, fmt.Sprintf("%d+%d", p.errors, t.errors), p.open.Round(time.Millisecond),
 			kib(p.perSession(p.rss)), kib(t.heapKiB), kib(t.stackKiB), fmt.Sprintf("%.1f", p.perSession(p.goroutines)))
 	}
-	pi, pa, ti, ta := procs[0], procs[len(procs)-1], twins[0], twins[len(twins)-1]
+	pi, pa, ti, ta := procs[0], procs[caseB], twins[0], twins[caseB]
 	fmt.Fprintf(out, row, "per attachment, (b-a)/2", "", "", kib((pa.perSession(pa.rss)-pi.perSession(pi.rss))/2),
 		kib((ta.heapKiB-ti.heapKiB)/2), kib((ta.stackKiB-ti.stackKiB)/2), fmt.Sprintf("%.1f", (pa.perSession(pa.goroutines)-pi.perSession(pi.goroutines))/2))
 	fmt.Fprintln(out)
@@ -159,15 +189,7 @@ func scaleBench(args []string, out io.Writer) error {
 	if len(others.overHTTP()) == 0 {
 		return nil
 	}
-	side := filepath.Join(dir, "side")
-	if err := os.MkdirAll(side, 0o700); err != nil {
-		return err
-	}
-	cfg, err = writeConfig(side, nil, nil, map[string]any{"servers": []any{map[string]any{"name": "fixture", "url": upURL}}})
-	if err != nil {
-		return err
-	}
-	ours := rival{"ardgate", func(s string) string { return "mcp_fixture__" + s }, func(string) (string, func(), int, error) { return startGatewayHTTP(gw, cfg) }}
+	ours := rival{"ardgate", func(s string) string { return "mcp_fixture__" + s }, func(string) (string, func(), int, error) { return startGatewayHTTP(gw, pinnedCfg) }}
 	return sideBySide(out, append([]rival{ours}, others.overHTTP()...), upURL, *n, *parallel)
 }
 
@@ -177,15 +199,15 @@ func scaleBench(args []string, out io.Writer) error {
 // tools and calls the fixture's echo once, then stays idle.
 func sideBySide(out io.Writer, gateways []rival, upstream string, n, parallel int) error {
 	fmt.Fprintf(out, "\nside by side: %d HTTP sessions on each gateway, opened %d at a time, each listing its tools and calling the fixture's echo once, then idle\n", n, parallel)
-	row := "%-12s %7s %9s %13s %13s\n"
-	fmt.Fprintf(out, row, "gateway", "errors", "open", "RSS/session", "RSS open")
+	row := "%-12s %7s %9s %13s %13s %12s\n"
+	fmt.Fprintf(out, row, "gateway", "errors", "open", "RSS/session", "RSS open", "goroutines")
 	for _, g := range gateways {
 		url, stop, pid, err := g.start(upstream)
 		if err != nil {
 			return fmt.Errorf("%s: %w", g.name, err)
 		}
 		time.Sleep(500 * time.Millisecond)
-		before := rssKiB(pid)
+		before := sampleGateway(url, pid) // goroutines from ardgate's /healthz; the rivals have none
 		var mu sync.Mutex
 		var clients []*client.Client
 		errs, firstErr := 0, ""
@@ -211,14 +233,19 @@ func sideBySide(out io.Writer, gateways []rival, upstream string, n, parallel in
 		}
 		wg.Wait()
 		open := time.Since(start)
-		time.Sleep(2 * time.Second) // let idle state settle
-		held := rssKiB(pid)
+		time.Sleep(settle)
+		held := sampleGateway(url, pid)
 		for _, c := range clients {
 			_ = c.Close()
 		}
 		stop()
+		n := float64(max(len(clients), 1))
+		goroutines := "-"
+		if held.goroutines > 0 {
+			goroutines = fmt.Sprintf("%.1f/session", float64(held.goroutines-before.goroutines)/n)
+		}
 		fmt.Fprintf(out, row, g.name, strconv.Itoa(errs), open.Round(time.Millisecond),
-			fmt.Sprintf("%.1f KiB", float64(held-before)/float64(max(len(clients), 1))), fmt.Sprintf("%d KiB", held))
+			fmt.Sprintf("%.1f KiB", float64(held.rssKiB-before.rssKiB)/n), fmt.Sprintf("%d KiB", held.rssKiB), goroutines)
 		if firstErr != "" {
 			fmt.Fprintf(out, "  first error: %s\n", firstErr)
 		}
@@ -336,7 +363,7 @@ func sessionsOnGateway(gw, cfg string, c scaleCase, n, parallel int) (processFig
 	}
 	wg.Wait()
 	p.open, p.sessions = time.Since(start), len(clients)
-	time.Sleep(2 * time.Second) // let idle state settle
+	time.Sleep(settle)
 	p.rss[1], p.goroutines[1] = health()
 	for _, c := range clients {
 		_ = c.Close()
