@@ -130,6 +130,16 @@ func (r rivals) home(name string, extra ...string) ([]string, string, error) {
 	return append(env, extra...), home, nil
 }
 
+// freeHostPort is freeAddr, and its host and port apart, for a rival's
+// flags.
+func freeHostPort() (addr, host, port string, err error) {
+	if addr, err = freeAddr(); err != nil {
+		return "", "", "", err
+	}
+	host, port, _ = strings.Cut(addr, ":")
+	return addr, host, port, nil
+}
+
 // serveRival starts a rival that listens on addr, and waits until it does.
 func serveRival(env []string, addr, bin string, args ...string) (func(), int, error) {
 	cmd := exec.Command(bin, args...)
@@ -164,11 +174,10 @@ func (r rivals) thvProxy(upstream string) (string, func(), int, error) {
 	if err != nil {
 		return "", nil, 0, err
 	}
-	addr, err := freeAddr()
+	addr, host, port, err := freeHostPort()
 	if err != nil {
 		return "", nil, 0, err
 	}
-	host, port, _ := strings.Cut(addr, ":")
 	target, path, _ := strings.Cut(strings.TrimPrefix(upstream, "http://"), "/")
 	stop, pid, err := serveRival(env, addr, r.toolhive, "proxy", "--host", host, "--port", port, "--target-uri", "http://"+target, "fixture")
 	return "http://" + addr + "/" + path, stop, pid, err
@@ -202,11 +211,10 @@ aggregation:
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		return "", nil, 0, err
 	}
-	addr, err := freeAddr()
+	addr, host, port, err := freeHostPort()
 	if err != nil {
 		return "", nil, 0, err
 	}
-	host, port, _ := strings.Cut(addr, ":")
 	stop, pid, err := serveRival(env, addr, r.toolhive, "vmcp", "serve", "-c", cfg, "--host", host, "--port", port)
 	return "http://" + addr + "/mcp", stop, pid, err
 }
@@ -245,11 +253,10 @@ func (r rivals) dockerMCPHTTP(upstream string) (string, func(), int, error) {
 	if err != nil {
 		return "", nil, 0, err
 	}
-	addr, err := freeAddr()
+	addr, host, port, err := freeHostPort()
 	if err != nil {
 		return "", nil, 0, err
 	}
-	host, port, _ := strings.Cut(addr, ":")
 	args = append(args, "--transport", "streaming", "--host", host, "--port", port, "--allow-unauthenticated")
 	stop, pid, err := serveRival(env, addr, r.dockerMCP, args...)
 	return "http://" + addr + "/mcp", stop, pid, err

@@ -208,31 +208,9 @@ func sideBySide(out io.Writer, gateways []rival, upstream string, n, parallel in
 		}
 		time.Sleep(500 * time.Millisecond)
 		before := sampleGateway(url, pid) // goroutines from ardgate's /healthz; the rivals have none
-		var mu sync.Mutex
-		var clients []*client.Client
-		errs, firstErr := 0, ""
-		sem := make(chan struct{}, parallel)
-		var wg sync.WaitGroup
-		start := time.Now()
-		for range n {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				c, err := openListCall(url, g.tool("echo"))
-				mu.Lock()
-				defer mu.Unlock()
-				if c != nil {
-					clients = append(clients, c)
-				}
-				if err != nil {
-					if errs++; firstErr == "" {
-						firstErr = err.Error()
-					}
-				}
-			})
-		}
-		wg.Wait()
-		open := time.Since(start)
+		o := openAll(n, parallel, func() (*client.Client, error) { return openListCall(url, g.tool("echo")) })
+		clients, errs, firstErr := o.clients, o.errors, o.firstErr
+		open := o.took
 		time.Sleep(settle)
 		held := sampleGateway(url, pid)
 		for _, c := range clients {
@@ -251,6 +229,45 @@ func sideBySide(out io.Writer, gateways []rival, upstream string, n, parallel in
 		}
 	}
 	return nil
+}
+
+// opened is what openAll opened, how many failed, the first error, and
+// how long it took.
+type opened struct {
+	clients  []*client.Client
+	errors   int
+	firstErr string
+	took     time.Duration
+}
+
+// openAll opens n sessions with open, parallel at a time. A session that
+// failed after it opened is kept, to be closed with the others.
+func openAll(n, parallel int, open func() (*client.Client, error)) opened {
+	var o opened
+	var mu sync.Mutex
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			c, err := open()
+			mu.Lock()
+			defer mu.Unlock()
+			if c != nil {
+				o.clients = append(o.clients, c)
+			}
+			if err != nil {
+				if o.errors++; o.firstErr == "" {
+					o.firstErr = err.Error()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	o.took = time.Since(start)
+	return o
 }
 
 // openListCall opens a session at url, lists its tools and calls tool
@@ -339,30 +356,15 @@ func sessionsOnGateway(gw, cfg string, c scaleCase, n, parallel int) (processFig
 	p.rss[0], p.goroutines[0] = health()
 
 	var mu sync.Mutex
-	var clients []*client.Client
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range n {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			c, lat, err := openSession(url, c)
-			mu.Lock()
-			defer mu.Unlock()
-			if c != nil {
-				clients = append(clients, c)
-			}
-			p.attachLat = append(p.attachLat, lat...)
-			if err != nil {
-				if p.errors++; p.firstErr == "" {
-					p.firstErr = err.Error()
-				}
-			}
-		})
-	}
-	wg.Wait()
-	p.open, p.sessions = time.Since(start), len(clients)
+	o := openAll(n, parallel, func() (*client.Client, error) {
+		cl, lat, err := openSession(url, c)
+		mu.Lock()
+		p.attachLat = append(p.attachLat, lat...)
+		mu.Unlock()
+		return cl, err
+	})
+	clients := o.clients
+	p.open, p.sessions, p.errors, p.firstErr = o.took, len(clients), o.errors, o.firstErr
 	time.Sleep(settle)
 	p.rss[1], p.goroutines[1] = health()
 	for _, c := range clients {
