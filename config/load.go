@@ -122,7 +122,8 @@ func Load(flags Flags, environ []string) (*Config, error) {
 	path := first(flags.Config, deref(e.Config))
 	var f file
 	if path != "" {
-		fileErrs, err := []error(nil), error(nil)
+		var fileErrs []error
+		var err error
 		if f, fileErrs, err = readFile(path); err != nil {
 			return nil, err
 		}
@@ -317,7 +318,7 @@ func envProblems(err error, vars map[string]string, into *environment) []error {
 		if errors.As(e, &pe) {
 			if f, ok := reflect.TypeFor[environment]().FieldByName(pe.Name); ok {
 				name := "ARDGATE_" + f.Tag.Get("env")
-				problems = append(problems, fmt.Errorf("%s: %q is not %s", name, vars[name], wantOf(f.Type)))
+				problems = append(problems, fmt.Errorf("%s: %q is not %s", name, vars[name], jsonWord(f.Type)))
 				reflect.ValueOf(into).Elem().FieldByIndex(f.Index).SetZero()
 				continue
 			}
@@ -325,20 +326,6 @@ func envProblems(err error, vars map[string]string, into *environment) []error {
 		problems = append(problems, e)
 	}
 	return problems
-}
-
-// wantOf says what a value of type t is written as.
-func wantOf(t reflect.Type) string {
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.Int:
-		return "a whole number"
-	case reflect.Bool:
-		return "true or false"
-	}
-	return "a " + t.String()
 }
 
 // trimAll trims the items of a comma list ("soc2, iso27001") and drops
@@ -588,24 +575,28 @@ func JSONTypeError(err error) error {
 	if !errors.As(err, &te) || te.Field == "" {
 		return err
 	}
-	t := te.Type
+	return fmt.Errorf("%q is a JSON %s; it must be %s", te.Field, te.Value, jsonWord(te.Type))
+}
+
+// jsonWord says what a value of Go type t is written as, in JSON (and in
+// the environment's variables).
+func jsonWord(t reflect.Type) string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	want := "an object"
 	switch t.Kind() {
 	case reflect.Int, reflect.Int32, reflect.Int64:
-		want = "a whole number"
+		return "a whole number"
 	case reflect.Float32, reflect.Float64:
-		want = "a number"
+		return "a number"
 	case reflect.String:
-		want = "a string"
+		return "a string"
 	case reflect.Bool:
-		want = "true or false"
+		return "true or false"
 	case reflect.Slice:
-		want = "an array"
+		return "an array"
 	}
-	return fmt.Errorf("%q is a JSON %s; it must be %s", te.Field, te.Value, want)
+	return "an object"
 }
 
 var (
@@ -796,8 +787,6 @@ func (c *Config) validate() []error {
 	return errs
 }
 
-// catalogID derives a registry id from a catalog file name, unique among
-// the registries so far.
 // httpURL reports whether s is an absolute http(s) URL with a host; an
 // origin, when origin is set: nothing after the host but a "/".
 func httpURL(s string, origin bool) bool {
@@ -808,6 +797,8 @@ func httpURL(s string, origin bool) bool {
 	return !origin || (u.Path == "" || u.Path == "/") && u.RawQuery == "" && u.Fragment == "" && !u.ForceQuery
 }
 
+// catalogID derives a registry id from a catalog file name, unique among
+// the registries so far.
 func catalogID(path string, existing []Registry) string {
 	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	var b strings.Builder
