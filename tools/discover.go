@@ -226,8 +226,10 @@ func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	slices.SortStableFunc(out.Results, func(x, y discoveredEntry) int { return cmp.Compare(y.Score, x.Score) })
 	out.Count = len(out.Results)
 	if len(notFollowed) > 0 {
+		// Counted, not quoted: the note is the gateway's own words, and
+		// a referral's URL is registry data (it is in referrals).
 		slices.Sort(notFollowed)
-		out.Note += fmt.Sprintf(" Referrals not followed, as they are not configured registries (only those are searched): %s.", strings.Join(slices.Compact(notFollowed), ", "))
+		out.Note += fmt.Sprintf(" Referrals not followed, not being configured registries (only those are searched): %d.", len(slices.Compact(notFollowed)))
 	}
 	if !registry.Searchable(a.Text) {
 		out.Note += " The text holds no word the catalogs search on (single letters, common words such as \"the\", and punctuation are skipped): results are a listing by name, score 0, not matches; describe the capability in words."
