@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -174,8 +175,17 @@ func checkEntry(e *Entry) error {
 		return errors.New("has both url and data; an entry is a value or a reference, not both")
 	case len(e.Data) > 0 && e.Data[0] != '{':
 		return errors.New("data is not a JSON object")
+	case e.URL != "" && e.Type != MediaCatalog && !httpURL(e.URL):
+		return fmt.Errorf("url %q is not an absolute http(s) URL (only a nested catalog's may be a file path)", e.URL)
 	}
 	return nil
+}
+
+// httpURL reports whether s is an absolute http(s) URL with a host, as an
+// entry's url must be but for a nested catalog's.
+func httpURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 func readLimited(path string) ([]byte, error) {

@@ -277,18 +277,19 @@ func TestLoadCatalogBadEntries(t *testing.T) {
 		entry   string
 		phrases []string // the message names the entry and says why
 	}{
-		{"bad URN", `{"identifier": "urn:x:foo", "displayName": "A", "type": "t", "url": "u"}`, []string{"entries[0]", "urn:x:foo", "not an ARD URN"}},
-		{"bad publisher", `{"identifier": "urn:air:a..b:x", "displayName": "A", "type": "t", "url": "u"}`, []string{"entries[0]", "urn:air:a..b:x", "publisher"}},
-		{"no identifier", `{"displayName": "A", "type": "t", "url": "u"}`, []string{"entries[0]", "not an ARD URN"}},
-		{"missing displayName", `{"identifier": "urn:air:t.example:x:a", "type": "t", "url": "u"}`, []string{"entries[0]", "urn:air:t.example:x:a", "displayName is missing"}},
-		{"blank displayName", `{"identifier": "urn:air:t.example:x:a", "displayName": "  ", "type": "t", "url": "u"}`, []string{"entries[0]", "urn:air:t.example:x:a", "displayName is missing"}},
-		{"missing type", `{"identifier": "urn:air:t.example:x:a", "displayName": "A", "url": "u"}`, []string{"entries[0]", "urn:air:t.example:x:a", "type is missing"}},
-		{"both url and data", `{"identifier": "urn:air:t.example:x:a", "displayName": "A", "type": "t", "url": "u", "data": {}}`, []string{"entries[0]", "urn:air:t.example:x:a", "both url and data"}},
+		{"bad URN", `{"identifier": "urn:x:foo", "displayName": "A", "type": "t", "url": "https://a.example/u"}`, []string{"entries[0]", "urn:x:foo", "not an ARD URN"}},
+		{"bad publisher", `{"identifier": "urn:air:a..b:x", "displayName": "A", "type": "t", "url": "https://a.example/u"}`, []string{"entries[0]", "urn:air:a..b:x", "publisher"}},
+		{"no identifier", `{"displayName": "A", "type": "t", "url": "https://a.example/u"}`, []string{"entries[0]", "not an ARD URN"}},
+		{"missing displayName", `{"identifier": "urn:air:t.example:x:a", "type": "t", "url": "https://a.example/u"}`, []string{"entries[0]", "urn:air:t.example:x:a", "displayName is missing"}},
+		{"blank displayName", `{"identifier": "urn:air:t.example:x:a", "displayName": "  ", "type": "t", "url": "https://a.example/u"}`, []string{"entries[0]", "urn:air:t.example:x:a", "displayName is missing"}},
+		{"missing type", `{"identifier": "urn:air:t.example:x:a", "displayName": "A", "url": "https://a.example/u"}`, []string{"entries[0]", "urn:air:t.example:x:a", "type is missing"}},
+		{"both url and data", `{"identifier": "urn:air:t.example:x:a", "displayName": "A", "type": "t", "url": "https://a.example/u", "data": {}}`, []string{"entries[0]", "urn:air:t.example:x:a", "both url and data"}},
 		{"neither url nor data", `{"identifier": "urn:air:t.example:x:a", "displayName": "A", "type": "t"}`, []string{"entries[0]", "urn:air:t.example:x:a", "neither url nor data"}},
 		{"data not an object", `{"identifier": "urn:air:t.example:x:a", "displayName": "A", "type": "t", "data": [1, 2]}`, []string{"entries[0]", "urn:air:t.example:x:a", "not a JSON object"}},
 		{"data null", `{"identifier": "urn:air:t.example:x:a", "displayName": "A", "type": "t", "data": null}`, []string{"entries[0]", "urn:air:t.example:x:a"}},
-		{"type a number", `{"identifier": "urn:air:t.example:x:a", "displayName": "A", "type": 42, "url": "u"}`, []string{"entries[0]", "type"}},
-		{"tags a string", `{"identifier": "urn:air:t.example:x:a", "displayName": "A", "type": "t", "url": "u", "tags": "x"}`, []string{"entries[0]", "tags"}},
+		{"type a number", `{"identifier": "urn:air:t.example:x:a", "displayName": "A", "type": 42, "url": "https://a.example/u"}`, []string{"entries[0]", "type"}},
+		{"url not http", `{"identifier": "urn:air:t.example:x:a", "displayName": "A", "type": "t", "url": "ftp://x"}`, []string{"entries[0]", "urn:air:t.example:x:a", `url "ftp://x" is not an absolute http(s) URL`}},
+		{"tags a string", `{"identifier": "urn:air:t.example:x:a", "displayName": "A", "type": "t", "url": "https://a.example/u", "tags": "x"}`, []string{"entries[0]", "tags"}},
 		{"entry not an object", `"urn:air:t.example:x:a"`, []string{"entries[0]"}},
 	}
 	for _, tt := range tests {
@@ -420,8 +421,8 @@ func TestLoadCatalogBytesBuiltin(t *testing.T) {
 
 func TestParseCatalogTolerant(t *testing.T) {
 	doc := `{"specVersion": "1.0", "unknown": 1, "host": {"displayName": "h", "x": 2},
-	  "entries": [{"identifier": "urn:air:a.example:x", "displayName": "A", "type": "t", "url": "u", "mediaType": "t", "future": {"a": 1}},
-	              {"identifier": "urn:air:b.example:x", "displayName": "B", "type": "t", "url": "u", "metadata": {"n": 1.5}}]}`
+	  "entries": [{"identifier": "urn:air:a.example:x", "displayName": "A", "type": "t", "url": "https://a.example/u", "mediaType": "t", "future": {"a": 1}},
+	              {"identifier": "urn:air:b.example:x", "displayName": "B", "type": "t", "url": "https://a.example/u", "metadata": {"n": 1.5}}]}`
 	c, skipped, err := ParseCatalog([]byte(doc))
 	if err != nil || len(skipped) > 0 || len(c.Entries) != 2 || c.SpecVersion != "1.0" || len(c.Host) == 0 {
 		t.Fatalf("%v %q %+v", err, skipped, c)

@@ -104,8 +104,14 @@ func ValidateCatalog(data []byte) []string {
 				seen[key] = i
 			}
 		}
-		_, hasURL := e["url"]
+		rawURL, hasURL := e["url"]
 		_, hasData := e["data"]
+		var u, typ string
+		_ = json.Unmarshal(rawURL, &u)
+		_ = json.Unmarshal(e["type"], &typ)
+		if u != "" && typ != MediaCatalog && !httpURL(u) {
+			out = append(out, fmt.Sprintf("%s: url %q is not an absolute http(s) URL (only a nested catalog's may be a file path)", at, u))
+		}
 		switch {
 		case hasURL && hasData:
 			out = append(out, at+": has both url and data; an entry is a value (data) or a reference (url), not both")
