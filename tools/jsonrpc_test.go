@@ -58,8 +58,22 @@ var paramRefusals = func() (out []struct{ frame, want string }) {
 	}
 	out = append(out, struct{ frame, want string }{`{"jsonrpc":"2.0","id":23,"method":"logging/setLevel"}`,
 		`{"jsonrpc":"2.0","id":23,"error":{"code":-32602,"message":"logging/setLevel needs params.level, one of debug, info, notice, warning, error, critical, alert, emergency; got none"}}`})
+	for _, f := range initsRefused {
+		out = append(out, struct{ frame, want string }{f, initRefused})
+	}
 	return out
 }()
+
+// initsRefused are initialize requests without params.protocolVersion,
+// refused with initRefused with a session or without (mcp-go's server
+// answered them with 2025-03-26, a version the client never asked for).
+var initsRefused = []string{
+	`{"jsonrpc":"2.0","id":24,"method":"initialize"}`,
+	`{"jsonrpc":"2.0","id":24,"method":"initialize","params":{}}`,
+	`{"jsonrpc":"2.0","id":24,"method":"initialize","params":{"protocolVersion":20251125,"capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`,
+}
+
+const initRefused = `{"jsonrpc":"2.0","id":24,"error":{"code":-32602,"message":"initialize needs params.protocolVersion, the newest MCP version the client speaks (such as 2025-11-25), with params.capabilities and params.clientInfo"}}`
 
 // dropped are frames the gateway takes no further and leaves unanswered:
 // an error answering a request of the gateway's, which makes none of its
@@ -140,6 +154,15 @@ func TestRefusedHTTP(t *testing.T) {
 			c.send(c.request(frame))
 			if code, body := c.answer(); code != http.StatusAccepted || body != "" {
 				t.Errorf("session %q, %s: %d %s", id, frame, code, body)
+			}
+		}
+		for _, frame := range initsRefused {
+			if id != "" {
+				break // in paramRefusals
+			}
+			c.send(c.request(frame))
+			if code, body := c.answer(); code != http.StatusOK || body != initRefused {
+				t.Errorf("no session, %s: %d %s", frame, code, body)
 			}
 		}
 		for _, r := range paramRefusals {

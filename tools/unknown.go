@@ -96,10 +96,13 @@ func listed(names []string) string {
 
 // paramsRefusal answers frame, on its way to the MCP server, when it is a
 // request whose params the gateway refuses (a tools/call, callRefusal; a
-// logging/setLevel, levelRefusal), and returns nil for any other. With no
+// logging/setLevel, levelRefusal; an initialize, initRefusal), and
+// returns nil for any other. With no
 // session, the server says that first.
 func (g *Gateway) paramsRefusal(s *session, frame []byte) []byte {
 	switch {
+	case bytes.Contains(frame, initializeMethod):
+		return initRefusal(frame) // before there is a session
 	case s == nil:
 		return nil
 	case bytes.Contains(frame, toolsCallMethod):
@@ -137,4 +140,29 @@ func (g *Gateway) callRefusal(s *session, frame []byte) []byte {
 		return nil
 	}
 	return m.refusedAs(mcp.INVALID_PARAMS, fmt.Sprintf("tool %q not found: %s", name, why))
+}
+
+var initializeMethod = []byte(`"initialize"`)
+
+// initRefusal answers frame when it is an initialize without
+// params.protocolVersion, which mcp-go's server took, and answered with
+// the oldest version it speaks that has sessions (2025-03-26), a version
+// the client never asked for.
+func initRefusal(frame []byte) []byte {
+	id, method, params, ok := request(frame)
+	if !ok || !bytes.Equal(method, initializeMethod) || !guard.ObjectOrAbsent(params) {
+		return nil
+	}
+	var p struct {
+		ProtocolVersion json.RawMessage `json:"protocolVersion"`
+	}
+	if guard.IsObject(params) {
+		_ = json.Unmarshal(params, &p)
+	}
+	var v string
+	if json.Unmarshal(p.ProtocolVersion, &v) == nil && v != "" {
+		return nil
+	}
+	m := message{Message: guard.Message{ID: id}}
+	return m.refusedAs(mcp.INVALID_PARAMS, "initialize needs params.protocolVersion, the newest MCP version the client speaks (such as "+mcp.LATEST_LEGACY_PROTOCOL_VERSION+"), with params.capabilities and params.clientInfo")
 }
