@@ -2,6 +2,7 @@ package attach
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,8 +55,9 @@ func TestToolName(t *testing.T) {
 // depend on the order the upstream listed its tools in.
 func TestExposeToolsCollisionsAndOrder(t *testing.T) {
 	def := func(name string) *Definition { return &Definition{Tool: mcp.Tool{Name: name}} }
-	first := exposeTools("fs", []*Definition{def("read file"), def("read_file"), def("echo")})
-	reversed := exposeTools("fs", []*Definition{def("echo"), def("read_file"), def("read file")})
+	fs := &Attachment{Name: "fs"}
+	first := fs.expose([]*Definition{def("read file"), def("read_file"), def("echo")})
+	reversed := fs.expose([]*Definition{def("echo"), def("read_file"), def("read file")})
 	names := map[string]string{}
 	for _, tl := range first {
 		if !toolNamePattern.MatchString(tl.Name) {
@@ -69,6 +71,29 @@ func TestExposeToolsCollisionsAndOrder(t *testing.T) {
 	for i := range first {
 		if first[i].Name != reversed[i].Name || first[i].Upstream.Name != reversed[i].Upstream.Name {
 			t.Errorf("order-dependent naming: %v vs %v", first, reversed)
+		}
+	}
+}
+
+// A server's "tools" patterns let through only the tools they match.
+func TestExposeOnly(t *testing.T) {
+	def := func(name string) *Definition { return &Definition{Tool: mcp.Tool{Name: name}} }
+	list := []*Definition{def("write_file"), def("read_file"), def("read_dir"), def("echo")}
+	for _, c := range []struct {
+		only []string
+		want []string
+	}{
+		{nil, []string{"mcp_fs__echo", "mcp_fs__read_dir", "mcp_fs__read_file", "mcp_fs__write_file"}},
+		{[]string{"read_*"}, []string{"mcp_fs__read_dir", "mcp_fs__read_file"}},
+		{[]string{"echo", "read_file"}, []string{"mcp_fs__echo", "mcp_fs__read_file"}},
+		{[]string{"nothing"}, []string{}},
+	} {
+		var got []string
+		for _, tl := range (&Attachment{Name: "fs", Only: c.only}).expose(slices.Clone(list)) {
+			got = append(got, tl.Name)
+		}
+		if !slices.Equal(got, c.want) && !(len(got) == 0 && len(c.want) == 0) {
+			t.Errorf("only %q: %v, want %v", c.only, got, c.want)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -70,6 +71,10 @@ type Attachment struct {
 
 	// Timeout overrides the manager's call timeout when set.
 	Timeout time.Duration
+	// Only, when set, are the patterns (path.Match) of the upstream's tool
+	// names the session gets: a pinned server's "tools" in the config.
+	// The others are neither listed nor callable.
+	Only []string
 	// cardURL is where an agent's card can be fetched again, for health
 	// checks; empty for inline cards.
 	cardURL string
@@ -220,6 +225,7 @@ func newSession(m *Manager, id string) *Session {
 	for _, p := range m.Pinned {
 		a := &Attachment{URN: PinnedURN(p.Name), Name: p.Name, Kind: KindMCPServer, RegistryID: "config", Pinned: true, AttachedAt: time.Now()}
 		a.Timeout, _ = time.ParseDuration(p.Timeout) // validated by config
+		a.Only = p.Tools
 		a.Deferred = m.Deferred
 		if p.ToolMode != "" {
 			a.Deferred = p.ToolMode == config.ToolModeDeferred
@@ -235,7 +241,7 @@ func newSession(m *Manager, id string) *Session {
 				if err != nil {
 					return nil, nil, err
 				}
-				return up, exposeTools(a.Name, slices.Clone(list)), nil
+				return up, a.expose(slices.Clone(list)), nil
 			}
 			a.reach = connect
 		case plan.Transport != TransportStdio:
@@ -547,7 +553,7 @@ func (s *Session) connect(ctx context.Context, a *Attachment, plan Plan, progres
 	if err != nil {
 		return nil, nil, err
 	}
-	return up, exposeTools(a.Name, list), nil
+	return up, a.expose(list), nil
 }
 
 // refresh re-lists an attachment's tools after the upstream said they
@@ -567,24 +573,28 @@ func (s *Session) refresh(a *Attachment) {
 		return
 	}
 	a.mu.Lock()
-	a.tools = exposeTools(a.Name, list)
+	a.tools = a.expose(list)
 	a.mu.Unlock()
 	s.changed()
 }
 
-// exposeTools names an upstream's tools for this session. Names are
-// assigned in upstream-name order, so they are the same on every attach.
-func exposeTools(server string, list []*Definition) []Tool {
-	slices.SortFunc(list, func(a, b *Definition) int { return cmp.Compare(a.Name, b.Name) })
+// expose names the upstream's tools for this session, those of a.Only
+// when it is set. Names are assigned in upstream-name order, so they are
+// the same on every attach.
+func (a *Attachment) expose(list []*Definition) []Tool {
+	slices.SortFunc(list, func(x, y *Definition) int { return cmp.Compare(x.Name, y.Name) })
 	out := make([]Tool, 0, len(list))
 	used := map[string]bool{}
 	for _, t := range list {
-		name := toolName(server, t.Name)
+		if a.Only != nil && !slices.ContainsFunc(a.Only, func(p string) bool { ok, _ := path.Match(p, t.Name); return ok }) {
+			continue
+		}
+		name := toolName(a.Name, t.Name)
 		if used[name] {
 			name = hashed(name, t.Name)
 		}
 		used[name] = true
-		out = append(out, Tool{Name: name, Attachment: server, Upstream: t})
+		out = append(out, Tool{Name: name, Attachment: a.Name, Upstream: t})
 	}
 	return out
 }

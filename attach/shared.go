@@ -94,7 +94,7 @@ func (m *Manager) refreshShared(c *sharedConn) {
 	c.mu.Unlock()
 	for a, s := range users {
 		a.mu.Lock()
-		a.tools = exposeTools(a.Name, slices.Clone(list))
+		a.tools = a.expose(slices.Clone(list))
 		a.mu.Unlock()
 		s.changed()
 	}

@@ -147,6 +147,10 @@ type Server struct {
 	Headers map[string]string `json:"headers,omitempty"`
 	// Timeout overrides call_timeout for this server ("120s").
 	Timeout string `json:"timeout,omitempty"`
+	// Tools, when set, are the only tools of this server the sessions
+	// get: upstream tool names or path.Match patterns ("read_*"). The
+	// others are neither listed nor callable.
+	Tools []string `json:"tools,omitempty"`
 	// ToolMode overrides tool_mode for this server.
 	ToolMode string `json:"tool_mode,omitempty"`
 	// Stateless says a remote (url) server keeps no state per client, so

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -771,6 +772,14 @@ func (c *Config) validate() []error {
 		if s.Timeout != "" {
 			if d, err := time.ParseDuration(s.Timeout); err != nil || d <= 0 || d > time.Hour {
 				add(f+".timeout", "%q is not a duration in (0, 1h]", s.Timeout)
+			}
+		}
+		if s.Tools != nil && len(s.Tools) == 0 {
+			add(f+".tools", "lists no tool: leave it out to let every tool through")
+		}
+		for j, p := range s.Tools {
+			if _, err := path.Match(p, ""); err != nil || strings.TrimSpace(p) == "" {
+				add(fmt.Sprintf("%s.tools[%d]", f, j), "%q is not a tool name or pattern (such as \"read_*\")", p)
 			}
 		}
 	}

@@ -54,6 +54,9 @@ func (g *Gateway) whyNoTool(s *session, name string, direct bool) (why, code str
 			}
 			return fmt.Sprintf("%q is not a tool of %s, which lists none", name, att.Name), "unknown_tool"
 		}
+		if att.Only != nil {
+			return fmt.Sprintf("%q is not a tool of %s that the gateway lets through (its config's servers[].tools); its tools: %s", name, att.Name, listed(names)), "unknown_tool"
+		}
 		return fmt.Sprintf("%q is not a tool of %s; its tools: %s", name, att.Name, listed(names)), "unknown_tool"
 	case strings.HasPrefix(name, "mcp_"):
 		server, _, _ := strings.Cut(strings.TrimPrefix(name, "mcp_"), "__")

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -153,5 +154,43 @@ func TestPinnedDownTool(t *testing.T) {
 			t.Fatalf("never down: %s", msg)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A pinned server's "tools" in the config are the only ones of its tools
+// the session lists and may call; a call of another is refused, saying
+// so, on the fast path and through call_attached_tool alike.
+func TestPinnedToolsOnly(t *testing.T) {
+	m := pinnedFixture(buildFixture(t), 10*time.Second)
+	m.Pinned[0].Tools = []string{"echo", "sl*"}
+	c := serveStdio(t, New(m, quietLog, Options{Version: "test"}))
+	list, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tl := range list.Tools {
+		if strings.HasPrefix(tl.Name, "mcp_") {
+			got = append(got, tl.Name)
+		}
+	}
+	if !slices.Equal(got, []string{"mcp_fx__echo", "mcp_fx__slow"}) {
+		t.Fatalf("listed %v, want the echo and slow of the fixture's tools", got)
+	}
+	call := func(name string, args map[string]any) (*mcp.CallToolResult, error) {
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = name, args
+		return c.CallTool(context.Background(), req)
+	}
+	if res, err := call("mcp_fx__echo", map[string]any{"message": "let through"}); err != nil || res.IsError {
+		t.Fatalf("echo: %v %v", err, res)
+	}
+	want := `"mcp_fx__big" is not a tool of fx that the gateway lets through (its config's servers[].tools); its tools: mcp_fx__echo, mcp_fx__slow`
+	if _, err := call("mcp_fx__big", map[string]any{"bytes": 10}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("a tool not let through, called: %v", err)
+	}
+	res, err := call(callAttachedTool, map[string]any{"name": "mcp_fx__big", "arguments": map[string]any{"bytes": 10}})
+	if err != nil || !res.IsError || !strings.Contains(firstText(res), want) {
+		t.Fatalf("a tool not let through, through %s: %v %v", callAttachedTool, err, res)
 	}
 }
