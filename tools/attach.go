@@ -161,10 +161,12 @@ type listedAttachment struct {
 	Status     string `json:"status"`
 	WhyDown    string `json:"why_down,omitempty"`
 	ToolsCount int    `json:"tools_count"`
-	PID        int    `json:"pid,omitempty"`
-	Protocol   string `json:"a2a_protocol,omitempty"`
-	Pinned     bool   `json:"pinned"`
-	AttachedAt string `json:"attached_at"`
+	// OnlyTools are the config's patterns of the tools let through.
+	OnlyTools  []string `json:"only_tools,omitempty"`
+	PID        int      `json:"pid,omitempty"`
+	Protocol   string   `json:"a2a_protocol,omitempty"`
+	Pinned     bool     `json:"pinned"`
+	AttachedAt string   `json:"attached_at"`
 }
 
 func (g *Gateway) list(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -183,7 +185,7 @@ func (g *Gateway) list(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 		status, why := a.Status()
 		out.Attachments = append(out.Attachments, listedAttachment{
 			URN: a.URN, Name: a.Name, Kind: a.Kind, MediaType: a.MediaType, RegistryID: a.RegistryID,
-			Endpoint: a.Endpoint, Status: status, WhyDown: guard.Text(why, 500), ToolsCount: len(a.Tools()), PID: a.PID(), Protocol: a.Protocol(),
+			Endpoint: a.Endpoint, Status: status, WhyDown: guard.Text(why, 500), ToolsCount: len(a.Tools()), OnlyTools: a.Only, PID: a.PID(), Protocol: a.Protocol(),
 			Pinned: a.Pinned, AttachedAt: a.AttachedAt.UTC().Format(time.RFC3339),
 		})
 	}
