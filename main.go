@@ -279,9 +279,15 @@ func catalog(args []string, stdout, stderr io.Writer) int {
 				bad = true
 				continue
 			}
-			for _, v := range registry.ValidateCatalog(data) {
+			violations := registry.ValidateCatalog(data)
+			for _, v := range violations {
 				fmt.Fprintf(stdout, "%s: %s\n", path, v)
+			}
+			if len(violations) > 0 {
 				bad = true
+			} else if c, _, err := registry.ParseCatalog(data); err == nil {
+				// On stderr: stdout is violations alone, a line each.
+				fmt.Fprintf(stderr, "%s: valid, %d entries\n", path, len(c.Entries))
 			}
 		}
 		if bad {
