@@ -262,20 +262,30 @@ func (r rivals) dockerMCPHTTP(upstream string) (string, func(), int, error) {
 	return "http://" + addr + "/mcp", stop, pid, err
 }
 
-// dockerMCPStdio runs docker-mcp over stdio with the fixture as a stdio
-// server, started by the "socat" of the bench's own on docker-mcp's PATH.
-func (r rivals) dockerMCPStdio(stdioSessions int) (target, func(), error) {
+// dockerMCPStdioArgs sets docker-mcp up to serve stdio with the fixture
+// as a stdio server, started by the "socat" of the bench's own on its
+// PATH, and returns its environment and arguments.
+func (r rivals) dockerMCPStdioArgs() (env, args []string, err error) {
 	env, args, home, err := r.dockerMCPSetup("docker-mcp-stdio", "")
 	if err != nil {
-		return target{}, nil, err
+		return nil, nil, err
 	}
 	shim := filepath.Join(home, "bin")
 	script := "#!/bin/sh\n# docker-mcp --static runs `socat STDIO TCP:mcp-<name>:4444`: run the fixture instead\nexec " + r.fixture + " --transport=stdio\n"
 	if os.MkdirAll(shim, 0o755) != nil || os.WriteFile(filepath.Join(shim, "socat"), []byte(script), 0o755) != nil {
-		return target{}, nil, fmt.Errorf("writing docker-mcp's socat")
+		return nil, nil, fmt.Errorf("writing docker-mcp's socat")
 	}
-	env = append(env, "PATH="+shim+":"+os.Getenv("PATH"))
-	cs, stop, pids, err := stdioClients(stdioSessions, r.dockerMCP, env, append(args, "--transport", "stdio")...)
+	return append(env, "PATH="+shim+":"+os.Getenv("PATH")), append(args, "--transport", "stdio"), nil
+}
+
+// dockerMCPStdio runs docker-mcp over stdio with the fixture as a stdio
+// server (dockerMCPStdioArgs).
+func (r rivals) dockerMCPStdio(stdioSessions int) (target, func(), error) {
+	env, args, err := r.dockerMCPStdioArgs()
+	if err != nil {
+		return target{}, nil, err
+	}
+	cs, stop, pids, err := stdioClients(stdioSessions, r.dockerMCP, env, args...)
 	if err != nil {
 		return target{}, nil, fmt.Errorf("docker-mcp: %w", err)
 	}

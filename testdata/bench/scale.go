@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -465,42 +467,78 @@ func callInto(ctx context.Context, c *client.Client, name string, args map[strin
 	return nil
 }
 
-// coldStartBench times exec of the gateway to its initialize reply on
-// stdio, with the builtin catalog.
+// coldStart is a gateway started for its initialize reply.
+type coldStart struct {
+	name      string
+	bin       string
+	env, args []string
+}
+
+// coldStartBench times exec of the gateway to its initialize reply (the
+// whole line) on stdio, with the builtin catalog; with -docker-mcp, also ardgate with
+// the fixture pinned and Docker's MCP gateway with the fixture as its
+// server, side by side.
 func coldStartBench(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("coldstart", flag.ContinueOnError)
 	runs := fs.Int("runs", 30, "starts to time")
+	var others rivals
+	fs.StringVar(&others.dockerMCP, "docker-mcp", "", "also time Docker's MCP gateway, given the docker-mcp binary (rivals.go)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	dir, gw, _, err := buildBinaries()
+	dir, gw, fx, err := buildBinaries()
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}` + "\n"
-	var lat []time.Duration
-	for range *runs {
-		cmd := exec.Command(gw)
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-		stdin, _ := cmd.StdinPipe()
-		stdout, _ := cmd.StdoutPipe()
-		start := time.Now()
-		if err := cmd.Start(); err != nil {
+	others.dir, others.fixture = dir, fx
+	fmt.Fprintf(out, "cold start (exec to the initialize reply, stdio), %d runs; %s\n", *runs, machine())
+	path := []string{"PATH=" + os.Getenv("PATH")}
+	starts := []coldStart{{"ardgate, builtin catalog", gw, path, nil}}
+	if others.dockerMCP != "" {
+		pinned, err := writeConfig(dir, nil, nil, map[string]any{"servers": []any{map[string]any{"name": "fixture", "command": fx, "args": []string{"--transport=stdio"}}}})
+		if err != nil {
 			return err
 		}
-		_, _ = io.WriteString(stdin, init)
-		buf := make([]byte, 1)
-		if _, err := stdout.Read(buf); err != nil {
-			return fmt.Errorf("no initialize reply: %w", err)
+		env, args, err := others.dockerMCPStdioArgs()
+		if err != nil {
+			return err
 		}
-		lat = append(lat, time.Since(start))
-		stdin.Close()
-		_ = cmd.Wait()
+		starts = append(starts, coldStart{"ardgate, the fixture pinned", gw, path, []string{"serve", "--config", pinned}},
+			coldStart{"docker-mcp, the fixture its server", others.dockerMCP, env, args})
 	}
-	slices.Sort(lat)
-	fmt.Fprintf(out, "cold start (exec to the first byte of the initialize reply, stdio, builtin catalog), %d runs; %s\n", *runs, machine())
-	fmt.Fprintf(out, "p50 %s, p99 %s, max %s\n", pct(lat, 50), pct(lat, 99), lat[len(lat)-1].Round(time.Microsecond))
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}` + "\n"
+	for _, st := range starts {
+		var lat []time.Duration
+		for range *runs {
+			cmd := exec.Command(st.bin, st.args...)
+			cmd.Env = st.env
+			stdin, _ := cmd.StdinPipe()
+			stdout, _ := cmd.StdoutPipe()
+			start := time.Now()
+			if err := cmd.Start(); err != nil {
+				return err
+			}
+			_, _ = io.WriteString(stdin, init)
+			// The reply's whole line: a gateway may send a notification
+			// first.
+			lines := bufio.NewReader(stdout)
+			for {
+				line, err := lines.ReadString('\n')
+				if err != nil {
+					return fmt.Errorf("%s: no initialize reply: %w", st.name, err)
+				}
+				if strings.Contains(line, `"id":1,`) {
+					break
+				}
+			}
+			lat = append(lat, time.Since(start))
+			stdin.Close()
+			_ = cmd.Wait()
+		}
+		slices.Sort(lat)
+		fmt.Fprintf(out, "%-36s p50 %s, p99 %s, max %s\n", st.name, pct(lat, 50), pct(lat, 99), lat[len(lat)-1].Round(time.Microsecond))
+	}
 	return nil
 }
 
