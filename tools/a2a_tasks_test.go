@@ -444,12 +444,7 @@ func TestContextOfAnotherAgent(t *testing.T) {
 // asks go one after the other: the first answers it, the second is told
 // the task has finished, and the task holds one answer.
 func TestMessageToBusyTask(t *testing.T) {
-	agent := a2afixture.Start(t)
-	tg := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:helper", agent.URL+"/.well-known/agent-card.json"))
-	s := tg.connect(t)
-	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:helper"}); res.IsError {
-		t.Fatal(firstText(res))
-	}
+	s := helperAttached(t)
 
 	v := s.task(s.call("spawn_agent", map[string]any{"message": "wait"}))
 	for deadline := time.Now().Add(5 * time.Second); v.State != "working"; {
@@ -488,18 +483,25 @@ func TestMessageToBusyTask(t *testing.T) {
 	}
 }
 
+// helperAttached is a session with the a2a-go fixture agent attached as
+// "helper".
+func helperAttached(t *testing.T) *clientSession {
+	t.Helper()
+	agent := a2afixture.Start(t)
+	s := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:helper", agent.URL+"/.well-known/agent-card.json")).connect(t)
+	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:helper"}); res.IsError {
+		t.Fatal(firstText(res))
+	}
+	return s
+}
+
 // A message_task right after spawn_agent, with no wait_task between,
 // answers a task the gateway last saw "submitted" that has asked since: the
 // question still reads before the answer (the agent's own history puts it
 // after). spawn_agent may also come back with the question already asked;
 // the test takes the spawns that came back "submitted".
 func TestMessageRightAfterSpawn(t *testing.T) {
-	agent := a2afixture.Start(t)
-	tg := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:helper", agent.URL+"/.well-known/agent-card.json"))
-	s := tg.connect(t)
-	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:helper"}); res.IsError {
-		t.Fatal(firstText(res))
-	}
+	s := helperAttached(t)
 	seen := 0
 	for try := 0; seen < 3 && try < 40; try++ {
 		v := s.task(s.call("spawn_agent", map[string]any{"message": "ask"}))
