@@ -109,6 +109,22 @@ func FlagSet(name string, f *Flags) *flag.FlagSet {
 // Load builds the Config from flags, the environment (as os.Environ
 // returns it) and the config file that flags or environment name.
 func Load(flags Flags, environ []string) (*Config, error) {
+	c, err := load(flags, environ)
+	if err != nil || c.File == "" {
+		return c, err
+	}
+	// A bad value in the file that a flag or variable overrides breaks
+	// nothing today, and everything the day the flag goes: it is said.
+	var fileOnly *Error
+	if _, err := load(Flags{Config: c.File}, nil); errors.As(err, &fileOnly) {
+		for _, p := range fileOnly.Problems {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s: %v (a problem without the flags and variables given)", c.File, p))
+		}
+	}
+	return c, nil
+}
+
+func load(flags Flags, environ []string) (*Config, error) {
 	vars := envMap(environ)
 	var e environment
 	var errs []error // every problem, reported together

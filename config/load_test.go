@@ -964,3 +964,21 @@ func TestLoadWarnings(t *testing.T) {
 		t.Fatalf("defaults: warnings %q, %v", c.Warnings, err)
 	}
 }
+
+// A bad value in the file that a flag overrides is a warning, not an
+// error: the gateway runs, and is told what breaks without the flag.
+func TestLoadOverriddenFileValue(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ardgate.json")
+	if err := os.WriteFile(path, []byte(`{"transport": "tcp", "max_attachments": 0}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(config.Flags{Config: path, Transport: "stdio"}, []string{"ARDGATE_MAX_ATTACHMENTS=3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{path + `: transport: "tcp" is not stdio or http (a problem without the flags and variables given)`,
+		path + ": max_attachments: 0 is outside 1..100 (a problem without the flags and variables given)"}
+	if !slices.Equal(c.Warnings, want) {
+		t.Fatalf("warnings %q, want %q", c.Warnings, want)
+	}
+}
