@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"reflect"
@@ -244,6 +245,19 @@ func load(flags Flags, environ []string) (*Config, error) {
 	for i := range c.Agents {
 		if a := &c.Agents[i]; a.TokenEnv != "" {
 			a.Token = token(fmt.Sprintf("agents[%d]", i), a.TokenEnv)
+		}
+	}
+	for i, sv := range c.Servers {
+		if sv.Command == "" {
+			continue
+		}
+		// Looked up as the launch will look it up, on the gateway's PATH.
+		if _, err := exec.LookPath(sv.Command); err != nil {
+			why := "no program of that name on the PATH"
+			if strings.ContainsRune(sv.Command, '/') {
+				why = "no executable file there"
+			}
+			c.Warnings = append(c.Warnings, fmt.Sprintf("servers[%d].command: %s: %s: the server %s will be down", i, sv.Command, why, sv.Name))
 		}
 	}
 	if c.Transport == TransportStdio && c.Addr != DefaultAddr {

@@ -947,6 +947,7 @@ func TestLoadOTelEndpoint(t *testing.T) {
 func TestLoadWarnings(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ardgate.json")
 	body := `{"registries": [{"id": "pub", "kind": "ard", "url": "https://r.example", "token_env": "PUB_TOKEN"}],
+		"servers": [{"name": "gone", "command": "/nonexistent/bin/server"}, {"name": "here", "command": "go"}],
 		"agents": [{"name": "helper", "url": "https://a.example/card.json", "token_env": "HELPER_TOKEN"}]}`
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
@@ -956,6 +957,7 @@ func TestLoadWarnings(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"registries[0].token_env: PUB_TOKEN is not set: requests go without a token",
+		"servers[0].command: /nonexistent/bin/server: no executable file there: the server gone will be down",
 		"addr 127.0.0.1:9999 is for transport http: serving stdio, listening nowhere"}
 	if !slices.Equal(c.Warnings, want) {
 		t.Fatalf("warnings %q, want %q", c.Warnings, want)
