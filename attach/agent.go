@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -278,8 +277,7 @@ func describeA2AError(err error) error {
 	// An agent gone away: a2a-go wraps the dial's error in its request's,
 	// URL and all; the dial's says what happened. A dial the guard
 	// refused is not a down agent.
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" && !errors.Is(err, guard.ErrRefused) {
+	if op, ok := unreachable(err); ok {
 		return fmt.Errorf("%w: the agent cannot be reached (%v); try again once it is back, list_attached_resources shows its state", ErrUpstreamDown, op)
 	}
 	return err

@@ -301,7 +301,10 @@ func (s *Session) pin(a *Attachment, start func(ctx context.Context) error) {
 		defer cancel()
 		if err := start(ctx); err != nil {
 			a.mu.Lock()
-			a.failure = "did not start: " + err.Error()
+			a.failure = err.Error()
+			if !errors.Is(err, ErrStartFailed) { // which says so already
+				a.failure = "did not start: " + a.failure
+			}
 			a.mu.Unlock()
 			level := slog.LevelError
 			if s.ctx.Err() != nil {

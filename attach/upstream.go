@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -265,6 +266,11 @@ func (u *upstream) abort(err error) error {
 }
 
 func (u *upstream) explain(err error) error {
+	if op, ok := unreachable(err); ok {
+		// mcp-go's transport says it three times over ("transport error:
+		// failed to send request: failed to send request: Post …").
+		err = brief{"cannot reach it: " + op.Error(), err}
+	}
 	if u.exited != nil {
 		select {
 		case <-u.exited:
@@ -282,6 +288,22 @@ func (u *upstream) explain(err error) error {
 	}
 	return err
 }
+
+// unreachable is the dial behind err that failed, when err is one: what a
+// long chain of wrapping says at its end. A dial the guard refused is not.
+func unreachable(err error) (*net.OpError, bool) {
+	var op *net.OpError
+	return op, errors.As(err, &op) && op.Op == "dial" && !errors.Is(err, guard.ErrRefused)
+}
+
+// brief says an error in fewer words, and unwraps to it.
+type brief struct {
+	msg string
+	err error
+}
+
+func (b brief) Error() string { return b.msg }
+func (b brief) Unwrap() error { return b.err }
 
 func (u *upstream) onNotification(n mcp.JSONRPCNotification) {
 	switch n.Method {

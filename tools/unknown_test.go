@@ -148,6 +148,11 @@ func TestPinnedDownTool(t *testing.T) {
 			t.Fatalf("a pinned server's tool, the server not up: %s %s", s.code(res), msg)
 		}
 		if strings.Contains(msg, "dead is down and lists no tools: ") {
+			// Briefly: the dial's own words, not mcp-go's chain of
+			// "failed to send request" around them.
+			if !strings.Contains(msg, "lists no tools: the server did not start: cannot reach it: dial tcp 127.0.0.1:") || strings.Contains(msg, "failed to send request") {
+				t.Fatalf("why it is down: %s", msg)
+			}
 			break
 		}
 		if time.Now().After(deadline) {
