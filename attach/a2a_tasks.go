@@ -533,6 +533,15 @@ func (s *Session) wait(ctx context.Context, t *task, timeout time.Duration, onUp
 	if err != nil {
 		return t.view(), fmt.Errorf("task %s is bound to %s: %w", id, t.agent.Name, err)
 	}
+	// The first look is made whatever the timeout, within the agent's
+	// call timeout: a wait of 0 asks for the task as it is now, not as the
+	// gateway last saw it.
+	look := ctx
+	if at := s.timeout(t.agent); at > timeout {
+		var cancel context.CancelFunc
+		look, cancel = context.WithTimeout(ctx, at)
+		defer cancel()
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	settled := func() bool {
@@ -545,7 +554,7 @@ func (s *Session) wait(ctx context.Context, t *task, timeout time.Duration, onUp
 		}
 		return answered == "" || t.statusMessageID() != answered
 	}
-	refresh := func() error {
+	refresh := func(ctx context.Context) error {
 		cur, err := conn.client.GetTask(ctx, &a2a.TaskQueryParams{ID: a2a.TaskID(id)})
 		if err != nil {
 			return describeA2AError(err)
@@ -555,8 +564,8 @@ func (s *Session) wait(ctx context.Context, t *task, timeout time.Duration, onUp
 		}
 		return nil
 	}
-	if err := refresh(); err != nil {
-		return t.view(), s.waitError(ctx, t, err)
+	if err := refresh(look); err != nil {
+		return t.view(), s.waitError(look, t, err)
 	}
 	if conn.streaming && !settled() {
 		for ev, err := range conn.client.ResubscribeToTask(ctx, &a2a.TaskIDParams{ID: a2a.TaskID(id)}) {
@@ -575,7 +584,7 @@ func (s *Session) wait(ctx context.Context, t *task, timeout time.Duration, onUp
 		if !sleep(ctx, 250*time.Millisecond) {
 			return t.view(), s.waitError(ctx, t, ctx.Err())
 		}
-		if err := refresh(); err != nil {
+		if err := refresh(ctx); err != nil {
 			return t.view(), s.waitError(ctx, t, err)
 		}
 	}
@@ -710,9 +719,37 @@ func (s *Session) Cancel(ctx context.Context, id string) (v TaskView, asked bool
 }
 
 // Tasks lists the session's tasks, oldest first.
-func (s *Session) Tasks() []TaskView {
-	var out []TaskView
-	for _, t := range s.tasks.all() {
+//
+// The unfinished ones are looked at first, at their agents, a few at a
+// time, each within its agent's call timeout: the gateway's view of a
+// task is fresh only while someone waits on it, and a listing of stale
+// states never showed a task finish. One that does not answer is listed
+// as last seen.
+func (s *Session) Tasks(ctx context.Context) []TaskView {
+	all := s.tasks.all()
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for _, t := range all {
+		if t.direct || t.final() {
+			continue
+		}
+		conn, err := t.agent.agentConn()
+		if err != nil {
+			continue
+		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			lctx, cancel := context.WithTimeout(ctx, s.timeout(t.agent))
+			defer cancel()
+			if cur, err := conn.client.GetTask(lctx, &a2a.TaskQueryParams{ID: a2a.TaskID(t.id)}); err == nil {
+				t.apply(cur)
+			}
+		})
+	}
+	wg.Wait()
+	out := make([]TaskView, 0, len(all))
+	for _, t := range all {
 		out = append(out, t.view())
 	}
 	return out

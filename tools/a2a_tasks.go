@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/ardgate/ardgate/attach"
+	"github.com/ardgate/ardgate/guard"
 )
 
 // Task waits: the default, and the most one call may wait.
@@ -72,8 +73,9 @@ func (g *Gateway) taskTools() []server.ServerTool {
 			messageSchema, hints{openWorld: true}, g.message),
 		newTool("cancel_task", "Cancel task", "Ask the agent to cancel a running task.",
 			taskIDSchema, hints{destructive: true, openWorld: true}, g.cancelTask),
-		newTool("list_tasks", "List tasks", "List this session's agent tasks, oldest first, with their states.",
-			noArguments, hints{readOnly: true, idempotent: true}, g.listTasks),
+		newTool("list_tasks", "List tasks", "List this session's agent tasks, oldest first: the newest limit of them, each with its state as its agent tells it now, "+
+			"and its last message; wait_task a task for all its messages and artifacts.",
+			listTasksSchema, hints{readOnly: true, idempotent: true, openWorld: true}, g.listTasks),
 	}
 }
 
@@ -184,15 +186,52 @@ func (g *Gateway) cancelTask(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	return result(out), nil
 }
 
+const listTasksSchema = `{
+  "type": "object",
+  "properties": {
+    "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "How many of the newest tasks to list (default 100)."}
+  },
+  "additionalProperties": false
+}`
+
+// taskSummary is a task in list_tasks: a task's whole view, messages and
+// artifacts, is wait_task's; a thousand of them made one frame of 16 MB.
+type taskSummary struct {
+	ID          string              `json:"task_id"`
+	Agent       string              `json:"agent"`
+	ContextID   string              `json:"context_id,omitempty"`
+	State       string              `json:"state"`
+	Final       bool                `json:"final"`
+	LastMessage *attach.TaskMessage `json:"last_message,omitempty"`
+	Messages    int                 `json:"messages"`
+	Artifacts   int                 `json:"artifacts"`
+}
+
 func (g *Gateway) listTasks(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var none struct{}
-	s, fail := g.begin(ctx, req, "list_tasks", &none)
+	var a struct {
+		Limit *int `json:"limit"`
+	}
+	s, fail := g.begin(ctx, req, "list_tasks", &a)
 	if fail != nil {
 		return fail, nil
 	}
-	tasks := s.att.Tasks()
-	if tasks == nil {
-		tasks = []attach.TaskView{}
+	limit := 100
+	if a.Limit != nil {
+		if limit = *a.Limit; limit < 1 || limit > 1000 {
+			return invalid("list_tasks", errors.New(`"limit" must be between 1 and 1000`)), nil
+		}
 	}
-	return result(map[string]any{"count": len(tasks), "tasks": tasks}), nil
+	tasks := s.att.Tasks(ctx)
+	shown := tasks[max(0, len(tasks)-limit):]
+	out := make([]taskSummary, 0, len(shown))
+	for _, v := range shown {
+		sum := taskSummary{ID: v.ID, Agent: v.Agent, ContextID: v.ContextID, State: v.State, Final: v.Final, Messages: len(v.Messages), Artifacts: len(v.Artifacts)}
+		if n := len(v.Messages); n > 0 {
+			last := v.Messages[n-1]
+			last.Text = guard.Text(last.Text, 300)
+			sum.LastMessage = &last
+		}
+		out = append(out, sum)
+	}
+	return result(map[string]any{"count": len(tasks), "shown": len(out), "tasks": out}), nil
 }

@@ -734,3 +734,44 @@ func TestTaskToolArguments(t *testing.T) {
 		t.Errorf("a wait of 0 s on a finished task: %+v", v)
 	}
 }
+
+// list_tasks, and wait_task with a timeout of 0, tell a task's state as
+// its agent tells it now: they told the state last seen, and a task
+// nobody waited on never finished in them. list_tasks lists the newest
+// limit tasks, each with its last message, not its whole view.
+func TestTaskStatesFresh(t *testing.T) {
+	s := helperAttached(t)
+	for _, m := range []string{"slow 200", "fail", "reply done"} {
+		s.task(s.call("spawn_agent", map[string]any{"message": m}))
+	}
+	time.Sleep(1500 * time.Millisecond) // all three have ended at the agent; nobody waited on them
+	var list struct {
+		Count, Shown int
+		Tasks        []struct {
+			State       string
+			Final       bool
+			LastMessage *struct{ Role, Text string } `json:"last_message"`
+		}
+	}
+	if err := json.Unmarshal(s.call("list_tasks", map[string]any{}).RawStructuredContent, &list); err != nil {
+		t.Fatal(err)
+	}
+	var states []string
+	for _, tk := range list.Tasks {
+		states = append(states, tk.State)
+	}
+	if list.Count != 3 || !slices.Equal(states, []string{"completed", "failed", "completed"}) || list.Tasks[1].LastMessage == nil ||
+		!strings.Contains(list.Tasks[1].LastMessage.Text, "the fixture failed as asked") {
+		t.Fatalf("list_tasks after the tasks ended: %+v", list)
+	}
+	v := s.task(s.call("spawn_agent", map[string]any{"message": "fail"}))
+	time.Sleep(500 * time.Millisecond)
+	if v = s.task(s.call("wait_task", map[string]any{"task_id": v.TaskID, "timeout_seconds": 0})); v.State != "failed" {
+		t.Fatalf("wait_task with 0 after the task failed: %+v", v)
+	}
+	list.Tasks = nil
+	if err := json.Unmarshal(s.call("list_tasks", map[string]any{"limit": 2}).RawStructuredContent, &list); err != nil || list.Count != 4 || list.Shown != 2 ||
+		list.Tasks[0].State != "completed" || list.Tasks[1].State != "failed" {
+		t.Fatalf("list_tasks with limit 2: %+v %v", list, err)
+	}
+}
