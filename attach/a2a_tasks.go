@@ -610,6 +610,9 @@ func (s *Session) Reply(ctx context.Context, id, message string, timeout time.Du
 	if t.direct {
 		return TaskView{}, fmt.Errorf("%w: task %s was a direct reply; start a new one with spawn_agent (context_id %s keeps the conversation)", ErrTaskFinished, id, t.contextID)
 	}
+	if t.final() { // before the agent: one detached ended its tasks
+		return t.view(), t.finished()
+	}
 	conn, err := t.agent.agentConn()
 	if err != nil {
 		return t.view(), fmt.Errorf("task %s is bound to %s: %w", id, t.agent.Name, err)
@@ -644,6 +647,13 @@ func (s *Session) Reply(ctx context.Context, id, message string, timeout time.Du
 			}
 			res, err = conn.client.SendMessage(ctx, &a2a.MessageSendParams{Message: msg})
 		}
+		if err != nil && asking {
+			// Refused while the gateway's view said it asked: the task
+			// may have ended since (refused tells that from the rest).
+			if cur, gerr := conn.client.GetTask(ctx, &a2a.TaskQueryParams{ID: a2a.TaskID(id)}); gerr == nil {
+				t.apply(cur)
+			}
+		}
 		return err
 	}); err != nil {
 		return t.view(), t.refused(err, asking)
@@ -666,10 +676,10 @@ func (t *task) finished() error {
 func (t *task) refused(err error, asking bool) error {
 	v := t.view()
 	switch {
-	case asking || errors.Is(err, ErrTimeout) || errors.Is(err, ErrUpstreamDown):
-		return err
 	case v.Final:
 		return fmt.Errorf("%w (the agent said: %v)", t.finished(), err)
+	case asking || errors.Is(err, ErrTimeout) || errors.Is(err, ErrUpstreamDown):
+		return err
 	}
 	return fmt.Errorf("%w: %s did not take the message, as task %s is %s; wait_task until it asks for input (input-required) or ends, or cancel_task it (the agent said: %v)",
 		ErrTaskBusy, t.agent.Name, t.id, v.State, err)

@@ -775,3 +775,29 @@ func TestTaskStatesFresh(t *testing.T) {
 		t.Fatalf("list_tasks with limit 2: %+v %v", list, err)
 	}
 }
+
+// A message to a task that has ended is task_finished, whatever the
+// gateway last saw: one answered with a wait of 0 and messaged again (the
+// agent's "task in a terminal state" came back as upstream_error), and
+// one its agent's detach ended (it said upstream_down).
+func TestMessageToEndedTask(t *testing.T) {
+	s := helperAttached(t)
+	for range 5 {
+		v := s.task(s.call("spawn_agent", map[string]any{"message": "ask"}))
+		v = s.task(s.call("wait_task", map[string]any{"task_id": v.TaskID, "timeout_seconds": 5}))
+		if v.State != "input-required" {
+			t.Fatalf("ask: %+v", v)
+		}
+		s.task(s.call("message_task", map[string]any{"task_id": v.TaskID, "message": "Zed", "timeout_seconds": 0}))
+		time.Sleep(100 * time.Millisecond) // it has answered
+		res := s.call("message_task", map[string]any{"task_id": v.TaskID, "message": "Zed again", "timeout_seconds": 0})
+		if s.code(res) != "task_finished" {
+			t.Fatalf("a second answer: %s %s", s.code(res), firstText(res))
+		}
+	}
+	v := s.task(s.call("spawn_agent", map[string]any{"message": "wait"}))
+	s.call("detach_resource", map[string]any{"name": "helper"})
+	if res := s.call("message_task", map[string]any{"task_id": v.TaskID, "message": "still there?"}); s.code(res) != "task_finished" {
+		t.Fatalf("a message to a task its agent's detach ended: %s %s", s.code(res), firstText(res))
+	}
+}
