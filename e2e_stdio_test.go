@@ -741,6 +741,11 @@ func TestStdioSecondSignalStopsAtOnce(t *testing.T) {
 	_ = g.cmd.Process.Signal(syscall.SIGTERM)
 	time.Sleep(300 * time.Millisecond)
 	_ = g.cmd.Process.Signal(syscall.SIGTERM)
+	// The cut call is answered, saying the shutdown cut it (it said
+	// "cancelled: context canceled", as if the client had).
+	if m := g.response(); m["id"] != float64(50) || !strings.Contains(fmt.Sprint(m["result"]), "code:shutting_down") {
+		t.Fatalf("the call cut by the shutdown: %v", m)
+	}
 	done := make(chan error, 1)
 	go func() { done <- g.cmd.Wait() }()
 	select {

@@ -151,6 +151,8 @@ func (g *Gateway) followTask(ctx context.Context, req mcp.CallToolRequest, tool 
 	}
 	progress := g.reportProgress(ctx, req, 0)
 	defer progress.stop()
+	ctx, stop := g.untilStopping(ctx)
+	defer stop()
 	var v attach.TaskView
 	var err error
 	if tool == "message_task" {
@@ -158,10 +160,32 @@ func (g *Gateway) followTask(ctx context.Context, req mcp.CallToolRequest, tool 
 	} else {
 		v, err = s.att.Wait(ctx, a.TaskID, a.timeout(), progress.tasks())
 	}
-	if err != nil {
+	switch {
+	case err != nil && errors.Is(context.Cause(ctx), errStopping):
+		return failure("shutting_down", "the gateway is shutting down: it stopped waiting on task %s (%s when last seen); the session's tasks are cancelled at their agents as it ends", a.TaskID, v.State)
+	case err != nil:
 		return g.failed(err)
 	}
 	return result(v)
+}
+
+// errStopping ends waits on tasks when the gateway starts to drain: a
+// wait holds no work of its own, and held the drain, and the exit, for
+// its whole timeout.
+var errStopping = errors.New("the gateway is shutting down")
+
+// untilStopping is ctx, ended with errStopping when the drain starts.
+func (g *Gateway) untilStopping(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-g.stopping:
+			cancel(errStopping)
+		case <-done:
+		}
+	}()
+	return ctx, func() { close(done); cancel(nil) }
 }
 
 func (g *Gateway) cancelTask(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

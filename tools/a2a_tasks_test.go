@@ -801,3 +801,32 @@ func TestMessageToEndedTask(t *testing.T) {
 		t.Fatalf("a message to a task its agent's detach ended: %s %s", s.code(res), firstText(res))
 	}
 }
+
+// A wait on a task ends when the gateway starts to drain, saying so: it
+// holds no work of its own, and held the drain, and the exit, for its
+// whole timeout (and the exit status said calls were cut).
+func TestDrainEndsWaits(t *testing.T) {
+	agent := a2afixture.Start(t)
+	tg := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:helper", agent.URL+"/.well-known/agent-card.json"))
+	s := tg.connect(t)
+	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:helper"}); res.IsError {
+		t.Fatal(firstText(res))
+	}
+	v := s.task(s.call("spawn_agent", map[string]any{"message": "wait"}))
+	waited := make(chan *mcp.CallToolResult, 1)
+	go func() { waited <- s.call("wait_task", map[string]any{"task_id": v.TaskID, "timeout_seconds": 60}) }()
+	time.Sleep(300 * time.Millisecond) // it waits
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tg.g.Drain(ctx); err != nil {
+		t.Fatalf("drain: %v", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the drain took %s", took)
+	}
+	res := <-waited
+	if s.code(res) != "shutting_down" || !strings.Contains(firstText(res), "it stopped waiting on task "+v.TaskID) {
+		t.Fatalf("the wait at the drain: %s %s", s.code(res), firstText(res))
+	}
+}

@@ -53,6 +53,11 @@ func (g *Gateway) forward(ctx context.Context, req mcp.CallToolRequest, name str
 // callFailed is the result of a proxied call that failed, counted against
 // its upstream.
 func (g *Gateway) callFailed(ctx context.Context, s *session, name string, err error) *mcp.CallToolResult {
+	if g.draining.Load() && (ctx.Err() != nil || errors.Is(err, context.Canceled)) {
+		// Cut by the end of the drain, not by the client: said as over
+		// HTTP, where the session's close says it.
+		return failure("shutting_down", "the call to %s was cut: the gateway is shutting down, and the time it gave running calls ran out; reconnect and try again", name)
+	}
 	if ctx.Err() != nil {
 		return failure("cancelled", "the call to %s was cancelled: %v", name, context.Cause(ctx))
 	}

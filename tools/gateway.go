@@ -40,6 +40,8 @@ type Gateway struct {
 	inflight sync.WaitGroup // tool calls running, for Drain
 	running  atomic.Int64   // how many, for Drain's report
 	draining atomic.Bool
+	stopping chan struct{} // closed when the drain starts, ending waits on tasks
+	stopOnce sync.Once
 
 	// sessions maps MCP session ids to sessions. Every call looks its
 	// session up, so reads take no lock; mu only orders creation.
@@ -148,7 +150,7 @@ func New(manager *attach.Manager, log *slog.Logger, opts Options) *Gateway {
 	if opts.ProgressBeat == 0 {
 		opts.ProgressBeat = DefaultProgressBeat
 	}
-	g := &Gateway{manager: manager, log: log, started: time.Now(), opts: opts, metrics: newMetrics(manager)}
+	g := &Gateway{manager: manager, log: log, started: time.Now(), opts: opts, metrics: newMetrics(manager), stopping: make(chan struct{})}
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(g.onRegister)
 	hooks.AddOnUnregisterSession(g.onUnregister)
@@ -460,6 +462,7 @@ func exposed(t attach.Tool) mcp.Tool {
 // ErrCallsCut, saying how many, when ctx ended first.
 func (g *Gateway) Drain(ctx context.Context) error {
 	g.draining.Store(true)
+	g.stopOnce.Do(func() { close(g.stopping) })
 	done := make(chan struct{})
 	go func() { g.inflight.Wait(); close(done) }()
 	select {
