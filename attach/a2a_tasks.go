@@ -728,15 +728,18 @@ func (s *Session) Cancel(ctx context.Context, id string) (v TaskView, asked bool
 	return t.view(), true, nil
 }
 
-// Tasks lists the session's tasks, oldest first.
+// Tasks lists the session's newest tasks, oldest first, and says how many
+// it has in all.
 //
 // The unfinished ones are looked at first, at their agents, a few at a
 // time, each within its agent's call timeout: the gateway's view of a
 // task is fresh only while someone waits on it, and a listing of stale
 // states never showed a task finish. One that does not answer is listed
 // as last seen.
-func (s *Session) Tasks(ctx context.Context) []TaskView {
+func (s *Session) Tasks(ctx context.Context, newest int) (views []TaskView, total int) {
 	all := s.tasks.all()
+	total = len(all)
+	all = all[max(0, total-newest):]
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
 	for _, t := range all {
@@ -758,11 +761,11 @@ func (s *Session) Tasks(ctx context.Context) []TaskView {
 		})
 	}
 	wg.Wait()
-	out := make([]TaskView, 0, len(all))
+	views = make([]TaskView, 0, len(all))
 	for _, t := range all {
-		out = append(out, t.view())
+		views = append(views, t.view())
 	}
-	return out
+	return views, total
 }
 
 // cancelUnfinished cancels, best effort and in parallel, every task of

@@ -245,8 +245,7 @@ func (g *Gateway) listTasks(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 			return invalid("list_tasks", errors.New(`"limit" must be between 1 and 1000`)), nil
 		}
 	}
-	tasks := s.att.Tasks(ctx)
-	shown := tasks[max(0, len(tasks)-limit):]
+	shown, total := s.att.Tasks(ctx, limit)
 	out := make([]taskSummary, 0, len(shown))
 	for _, v := range shown {
 		sum := taskSummary{ID: v.ID, Agent: v.Agent, ContextID: v.ContextID, State: v.State, Final: v.Final, Messages: len(v.Messages), Artifacts: len(v.Artifacts)}
@@ -257,5 +256,5 @@ func (g *Gateway) listTasks(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		}
 		out = append(out, sum)
 	}
-	return result(map[string]any{"count": len(tasks), "shown": len(out), "tasks": out}), nil
+	return result(map[string]any{"count": total, "shown": len(out), "tasks": out}), nil
 }

@@ -110,7 +110,6 @@ func (g *Gateway) admit(s *session, name string, args func() string) (a admissio
 	if g.draining.Load() {
 		return admission{}, failure("shutting_down", "the gateway is shutting down; reconnect and try again")
 	}
-	g.inflight.Add(1)
 	g.running.Add(1)
 	a = admission{g: g, name: name, start: time.Now()}
 	if s == nil {
@@ -143,7 +142,6 @@ type admission struct {
 func (a admission) end(failed bool) {
 	a.g.metrics.observe(a.name, time.Since(a.start), failed)
 	a.g.running.Add(-1)
-	a.g.inflight.Done()
 }
 
 // audit writes the structured line kept for every attach, detach and

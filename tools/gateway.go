@@ -37,8 +37,7 @@ type Gateway struct {
 	// own are the gateway's own tools, encoded, by name (fastlist.go).
 	own []ownTool
 
-	inflight sync.WaitGroup // tool calls running, for Drain
-	running  atomic.Int64   // how many, for Drain's report
+	running  atomic.Int64 // tool calls running, for Drain
 	draining atomic.Bool
 	stopping chan struct{} // closed when the drain starts, ending waits on tasks
 	stopOnce sync.Once
@@ -463,14 +462,18 @@ func exposed(t attach.Tool) mcp.Tool {
 func (g *Gateway) Drain(ctx context.Context) error {
 	g.draining.Store(true)
 	g.stopOnce.Do(func() { close(g.stopping) })
-	done := make(chan struct{})
-	go func() { g.inflight.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("shutdown: %w (%d of them)", ErrCallsCut, g.running.Load())
+	// Counted, and looked at every 10 ms: a WaitGroup's Wait may not run
+	// beside the Add of a call admitted as the drain starts.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for g.running.Load() > 0 {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return fmt.Errorf("shutdown: %w (%d of them)", ErrCallsCut, g.running.Load())
+		}
 	}
+	return nil
 }
 
 // Close ends every session: upstream processes are killed and connections
