@@ -97,6 +97,10 @@ func (m message) refusal() (msg []byte, drop bool) {
 		return nil, true
 	case m.ID != nil && m.Result == nil:
 		return m.refused("a message with an id must have a method (a request), or a result or an error (a response)"), false
+	case m.Method == nil && m.ID == nil && m.Result == nil && m.Error == nil:
+		// Neither a request, a notification nor a response: went
+		// unanswered, where JSON-RPC answers an invalid request.
+		return m.refused("a message must have a method (a request or a notification), or an id with a result or an error (a response)"), false
 	}
 	return nil, false
 }

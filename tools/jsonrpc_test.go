@@ -27,6 +27,8 @@ var refusals = []struct {
 	{`{"jsonrpc":"2.0","id":-9007199254740993,"method":"ping"}`, bigIDRefusal},
 	{`{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}`, bigIDRefusal},
 	{`{"jsonrpc":"2.0","id":1e300,"method":"ping"}`, bigIDRefusal},
+	{`{"jsonrpc":"2.0"}`, []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"a message must have a method (a request or a notification), or an id with a result or an error (a response)"}}`)},
+	{`{}`, []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"a message must have a method (a request or a notification), or an id with a result or an error (a response)"}}`)},
 	{`{"jsonrpc":"2.0","id":10}`, []byte(`{"jsonrpc":"2.0","id":10,"error":{"code":-32600,"message":"a message with an id must have a method (a request), or a result or an error (a response)"}}`)},
 	{`{"jsonrpc":"2.0","id":"m","method":5}`, []byte(`{"jsonrpc":"2.0","id":"m","error":{"code":-32600,"message":"a request's method must be a string"}}`)},
 	{`{"jsonrpc":"2.0","id":true,"method":5}`, []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"a request's method must be a string"}}`)},
