@@ -229,6 +229,16 @@ func keepSaid(prev, next *a2a.Task) {
 	}
 }
 
+// look asks the agent for the task as it is now and records it; changed
+// says whether anything a caller would see changed.
+func (t *task) look(ctx context.Context, conn *agentConn) (changed bool, err error) {
+	cur, err := conn.client.GetTask(ctx, &a2a.TaskQueryParams{ID: a2a.TaskID(t.id)})
+	if err != nil {
+		return false, err
+	}
+	return t.apply(cur), nil
+}
+
 // isStatus tells whether m is t's status message.
 func isStatus(t *a2a.Task, m *a2a.Message) bool {
 	return t.Status.Message != nil && t.Status.Message.ID == m.ID
@@ -555,11 +565,11 @@ func (s *Session) wait(ctx context.Context, t *task, timeout time.Duration, onUp
 		return answered == "" || t.statusMessageID() != answered
 	}
 	refresh := func(ctx context.Context) error {
-		cur, err := conn.client.GetTask(ctx, &a2a.TaskQueryParams{ID: a2a.TaskID(id)})
+		changed, err := t.look(ctx, conn)
 		if err != nil {
 			return describeA2AError(err)
 		}
-		if t.apply(cur) && onUpdate != nil {
+		if changed && onUpdate != nil {
 			onUpdate(t.view())
 		}
 		return nil
@@ -634,8 +644,7 @@ func (s *Session) Reply(ctx context.Context, id, message string, timeout time.Du
 			// question is taken in first, so that it reads before the
 			// answer in the task's history, and wait knows what was
 			// answered.
-			if cur, gerr := conn.client.GetTask(ctx, &a2a.TaskQueryParams{ID: a2a.TaskID(id)}); gerr == nil {
-				t.apply(cur)
+			if _, gerr := t.look(ctx, conn); gerr == nil {
 				asking = t.asking()
 			}
 		}
@@ -650,9 +659,7 @@ func (s *Session) Reply(ctx context.Context, id, message string, timeout time.Du
 		if err != nil && asking {
 			// Refused while the gateway's view said it asked: the task
 			// may have ended since (refused tells that from the rest).
-			if cur, gerr := conn.client.GetTask(ctx, &a2a.TaskQueryParams{ID: a2a.TaskID(id)}); gerr == nil {
-				t.apply(cur)
-			}
+			_, _ = t.look(ctx, conn)
 		}
 		return err
 	}); err != nil {
@@ -755,9 +762,7 @@ func (s *Session) Tasks(ctx context.Context, newest int) (views []TaskView, tota
 			defer func() { <-sem }()
 			lctx, cancel := context.WithTimeout(ctx, s.timeout(t.agent))
 			defer cancel()
-			if cur, err := conn.client.GetTask(lctx, &a2a.TaskQueryParams{ID: a2a.TaskID(t.id)}); err == nil {
-				t.apply(cur)
-			}
+			_, _ = t.look(lctx, conn) // one that does not answer stays as last seen
 		})
 	}
 	wg.Wait()

@@ -177,15 +177,8 @@ var errStopping = errors.New("the gateway is shutting down")
 // untilStopping is ctx, ended with errStopping when the drain starts.
 func (g *Gateway) untilStopping(ctx context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-g.stopping:
-			cancel(errStopping)
-		case <-done:
-		}
-	}()
-	return ctx, func() { close(done); cancel(nil) }
+	unhook := context.AfterFunc(g.stopping, func() { cancel(errStopping) })
+	return ctx, func() { unhook(); cancel(nil) }
 }
 
 func (g *Gateway) cancelTask(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -39,8 +39,9 @@ type Gateway struct {
 
 	running  atomic.Int64 // tool calls running, for Drain
 	draining atomic.Bool
-	stopping chan struct{} // closed when the drain starts, ending waits on tasks
-	stopOnce sync.Once
+	// stopping ends when the drain starts, ending waits on tasks.
+	stopping context.Context
+	stop     context.CancelFunc
 
 	// sessions maps MCP session ids to sessions. Every call looks its
 	// session up, so reads take no lock; mu only orders creation.
@@ -149,7 +150,8 @@ func New(manager *attach.Manager, log *slog.Logger, opts Options) *Gateway {
 	if opts.ProgressBeat == 0 {
 		opts.ProgressBeat = DefaultProgressBeat
 	}
-	g := &Gateway{manager: manager, log: log, started: time.Now(), opts: opts, metrics: newMetrics(manager), stopping: make(chan struct{})}
+	g := &Gateway{manager: manager, log: log, started: time.Now(), opts: opts, metrics: newMetrics(manager)}
+	g.stopping, g.stop = context.WithCancel(context.Background())
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(g.onRegister)
 	hooks.AddOnUnregisterSession(g.onUnregister)
@@ -461,7 +463,7 @@ func exposed(t attach.Tool) mcp.Tool {
 // ErrCallsCut, saying how many, when ctx ended first.
 func (g *Gateway) Drain(ctx context.Context) error {
 	g.draining.Store(true)
-	g.stopOnce.Do(func() { close(g.stopping) })
+	g.stop()
 	// Counted, and looked at every 10 ms: a WaitGroup's Wait may not run
 	// beside the Add of a call admitted as the drain starts.
 	tick := time.NewTicker(10 * time.Millisecond)
