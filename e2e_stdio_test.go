@@ -100,6 +100,20 @@ func TestStdioEverythingEndToEnd(t *testing.T) {
 		t.Fatalf("log message relayed as %+v; want the logger everything", n.Params.AdditionalFields)
 	}
 
+	// Its prompts and resources: a prompt under the exposed name, a
+	// resource read by the server's template.
+	ctx := context.Background()
+	var get mcp.GetPromptRequest
+	get.Params.Name = "mcp_everything__simple-prompt"
+	if p, err := g.c.GetPrompt(ctx, get); err != nil || len(p.Messages) != 1 || p.Messages[0].Content.(mcp.TextContent).Text != "This is a simple prompt without arguments." {
+		t.Fatalf("prompts/get %s: %+v %v", get.Params.Name, p, err)
+	}
+	var read mcp.ReadResourceRequest
+	read.Params.URI = "demo://resource/dynamic/text/1"
+	if r, err := g.c.ReadResource(ctx, read); err != nil || len(r.Contents) != 1 || !strings.HasPrefix(r.Contents[0].(mcp.TextResourceContents).Text, "Resource 1: ") {
+		t.Fatalf("resources/read %s: %+v %v", read.Params.URI, r, err)
+	}
+
 	pid := g.pidOf("everything")
 	g.drainNotes()
 	var det struct{ Status string }

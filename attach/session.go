@@ -552,15 +552,15 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 // upstream's own tools/list_changed to refresh them.
 func (s *Session) connect(ctx context.Context, a *Attachment, plan Plan, progress func(string)) (*upstream, []Tool, error) {
 	up, list, err := s.m.open(ctx, plan, s.m.Log.With("session", s.ID, "upstream", a.Name), progress,
-		watch{toolsChanged: func() { s.refresh(a) }, log: func(m LogMessage) { s.log(a, m) }})
+		watch{listsChanged: func() { s.refresh(a) }, log: func(m LogMessage) { s.log(a, m) }})
 	if err != nil {
 		return nil, nil, err
 	}
 	return up, a.expose(list), nil
 }
 
-// refresh re-lists an attachment's tools after the upstream said they
-// changed.
+// refresh re-lists an attachment's tools, prompts and resources after the
+// upstream said some changed.
 func (s *Session) refresh(a *Attachment) {
 	a.mu.Lock()
 	up := a.up
@@ -570,9 +570,11 @@ func (s *Session) refresh(a *Attachment) {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
 	defer cancel()
+	up.listOffers(ctx)
 	list, err := up.listTools(ctx)
 	if err != nil {
 		s.m.Log.Warn("re-listing tools failed", "session", s.ID, "upstream", a.Name, "err", err)
+		s.changed() // the prompts and resources may have
 		return
 	}
 	a.mu.Lock()
@@ -775,13 +777,23 @@ func (s *Session) CallRaw(ctx context.Context, name string, args json.RawMessage
 // call's time limits (clock.go), turning what went wrong into a sentence
 // that says what to do. progress is the call's, if it asked for it.
 func (s *Session) call(ctx context.Context, name string, progress *Progress, do func(context.Context, *upstream, string) error) error {
-	att, up, tool, limits := s.target(name)
+	att, tool := s.route(name)
 	if att == nil {
 		return fmt.Errorf("%q: %w", name, ErrUnknownTool)
 	}
+	return s.run(ctx, att, tool, progress, do)
+}
+
+// run runs do with att's live upstream and what, the tool (or the prompt
+// or resource) asked for, within the time limits of a call to it.
+func (s *Session) run(ctx context.Context, att *Attachment, what string, progress *Progress, do func(context.Context, *upstream, string) error) error {
+	att.mu.Lock()
+	up := att.up
+	att.mu.Unlock()
 	if up == nil {
 		return fmt.Errorf("%s is still starting; try again shortly", att.Name)
 	}
+	limits := s.limits(att)
 	start := time.Now()
 	ctx, cancel := limits.within(ctx, progress)
 	defer cancel()
@@ -790,12 +802,12 @@ func (s *Session) call(ctx context.Context, name string, progress *Progress, do 
 			up = fresh
 		}
 	}
-	err := do(ctx, up, tool)
+	err := do(ctx, up, what)
 	var out error
 	if context.Cause(ctx) == errOutOfTime {
-		out = limits.outOfTime(att, tool, time.Since(start), progress)
+		out = limits.outOfTime(att, what, time.Since(start), progress)
 	}
-	return callError(att, tool, err, out)
+	return callError(att, what, err, out)
 }
 
 // reviveEvery is how often a call may try to reach a remote that went

@@ -48,7 +48,7 @@ func (m *Manager) shared(ctx context.Context, p config.Server, s *Session, a *At
 			c.up.close()
 		}
 		c.up, c.tools = nil, nil
-		up, tools, err := m.open(ctx, m.pinnedPlan(p), m.Log.With("upstream", p.Name, "shared", true), nil, watch{toolsChanged: func() { m.refreshShared(c) }})
+		up, tools, err := m.open(ctx, m.pinnedPlan(p), m.Log.With("upstream", p.Name, "shared", true), nil, watch{listsChanged: func() { m.refreshShared(c) }})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -72,8 +72,9 @@ func (m *Manager) release(a *Attachment) {
 	c.mu.Unlock()
 }
 
-// refreshShared re-lists a shared server's tools once after it said they
-// changed, and gives every session using it the new list.
+// refreshShared re-lists a shared server's tools, prompts and resources
+// once after it said some changed, and gives every session using it the
+// new lists.
 func (m *Manager) refreshShared(c *sharedConn) {
 	c.mu.Lock()
 	up := c.up
@@ -83,6 +84,7 @@ func (m *Manager) refreshShared(c *sharedConn) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	up.listOffers(ctx)
 	list, err := up.listTools(ctx)
 	if err != nil {
 		m.Log.Warn("re-listing a shared server's tools failed", "err", err)

@@ -49,13 +49,18 @@ type upstream struct {
 	downWhy  string // why the upstream is down; "" while up
 	progress map[string]func(mcp.JSONRPCNotification)
 
-	// onToolsChanged runs when the server says its tool list changed, on
-	// a goroutine of its own and one run at a time (toolsChanged). Both
-	// are guarded by mu.
-	onToolsChanged func()
+	// onListsChanged runs when the server says its tools, prompts or
+	// resources changed, on a goroutine of its own and one run at a time
+	// (listsChanged). Both are guarded by mu.
+	onListsChanged func()
 	refreshing     refreshState
-	// toolsChange is whether the server declared it says so.
-	toolsChange bool
+	// listsChange is whether the server declared it says so.
+	listsChange bool
+
+	// hasPrompts and hasResources: the server declared them; offered is
+	// what it last listed of them (offers.go).
+	hasPrompts, hasResources bool
+	offered                  atomic.Pointer[offers]
 
 	// onLog hears the server's log messages; guarded by mu. logs is
 	// whether the server declared it logs (logging.go).
@@ -147,21 +152,25 @@ func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progres
 	if u.post != nil {
 		u.post.version = res.ProtocolVersion
 	}
-	u.toolsChange = res.Capabilities.Tools != nil && res.Capabilities.Tools.ListChanged
+	c := res.Capabilities
+	u.hasPrompts, u.hasResources = c.Prompts != nil, c.Resources != nil
+	u.listsChange = c.Tools != nil && c.Tools.ListChanged || c.Prompts != nil && c.Prompts.ListChanged || c.Resources != nil && c.Resources.ListChanged
 	u.logs = res.Capabilities.Logging != nil
 	return u, nil
 }
 
 // watch is what hears an upstream's notices once its tools are listed.
 type watch struct {
-	// toolsChanged runs when the server says its tool list changed.
-	toolsChanged func()
+	// listsChanged runs when the server says its tools, prompts or
+	// resources changed.
+	listsChanged func()
 	// log, when not nil, hears its log messages.
 	log func(LogMessage)
 }
 
-// open dials the upstream and lists its tools; then w hears its notices.
-// A streamable HTTP server that declared it says its tools changed is
+// open dials the upstream and lists its tools, prompts and resources; then
+// w hears its notices. A streamable HTTP server that declared it says its
+// tools (prompts, resources) changed is
 // listened to between calls for that (listen.go), as is one that logs once
 // the client set a level (logging.go); of the others, the gateway hears
 // only what they say during a call. Over stdio and SSE, mcp-go's transport
@@ -179,10 +188,11 @@ func (m *Manager) open(ctx context.Context, plan Plan, log *slog.Logger, progres
 		up.close()
 		return nil, nil, fmt.Errorf("list tools: %w", err)
 	}
+	up.listOffers(ctx)
 	up.mu.Lock()
-	up.onToolsChanged, up.onLog = w.toolsChanged, w.log
+	up.onListsChanged, up.onLog = w.listsChanged, w.log
 	up.mu.Unlock()
-	if up.toolsChange {
+	if up.listsChange {
 		up.listen()
 	}
 	return up, list, nil
@@ -307,8 +317,8 @@ func (b brief) Unwrap() error { return b.err }
 
 func (u *upstream) onNotification(n mcp.JSONRPCNotification) {
 	switch n.Method {
-	case string(mcp.MethodNotificationToolsListChanged):
-		u.toolsChanged()
+	case string(mcp.MethodNotificationToolsListChanged), string(mcp.MethodNotificationPromptsListChanged), string(mcp.MethodNotificationResourcesListChanged):
+		u.listsChanged()
 	case string(mcp.MethodNotificationProgress):
 		tok := fmt.Sprint(n.Params.AdditionalFields["progressToken"])
 		u.mu.Lock()
@@ -332,17 +342,17 @@ type refreshState int
 
 const (
 	refreshIdle    refreshState = iota
-	refreshRunning              // onToolsChanged runs
+	refreshRunning              // onListsChanged runs
 	refreshAgain                // and runs once more after
 )
 
-// toolsChanged runs onToolsChanged, one run at a time: however often the
-// server says its tools changed while a run lists them, one more run
+// listsChanged runs onListsChanged, one run at a time: however often the
+// server says its lists changed while a run lists them, one more run
 // follows. A server that floods the notice costs a re-listing or two, not
 // a goroutine and a tools/list each.
-func (u *upstream) toolsChanged() {
+func (u *upstream) listsChanged() {
 	u.mu.Lock()
-	run, state := u.onToolsChanged, u.refreshing
+	run, state := u.onListsChanged, u.refreshing
 	if run != nil { // else not listed yet: the listing to come is new
 		u.refreshing = min(state+1, refreshAgain)
 	}

@@ -147,7 +147,7 @@ func (g *Gateway) detach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 
 func (g *Gateway) listTool() server.ServerTool {
 	return newTool("list_attached_resources", "List attached resources",
-		"List this session's attachments with their status (up, starting, down) and tool counts.",
+		"List this session's attachments with their status (up, starting, down) and counts of their tools, prompts and resources.",
 		noArguments, hints{readOnly: true, idempotent: true}, g.list)
 }
 
@@ -161,6 +161,10 @@ type listedAttachment struct {
 	Status     string `json:"status"`
 	WhyDown    string `json:"why_down,omitempty"`
 	ToolsCount int    `json:"tools_count"`
+	// The server's prompts, resources and resource templates (offers.go).
+	PromptsCount   int `json:"prompts_count,omitempty"`
+	ResourcesCount int `json:"resources_count,omitempty"`
+	TemplatesCount int `json:"resource_templates_count,omitempty"`
 	// OnlyTools are the config's patterns of the tools let through.
 	OnlyTools  []string `json:"only_tools,omitempty"`
 	PID        int      `json:"pid,omitempty"`
@@ -183,9 +187,12 @@ func (g *Gateway) list(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	}{Count: len(atts), Max: s.att.Max(), Attachments: []listedAttachment{}}
 	for _, a := range atts {
 		status, why := a.Status()
+		prompts, resources, templates := a.OfferCounts()
 		out.Attachments = append(out.Attachments, listedAttachment{
 			URN: a.URN, Name: a.Name, Kind: a.Kind, MediaType: a.MediaType, RegistryID: a.RegistryID,
-			Endpoint: a.Endpoint, Status: status, WhyDown: guard.Text(why, 500), ToolsCount: len(a.Tools()), OnlyTools: a.Only, PID: a.PID(), Protocol: a.Protocol(),
+			Endpoint: a.Endpoint, Status: status, WhyDown: guard.Text(why, 500), ToolsCount: len(a.Tools()),
+			PromptsCount: prompts, ResourcesCount: resources, TemplatesCount: templates,
+			OnlyTools: a.Only, PID: a.PID(), Protocol: a.Protocol(),
 			Pinned: a.Pinned, AttachedAt: a.AttachedAt.UTC().Format(time.RFC3339),
 		})
 	}

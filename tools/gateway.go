@@ -120,6 +120,10 @@ type session struct {
 	// notices is where the MCP server queues the session's notifications
 	// (tools/list_changed); set once it registered the session.
 	notices atomic.Pointer[chan<- mcp.JSONRPCNotification]
+	// prompts and resources are what the session's client was last told
+	// of its prompts and of its resources (offersChanged); guarded by
+	// syncMu.
+	prompts, resources string
 	// streams counts the session's open GET streams; clock winds the
 	// server's idle clock while the session is busy (busyClock), started
 	// once.
@@ -164,6 +168,10 @@ func New(manager *attach.Manager, log *slog.Logger, opts Options) *Gateway {
 	// (a refused call is traced too).
 	g.mcp = server.NewMCPServer("ardgate", opts.Version, append(opts.Tracing.ServerOptions(),
 		server.WithToolCapabilities(true),
+		// The attached servers' prompts and resources (offers.go); no
+		// subscriptions to resources.
+		server.WithPromptCapabilities(true),
+		server.WithResourceCapabilities(false, true),
 		server.WithLogging(), // clients may set a level; conformance checks logging/setLevel
 		server.WithHooks(hooks),
 		server.WithRecovery(),
@@ -321,6 +329,7 @@ func (g *Gateway) sync(s *session) {
 	// The fast path takes the new set first: the tools/list_changed sent
 	// below may bring a call of a new tool at once.
 	s.tools.Store(&tools)
+	g.offersChanged(s)
 	gone, add := changes(s.listedTools(), want)
 	if len(gone) == 0 && len(add) == 0 {
 		return

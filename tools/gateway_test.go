@@ -157,17 +157,7 @@ func (s *clientSession) tools() []string {
 	return names
 }
 
-func (s *clientSession) listChanged() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, note := range s.notes {
-		if note.Method == string(mcp.MethodNotificationToolsListChanged) {
-			n++
-		}
-	}
-	return n
-}
+func (s *clientSession) listChanged() int { return s.count(mcp.MethodNotificationToolsListChanged) }
 
 func firstText(res *mcp.CallToolResult) string {
 	if len(res.Content) == 0 {

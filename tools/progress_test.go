@@ -359,7 +359,7 @@ func TestServerCallProgressOnItsStream(t *testing.T) {
 			switch {
 			case m.Method == string(mcp.MethodNotificationProgress) && m.Params.ProgressToken == token && m.Params.Progress > last && n >= 0:
 				last, n = m.Params.Progress, n+1
-			case m.Method == string(mcp.MethodNotificationToolsListChanged):
+			case strings.HasSuffix(m.Method, "/list_changed"): // tools, prompts, resources
 			case m.ID != nil && *m.ID == id && n > 0:
 				n = -n // the answer: nothing may follow
 			default:

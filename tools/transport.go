@@ -167,6 +167,9 @@ func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
 			r.reply(f, &r.held)
 			return true
 		}
+		if r.offers(ctx, s, line) {
+			return true
+		}
 		// Looked for only now: a call's frame may be large, and a
 		// notice is never a call.
 		if id, stopped := r.inFlight.cancel(line); id != "" && !stopped {
@@ -524,6 +527,11 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 			return
 		}
 		if s != nil && err == nil && ok && h.fastAnswer(w, r, s, body) {
+			return
+		}
+		if s != nil && err == nil && h.offers(w, r, s, body) {
+			// Answered even while the server holds notifications for the
+			// session: it has no prompts or resources to answer with.
 			return
 		}
 		var m message

@@ -24,6 +24,7 @@
 //   - big {bytes: integer}: returns one text content of that many 'x' bytes.
 //   - garbage {}: on stdio, writes a line that is not JSON and a reply to
 //     a request nobody sent, then answers normally.
+//   - offer {name}: adds a prompt and a resource (offers.go).
 //
 // Handlers never panic on missing or mistyped arguments: they return an
 // error result (isError: true) with a sentence saying what was wrong.
@@ -116,10 +117,12 @@ const SchemaProbeInputSchema = `{
 }`
 
 // New returns an MCP server named name (version [Version]) that advertises
-// tool capabilities with listChanged and logging, and serves the fixture's
-// tools.
+// tool, prompt and resource capabilities with listChanged and logging, and
+// serves the fixture's tools, prompts and resources (offers.go).
 func New(name string) *server.MCPServer {
-	s := server.NewMCPServer(name, Version, server.WithToolCapabilities(true), server.WithLogging())
+	s := server.NewMCPServer(name, Version, server.WithToolCapabilities(true), server.WithLogging(),
+		server.WithPromptCapabilities(true), server.WithResourceCapabilities(false, true))
+	addOffers(s)
 
 	s.AddTool(mcp.NewTool("echo",
 		mcp.WithDescription("Returns message unchanged."),

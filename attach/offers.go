@@ -1,0 +1,385 @@
+package attach
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/yosida95/uritemplate/v3"
+
+	"github.com/ardgate/ardgate/guard"
+)
+
+// What an MCP server offers beside its tools: prompts, resources and
+// resource templates. The gateway lists them when the server is attached
+// (if it declared them), again when it says they changed, and serves
+// them to the session's client: prompts under exposed names,
+// mcp_<attachment>__<prompt>, as tools are named; resources under their
+// own URIs, which tool results link to and which cannot be renamed
+// without breaking those links. A read goes to the server that listed the
+// URI, or whose template matches it.
+
+// Sentinel errors of prompts and resources.
+var (
+	ErrUnknownPrompt   = errors.New("no attached server has this prompt")
+	ErrUnknownResource = errors.New("no attached server has this resource")
+)
+
+// Prompt is one upstream prompt as the session exposes it.
+type Prompt struct {
+	// Name is the exposed name, mcp_<attachment>__<prompt>.
+	Name       string
+	Attachment string
+	// Upstream is the server's name for it.
+	Upstream string
+	// Listed is the server's definition under the exposed name, as
+	// prompts/list lists it.
+	Listed json.RawMessage
+}
+
+// Resource is one resource, or resource template, of an attached server,
+// as the server listed it.
+type Resource struct {
+	// URI is the resource's uri, or the template's uriTemplate.
+	URI        string
+	Attachment string
+	Listed     json.RawMessage
+}
+
+// AnswerError is a JSON-RPC error a server answered a request with; the
+// client gets its code and message.
+type AnswerError struct {
+	Server  string
+	Method  string
+	Code    int
+	Message string
+}
+
+func (e *AnswerError) Error() string {
+	return fmt.Sprintf("%s answered %s with an error (%d): %s", e.Server, e.Method, e.Code, e.Message)
+}
+
+// offers are what an upstream offers beside its tools, as it last listed
+// them, each list in the server's order.
+type offers struct {
+	prompts   []offer
+	resources []offer
+	templates []offer
+}
+
+// offer is one listed prompt, resource or template.
+type offer struct {
+	key  string // name, uri or uriTemplate
+	raw  json.RawMessage
+	tmpl *uritemplate.Template // templates only; nil if it does not parse
+}
+
+// maxOffers bounds each list of one server, as maxTools bounds its tools.
+const maxOffers = 1000
+
+// listOffers lists what the server declared it offers beside tools and
+// keeps it. A list the server fails to give is logged and left empty: a
+// server's tools are not lost to its prompts.
+func (u *upstream) listOffers(ctx context.Context) {
+	o := &offers{}
+	lists := []struct {
+		on                  bool
+		method, member, key string
+		into                *[]offer
+	}{
+		{u.hasPrompts, string(mcp.MethodPromptsList), "prompts", "name", &o.prompts},
+		{u.hasResources, string(mcp.MethodResourcesList), "resources", "uri", &o.resources},
+		{u.hasResources, string(mcp.MethodResourcesTemplatesList), "resourceTemplates", "uriTemplate", &o.templates},
+	}
+	for _, l := range lists {
+		if !l.on {
+			continue
+		}
+		list, err := u.listAll(ctx, l.method, l.member, l.key)
+		var answer *AnswerError
+		switch {
+		case errors.As(err, &answer) && answer.Code == mcp.METHOD_NOT_FOUND:
+			// Many servers of resources have no templates.
+		case err != nil:
+			u.log.Warn("a list of the server's was not read; the session goes without it", "method", l.method, "err", err)
+		}
+		*l.into = list
+	}
+	for i, t := range o.templates {
+		if tmpl, err := uritemplate.New(t.key); err == nil {
+			o.templates[i].tmpl = tmpl
+		}
+	}
+	u.offered.Store(o)
+}
+
+// listAll reads every page of a list: member is the result's array, key
+// the member of each item that names it (a string). Items without one
+// are left out, logged.
+func (u *upstream) listAll(ctx context.Context, method, member, key string) ([]offer, error) {
+	var out []offer
+	var cursor string
+	for page := 0; page < maxOffers; page++ {
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		res, err := u.request(ctx, method, params)
+		if err != nil {
+			return nil, err
+		}
+		var result map[string]json.RawMessage
+		var items []json.RawMessage
+		var next string
+		if err := json.Unmarshal(res, &result); err != nil {
+			return nil, fmt.Errorf("%s: malformed result: %w", method, err)
+		}
+		if err := json.Unmarshal(cmpOr(result[member], "[]"), &items); err != nil {
+			return nil, fmt.Errorf("%s: %q is not an array: %w", method, member, err)
+		}
+		if raw, ok := result["nextCursor"]; ok && json.Unmarshal(raw, &next) != nil {
+			return nil, fmt.Errorf("%s: nextCursor is not a string", method)
+		}
+		for _, raw := range items {
+			var item map[string]json.RawMessage
+			var name string
+			if json.Unmarshal(raw, &item) != nil || json.Unmarshal(item[key], &name) != nil || name == "" {
+				u.log.Warn("an item of the server's list left out: it has no "+key, "method", method)
+				continue
+			}
+			out = append(out, offer{key: name, raw: raw})
+		}
+		if len(out) > maxOffers {
+			return nil, fmt.Errorf("%s: more than %d items", method, maxOffers)
+		}
+		if next == "" || next == cursor {
+			return out, nil
+		}
+		cursor = next
+	}
+	return nil, fmt.Errorf("%s: more than %d pages", method, maxOffers)
+}
+
+// cmpOr is raw, or def when raw is absent or null.
+func cmpOr(raw json.RawMessage, def string) json.RawMessage {
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage(def)
+	}
+	return raw
+}
+
+// request sends one request of the gateway's own to the server and
+// returns its result object; an error answer is an *AnswerError.
+func (u *upstream) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	if why := u.downReason(); why != "" {
+		return nil, fmt.Errorf("%w: %s", ErrUpstreamDown, why)
+	}
+	id := mcp.NewRequestId("ardgate-" + strconv.FormatUint(u.rawIDs.Add(1), 10))
+	resp, err := u.client.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{
+		JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			u.cancelRequest(context.Cause(ctx).Error(), id)
+		}
+		return nil, u.failure(u.whyCut(transport.NewError(err)))
+	}
+	if resp.Error != nil {
+		return nil, &AnswerError{Method: method, Code: resp.Error.Code, Message: resp.Error.Message}
+	}
+	if !guard.IsObject(resp.Result) {
+		return nil, fmt.Errorf("the server answered %s with a result that is not a JSON object", method)
+	}
+	return resp.Result, nil
+}
+
+// offered returns what a's server offers beside tools; nil for an agent,
+// or a server not started.
+func (a *Attachment) offered() *offers {
+	a.mu.Lock()
+	up := a.up
+	a.mu.Unlock()
+	if up == nil {
+		return nil
+	}
+	return up.offered.Load()
+}
+
+// OfferCounts returns how many prompts, resources and resource templates
+// a's server offers.
+func (a *Attachment) OfferCounts() (prompts, resources, templates int) {
+	if o := a.offered(); o != nil {
+		return len(o.prompts), len(o.resources), len(o.templates)
+	}
+	return 0, 0, 0
+}
+
+// prompts are a's server's prompts under exposed names, given in the
+// server's name order as tools are, so they are the same on every attach.
+func (a *Attachment) prompts() []Prompt {
+	o := a.offered()
+	if o == nil {
+		return nil
+	}
+	list := slices.SortedFunc(slices.Values(o.prompts), func(x, y offer) int { return strings.Compare(x.key, y.key) })
+	out := make([]Prompt, 0, len(list))
+	used := map[string]bool{}
+	for _, p := range list {
+		name := toolName(a.Name, p.key)
+		if used[name] {
+			name = hashed(name, p.key)
+		}
+		used[name] = true
+		listed, err := renamed(p.raw, "name", name)
+		if err != nil {
+			continue // read as an object when listed
+		}
+		out = append(out, Prompt{Name: name, Attachment: a.Name, Upstream: p.key, Listed: listed})
+	}
+	return out
+}
+
+// renamed is obj with its member key set to name.
+func renamed(obj json.RawMessage, key, name string) (json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(obj, &m); err != nil {
+		return nil, err
+	}
+	m[key], _ = json.Marshal(name)
+	return json.Marshal(m)
+}
+
+// Prompts returns the prompts of the session's MCP servers, under their
+// exposed names, attachment by attachment.
+func (s *Session) Prompts() []Prompt {
+	var out []Prompt
+	for _, a := range s.Attachments() {
+		out = append(out, a.prompts()...)
+	}
+	return out
+}
+
+// Resources returns the resources of the session's MCP servers, as they
+// listed them. A URI that two servers list is given once, as the first
+// attached lists it: a read of it goes there.
+func (s *Session) Resources() []Resource {
+	return s.resources(func(o *offers) []offer { return o.resources })
+}
+
+// ResourceTemplates returns the resource templates of the session's MCP
+// servers, as they listed them.
+func (s *Session) ResourceTemplates() []Resource {
+	return s.resources(func(o *offers) []offer { return o.templates })
+}
+
+func (s *Session) resources(of func(*offers) []offer) []Resource {
+	var out []Resource
+	seen := map[string]bool{}
+	for _, a := range s.Attachments() {
+		o := a.offered()
+		if o == nil {
+			continue
+		}
+		for _, r := range of(o) {
+			if !seen[r.key] {
+				seen[r.key] = true
+				out = append(out, Resource{URI: r.key, Attachment: a.Name, Listed: r.raw})
+			}
+		}
+	}
+	return out
+}
+
+// GetPrompt gets the prompt of that exposed name from its server, with
+// params (the client's prompts/get params, its name aside) passed on.
+func (s *Session) GetPrompt(ctx context.Context, name string, params map[string]json.RawMessage) (json.RawMessage, error) {
+	for _, a := range s.Attachments() {
+		for _, p := range a.prompts() {
+			if p.Name != name {
+				continue
+			}
+			params = maps.Clone(params)
+			if params == nil {
+				params = map[string]json.RawMessage{}
+			}
+			params["name"], _ = json.Marshal(p.Upstream)
+			return s.ask(ctx, a, "prompt "+p.Upstream, string(mcp.MethodPromptsGet), params)
+		}
+	}
+	return nil, fmt.Errorf("%q: %w", name, ErrUnknownPrompt)
+}
+
+// ReadResource reads the resource at uri from the server that serves it:
+// the one that listed it, else the one whose template matches it, else
+// the only attached server that offers resources. params (the client's
+// resources/read params) are passed on as they came.
+func (s *Session) ReadResource(ctx context.Context, uri string, params map[string]json.RawMessage) (json.RawMessage, error) {
+	a, err := s.resourceServer(uri)
+	if err != nil {
+		return nil, err
+	}
+	return s.ask(ctx, a, "resource "+uri, string(mcp.MethodResourcesRead), params)
+}
+
+// resourceServer finds the attachment that serves uri.
+func (s *Session) resourceServer(uri string) (*Attachment, error) {
+	atts := s.Attachments()
+	var offering []*Attachment
+	for _, a := range atts {
+		if o := a.offered(); o != nil && slices.ContainsFunc(o.resources, func(r offer) bool { return r.key == uri }) {
+			return a, nil
+		}
+	}
+	for _, a := range atts {
+		o := a.offered()
+		if o == nil {
+			continue
+		}
+		if slices.ContainsFunc(o.templates, func(t offer) bool { return t.tmpl != nil && t.tmpl.Match(uri) != nil }) {
+			return a, nil
+		}
+		if len(o.resources) > 0 || len(o.templates) > 0 || a.hasResources() {
+			offering = append(offering, a)
+		}
+	}
+	switch len(offering) {
+	case 0:
+		return nil, fmt.Errorf("%q: %w: no server attached to this session offers resources", uri, ErrUnknownResource)
+	case 1:
+		return offering[0], nil // a URI a tool result linked to, say
+	}
+	names := make([]string, len(offering))
+	for i, a := range offering {
+		names[i] = a.Name
+	}
+	return nil, fmt.Errorf("%q: %w: none of %s lists it or has a template that matches it", uri, ErrUnknownResource, strings.Join(names, ", "))
+}
+
+// hasResources tells whether a's server declared it offers resources.
+func (a *Attachment) hasResources() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.up != nil && a.up.hasResources
+}
+
+// ask sends a request of the client's to a's server within a call's time
+// limits, and returns its result.
+func (s *Session) ask(ctx context.Context, a *Attachment, what, method string, params any) (json.RawMessage, error) {
+	var res json.RawMessage
+	err := s.run(ctx, a, what, nil, func(ctx context.Context, up *upstream, _ string) (err error) {
+		res, err = up.request(ctx, method, params)
+		var answer *AnswerError
+		if errors.As(err, &answer) {
+			answer.Server = a.Name
+		}
+		return err
+	})
+	return res, err
+}

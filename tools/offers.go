@@ -1,0 +1,212 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/attach"
+	"github.com/ardgate/ardgate/guard"
+)
+
+// The prompts and resources of a session's attached servers are answered
+// here, at the door, on both transports: mcp-go's server keeps no prompts
+// per session, and its resource handlers decode each content into a
+// struct of its own. Lists come whole, in one page; prompts/get and
+// resources/read go to the server that serves the name or URI
+// (attach/offers.go), and its result comes back as it sent it.
+
+// Methods answered here, as a frame spells them.
+var (
+	promptsListMethod   = []byte(`"prompts/list"`)
+	promptsGetMethod    = []byte(`"prompts/get"`)
+	resourcesListMethod = []byte(`"resources/list"`)
+	templatesListMethod = []byte(`"resources/templates/list"`)
+	resourcesReadMethod = []byte(`"resources/read"`)
+)
+
+// offerRequest reports whether line is a request of session s for its
+// prompts or resources; answer then answers it, a whole JSON-RPC
+// message. What answer needs of line is copied first: it may run after
+// the line's buffer is read into again.
+func (g *Gateway) offerRequest(s *session, line []byte) (answer func(context.Context) []byte, ok bool) {
+	if s == nil || !bytes.Contains(line, []byte(`"prompts/`)) && !bytes.Contains(line, []byte(`"resources/`)) {
+		return nil, false
+	}
+	id, method, params, ok := request(line)
+	if !ok {
+		return nil, false
+	}
+	m := message{Message: guard.Message{ID: bytes.Clone(id)}, object: true}
+	var list func() (member string, items [][]byte)
+	switch {
+	case bytes.Equal(method, promptsListMethod):
+		list = func() (string, [][]byte) {
+			return "prompts", listedOf(s.att.Prompts(), func(p attach.Prompt) []byte { return p.Listed })
+		}
+	case bytes.Equal(method, resourcesListMethod):
+		list = func() (string, [][]byte) { return "resources", listedOf(s.att.Resources(), resourceListed) }
+	case bytes.Equal(method, templatesListMethod):
+		list = func() (string, [][]byte) {
+			return "resourceTemplates", listedOf(s.att.ResourceTemplates(), resourceListed)
+		}
+	case bytes.Equal(method, promptsGetMethod), bytes.Equal(method, resourcesReadMethod):
+		return g.forwardOffer(s, m, bytes.Equal(method, promptsGetMethod), params), true
+	default:
+		return nil, false
+	}
+	if !onlyMeta(params) {
+		return func(context.Context) []byte {
+			return m.refusedAs(mcp.INVALID_PARAMS, "this gateway lists all of them in one page: send the list request without a cursor or other params")
+		}, true
+	}
+	return func(context.Context) []byte {
+		member, items := list()
+		return frame{id: string(m.ID), result: listJSON(member, items)}.appendTo(nil)
+	}, true
+}
+
+func resourceListed(r attach.Resource) []byte { return r.Listed }
+
+// listedOf is each item's listed JSON.
+func listedOf[T any](items []T, raw func(T) []byte) [][]byte {
+	out := make([][]byte, len(items))
+	for i, it := range items {
+		out[i] = raw(it)
+	}
+	return out
+}
+
+// listJSON is {"<member>":[items]}.
+func listJSON(member string, items [][]byte) []byte {
+	b := append([]byte(`{"`), member...)
+	b = append(b, `":[`...)
+	b = append(b, bytes.Join(items, []byte(","))...)
+	return append(b, "]}"...)
+}
+
+// forwardOffer answers a prompts/get (prompt) or a resources/read with
+// what the server that serves it answers.
+func (g *Gateway) forwardOffer(s *session, m message, prompt bool, params []byte) func(context.Context) []byte {
+	var p map[string]json.RawMessage
+	if params != nil && json.Unmarshal(params, &p) != nil {
+		p = nil // not an object: refused at the door before this
+	}
+	key, what := "uri", "resources/read needs params.uri, the resource's URI (resources/list and resources/templates/list give them)"
+	if prompt {
+		key, what = "name", "prompts/get needs params.name, a prompt's name (prompts/list gives them)"
+	}
+	var target string
+	if json.Unmarshal(p[key], &target) != nil || target == "" {
+		return func(context.Context) []byte { return m.refusedAs(mcp.INVALID_PARAMS, what) }
+	}
+	return func(ctx context.Context) []byte {
+		var res json.RawMessage
+		var err error
+		if prompt {
+			res, err = s.att.GetPrompt(ctx, target, p)
+		} else {
+			res, err = s.att.ReadResource(ctx, target, p)
+		}
+		if err != nil {
+			code, why := offerError(err, prompt)
+			return m.refusedAs(code, why)
+		}
+		return frame{id: string(m.ID), result: res}.appendTo(nil)
+	}
+}
+
+// offerError is the JSON-RPC error that answers a failed prompts/get or
+// resources/read: the server's own, under its name, or the gateway's.
+func offerError(err error, prompt bool) (code int, why string) {
+	var answer *attach.AnswerError
+	switch {
+	case errors.As(err, &answer):
+		return answer.Code, fmt.Sprintf("%s: %s", answer.Server, answer.Message)
+	case errors.Is(err, attach.ErrUnknownPrompt):
+		return mcp.INVALID_PARAMS, fmt.Sprintf("%v; prompts/list gives this session's prompts, named mcp_<server>__<prompt>", err)
+	case errors.Is(err, attach.ErrUnknownResource):
+		return mcp.RESOURCE_NOT_FOUND, fmt.Sprintf("%v; resources/list and resources/templates/list give this session's resources", err)
+	}
+	what := "resource"
+	if prompt {
+		what = "prompt"
+	}
+	return mcp.INTERNAL_ERROR, fmt.Sprintf("the %s could not be had: %v", what, err)
+}
+
+// offers answers body, a request of session s for its prompts or
+// resources, over HTTP, and reports whether it did.
+func (h *HTTP) offers(w http.ResponseWriter, r *http.Request, s *session, body []byte) bool {
+	answer, ok := h.g.offerRequest(s, body)
+	if !ok || !h.fastEligible(r) {
+		return false
+	}
+	msg := answer(r.Context())
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(msg)))
+	_, _ = w.Write(msg)
+	return true
+}
+
+// offers answers line, a request for the session's prompts or resources,
+// over stdio, and reports whether it did: on a goroutine of its own, as
+// the answer may wait on a server.
+func (r *stdioReader) offers(ctx context.Context, s *session, line []byte) bool {
+	answer, ok := r.g.offerRequest(s, line)
+	if !ok || !r.calls.add() {
+		return false // not one, or the session is ending: the server answers
+	}
+	go func() {
+		defer r.calls.done()
+		if err := r.w.Frame(nil, nil, answer(ctx), "\n"); err != nil {
+			r.g.log.Debug("an answer was not written", "err", err)
+		}
+	}()
+	return true
+}
+
+// offersChanged tells the session's client that its prompts or its
+// resources changed, when they did since it was last told. Run by sync,
+// under syncMu.
+func (g *Gateway) offersChanged(s *session) {
+	var prompts, resources strings.Builder
+	for _, p := range s.att.Prompts() {
+		prompts.Write(p.Listed)
+	}
+	for _, list := range [][]attach.Resource{s.att.Resources(), s.att.ResourceTemplates()} {
+		for _, r := range list {
+			resources.Write(r.Listed)
+		}
+	}
+	for _, c := range []struct {
+		was    *string
+		now    string
+		method mcp.MCPMethod
+	}{
+		{&s.prompts, prompts.String(), mcp.MethodNotificationPromptsListChanged},
+		{&s.resources, resources.String(), mcp.MethodNotificationResourcesListChanged},
+	} {
+		if *c.was == c.now {
+			continue
+		}
+		*c.was = c.now
+		var err error
+		switch {
+		case !s.perSession:
+			g.mcp.SendNotificationToAllClients(string(c.method), nil) // stdio: the one client
+		case s.client != nil && s.client.Initialized():
+			err = g.mcp.SendNotificationToSpecificClient(s.client.SessionID(), string(c.method), nil)
+		}
+		if err != nil {
+			g.log.Debug("list_changed not sent", "session", s.att.ID, "method", c.method, "err", err)
+		}
+	}
+}

@@ -1,0 +1,225 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/testdata/mcpfixture"
+)
+
+// The attached servers' prompts and resources, over streamable HTTP: two
+// attachments of the fixture, listed and served each under its own name,
+// a resource read from the server that lists it or whose template matches,
+// the servers' errors passed on under their names, a prompt the server
+// adds announced and served, and a detach taking its prompts away.
+func TestPromptsAndResourcesHTTP(t *testing.T) {
+	up := upstream(t)
+	const one, two = "urn:air:ardgate.test:mcp:one", "urn:air:ardgate.test:mcp:two"
+	tg := newGateway(t, 10*time.Second, remoteEntry(one, up.URL), remoteEntry(two, up.URL))
+	s := tg.connect(t, transport.WithContinuousListening()) // notices come on its GET stream, as the TypeScript SDK's do
+	caps := s.c.GetServerCapabilities()
+	if caps.Prompts == nil || !caps.Prompts.ListChanged || caps.Resources == nil || !caps.Resources.ListChanged {
+		t.Fatalf("capabilities: prompts %+v, resources %+v; want both with listChanged", caps.Prompts, caps.Resources)
+	}
+	if got := promptNames(t, s.c); len(got) != 0 {
+		t.Fatalf("prompts before any attach: %v", got)
+	}
+	for _, urn := range []string{one, two} {
+		if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
+			t.Fatalf("attach %s: %s", urn, firstText(res))
+		}
+	}
+	waitNote(t, s, mcp.MethodNotificationPromptsListChanged, 1)
+	waitNote(t, s, mcp.MethodNotificationResourcesListChanged, 1)
+	checkOffers(t, s.c, "one", "two")
+	if res := s.call("list_attached_resources", map[string]any{}); !strings.Contains(string(res.RawStructuredContent), `"tools_count":13,"prompts_count":1,"resources_count":1,"resource_templates_count":1,`) {
+		t.Fatalf("list_attached_resources: %s; want the counts of prompts and resources", res.RawStructuredContent)
+	}
+
+	// A prompt the server adds is announced, listed and served.
+	before := s.count(mcp.MethodNotificationPromptsListChanged)
+	if res := s.call("mcp_one__offer", map[string]any{"name": "later"}); res.IsError {
+		t.Fatalf("offer: %s", firstText(res))
+	}
+	waitNote(t, s, mcp.MethodNotificationPromptsListChanged, before+1)
+	if got := promptText(t, s.c, "mcp_one__later", nil); got != "added prompt later" {
+		t.Fatalf("the added prompt: %q", got)
+	}
+	if got := readText(t, s.c, "fixture://extra/later"); got != "extra later" {
+		t.Fatalf("the added resource: %q", got)
+	}
+
+	if res := s.call("detach_resource", map[string]any{"name": "two"}); res.IsError {
+		t.Fatalf("detach: %s", firstText(res))
+	}
+	if got := promptNames(t, s.c); slices.ContainsFunc(got, func(n string) bool { return strings.HasPrefix(n, "mcp_two__") }) {
+		t.Fatalf("prompts after detaching two: %v", got)
+	}
+	// One server of resources left: a URI it does not list goes to it,
+	// and its answer comes back.
+	if _, err := s.c.ReadResource(context.Background(), readReq("other://x")); err == nil || !strings.Contains(err.Error(), "one:") {
+		t.Fatalf("read of a URI no one lists, one server left: %v; want the server's own error, under its name", err)
+	}
+}
+
+// The same over stdio, the fixture a stdio server pinned in the config.
+func TestPromptsAndResourcesStdio(t *testing.T) {
+	c := serveStdio(t, New(pinnedFixture(buildFixture(t), 10*time.Second), quietLog, Options{Version: "test"}))
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.Contains(promptNames(t, c), "mcp_fx__greet") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pinned server's prompts never came: %v", promptNames(t, c))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	checkOffers(t, c, "fx")
+}
+
+// checkOffers checks what the fixture attached under each of names
+// offers through the gateway.
+func checkOffers(t *testing.T, c *client.Client, names ...string) {
+	t.Helper()
+	got := promptNames(t, c)
+	for _, n := range names {
+		if !slices.Contains(got, "mcp_"+n+"__greet") {
+			t.Fatalf("prompts: %v; want mcp_%s__greet", got, n)
+		}
+		if text := promptText(t, c, "mcp_"+n+"__greet", map[string]string{"name": "Bob"}); text != "Hello, Bob!" {
+			t.Fatalf("mcp_%s__greet: %q", n, text)
+		}
+	}
+	ctx := context.Background()
+	list, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
+	if err != nil || len(list.Resources) != 1 || list.Resources[0].URI != "fixture://readme" || list.Resources[0].Description != "The fixture's readme." {
+		t.Fatalf("resources: %+v %v; want fixture://readme once, as the server lists it", list, err)
+	}
+	templates, err := c.ListResourceTemplates(ctx, mcp.ListResourceTemplatesRequest{})
+	if err != nil || len(templates.ResourceTemplates) != 1 || templates.ResourceTemplates[0].URITemplate.Raw() != "fixture://items/{id}" {
+		t.Fatalf("templates: %+v %v", templates, err)
+	}
+	if text := readText(t, c, "fixture://readme"); text != mcpfixture.ReadmeText {
+		t.Fatalf("fixture://readme: %q", text)
+	}
+	if text := readText(t, c, "fixture://items/7"); text != "item 7" {
+		t.Fatalf("fixture://items/7, by the template: %q", text)
+	}
+
+	// What is wrong is said, as JSON-RPC errors the client can act on.
+	for _, bad := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"unknown prompt", getPrompt(c, "mcp_nobody__greet", nil), "prompts/list gives"},
+		{"no name", getPrompt(c, "", nil), "needs params.name"},
+		{"the server's own error", getPrompt(c, "mcp_"+names[0]+"__greet", nil), names[0] + ": "},
+		{"no uri", readErr(c, ""), "needs params.uri"},
+	} {
+		if bad.err == nil || !strings.Contains(bad.err.Error(), bad.want) {
+			t.Errorf("%s: %v; want an error saying %q", bad.name, bad.err, bad.want)
+		}
+	}
+	if len(names) > 1 {
+		err := readErr(c, "other://x")
+		if !errors.Is(err, mcp.ErrResourceNotFound) || !strings.Contains(err.Error(), strings.Join(names, ", ")) {
+			t.Errorf("a URI no server lists nor matches: %v; want resource not found, naming %v", err, names)
+		}
+	}
+	// A cursor is refused: the lists come in one page.
+	if _, err := c.ListPrompts(ctx, mcp.ListPromptsRequest{PaginatedRequest: mcp.PaginatedRequest{Params: mcp.PaginatedParams{Cursor: "x"}}}); err == nil || !strings.Contains(err.Error(), "one page") {
+		t.Errorf("prompts/list with a cursor: %v", err)
+	}
+}
+
+func promptNames(t *testing.T, c *client.Client) []string {
+	t.Helper()
+	res, err := c.ListPrompts(context.Background(), mcp.ListPromptsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range res.Prompts {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+func getPrompt(c *client.Client, name string, args map[string]string) error {
+	req := mcp.GetPromptRequest{}
+	req.Params.Name, req.Params.Arguments = name, args
+	_, err := c.GetPrompt(context.Background(), req)
+	return err
+}
+
+func promptText(t *testing.T, c *client.Client, name string, args map[string]string) string {
+	t.Helper()
+	req := mcp.GetPromptRequest{}
+	req.Params.Name, req.Params.Arguments = name, args
+	res, err := c.GetPrompt(context.Background(), req)
+	if err != nil {
+		t.Fatalf("prompts/get %s: %v", name, err)
+	}
+	if len(res.Messages) != 1 {
+		t.Fatalf("prompts/get %s: %+v", name, res)
+	}
+	text, _ := res.Messages[0].Content.(mcp.TextContent)
+	return text.Text
+}
+
+func readReq(uri string) mcp.ReadResourceRequest {
+	req := mcp.ReadResourceRequest{}
+	req.Params.URI = uri
+	return req
+}
+
+func readErr(c *client.Client, uri string) error {
+	_, err := c.ReadResource(context.Background(), readReq(uri))
+	return err
+}
+
+func readText(t *testing.T, c *client.Client, uri string) string {
+	t.Helper()
+	res, err := c.ReadResource(context.Background(), readReq(uri))
+	if err != nil {
+		t.Fatalf("resources/read %s: %v", uri, err)
+	}
+	if len(res.Contents) != 1 {
+		t.Fatalf("resources/read %s: %+v", uri, res)
+	}
+	text, _ := res.Contents[0].(mcp.TextResourceContents)
+	return text.Text
+}
+
+// count is how many notifications of method the session heard.
+func (s *clientSession) count(method mcp.MCPMethod) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, note := range s.notes {
+		if note.Method == string(method) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitNote waits until the session heard at least n notifications of
+// method.
+func waitNote(t *testing.T, s *clientSession, method mcp.MCPMethod, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.count(method) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("heard %d %s, want %d", s.count(method), method, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
