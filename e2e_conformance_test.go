@@ -58,13 +58,19 @@ func runNode(t *testing.T, dir, bin string, args ...string) (stdout, stderr stri
 }
 
 // TestConformance runs the conformance suite's server scenarios that apply
-// to a gateway (no scenario tools, resources or prompts of its own) against
-// ardgate over streamable HTTP. Each scenario must exit 0 and record no
-// FAILURE check.
+// to a gateway against ardgate over streamable HTTP. Each scenario must
+// exit 0 and record no FAILURE check. The resource scenarios read the
+// resources they ask for from the Go fixture, pinned (it serves them as
+// the suite asks): the gateway relays them, URIs unchanged. The tools
+// and prompts scenarios call names of their own, which a gateway exposes
+// under mcp_<name>__.
 func TestConformance(t *testing.T) {
 	modules := conformanceModules(t)
 	bin := filepath.Join(modules, ".bin", "conformance")
-	url, _ := startHTTP(t, env(false))
+	cfg := writeJSON(t, filepath.Join(t.TempDir(), "ardgate.json"), map[string]any{"servers": []any{
+		map[string]any{"name": "fixture", "command": fixtureBin, "args": []string{"--transport=stdio"}},
+	}})
+	url, _ := startHTTP(t, env(false), "--config", cfg)
 
 	for _, scenario := range []string{
 		"server-initialize",
@@ -73,6 +79,10 @@ func TestConformance(t *testing.T) {
 		"logging-set-level",
 		"dns-rebinding-protection",
 		"server-sse-multiple-streams",
+		"resources-list",
+		"resources-read-text",
+		"resources-read-binary",
+		"resources-templates-read",
 	} {
 		t.Run(scenario, func(t *testing.T) {
 			out := t.TempDir()

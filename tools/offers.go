@@ -67,7 +67,8 @@ func (g *Gateway) offerRequest(s *session, line []byte) (answer func(context.Con
 			return m.refusedAs(mcp.INVALID_PARAMS, "this gateway lists all of them in one page: send the list request without a cursor or other params")
 		}, true
 	}
-	return func(context.Context) []byte {
+	return func(ctx context.Context) []byte {
+		s.att.WaitPinned(ctx, g.opts.PinnedListWait) // as tools/list does: a client lists once
 		member, items := list()
 		return frame{id: string(m.ID), result: listJSON(member, items)}.appendTo(nil)
 	}, true
@@ -108,6 +109,7 @@ func (g *Gateway) forwardOffer(s *session, m message, prompt bool, params []byte
 		return func(context.Context) []byte { return m.refusedAs(mcp.INVALID_PARAMS, what) }
 	}
 	return func(ctx context.Context) []byte {
+		s.att.WaitPinned(ctx, g.opts.PinnedListWait)
 		var res json.RawMessage
 		var err error
 		if prompt {

@@ -40,7 +40,7 @@ func TestPromptsAndResourcesHTTP(t *testing.T) {
 	waitNote(t, s, mcp.MethodNotificationPromptsListChanged, 1)
 	waitNote(t, s, mcp.MethodNotificationResourcesListChanged, 1)
 	checkOffers(t, s.c, "one", "two")
-	if res := s.call("list_attached_resources", map[string]any{}); !strings.Contains(string(res.RawStructuredContent), `"tools_count":13,"prompts_count":1,"resources_count":1,"resource_templates_count":1,`) {
+	if res := s.call("list_attached_resources", map[string]any{}); !strings.Contains(string(res.RawStructuredContent), `"tools_count":13,"prompts_count":1,"resources_count":3,"resource_templates_count":2,`) {
 		t.Fatalf("list_attached_resources: %s; want the counts of prompts and resources", res.RawStructuredContent)
 	}
 
@@ -98,12 +98,15 @@ func checkOffers(t *testing.T, c *client.Client, names ...string) {
 	}
 	ctx := context.Background()
 	list, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
-	if err != nil || len(list.Resources) != 1 || list.Resources[0].URI != "fixture://readme" || list.Resources[0].Description != "The fixture's readme." {
-		t.Fatalf("resources: %+v %v; want fixture://readme once, as the server lists it", list, err)
+	i := slices.IndexFunc(list.Resources, func(r mcp.Resource) bool { return r.URI == "fixture://readme" })
+	if err != nil || len(list.Resources) != 3 || i < 0 || list.Resources[i].Description != "The fixture's readme." {
+		t.Fatalf("resources: %+v %v; want the fixture's three, each once, as the server lists them", list, err)
 	}
 	templates, err := c.ListResourceTemplates(ctx, mcp.ListResourceTemplatesRequest{})
-	if err != nil || len(templates.ResourceTemplates) != 1 || templates.ResourceTemplates[0].URITemplate.Raw() != "fixture://items/{id}" {
-		t.Fatalf("templates: %+v %v", templates, err)
+	if err != nil || len(templates.ResourceTemplates) != 2 || !slices.ContainsFunc(templates.ResourceTemplates, func(r mcp.ResourceTemplate) bool {
+		return r.URITemplate.Raw() == "fixture://items/{id}"
+	}) {
+		t.Fatalf("templates: %+v %v; want the fixture's two, each once", templates, err)
 	}
 	if text := readText(t, c, "fixture://readme"); text != mcpfixture.ReadmeText {
 		t.Fatalf("fixture://readme: %q", text)

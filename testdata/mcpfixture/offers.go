@@ -2,6 +2,7 @@ package mcpfixture
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 
@@ -14,6 +15,9 @@ import (
 //   - prompt greet {name (required)}: one user message, "Hello, <name>!".
 //   - resource fixture://readme: text, "The fixture's readme.".
 //   - resource template fixture://items/{id}: text, "item <id>".
+//   - the resources the MCP conformance suite's resource scenarios read:
+//     test://static-text, test://static-binary (a PNG) and the template
+//     test://template/{id}/data.
 //   - tool offer {name}: adds the prompt <name> and the resource
 //     fixture://extra/<name> at run time; the server then says its prompts
 //     and resources changed (notifications/*/list_changed).
@@ -30,6 +34,7 @@ func addOffers(s *server.MCPServer) {
 		mcp.WithResourceDescription("The fixture's readme."), mcp.WithMIMEType("text/plain")), readme)
 	s.AddResourceTemplate(mcp.NewResourceTemplate("fixture://items/{id}", "item",
 		mcp.WithTemplateDescription("One item, by id."), mcp.WithTemplateMIMEType("text/plain")), item)
+	addConformanceResources(s)
 	s.AddTool(mcp.NewTool("offer",
 		mcp.WithDescription("Adds the prompt <name> and the resource fixture://extra/<name>; the server then says its prompts and resources changed."),
 		mcp.WithString("name", mcp.Required()),
@@ -74,3 +79,30 @@ func offer(s *server.MCPServer) server.ToolHandlerFunc {
 		return mcp.NewToolResultText("offered " + name), nil
 	}
 }
+
+// addConformanceResources adds the resources that the conformance suite's
+// scenarios resources-read-text, resources-read-binary and
+// resources-templates-read ask for, as they ask for them.
+func addConformanceResources(s *server.MCPServer) {
+	s.AddResource(mcp.NewResource("test://static-text", "static text",
+		mcp.WithResourceDescription("A static text resource."), mcp.WithMIMEType("text/plain")),
+		func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+			return []mcp.ResourceContents{mcp.TextResourceContents{URI: "test://static-text", MIMEType: "text/plain",
+				Text: "This is the content of the static text resource."}}, nil
+		})
+	s.AddResource(mcp.NewResource("test://static-binary", "static binary",
+		mcp.WithResourceDescription("A static PNG."), mcp.WithMIMEType("image/png")),
+		func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+			return []mcp.ResourceContents{mcp.BlobResourceContents{URI: "test://static-binary", MIMEType: "image/png", Blob: onePixelPNG}}, nil
+		})
+	s.AddResourceTemplate(mcp.NewResourceTemplate("test://template/{id}/data", "template data",
+		mcp.WithTemplateDescription("Data for an id."), mcp.WithTemplateMIMEType("application/json")),
+		func(_ context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+			id := strings.TrimSuffix(strings.TrimPrefix(req.Params.URI, "test://template/"), "/data")
+			text, _ := json.Marshal(map[string]any{"id": id, "templateTest": true, "data": "Data for ID: " + id})
+			return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, MIMEType: "application/json", Text: string(text)}}, nil
+		})
+}
+
+// onePixelPNG is a 1×1 PNG, base64.
+const onePixelPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
