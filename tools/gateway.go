@@ -120,10 +120,10 @@ type session struct {
 	// notices is where the MCP server queues the session's notifications
 	// (tools/list_changed); set once it registered the session.
 	notices atomic.Pointer[chan<- mcp.JSONRPCNotification]
-	// prompts and resources are what the session's client was last told
-	// of its prompts and of its resources (offersChanged); guarded by
-	// syncMu.
-	prompts, resources string
+	// prompts and resources hash what the session's client was last told
+	// of its prompts and of its resources (offersChanged); zero for none
+	// yet. Guarded by syncMu.
+	prompts, resources uint64
 	// streams counts the session's open GET streams; clock winds the
 	// server's idle clock while the session is busy (busyClock), started
 	// once.

@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -175,26 +175,31 @@ func (r *stdioReader) offers(ctx context.Context, s *session, line []byte) bool 
 	return true
 }
 
+// offersSeed hashes what sessions were told of their prompts and resources.
+var offersSeed = maphash.MakeSeed()
+
 // offersChanged tells the session's client that its prompts or its
 // resources changed, when they did since it was last told. Run by sync,
 // under syncMu.
 func (g *Gateway) offersChanged(s *session) {
-	var prompts, resources strings.Builder
+	// Hashes, not the lists: a session of servers of many resources
+	// would keep a copy of them all.
+	var prompts, resources [][]byte
 	for _, p := range s.att.Prompts() {
-		prompts.Write(p.Listed)
+		prompts = append(prompts, p.Listed)
 	}
 	for _, list := range [][]attach.Resource{s.att.Resources(), s.att.ResourceTemplates()} {
 		for _, r := range list {
-			resources.Write(r.Listed)
+			resources = append(resources, r.Listed)
 		}
 	}
 	for _, c := range []struct {
-		was    *string
-		now    string
+		was    *uint64
+		now    uint64
 		method mcp.MCPMethod
 	}{
-		{&s.prompts, prompts.String(), mcp.MethodNotificationPromptsListChanged},
-		{&s.resources, resources.String(), mcp.MethodNotificationResourcesListChanged},
+		{&s.prompts, hashOf(prompts), mcp.MethodNotificationPromptsListChanged},
+		{&s.resources, hashOf(resources), mcp.MethodNotificationResourcesListChanged},
 	} {
 		if *c.was == c.now {
 			continue
@@ -211,4 +216,18 @@ func (g *Gateway) offersChanged(s *session) {
 			g.log.Debug("list_changed not sent", "session", s.att.ID, "method", c.method, "err", err)
 		}
 	}
+}
+
+// hashOf hashes a list of definitions; zero for none, as a session starts.
+func hashOf(list [][]byte) uint64 {
+	if len(list) == 0 {
+		return 0
+	}
+	var h maphash.Hash
+	h.SetSeed(offersSeed)
+	for _, b := range list {
+		_, _ = h.Write(b)
+		_ = h.WriteByte(0) // where one ends
+	}
+	return h.Sum64()
 }

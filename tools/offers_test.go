@@ -32,6 +32,9 @@ func TestPromptsAndResourcesHTTP(t *testing.T) {
 	if got := promptNames(t, s.c); len(got) != 0 {
 		t.Fatalf("prompts before any attach: %v", got)
 	}
+	if n := s.count(mcp.MethodNotificationPromptsListChanged) + s.count(mcp.MethodNotificationResourcesListChanged); n != 0 {
+		t.Fatalf("%d list_changed of prompts or resources before any attach", n)
+	}
 	for _, urn := range []string{one, two} {
 		if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
 			t.Fatalf("attach %s: %s", urn, firstText(res))
