@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -84,8 +85,8 @@ type offer struct {
 // maxOffers bounds each list of one server, as maxTools bounds its tools.
 const maxOffers = 1000
 
-// listOffers lists what the server declared it offers beside tools and
-// keeps it. A list the server fails to give is logged and left empty: a
+// listOffers lists what the server declared it offers beside tools, the
+// lists at once, and keeps it. A list the server fails to give is logged and left empty: a
 // server's tools are not lost to its prompts.
 func (u *upstream) listOffers(ctx context.Context) {
 	o := &offers{}
@@ -98,20 +99,24 @@ func (u *upstream) listOffers(ctx context.Context) {
 		{u.hasResources, string(mcp.MethodResourcesList), "resources", "uri", &o.resources},
 		{u.hasResources, string(mcp.MethodResourcesTemplatesList), "resourceTemplates", "uriTemplate", &o.templates},
 	}
+	var wg sync.WaitGroup
 	for _, l := range lists {
 		if !l.on {
 			continue
 		}
-		list, err := u.listAll(ctx, l.method, l.member, l.key)
-		var answer *AnswerError
-		switch {
-		case errors.As(err, &answer) && answer.Code == mcp.METHOD_NOT_FOUND:
-			// Many servers of resources have no templates.
-		case err != nil:
-			u.log.Warn("a list of the server's was not read; the session goes without it", "method", l.method, "err", err)
-		}
-		*l.into = list
+		wg.Go(func() {
+			list, err := u.listAll(ctx, l.method, l.member, l.key)
+			var answer *AnswerError
+			switch {
+			case errors.As(err, &answer) && answer.Code == mcp.METHOD_NOT_FOUND:
+				// Many servers of resources have no templates.
+			case err != nil:
+				u.log.Warn("a list of the server's was not read; the session goes without it", "method", l.method, "err", err)
+			}
+			*l.into = list
+		})
 	}
+	wg.Wait()
 	for i, t := range o.templates {
 		if tmpl, err := uritemplate.New(t.key); err == nil {
 			o.templates[i].tmpl = tmpl

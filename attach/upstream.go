@@ -183,12 +183,19 @@ func (m *Manager) open(ctx context.Context, plan Plan, log *slog.Logger, progres
 	if progress != nil {
 		progress("listing tools")
 	}
+	// Listed beside the tools: four lists one after the other made an
+	// attach a third slower (BenchmarkAttachRemote).
+	offered := make(chan struct{})
+	go func() {
+		defer close(offered)
+		up.listOffers(ctx)
+	}()
 	list, err := up.listTools(ctx)
+	<-offered
 	if err != nil {
 		up.close()
 		return nil, nil, fmt.Errorf("list tools: %w", err)
 	}
-	up.listOffers(ctx)
 	up.mu.Lock()
 	up.onListsChanged, up.onLog = w.listsChanged, w.log
 	up.mu.Unlock()
