@@ -443,7 +443,7 @@ func (u *upstream) listTools(ctx context.Context) (tools []*Definition, err erro
 		if resp.Error != nil {
 			return nil, fmt.Errorf("tools/list: %s", resp.Error.Message)
 		}
-		list, next, err := listPage(resp.Result)
+		list, next, err := listPage(resp.Result, "tools")
 		if err != nil {
 			return nil, fmt.Errorf("tools/list: malformed result: %w", err)
 		}
@@ -472,23 +472,23 @@ func (u *upstream) listTools(ctx context.Context) (tools []*Definition, err erro
 	}
 }
 
-// listPage reads a tools/list result, checked as JSON by the client that
-// read it: its tools, as an array ("[]" for none), and its next cursor.
-// It is split with guard's scanner instead of decoded again: an attach
-// of a server of 99 large tools takes a tenth less time that way
-// (BenchmarkAttachRemote).
-func listPage(result json.RawMessage) (tools []byte, next mcp.Cursor, err error) {
+// listPage reads a page of a list (tools/list, prompts/list, …), checked
+// as JSON by the client that read it: its member that holds the list, as
+// an array ("[]" for none), and its next cursor. It is split with guard's
+// scanner instead of decoded again: an attach of a server of 99 large
+// tools takes a tenth less time that way (BenchmarkAttachRemote).
+func listPage(result json.RawMessage, member string) (items []byte, next mcp.Cursor, err error) {
 	var cursor []byte
-	tools = []byte("[]")
+	items = []byte("[]")
 	if string(bytes.TrimSpace(result)) == "null" {
-		return tools, "", nil // as encoding/json decodes it: nothing
+		return items, "", nil // as encoding/json decodes it: nothing
 	}
 	err = guard.ScanCheckedObject(result, func(name, value []byte) {
 		// Members matched as encoding/json matches them: in any case, the
 		// last one winning.
 		switch {
-		case bytes.EqualFold(name, []byte("tools")):
-			tools = value
+		case bytes.EqualFold(name, []byte(member)):
+			items = value
 		case bytes.EqualFold(name, []byte("nextCursor")):
 			cursor = value
 		}
@@ -496,17 +496,17 @@ func listPage(result json.RawMessage) (tools []byte, next mcp.Cursor, err error)
 	switch {
 	case err != nil:
 		return nil, "", err
-	case string(tools) == "null":
-		tools = []byte("[]")
-	case tools[0] != '[':
-		return nil, "", fmt.Errorf("tools is %.20s, not an array", tools)
+	case string(items) == "null":
+		items = []byte("[]")
+	case items[0] != '[':
+		return nil, "", fmt.Errorf("%s is %.20s, not an array", member, items)
 	}
 	if cursor != nil && string(cursor) != "null" {
 		if err := json.Unmarshal(cursor, &next); err != nil {
 			return nil, "", fmt.Errorf("nextCursor: %w", err)
 		}
 	}
-	return tools, next, nil
+	return items, next, nil
 }
 
 // keepListed keeps the definitions of the upstream's latest listing, and

@@ -109,7 +109,7 @@ func TestListPage(t *testing.T) {
 		{result: `["tools"]`, fails: "not a JSON object"},
 	}
 	for _, c := range cases {
-		tools, next, err := listPage(json.RawMessage(c.result))
+		tools, next, err := listPage(json.RawMessage(c.result), "tools")
 		if c.fails != "" {
 			if err == nil || !strings.Contains(err.Error(), c.fails) {
 				t.Errorf("%s: %v, want an error saying %q", c.result, err, c.fails)
