@@ -108,6 +108,14 @@ func TestStdioEverythingEndToEnd(t *testing.T) {
 	if p, err := g.c.GetPrompt(ctx, get); err != nil || len(p.Messages) != 1 || p.Messages[0].Content.(mcp.TextContent).Text != "This is a simple prompt without arguments." {
 		t.Fatalf("prompts/get %s: %+v %v", get.Params.Name, p, err)
 	}
+	// Completion of a prompt's argument, its context passed on.
+	var complete mcp.CompleteRequest
+	complete.Params.Ref = mcp.PromptReference{Type: "ref/prompt", Name: "mcp_everything__completable-prompt"}
+	complete.Params.Argument.Name, complete.Params.Argument.Value = "name", "A"
+	complete.Params.Context.Arguments = map[string]string{"department": "Engineering"}
+	if c, err := g.c.Complete(ctx, complete); err != nil || !slices.Equal(c.Completion.Values, []string{"Alice"}) {
+		t.Fatalf("completion/complete of completable-prompt's name in Engineering: %+v %v; want Alice", c, err)
+	}
 	var read mcp.ReadResourceRequest
 	read.Params.URI = "demo://resource/dynamic/text/1"
 	if r, err := g.c.ReadResource(ctx, read); err != nil || len(r.Contents) != 1 || !strings.HasPrefix(r.Contents[0].(mcp.TextResourceContents).Text, "Resource 1: ") {

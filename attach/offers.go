@@ -31,6 +31,7 @@ import (
 var (
 	ErrUnknownPrompt   = errors.New("no attached server has this prompt")
 	ErrUnknownResource = errors.New("no attached server has this resource")
+	ErrInvalidRef      = errors.New("invalid completion reference")
 )
 
 // Prompt is one upstream prompt as the session exposes it.
@@ -321,6 +322,59 @@ func (s *Session) GetPrompt(ctx context.Context, name string, params map[string]
 		}
 	}
 	return nil, fmt.Errorf("%q: %w", name, ErrUnknownPrompt)
+}
+
+// noCompletions answers a completion/complete that no server is asked.
+var noCompletions = json.RawMessage(`{"completion":{"values":[]}}`)
+
+// Complete asks the server of the prompt or resource template that
+// params.ref names for completions of an argument, with the client's
+// params (a prompt's name in ref given as the server's). A server that
+// offers no completions is not asked: the answer is none.
+func (s *Session) Complete(ctx context.Context, params map[string]json.RawMessage) (json.RawMessage, error) {
+	var ref map[string]json.RawMessage
+	var kind, name, uri string
+	if json.Unmarshal(params["ref"], &ref) != nil || json.Unmarshal(ref["type"], &kind) != nil {
+		return nil, fmt.Errorf("%w: params.ref must be an object with a type", ErrInvalidRef)
+	}
+	_ = json.Unmarshal(ref["name"], &name)
+	_ = json.Unmarshal(ref["uri"], &uri)
+	var a *Attachment
+	switch kind {
+	case "ref/prompt":
+		for _, att := range s.Attachments() {
+			ps := att.prompts()
+			if i := slices.IndexFunc(ps, func(p Prompt) bool { return p.Name == name }); i >= 0 {
+				a, ref = att, maps.Clone(ref)
+				ref["name"], _ = json.Marshal(ps[i].Upstream)
+				break
+			}
+		}
+		if a == nil {
+			return nil, fmt.Errorf("%q: %w", name, ErrUnknownPrompt)
+		}
+	case "ref/resource":
+		for _, att := range s.Attachments() {
+			if o := att.offered(); o != nil && slices.ContainsFunc(slices.Concat(o.templates, o.resources), func(r offer) bool { return r.key == uri }) {
+				a = att
+				break
+			}
+		}
+		if a == nil {
+			return nil, fmt.Errorf("%q: %w", uri, ErrUnknownResource)
+		}
+	default:
+		return nil, fmt.Errorf("%w: ref.type %q is neither ref/prompt nor ref/resource", ErrInvalidRef, kind)
+	}
+	a.mu.Lock()
+	asked := a.up != nil && a.up.hasCompletions
+	a.mu.Unlock()
+	if !asked {
+		return noCompletions, nil
+	}
+	params = maps.Clone(params)
+	params["ref"], _ = json.Marshal(ref)
+	return s.ask(ctx, a, "completion/complete", string(mcp.MethodCompletionComplete), params)
 }
 
 // ReadResource reads the resource at uri from the server that serves it:

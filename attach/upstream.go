@@ -57,10 +57,10 @@ type upstream struct {
 	// listsChange is whether the server declared it says so.
 	listsChange bool
 
-	// hasPrompts and hasResources: the server declared them; offered is
-	// what it last listed of them (offers.go).
-	hasPrompts, hasResources bool
-	offered                  atomic.Pointer[offers]
+	// hasPrompts, hasResources and hasCompletions: the server declared
+	// them; offered is what it last listed of them (offers.go).
+	hasPrompts, hasResources, hasCompletions bool
+	offered                                  atomic.Pointer[offers]
 
 	// onLog hears the server's log messages; guarded by mu. logs is
 	// whether the server declared it logs (logging.go).
@@ -153,7 +153,7 @@ func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progres
 		u.post.version = res.ProtocolVersion
 	}
 	c := res.Capabilities
-	u.hasPrompts, u.hasResources = c.Prompts != nil, c.Resources != nil
+	u.hasPrompts, u.hasResources, u.hasCompletions = c.Prompts != nil, c.Resources != nil, c.Completions != nil
 	u.listsChange = c.Tools != nil && c.Tools.ListChanged || c.Prompts != nil && c.Prompts.ListChanged || c.Resources != nil && c.Resources.ListChanged
 	u.logs = res.Capabilities.Logging != nil
 	return u, nil

@@ -168,10 +168,11 @@ func New(manager *attach.Manager, log *slog.Logger, opts Options) *Gateway {
 	// (a refused call is traced too).
 	g.mcp = server.NewMCPServer("ardgate", opts.Version, append(opts.Tracing.ServerOptions(),
 		server.WithToolCapabilities(true),
-		// The attached servers' prompts and resources (offers.go); no
-		// subscriptions to resources.
+		// The attached servers' prompts, resources and completions of
+		// their arguments (offers.go); no subscriptions to resources.
 		server.WithPromptCapabilities(true),
 		server.WithResourceCapabilities(false, true),
+		server.WithCompletions(),
 		server.WithLogging(), // clients may set a level; conformance checks logging/setLevel
 		server.WithHooks(hooks),
 		server.WithRecovery(),

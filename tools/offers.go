@@ -30,6 +30,7 @@ var (
 	resourcesListMethod = []byte(`"resources/list"`)
 	templatesListMethod = []byte(`"resources/templates/list"`)
 	resourcesReadMethod = []byte(`"resources/read"`)
+	completeMethod      = []byte(`"completion/complete"`)
 )
 
 // offerRequest reports whether line is a request of session s for its
@@ -37,7 +38,7 @@ var (
 // message. What answer needs of line is copied first: it may run after
 // the line's buffer is read into again.
 func (g *Gateway) offerRequest(s *session, line []byte) (answer func(context.Context) []byte, ok bool) {
-	if s == nil || !bytes.Contains(line, []byte(`"prompts/`)) && !bytes.Contains(line, []byte(`"resources/`)) {
+	if s == nil || !bytes.Contains(line, []byte(`"prompts/`)) && !bytes.Contains(line, []byte(`"resources/`)) && !bytes.Contains(line, completeMethod) {
 		return nil, false
 	}
 	id, method, params, ok := request(line)
@@ -57,15 +58,13 @@ func (g *Gateway) offerRequest(s *session, line []byte) (answer func(context.Con
 		list = func() (string, [][]byte) {
 			return "resourceTemplates", listedOf(s.att.ResourceTemplates(), resourceListed)
 		}
-	case bytes.Equal(method, promptsGetMethod), bytes.Equal(method, resourcesReadMethod):
-		return g.forwardOffer(s, m, bytes.Equal(method, promptsGetMethod), params), true
+	case bytes.Equal(method, promptsGetMethod), bytes.Equal(method, resourcesReadMethod), bytes.Equal(method, completeMethod):
+		return g.forwardOffer(s, m, string(method[1:len(method)-1]), params), true
 	default:
 		return nil, false
 	}
 	if !onlyMeta(params) {
-		return func(context.Context) []byte {
-			return m.refusedAs(mcp.INVALID_PARAMS, "this gateway lists all of them in one page: send the list request without a cursor or other params")
-		}, true
+		return refusal(m, "this gateway lists all of them in one page: send the list request without a cursor or other params"), true
 	}
 	return func(ctx context.Context) []byte {
 		s.att.WaitPinned(ctx, g.opts.PinnedListWait) // as tools/list does: a client lists once
@@ -93,41 +92,53 @@ func listJSON(member string, items [][]byte) []byte {
 	return append(b, "]}"...)
 }
 
-// forwardOffer answers a prompts/get (prompt) or a resources/read with
-// what the server that serves it answers.
-func (g *Gateway) forwardOffer(s *session, m message, prompt bool, params []byte) func(context.Context) []byte {
+// forwardOffer answers a prompts/get, a resources/read or a
+// completion/complete (method) with what the server that serves it
+// answers.
+func (g *Gateway) forwardOffer(s *session, m message, method string, params []byte) func(context.Context) []byte {
 	var p map[string]json.RawMessage
 	if params != nil && json.Unmarshal(params, &p) != nil {
 		p = nil // not an object: refused at the door before this
 	}
-	key, what := "uri", "resources/read needs params.uri, the resource's URI (resources/list and resources/templates/list give them)"
-	if prompt {
-		key, what = "name", "prompts/get needs params.name, a prompt's name (prompts/list gives them)"
-	}
 	var target string
-	if json.Unmarshal(p[key], &target) != nil || target == "" {
-		return func(context.Context) []byte { return m.refusedAs(mcp.INVALID_PARAMS, what) }
+	switch method {
+	case string(mcp.MethodPromptsGet):
+		if json.Unmarshal(p["name"], &target) != nil || target == "" {
+			return refusal(m, "prompts/get needs params.name, a prompt's name (prompts/list gives them)")
+		}
+	case string(mcp.MethodResourcesRead):
+		if json.Unmarshal(p["uri"], &target) != nil || target == "" {
+			return refusal(m, "resources/read needs params.uri, the resource's URI (resources/list and resources/templates/list give them)")
+		}
 	}
 	return func(ctx context.Context) []byte {
 		s.att.WaitPinned(ctx, g.opts.PinnedListWait)
 		var res json.RawMessage
 		var err error
-		if prompt {
+		switch method {
+		case string(mcp.MethodPromptsGet):
 			res, err = s.att.GetPrompt(ctx, target, p)
-		} else {
+		case string(mcp.MethodResourcesRead):
 			res, err = s.att.ReadResource(ctx, target, p)
+		default:
+			res, err = s.att.Complete(ctx, p)
 		}
 		if err != nil {
-			code, why := offerError(err, prompt)
+			code, why := offerError(err, method)
 			return m.refusedAs(code, why)
 		}
 		return frame{id: string(m.ID), result: res}.appendTo(nil)
 	}
 }
 
-// offerError is the JSON-RPC error that answers a failed prompts/get or
-// resources/read: the server's own, under its name, or the gateway's.
-func offerError(err error, prompt bool) (code int, why string) {
+// refusal answers m with an invalid-params error saying why.
+func refusal(m message, why string) func(context.Context) []byte {
+	return func(context.Context) []byte { return m.refusedAs(mcp.INVALID_PARAMS, why) }
+}
+
+// offerError is the JSON-RPC error that answers a failed request of
+// method: the server's own, under its name, or the gateway's.
+func offerError(err error, method string) (code int, why string) {
 	var answer *attach.AnswerError
 	switch {
 	case errors.As(err, &answer):
@@ -136,12 +147,10 @@ func offerError(err error, prompt bool) (code int, why string) {
 		return mcp.INVALID_PARAMS, fmt.Sprintf("%v; prompts/list gives this session's prompts, named mcp_<server>__<prompt>", err)
 	case errors.Is(err, attach.ErrUnknownResource):
 		return mcp.RESOURCE_NOT_FOUND, fmt.Sprintf("%v; resources/list and resources/templates/list give this session's resources", err)
+	case errors.Is(err, attach.ErrInvalidRef):
+		return mcp.INVALID_PARAMS, err.Error()
 	}
-	what := "resource"
-	if prompt {
-		what = "prompt"
-	}
-	return mcp.INTERNAL_ERROR, fmt.Sprintf("the %s could not be had: %v", what, err)
+	return mcp.INTERNAL_ERROR, fmt.Sprintf("%s failed: %v", method, err)
 }
 
 // offers answers body, a request of session s for its prompts or

@@ -139,6 +139,18 @@ func checkOffers(t *testing.T, c *client.Client, names ...string) {
 			t.Errorf("a URI no server lists nor matches: %v; want resource not found, naming %v", err, names)
 		}
 	}
+	// Completion of a prompt's argument, at the server of the prompt; of
+	// a template's, at the server of the template (which completes none).
+	done, err := c.Complete(ctx, completeReq(mcp.PromptReference{Type: "ref/prompt", Name: "mcp_" + names[0] + "__greet"}, "B"))
+	if err != nil || !slices.Equal(done.Completion.Values, []string{"Bea", "Bob"}) {
+		t.Errorf("completion of greet's name: %+v %v; want Bea and Bob", done, err)
+	}
+	if done, err := c.Complete(ctx, completeReq(mcp.ResourceReference{Type: "ref/resource", URI: "fixture://items/{id}"}, "1")); err != nil || len(done.Completion.Values) != 0 {
+		t.Errorf("completion of a template's argument: %+v %v; want none", done, err)
+	}
+	if _, err := c.Complete(ctx, completeReq(mcp.PromptReference{Type: "ref/prompt", Name: "nope"}, "B")); err == nil || !strings.Contains(err.Error(), "prompts/list gives") {
+		t.Errorf("completion for an unknown prompt: %v", err)
+	}
 	// A cursor is refused: the lists come in one page.
 	if _, err := c.ListPrompts(ctx, mcp.ListPromptsRequest{PaginatedRequest: mcp.PaginatedRequest{Params: mcp.PaginatedParams{Cursor: "x"}}}); err == nil || !strings.Contains(err.Error(), "one page") {
 		t.Errorf("prompts/list with a cursor: %v", err)
@@ -228,4 +240,11 @@ func waitNote(t *testing.T, s *clientSession, method mcp.MCPMethod, n int) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+func completeReq(ref any, value string) mcp.CompleteRequest {
+	req := mcp.CompleteRequest{}
+	req.Params.Ref = ref
+	req.Params.Argument.Name, req.Params.Argument.Value = "name", value
+	return req
 }

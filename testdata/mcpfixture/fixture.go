@@ -121,7 +121,8 @@ const SchemaProbeInputSchema = `{
 // serves the fixture's tools, prompts and resources (offers.go).
 func New(name string) *server.MCPServer {
 	s := server.NewMCPServer(name, Version, server.WithToolCapabilities(true), server.WithLogging(),
-		server.WithPromptCapabilities(true), server.WithResourceCapabilities(false, true))
+		server.WithPromptCapabilities(true), server.WithResourceCapabilities(false, true),
+		server.WithCompletions(), server.WithPromptCompletionProvider(completions{}))
 	addOffers(s)
 
 	s.AddTool(mcp.NewTool("echo",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -12,7 +13,8 @@ import (
 
 // The fixture's prompts and resources, for the gateway's relay of them:
 //
-//   - prompt greet {name (required)}: one user message, "Hello, <name>!".
+//   - prompt greet {name (required)}: one user message, "Hello, <name>!";
+//     its argument name completes from Greetable (completion/complete).
 //   - resource fixture://readme: text, "The fixture's readme.".
 //   - resource template fixture://items/{id}: text, "item <id>".
 //   - the resources the MCP conformance suite's resource scenarios read:
@@ -39,6 +41,26 @@ func addOffers(s *server.MCPServer) {
 		mcp.WithDescription("Adds the prompt <name> and the resource fixture://extra/<name>; the server then says its prompts and resources changed."),
 		mcp.WithString("name", mcp.Required()),
 	), offer(s))
+}
+
+// Greetable are the names greet's argument completes from.
+var Greetable = []string{"Ann", "Bea", "Bob"}
+
+// completions complete greet's argument name: the Greetable names that
+// start with what was typed.
+type completions struct{}
+
+func (completions) CompletePromptArgument(_ context.Context, prompt string, arg mcp.CompleteArgument, _ mcp.CompleteContext) (*mcp.Completion, error) {
+	if prompt != "greet" || arg.Name != "name" {
+		return nil, fmt.Errorf("no completions for %s's argument %s", prompt, arg.Name)
+	}
+	values := []string{}
+	for _, n := range Greetable {
+		if strings.HasPrefix(n, arg.Value) {
+			values = append(values, n)
+		}
+	}
+	return &mcp.Completion{Values: values}, nil
 }
 
 func greet(_ context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
