@@ -29,6 +29,18 @@ import (
 // initialize, answers tools/list with what list gives for the request's
 // cursor (a result), and answers every call with "ok".
 func rawToolsUpstream(t *testing.T, list func(cursor string) string) *httptest.Server {
+	return rawUpstream(t, `{"tools":{}}`, func(method, cursor string) string {
+		if method == "tools/list" {
+			return `"result":` + list(cursor)
+		}
+		return ""
+	})
+}
+
+// rawUpstream is rawToolsUpstream declaring capabilities, whose answer to
+// a request other than initialize is what answer gives: the response's
+// "result":… or "error":… member; "" answers with an "ok" tool result.
+func rawUpstream(t *testing.T, capabilities string, answer func(method, cursor string) string) *httptest.Server {
 	t.Helper()
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -47,16 +59,15 @@ func rawToolsUpstream(t *testing.T, list func(cursor string) string) *httptest.S
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
-		result := `{"content":[{"type":"text","text":"ok"}]}`
-		switch req.Method {
-		case "initialize":
+		member := `"result":{"content":[{"type":"text","text":"ok"}]}`
+		if req.Method == "initialize" {
 			w.Header().Set("Mcp-Session-Id", "raw-1")
-			result = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}`
-		case "tools/list":
-			result = list(req.Params.Cursor)
+			member = `"result":{"protocolVersion":"2025-11-25","capabilities":` + capabilities + `,"serverInfo":{"name":"raw","version":"1"}}`
+		} else if a := answer(req.Method, req.Params.Cursor); a != "" {
+			member = a
 		}
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, result)
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,%s}`, req.ID, member)
 	}))
 	t.Cleanup(up.Close)
 	return up
@@ -388,5 +399,44 @@ func TestRemoteRevived(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A server's hostile lists of prompts and resources: the items that name
+// themselves are served, the others left out, a list that is not one
+// lost alone, and an error answering one list (no templates) costs the
+// others nothing; the server's tools are attached all the same.
+func TestHostileOfferLists(t *testing.T) {
+	up := rawUpstream(t, `{"tools":{},"prompts":{},"resources":{}}`, func(method, _ string) string {
+		switch method {
+		case "tools/list":
+			return `"result":{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`
+		case "prompts/list":
+			return `"result":{"prompts":[{"name":"ok"},{"description":"no name"},42,{"name":7},{"name":""}]}`
+		case "resources/list":
+			return `"result":{"resources":"not an array"}`
+		case "resources/templates/list":
+			return `"error":{"code":-32601,"message":"Method not found"}`
+		case "prompts/get":
+			return `"result":{"messages":[{"role":"user","content":{"type":"text","text":"raw"}}]}`
+		}
+		return ""
+	})
+	s, res := attachAt(t, up.URL)
+	if res.IsError {
+		t.Fatalf("attach: %s", firstText(res))
+	}
+	if got := promptNames(t, s.c); !slices.Equal(got, []string{"mcp_remote__ok"}) {
+		t.Fatalf("prompts: %v; want the one that names itself", got)
+	}
+	ctx := context.Background()
+	if list, err := s.c.ListResources(ctx, mcp.ListResourcesRequest{}); err != nil || len(list.Resources) != 0 {
+		t.Fatalf("resources: %+v %v; want none", list, err)
+	}
+	if got := promptText(t, s.c, "mcp_remote__ok", nil); got != "raw" {
+		t.Fatalf("prompts/get: %q", got)
+	}
+	if res := s.call("mcp_remote__echo", map[string]any{}); res.IsError || firstText(res) != "ok" {
+		t.Fatalf("the tool after it: %v", res)
 	}
 }
