@@ -83,6 +83,8 @@ func TestConformance(t *testing.T) {
 		"resources-read-text",
 		"resources-read-binary",
 		"resources-templates-read",
+		"resources-subscribe",
+		"resources-unsubscribe",
 	} {
 		t.Run(scenario, func(t *testing.T) {
 			out := t.TempDir()

@@ -32,6 +32,7 @@ var (
 	ErrUnknownPrompt   = errors.New("no attached server has this prompt")
 	ErrUnknownResource = errors.New("no attached server has this resource")
 	ErrInvalidRef      = errors.New("invalid completion reference")
+	ErrNoSubscriptions = errors.New("takes no subscriptions to its resources")
 )
 
 // Prompt is one upstream prompt as the session exposes it.
@@ -387,6 +388,59 @@ func (s *Session) ReadResource(ctx context.Context, uri string, params map[strin
 		return nil, err
 	}
 	return s.ask(ctx, a, "resource "+uri, string(mcp.MethodResourcesRead), params)
+}
+
+// Subscribe subscribes the session to updates of the resource at uri, at
+// the server that serves it (as ReadResource finds it), with the client's
+// params. Its notifications/resources/updated of uri then reach
+// OnUpdated.
+func (s *Session) Subscribe(ctx context.Context, uri string, params map[string]json.RawMessage) (json.RawMessage, error) {
+	a, err := s.resourceServer(uri)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	up := a.up
+	a.mu.Unlock()
+	if up == nil || !up.subscribes {
+		return nil, fmt.Errorf("%s %w: read %s again to see it change", a.Name, ErrNoSubscriptions, uri)
+	}
+	res, err := s.ask(ctx, a, "subscription to "+uri, string(mcp.MethodResourcesSubscribe), params)
+	if err != nil {
+		return nil, err
+	}
+	up.listen() // a streamable HTTP server says it between calls
+	s.mu.Lock()
+	if s.subs == nil {
+		s.subs = map[string]*Attachment{}
+	}
+	s.subs[uri] = a
+	s.mu.Unlock()
+	return res, nil
+}
+
+// Unsubscribe ends the session's subscription to the resource at uri, at
+// the server that took it.
+func (s *Session) Unsubscribe(ctx context.Context, uri string, params map[string]json.RawMessage) (json.RawMessage, error) {
+	s.mu.Lock()
+	a := s.subs[uri]
+	delete(s.subs, uri)
+	s.mu.Unlock()
+	if a == nil {
+		return nil, fmt.Errorf("%q: %w: this session has no subscription to it", uri, ErrUnknownResource)
+	}
+	return s.ask(ctx, a, "subscription to "+uri, string(mcp.MethodResourcesUnsubscribe), params)
+}
+
+// updated passes on a's notice that its resource at uri was updated, when
+// the session subscribed to it there.
+func (s *Session) updated(a *Attachment, uri string) {
+	s.mu.Lock()
+	subscribed := s.subs[uri] == a
+	s.mu.Unlock()
+	if subscribed && s.OnUpdated != nil {
+		s.OnUpdated(uri)
+	}
 }
 
 // resourceServer finds the attachment that serves uri.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path"
 	"slices"
 	"sync"
@@ -32,6 +33,9 @@ type Session struct {
 	// OnLog hears the log messages of the session's own MCP servers
 	// (logging.go). Set it before Start.
 	OnLog func(a *Attachment, m LogMessage)
+	// OnUpdated hears the URI of a resource the session subscribed to
+	// that its server says was updated (offers.go). Set it before Start.
+	OnUpdated func(uri string)
 
 	m      *Manager
 	ctx    context.Context // ends at Close: cancels attaches in flight
@@ -54,6 +58,9 @@ type Session struct {
 	reserved map[string]bool          // names held by attaches in flight
 	closed   bool
 	logLevel mcp.LoggingLevel // the client's; "" until it sets one
+	// subs are the resources the client subscribed to, by URI, at the
+	// attachment whose server took the subscription.
+	subs map[string]*Attachment
 }
 
 // Attachment is one attached upstream.
@@ -552,7 +559,7 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 // upstream's own tools/list_changed to refresh them.
 func (s *Session) connect(ctx context.Context, a *Attachment, plan Plan, progress func(string)) (*upstream, []Tool, error) {
 	up, list, err := s.m.open(ctx, plan, s.m.Log.With("session", s.ID, "upstream", a.Name), progress,
-		watch{listsChanged: func() { s.refresh(a) }, log: func(m LogMessage) { s.log(a, m) }})
+		watch{listsChanged: func() { s.refresh(a) }, log: func(m LogMessage) { s.log(a, m) }, updated: func(uri string) { s.updated(a, uri) }})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -670,6 +677,7 @@ func (s *Session) Detach(urnOrName string) (a *Attachment, cancelled int, err er
 		return nil, 0, fmt.Errorf("%s is %w and cannot be detached", a.Name, ErrPinned)
 	}
 	s.atts = slices.Delete(s.atts, i, i+1)
+	maps.DeleteFunc(s.subs, func(_ string, at *Attachment) bool { return at == a })
 	s.mu.Unlock()
 	if a.Kind == KindA2AAgent {
 		cancelled = s.cancelUnfinished(a)

@@ -57,15 +57,19 @@ type upstream struct {
 	// listsChange is whether the server declared it says so.
 	listsChange bool
 
-	// hasPrompts, hasResources and hasCompletions: the server declared
-	// them; offered is what it last listed of them (offers.go).
-	hasPrompts, hasResources, hasCompletions bool
-	offered                                  atomic.Pointer[offers]
+	// hasPrompts, hasResources, hasCompletions and subscribes (to its
+	// resources): the server declared them; offered is what it last
+	// listed of them (offers.go).
+	hasPrompts, hasResources, hasCompletions, subscribes bool
+	offered                                              atomic.Pointer[offers]
 
 	// onLog hears the server's log messages; guarded by mu. logs is
 	// whether the server declared it logs (logging.go).
 	onLog func(LogMessage)
-	logs  bool
+	// onUpdated hears the URIs of notifications/resources/updated;
+	// guarded by mu.
+	onUpdated func(uri string)
+	logs      bool
 	// listening: the gateway listens to the streamable HTTP server between
 	// calls (listen.go), as it said it sends tools/list_changed, or logs
 	// to a client that set a level.
@@ -154,6 +158,7 @@ func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progres
 	}
 	c := res.Capabilities
 	u.hasPrompts, u.hasResources, u.hasCompletions = c.Prompts != nil, c.Resources != nil, c.Completions != nil
+	u.subscribes = c.Resources != nil && c.Resources.Subscribe
 	u.listsChange = c.Tools != nil && c.Tools.ListChanged || c.Prompts != nil && c.Prompts.ListChanged || c.Resources != nil && c.Resources.ListChanged
 	u.logs = res.Capabilities.Logging != nil
 	return u, nil
@@ -166,6 +171,8 @@ type watch struct {
 	listsChanged func()
 	// log, when not nil, hears its log messages.
 	log func(LogMessage)
+	// updated, when not nil, hears the URIs of its resources updated.
+	updated func(uri string)
 }
 
 // open dials the upstream and lists its tools, prompts and resources; then
@@ -197,7 +204,7 @@ func (m *Manager) open(ctx context.Context, plan Plan, log *slog.Logger, progres
 		return nil, nil, fmt.Errorf("list tools: %w", err)
 	}
 	up.mu.Lock()
-	up.onListsChanged, up.onLog = w.listsChanged, w.log
+	up.onListsChanged, up.onLog, up.onUpdated = w.listsChanged, w.log, w.updated
 	up.mu.Unlock()
 	if up.listsChange {
 		up.listen()
@@ -333,6 +340,13 @@ func (u *upstream) onNotification(n mcp.JSONRPCNotification) {
 		u.mu.Unlock()
 		if sink != nil {
 			sink(n)
+		}
+	case mcp.MethodNotificationResourceUpdated:
+		u.mu.Lock()
+		sink := u.onUpdated
+		u.mu.Unlock()
+		if uri, ok := n.Params.AdditionalFields["uri"].(string); ok && sink != nil {
+			sink(uri)
 		}
 	case string(mcp.MethodNotificationMessage):
 		u.mu.Lock()

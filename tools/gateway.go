@@ -168,10 +168,10 @@ func New(manager *attach.Manager, log *slog.Logger, opts Options) *Gateway {
 	// (a refused call is traced too).
 	g.mcp = server.NewMCPServer("ardgate", opts.Version, append(opts.Tracing.ServerOptions(),
 		server.WithToolCapabilities(true),
-		// The attached servers' prompts, resources and completions of
-		// their arguments (offers.go); no subscriptions to resources.
+		// The attached servers' prompts, resources (with subscriptions)
+		// and completions of their arguments (offers.go).
 		server.WithPromptCapabilities(true),
-		server.WithResourceCapabilities(false, true),
+		server.WithResourceCapabilities(true, true),
 		server.WithCompletions(),
 		server.WithLogging(), // clients may set a level; conformance checks logging/setLevel
 		server.WithHooks(hooks),
@@ -276,6 +276,7 @@ func (g *Gateway) session(id string, perSession bool) *session {
 	s.seen.Store(time.Now().UnixNano()) // the server registers it
 	s.att.OnChange = func() { g.sync(s) }
 	s.att.OnLog = func(a *attach.Attachment, m attach.LogMessage) { g.relayLog(s, a, m) }
+	s.att.OnUpdated = func(uri string) { g.resourceUpdated(s, uri) }
 	s.att.Start() // after OnChange and OnLog are set: a pinned server may attach at once
 	g.sessions.Store(id, s)
 	g.open.Add(1)

@@ -31,6 +31,8 @@ var (
 	templatesListMethod = []byte(`"resources/templates/list"`)
 	resourcesReadMethod = []byte(`"resources/read"`)
 	completeMethod      = []byte(`"completion/complete"`)
+	subscribeMethod     = []byte(`"resources/subscribe"`)
+	unsubscribeMethod   = []byte(`"resources/unsubscribe"`)
 )
 
 // offerRequest reports whether line is a request of session s for its
@@ -58,7 +60,8 @@ func (g *Gateway) offerRequest(s *session, line []byte) (answer func(context.Con
 		list = func() (string, [][]byte) {
 			return "resourceTemplates", listedOf(s.att.ResourceTemplates(), resourceListed)
 		}
-	case bytes.Equal(method, promptsGetMethod), bytes.Equal(method, resourcesReadMethod), bytes.Equal(method, completeMethod):
+	case bytes.Equal(method, promptsGetMethod), bytes.Equal(method, resourcesReadMethod), bytes.Equal(method, completeMethod),
+		bytes.Equal(method, subscribeMethod), bytes.Equal(method, unsubscribeMethod):
 		return g.forwardOffer(s, m, string(method[1:len(method)-1]), params), true
 	default:
 		return nil, false
@@ -92,9 +95,9 @@ func listJSON(member string, items [][]byte) []byte {
 	return append(b, "]}"...)
 }
 
-// forwardOffer answers a prompts/get, a resources/read or a
-// completion/complete (method) with what the server that serves it
-// answers.
+// forwardOffer answers a prompts/get, a resources/read, a
+// completion/complete or a resources/(un)subscribe (method) with what the
+// server that serves it answers.
 func (g *Gateway) forwardOffer(s *session, m message, method string, params []byte) func(context.Context) []byte {
 	var p map[string]json.RawMessage
 	if params != nil && json.Unmarshal(params, &p) != nil {
@@ -106,9 +109,9 @@ func (g *Gateway) forwardOffer(s *session, m message, method string, params []by
 		if json.Unmarshal(p["name"], &target) != nil || target == "" {
 			return refusal(m, "prompts/get needs params.name, a prompt's name (prompts/list gives them)")
 		}
-	case string(mcp.MethodResourcesRead):
+	case string(mcp.MethodResourcesRead), string(mcp.MethodResourcesSubscribe), string(mcp.MethodResourcesUnsubscribe):
 		if json.Unmarshal(p["uri"], &target) != nil || target == "" {
-			return refusal(m, "resources/read needs params.uri, the resource's URI (resources/list and resources/templates/list give them)")
+			return refusal(m, method+" needs params.uri, the resource's URI (resources/list and resources/templates/list give them)")
 		}
 	}
 	return func(ctx context.Context) []byte {
@@ -120,6 +123,10 @@ func (g *Gateway) forwardOffer(s *session, m message, method string, params []by
 			res, err = s.att.GetPrompt(ctx, target, p)
 		case string(mcp.MethodResourcesRead):
 			res, err = s.att.ReadResource(ctx, target, p)
+		case string(mcp.MethodResourcesSubscribe):
+			res, err = s.att.Subscribe(ctx, target, p)
+		case string(mcp.MethodResourcesUnsubscribe):
+			res, err = s.att.Unsubscribe(ctx, target, p)
 		default:
 			res, err = s.att.Complete(ctx, p)
 		}
@@ -147,7 +154,7 @@ func offerError(err error, method string) (code int, why string) {
 		return mcp.INVALID_PARAMS, fmt.Sprintf("%v; prompts/list gives this session's prompts, named mcp_<server>__<prompt>", err)
 	case errors.Is(err, attach.ErrUnknownResource):
 		return mcp.RESOURCE_NOT_FOUND, fmt.Sprintf("%v; resources/list and resources/templates/list give this session's resources", err)
-	case errors.Is(err, attach.ErrInvalidRef):
+	case errors.Is(err, attach.ErrInvalidRef), errors.Is(err, attach.ErrNoSubscriptions):
 		return mcp.INVALID_PARAMS, err.Error()
 	}
 	return mcp.INTERNAL_ERROR, fmt.Sprintf("%s failed: %v", method, err)
@@ -239,4 +246,17 @@ func hashOf(list [][]byte) uint64 {
 		_ = h.WriteByte(0) // where one ends
 	}
 	return h.Sum64()
+}
+
+// resourceUpdated tells the session's client that a resource it
+// subscribed to was updated, as its server said.
+func (g *Gateway) resourceUpdated(s *session, uri string) {
+	params := map[string]any{"uri": uri}
+	if !s.perSession {
+		g.mcp.SendNotificationToAllClients(mcp.MethodNotificationResourceUpdated, params) // stdio: the one client
+		return
+	}
+	if err := g.mcp.SendNotificationToSpecificClient(s.att.ID, mcp.MethodNotificationResourceUpdated, params); err != nil {
+		g.log.Debug("resources/updated not sent", "session", s.att.ID, "err", err)
+	}
 }

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -43,8 +44,47 @@ func TestPromptsAndResourcesHTTP(t *testing.T) {
 	waitNote(t, s, mcp.MethodNotificationPromptsListChanged, 1)
 	waitNote(t, s, mcp.MethodNotificationResourcesListChanged, 1)
 	checkOffers(t, s.c, "one", "two")
-	if res := s.call("list_attached_resources", map[string]any{}); !strings.Contains(string(res.RawStructuredContent), `"tools_count":13,"prompts_count":1,"resources_count":3,"resource_templates_count":2,`) {
+	if res := s.call("list_attached_resources", map[string]any{}); !strings.Contains(string(res.RawStructuredContent), `"tools_count":14,"prompts_count":1,"resources_count":4,"resource_templates_count":2,`) {
 		t.Fatalf("list_attached_resources: %s; want the counts of prompts and resources", res.RawStructuredContent)
+	}
+
+	// A subscription is taken by the server that lists the resource; its
+	// update reaches the client, another server's does not, and after
+	// unsubscribing none does.
+	subscribe := func(method mcp.MCPMethod, uri string) error {
+		if method == mcp.MethodResourcesSubscribe {
+			return s.c.Subscribe(context.Background(), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: uri}})
+		}
+		return s.c.Unsubscribe(context.Background(), mcp.UnsubscribeRequest{Params: mcp.UnsubscribeParams{URI: uri}})
+	}
+	if err := subscribe(mcp.MethodResourcesSubscribe, "fixture://readme"); err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	if res := s.call("mcp_one__touch", map[string]any{"uri": "fixture://readme"}); firstText(res) != "updated" {
+		t.Fatalf("touch at one, the server subscribed at: %q", firstText(res))
+	}
+	waitNote(t, s, mcp.MethodNotificationResourceUpdated, 1)
+	if res := s.call("mcp_two__touch", map[string]any{"uri": "fixture://readme"}); firstText(res) != "not subscribed" {
+		t.Fatalf("touch at two: %q; the subscription went to both servers", firstText(res))
+	}
+	if err := subscribe(mcp.MethodResourcesUnsubscribe, "fixture://readme"); err != nil {
+		t.Fatalf("unsubscribe: %v", err)
+	}
+	if res := s.call("mcp_one__touch", map[string]any{"uri": "fixture://readme"}); firstText(res) != "not subscribed" {
+		t.Fatalf("touch at one after unsubscribing: %q", firstText(res))
+	}
+	if err := subscribe(mcp.MethodResourcesUnsubscribe, "fixture://readme"); err == nil || !strings.Contains(err.Error(), "no subscription") {
+		t.Fatalf("unsubscribe again: %v", err)
+	}
+	s.mu.Lock()
+	for _, n := range s.notes {
+		if n.Method == mcp.MethodNotificationResourceUpdated && n.Params.AdditionalFields["uri"] != "fixture://readme" {
+			t.Errorf("resources/updated of %v", n.Params.AdditionalFields)
+		}
+	}
+	s.mu.Unlock()
+	if n := s.count(mcp.MethodNotificationResourceUpdated); n != 1 {
+		t.Fatalf("%d resources/updated; want the one of the subscription", n)
 	}
 
 	// A prompt the server adds is announced, listed and served.
@@ -84,6 +124,29 @@ func TestPromptsAndResourcesStdio(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	checkOffers(t, c, "fx")
+
+	updated := make(chan string, 1)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == mcp.MethodNotificationResourceUpdated {
+			updated <- fmt.Sprint(n.Params.AdditionalFields["uri"])
+		}
+	})
+	if err := c.Subscribe(context.Background(), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: "test://watched-resource"}}); err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = "mcp_fx__touch", map[string]any{"uri": "test://watched-resource"}
+	if res, err := c.CallTool(context.Background(), req); err != nil || firstText(res) != "updated" {
+		t.Fatalf("touch: %v %v", res, err)
+	}
+	select {
+	case uri := <-updated:
+		if uri != "test://watched-resource" {
+			t.Fatalf("resources/updated of %q", uri)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no resources/updated over stdio")
+	}
 }
 
 // checkOffers checks what the fixture attached under each of names
@@ -102,8 +165,8 @@ func checkOffers(t *testing.T, c *client.Client, names ...string) {
 	ctx := context.Background()
 	list, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
 	i := slices.IndexFunc(list.Resources, func(r mcp.Resource) bool { return r.URI == "fixture://readme" })
-	if err != nil || len(list.Resources) != 3 || i < 0 || list.Resources[i].Description != "The fixture's readme." {
-		t.Fatalf("resources: %+v %v; want the fixture's three, each once, as the server lists them", list, err)
+	if err != nil || len(list.Resources) != 4 || i < 0 || list.Resources[i].Description != "The fixture's readme." {
+		t.Fatalf("resources: %+v %v; want the fixture's four, each once, as the server lists them", list, err)
 	}
 	templates, err := c.ListResourceTemplates(ctx, mcp.ListResourceTemplatesRequest{})
 	if err != nil || len(templates.ResourceTemplates) != 2 || !slices.ContainsFunc(templates.ResourceTemplates, func(r mcp.ResourceTemplate) bool {

@@ -120,10 +120,11 @@ const SchemaProbeInputSchema = `{
 // tool, prompt and resource capabilities with listChanged and logging, and
 // serves the fixture's tools, prompts and resources (offers.go).
 func New(name string) *server.MCPServer {
+	subs := &subscriptions{by: map[string]map[string]bool{}}
 	s := server.NewMCPServer(name, Version, server.WithToolCapabilities(true), server.WithLogging(),
-		server.WithPromptCapabilities(true), server.WithResourceCapabilities(false, true),
-		server.WithCompletions(), server.WithPromptCompletionProvider(completions{}))
-	addOffers(s)
+		server.WithPromptCapabilities(true), server.WithResourceCapabilities(true, true),
+		server.WithCompletions(), server.WithPromptCompletionProvider(completions{}), server.WithHooks(subs.hooks()))
+	addOffers(s, subs)
 
 	s.AddTool(mcp.NewTool("echo",
 		mcp.WithDescription("Returns message unchanged."),

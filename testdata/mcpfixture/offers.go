@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -18,8 +19,12 @@ import (
 //   - resource fixture://readme: text, "The fixture's readme.".
 //   - resource template fixture://items/{id}: text, "item <id>".
 //   - the resources the MCP conformance suite's resource scenarios read:
-//     test://static-text, test://static-binary (a PNG) and the template
-//     test://template/{id}/data.
+//     test://static-text, test://static-binary (a PNG),
+//     test://watched-resource and the template test://template/{id}/data.
+//   - resource test://watched-resource, and subscriptions to any resource:
+//     tool touch {uri} says uri was updated (notifications/resources/
+//     updated) to the calling session if it subscribed to uri, and answers
+//     "updated"; else it answers "not subscribed".
 //   - tool offer {name}: adds the prompt <name> and the resource
 //     fixture://extra/<name> at run time; the server then says its prompts
 //     and resources changed (notifications/*/list_changed).
@@ -27,7 +32,7 @@ import (
 // ReadmeText is the text of the resource fixture://readme.
 const ReadmeText = "The fixture's readme."
 
-func addOffers(s *server.MCPServer) {
+func addOffers(s *server.MCPServer, subs *subscriptions) {
 	s.AddPrompt(mcp.NewPrompt("greet",
 		mcp.WithPromptDescription("Greets someone by name."),
 		mcp.WithArgument("name", mcp.RequiredArgument(), mcp.ArgumentDescription("Who to greet.")),
@@ -37,6 +42,10 @@ func addOffers(s *server.MCPServer) {
 	s.AddResourceTemplate(mcp.NewResourceTemplate("fixture://items/{id}", "item",
 		mcp.WithTemplateDescription("One item, by id."), mcp.WithTemplateMIMEType("text/plain")), item)
 	addConformanceResources(s)
+	s.AddTool(mcp.NewTool("touch",
+		mcp.WithDescription("Says the resource at uri was updated, to the calling session if it subscribed to it."),
+		mcp.WithString("uri", mcp.Required()),
+	), subs.touch(s))
 	s.AddTool(mcp.NewTool("offer",
 		mcp.WithDescription("Adds the prompt <name> and the resource fixture://extra/<name>; the server then says its prompts and resources changed."),
 		mcp.WithString("name", mcp.Required()),
@@ -103,8 +112,9 @@ func offer(s *server.MCPServer) server.ToolHandlerFunc {
 }
 
 // addConformanceResources adds the resources that the conformance suite's
-// scenarios resources-read-text, resources-read-binary and
-// resources-templates-read ask for, as they ask for them.
+// scenarios resources-read-text, resources-read-binary,
+// resources-templates-read and resources-(un)subscribe ask for, as they
+// ask for them.
 func addConformanceResources(s *server.MCPServer) {
 	s.AddResource(mcp.NewResource("test://static-text", "static text",
 		mcp.WithResourceDescription("A static text resource."), mcp.WithMIMEType("text/plain")),
@@ -117,6 +127,11 @@ func addConformanceResources(s *server.MCPServer) {
 		func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 			return []mcp.ResourceContents{mcp.BlobResourceContents{URI: "test://static-binary", MIMEType: "image/png", Blob: onePixelPNG}}, nil
 		})
+	s.AddResource(mcp.NewResource("test://watched-resource", "watched",
+		mcp.WithResourceDescription("A resource to subscribe to."), mcp.WithMIMEType("text/plain")),
+		func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+			return []mcp.ResourceContents{mcp.TextResourceContents{URI: "test://watched-resource", MIMEType: "text/plain", Text: "watched"}}, nil
+		})
 	s.AddResourceTemplate(mcp.NewResourceTemplate("test://template/{id}/data", "template data",
 		mcp.WithTemplateDescription("Data for an id."), mcp.WithTemplateMIMEType("application/json")),
 		func(_ context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
@@ -128,3 +143,54 @@ func addConformanceResources(s *server.MCPServer) {
 
 // onePixelPNG is a 1×1 PNG, base64.
 const onePixelPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
+
+// subscriptions are the resources each session subscribed to, by
+// session id.
+type subscriptions struct {
+	mu sync.Mutex
+	by map[string]map[string]bool
+}
+
+func (subs *subscriptions) hooks() *server.Hooks {
+	h := &server.Hooks{}
+	h.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
+		subs.set(ctx, req.Params.URI, true)
+	})
+	h.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
+		subs.set(ctx, req.Params.URI, false)
+	})
+	return h
+}
+
+func (subs *subscriptions) set(ctx context.Context, uri string, on bool) {
+	id := sessionID(ctx)
+	subs.mu.Lock()
+	defer subs.mu.Unlock()
+	if subs.by[id] == nil {
+		subs.by[id] = map[string]bool{}
+	}
+	subs.by[id][uri] = on
+}
+
+func sessionID(ctx context.Context) string {
+	if cs := server.ClientSessionFromContext(ctx); cs != nil {
+		return cs.SessionID()
+	}
+	return ""
+}
+
+func (subs *subscriptions) touch(s *server.MCPServer) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		uri := req.GetString("uri", "")
+		subs.mu.Lock()
+		on := subs.by[sessionID(ctx)][uri]
+		subs.mu.Unlock()
+		if !on {
+			return mcp.NewToolResultText("not subscribed"), nil
+		}
+		if err := s.SendNotificationToClient(ctx, mcp.MethodNotificationResourceUpdated, map[string]any{"uri": uri}); err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		return mcp.NewToolResultText("updated"), nil
+	}
+}
