@@ -24,8 +24,9 @@ import (
 // them to the session's client: prompts under exposed names,
 // mcp_<attachment>__<prompt>, as tools are named; resources under their
 // own URIs, which tool results link to and which cannot be renamed
-// without breaking those links. A read goes to the server that listed the
-// URI, or whose template matches it.
+// without breaking those links. A read or a subscription goes to the
+// server that listed the URI, or whose template matches it; a completion
+// to the server of the prompt or template it names.
 
 // Sentinel errors of prompts and resources.
 var (
@@ -38,8 +39,7 @@ var (
 // Prompt is one upstream prompt as the session exposes it.
 type Prompt struct {
 	// Name is the exposed name, mcp_<attachment>__<prompt>.
-	Name       string
-	Attachment string
+	Name string
 	// Upstream is the server's name for it.
 	Upstream string
 	// Listed is the server's definition under the exposed name, as
@@ -51,9 +51,8 @@ type Prompt struct {
 // as the server listed it.
 type Resource struct {
 	// URI is the resource's uri, or the template's uriTemplate.
-	URI        string
-	Attachment string
-	Listed     json.RawMessage
+	URI    string
+	Listed json.RawMessage
 }
 
 // AnswerError is a JSON-RPC error a server answered a request with; the
@@ -95,8 +94,8 @@ func (t offer) matches(uri string) bool {
 const maxOffers = 1000
 
 // listOffers lists what the server declared it offers beside tools, the
-// lists at once, and keeps it. A list the server fails to give is logged and left empty: a
-// server's tools are not lost to its prompts.
+// lists at once, and keeps it. A list the server fails to give is logged
+// and left empty: a server's tools are not lost to its prompts.
 func (u *upstream) listOffers(ctx context.Context) {
 	o := &offers{}
 	lists := []struct {
@@ -232,11 +231,22 @@ func (a *Attachment) OfferCounts() (prompts, resources, templates int) {
 
 // prompts are a's server's prompts under exposed names, given in the
 // server's name order as tools are, so they are the same on every attach.
+// They are made once per listing of the server's.
 func (a *Attachment) prompts() []Prompt {
 	o := a.offered()
 	if o == nil {
 		return nil
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.promptsOf != o {
+		a.promptsOf, a.exposedPrompts = o, a.exposePrompts(o)
+	}
+	return a.exposedPrompts
+}
+
+// exposePrompts names o's prompts for the session.
+func (a *Attachment) exposePrompts(o *offers) []Prompt {
 	list := slices.SortedFunc(slices.Values(o.prompts), func(x, y offer) int { return strings.Compare(x.key, y.key) })
 	out := make([]Prompt, 0, len(list))
 	used := map[string]bool{}
@@ -250,7 +260,7 @@ func (a *Attachment) prompts() []Prompt {
 		if err != nil {
 			continue // read as an object when listed
 		}
-		out = append(out, Prompt{Name: name, Attachment: a.Name, Upstream: p.key, Listed: listed})
+		out = append(out, Prompt{Name: name, Upstream: p.key, Listed: listed})
 	}
 	return out
 }
@@ -299,7 +309,7 @@ func (s *Session) resources(of func(*offers) []offer) []Resource {
 		for _, r := range of(o) {
 			if !seen[r.key] {
 				seen[r.key] = true
-				out = append(out, Resource{URI: r.key, Attachment: a.Name, Listed: r.raw})
+				out = append(out, Resource{URI: r.key, Listed: r.raw})
 			}
 		}
 	}

@@ -105,6 +105,10 @@ type Attachment struct {
 	unwell  string     // why the last health check of an agent failed
 	tools   []Tool
 	failure string // why a pinned server failed to start
+	// exposedPrompts are the prompts of promptsOf, the server's listing
+	// they were made from (offers.go).
+	exposedPrompts []Prompt
+	promptsOf      *offers
 }
 
 // Tool is one upstream tool as this session exposes it.
