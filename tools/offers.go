@@ -253,8 +253,11 @@ func hashOf(list [][]byte) uint64 {
 // subscribed to was updated, as its server said.
 func (g *Gateway) resourceUpdated(s *session, uri string) {
 	params := map[string]any{"uri": uri}
-	if !s.perSession {
-		g.mcp.SendNotificationToAllClients(mcp.MethodNotificationResourceUpdated, params) // stdio: the one client
+	if r := g.stdioOut.Load(); r != nil && !s.perSession {
+		// Written as the fast path writes, so that an update said during
+		// a call comes before the call's result, as the server said it.
+		r.notify(mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
+			Notification: mcp.Notification{Method: mcp.MethodNotificationResourceUpdated, Params: mcp.NotificationParams{AdditionalFields: params}}})
 		return
 	}
 	if err := g.mcp.SendNotificationToSpecificClient(s.att.ID, mcp.MethodNotificationResourceUpdated, params); err != nil {
