@@ -6,12 +6,13 @@
 // Runs discover -> attach -> tools/list_changed -> a listing (over HTTP on
 // the gateway's fast path) -> call -> a call with
 // progress, as Claude Code calls -> call -> a call cancelled -> call ->
-// a call over the cap -> call -> detach and prints "OK", or "FAIL: <reason>" and exits 1. Run by
+// a call over the cap -> call -> prompts, resources, a completion and a
+// subscription -> detach and prints "OK", or "FAIL: <reason>" and exits 1. Run by
 // e2e_tsclient_test.go.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ResourceUpdatedNotificationSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const URN = 'urn:air:ardgate.test:mcp:fixture';
 const TOOL = 'mcp_fixture__echo';
@@ -109,6 +110,32 @@ async function overCap(client) {
   if (after !== 'after the call over the cap') fail(`${TOOL} after the call over the cap returned ${JSON.stringify(after)}`);
 }
 
+// promptsAndResources checks the attached server's prompts, resources,
+// completions and a subscription through the gateway; the SDK checks each
+// answer against its schemas.
+async function promptsAndResources(client) {
+  const prompts = (await client.listPrompts()).prompts.map((p) => p.name);
+  if (!prompts.includes('mcp_fixture__greet')) fail(`prompts/list: ${prompts}`);
+  const got = await client.getPrompt({ name: 'mcp_fixture__greet', arguments: { name: 'Ts' } });
+  if (got.messages?.[0]?.content?.text !== 'Hello, Ts!') fail(`prompts/get: ${JSON.stringify(got)}`);
+  const done = await client.complete({ ref: { type: 'ref/prompt', name: 'mcp_fixture__greet' }, argument: { name: 'name', value: 'B' } });
+  if (JSON.stringify(done.completion.values) !== '["Bea","Bob"]') fail(`completion/complete: ${JSON.stringify(done)}`);
+  const uris = (await client.listResources()).resources.map((r) => r.uri);
+  if (!uris.includes('fixture://readme')) fail(`resources/list: ${uris}`);
+  const read = await client.readResource({ uri: 'test://template/5/data' });
+  if (!read.contents?.[0]?.text?.includes('Data for ID: 5')) fail(`resources/read: ${JSON.stringify(read)}`);
+
+  let updated;
+  const heard = new Promise((resolve) => { updated = resolve; });
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => updated(n.params.uri));
+  await client.subscribeResource({ uri: 'test://watched-resource' });
+  const touched = text(await call(client, 'mcp_fixture__touch', { uri: 'test://watched-resource' }));
+  if (touched !== 'updated') fail(`touch after subscribing: ${touched}`);
+  const uri = await withTimeout(heard, 10_000, 'notifications/resources/updated');
+  if (uri !== 'test://watched-resource') fail(`resources/updated of ${uri}`);
+  await client.unsubscribeResource({ uri: 'test://watched-resource' });
+}
+
 async function main() {
   const transport = makeTransport(process.argv.slice(2));
   const client = new Client({ name: 'ardgate-ts-e2e', version: '1.0.0' });
@@ -160,6 +187,7 @@ async function main() {
 
   await cancelSlow(client, http ? new URL('/metrics', process.argv[3]) : null, errors);
   await overCap(client);
+  await promptsAndResources(client);
 
   await call(client, 'detach_resource', { name: 'fixture' });
 
