@@ -384,7 +384,15 @@ func PinnedURN(name string) string { return "config:servers/" + name }
 
 func (m *Manager) pinnedPlan(p config.Server) Plan {
 	if p.URL != "" {
-		return Plan{Transport: TransportStreamableHTTP, URL: p.URL, Headers: p.Headers}
+		headers := p.Headers
+		if p.Token != "" {
+			headers = maps.Clone(p.Headers)
+			if headers == nil {
+				headers = map[string]string{}
+			}
+			headers["Authorization"] = "Bearer " + p.Token
+		}
+		return Plan{Transport: TransportStreamableHTTP, URL: p.URL, Headers: headers}
 	}
 	return Plan{Transport: TransportStdio, Program: p.Command, Args: p.Args, Env: m.Stdio.Env(p.Env)}
 }

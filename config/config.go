@@ -145,6 +145,12 @@ type Server struct {
 	Env     []string          `json:"env,omitempty"`
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	// TokenEnv names the variable holding a bearer token for a url
+	// server, sent to it as Authorization: a secret stays out of the
+	// config file.
+	TokenEnv string `json:"token_env,omitempty"`
+	// Token is read from TokenEnv when the config is loaded.
+	Token string `json:"-"`
 	// Timeout overrides call_timeout for this server ("120s").
 	Timeout string `json:"timeout,omitempty"`
 	// Tools, when set, are the only tools of this server the sessions

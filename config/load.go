@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"os/exec"
@@ -21,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/caarlos0/env/v11"
+	"golang.org/x/net/http/httpguts"
 )
 
 // file is the JSON config file. Pointers tell "absent" from "zero", so that
@@ -245,6 +247,11 @@ func load(flags Flags, environ []string) (*Config, error) {
 	for i := range c.Agents {
 		if a := &c.Agents[i]; a.TokenEnv != "" {
 			a.Token = token(fmt.Sprintf("agents[%d]", i), a.TokenEnv)
+		}
+	}
+	for i := range c.Servers {
+		if sv := &c.Servers[i]; sv.TokenEnv != "" {
+			sv.Token = token(fmt.Sprintf("servers[%d]", i), sv.TokenEnv)
 		}
 	}
 	for i, sv := range c.Servers {
@@ -790,6 +797,23 @@ func (c *Config) validate() []error {
 			add(f+".url", "%q is not an http(s) URL", s.URL)
 		case s.Stateless && s.URL == "":
 			add(f+".stateless", "applies to url servers only: a command's process belongs to one session")
+		case s.TokenEnv != "" && s.URL == "":
+			add(f+".token_env", "applies to url servers only: pass a command's server its variables with env")
+		case len(s.Headers) > 0 && s.URL == "":
+			add(f+".headers", "apply to url servers only")
+		}
+		if s.TokenEnv != "" && !envPattern.MatchString(s.TokenEnv) {
+			add(f+".token_env", "%q is not a variable name", s.TokenEnv)
+		}
+		for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
+			switch {
+			case !httpguts.ValidHeaderFieldName(k):
+				add(f+".headers", "%q is not a header name", k)
+			case !httpguts.ValidHeaderFieldValue(s.Headers[k]):
+				add(f+".headers."+k, "the value holds a character a header may not (a line break, a control character)")
+			case s.TokenEnv != "" && strings.EqualFold(k, "Authorization"):
+				add(f+".headers."+k, "token_env sends Authorization too; keep one of them")
+			}
 		}
 		for j, v := range s.Env {
 			if !envPattern.MatchString(v) {

@@ -430,6 +430,12 @@ func TestLoadValidation(t *testing.T) {
 		{"stdio.launchers metachar", `{"stdio": {"launchers": ["npx;id"]}}`, "stdio.launchers[0]"},
 		{"stdio.env", `{"stdio": {"env": ["HOME", "A=B"]}}`, "stdio.env[1]"},
 		{"server needs command or url", `{"servers": [{"name": "files"}]}`, "servers[0]"},
+		{"server token_env on a command", `{"servers": [{"name": "files", "command": "x", "token_env": "T"}]}`, "servers[0].token_env"},
+		{"server token_env name", `{"servers": [{"name": "r", "url": "https://r.example", "token_env": "MY-TOKEN"}]}`, "servers[0].token_env"},
+		{"server headers on a command", `{"servers": [{"name": "files", "command": "x", "headers": {"X-A": "b"}}]}`, "servers[0].headers"},
+		{"server header name", `{"servers": [{"name": "r", "url": "https://r.example", "headers": {"X A": "b"}}]}`, "servers[0].headers"},
+		{"server header value", `{"servers": [{"name": "r", "url": "https://r.example", "headers": {"X-A": "b\r\nX-B: c"}}]}`, "servers[0].headers.X-A"},
+		{"server Authorization twice", `{"servers": [{"name": "r", "url": "https://r.example", "token_env": "T", "headers": {"authorization": "Bearer x"}}]}`, "servers[0].headers.authorization"},
 		{"server with both", `{"servers": [{"name": "files", "command": "npx", "url": "https://x.example.com/mcp"}]}`, "servers[0]"},
 		{"server url scheme", `{"servers": [{"name": "files", "url": "file:///srv/mcp"}]}`, "servers[0].url"},
 		{"server stateless command", `{"servers": [{"name": "files", "command": "npx", "stateless": true}]}`, "servers[0].stateless"},
@@ -853,7 +859,7 @@ func TestFlagSet(t *testing.T) {
 	}
 }
 
-// Registry and agent tokens are read from the variables the config names;
+// Registry, agent and server tokens are read from the variables the config names;
 // ARD registries without token_env get ARD_REGISTRY_TOKEN.
 func TestTokensFromEnvironment(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.json")
@@ -863,11 +869,12 @@ func TestTokensFromEnvironment(t *testing.T) {
 	    {"id": "b", "kind": "ard", "url": "https://b.example", "token_env": "B_TOKEN"},
 	    {"id": "m", "kind": "mcp-registry", "url": "https://m.example"}
 	  ],
-	  "agents": [{"name": "research", "url": "https://r.example", "token_env": "R_TOKEN"}]
+	  "agents": [{"name": "research", "url": "https://r.example", "token_env": "R_TOKEN"}],
+	  "servers": [{"name": "remote", "url": "https://s.example/mcp", "token_env": "S_TOKEN"}]
 	}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := config.Load(config.Flags{Config: path}, []string{"ARD_REGISTRY_TOKEN=default", "B_TOKEN=bee", "R_TOKEN=arr"})
+	c, err := config.Load(config.Flags{Config: path}, []string{"ARD_REGISTRY_TOKEN=default", "B_TOKEN=bee", "R_TOKEN=arr", "S_TOKEN=ess"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -880,6 +887,9 @@ func TestTokensFromEnvironment(t *testing.T) {
 	}
 	if c.Agents[0].Token != "arr" {
 		t.Fatalf("agent token %q", c.Agents[0].Token)
+	}
+	if c.Servers[0].Token != "ess" {
+		t.Fatalf("server token %q", c.Servers[0].Token)
 	}
 }
 

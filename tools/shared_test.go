@@ -3,14 +3,20 @@ package tools
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/ardgate/ardgate/config"
+	"github.com/ardgate/ardgate/testdata/mcpfixture"
 )
 
 // A pinned server marked stateless is one connection for every session;
@@ -97,5 +103,44 @@ func waitPinned(t *testing.T, s *clientSession, tool string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s never became callable", tool)
 		}
+	}
+}
+
+// A pinned remote server's token (token_env in the config) goes to it as
+// a bearer token on every request: the handshake, the listings through
+// mcp-go's transport and the calls on the fast path. Without it the
+// server refuses the gateway, which lists it down.
+func TestPinnedServerToken(t *testing.T) {
+	h := server.NewStreamableHTTPServer(mcpfixture.New("remote"))
+	var refused atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer s3cret" {
+			refused.Add(1)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(up.Close)
+
+	pinned := []config.Server{{Name: "fx", URL: up.URL, Token: "s3cret"}}
+	s := newGatewayWith(t, 10*time.Second, Options{Version: "test"}, HTTPOptions{}, pinned).connect(t)
+	waitPinned(t, s, "mcp_fx__echo")
+	if got := firstText(s.call("mcp_fx__echo", map[string]any{"message": "with a token"})); got != "with a token" {
+		t.Fatalf("echo = %q", got)
+	}
+	if text := readText(t, s.c, "fixture://readme"); text != mcpfixture.ReadmeText {
+		t.Fatalf("resources/read = %q", text)
+	}
+	if n := refused.Load(); n != 0 {
+		t.Fatalf("the server refused %d requests of the gateway's", n)
+	}
+
+	pinned[0].Token = ""
+	s = newGatewayWith(t, 10*time.Second, Options{Version: "test"}, HTTPOptions{}, pinned).connect(t)
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "mcp_fx__echo"
+	if _, err := s.c.CallTool(context.Background(), req); err == nil || !strings.Contains(err.Error(), "fx is down") || !strings.Contains(err.Error(), "authorization required") {
+		t.Fatalf("without the token: %v; want the server down, saying it asked for authorization", err)
 	}
 }
