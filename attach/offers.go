@@ -13,6 +13,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/tracing"
 	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/ardgate/ardgate/guard"
@@ -183,16 +184,25 @@ func memberString(obj []byte, key string) string {
 	return s
 }
 
-// request sends one request of the gateway's own to the server and
-// returns its result object; an error answer is an *AnswerError.
-func (u *upstream) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+// request sends one request to the server and returns its result object;
+// an error answer is an *AnswerError. params are a map of values or of
+// JSON. With tracing on, the request is a client span, whose context goes
+// in its _meta and, over HTTP, its headers.
+func (u *upstream) request(ctx context.Context, method string, params any) (res json.RawMessage, err error) {
 	if why := u.downReason(); why != "" {
 		return nil, fmt.Errorf("%w: %s", ErrUpstreamDown, why)
 	}
-	id := mcp.NewRequestId("ardgate-" + strconv.FormatUint(u.rawIDs.Add(1), 10))
-	resp, err := u.client.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{
-		JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params,
-	})
+	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, Method: method, Params: params,
+		ID: mcp.NewRequestId("ardgate-" + strconv.FormatUint(u.rawIDs.Add(1), 10))}
+	if u.trace != nil {
+		var span tracing.Span
+		var meta map[string]any
+		ctx, span, meta = u.trace.start(ctx, method)
+		defer func() { endSpan(span, err) }()
+		req.Params, req.Header = withMeta(params, meta), u.trace.header(ctx)
+	}
+	id := req.ID
+	resp, err := u.client.GetTransport().SendRequest(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			u.cancelRequest(context.Cause(ctx).Error(), id)
@@ -206,6 +216,35 @@ func (u *upstream) request(ctx context.Context, method string, params any) (json
 		return nil, fmt.Errorf("the server answered %s with a result that is not a JSON object", method)
 	}
 	return resp.Result, nil
+}
+
+// withMeta is params with fields added to its _meta.
+func withMeta(params any, fields map[string]any) any {
+	if len(fields) == 0 {
+		return params
+	}
+	switch p := params.(type) {
+	case map[string]any:
+		p = maps.Clone(p)
+		meta, _ := p["_meta"].(map[string]any)
+		meta = maps.Clone(meta)
+		if meta == nil {
+			meta = map[string]any{}
+		}
+		maps.Copy(meta, fields)
+		p["_meta"] = meta
+		return p
+	case map[string]json.RawMessage:
+		p = maps.Clone(p)
+		meta := map[string]json.RawMessage{}
+		_ = json.Unmarshal(p["_meta"], &meta) // the client's, an object or absent
+		for k, v := range fields {
+			meta[k], _ = json.Marshal(v)
+		}
+		p["_meta"], _ = json.Marshal(meta)
+		return p
+	}
+	return params
 }
 
 // offered returns what a's server offers beside tools; nil for an agent,

@@ -20,10 +20,10 @@ type CallTracing struct {
 	Meta    tracing.MetaPropagator
 }
 
-// start opens a call's client span, and returns the _meta members that
-// carry its context upstream.
-func (t *CallTracing) start(ctx context.Context) (context.Context, tracing.Span, map[string]any) {
-	ctx, span := t.Tracer.Start(ctx, "mcp.tools/call", tracing.SpanKindClient, tracing.String("mcp.method", "tools/call"))
+// start opens the client span of a request of method, and returns the
+// _meta members that carry its context upstream.
+func (t *CallTracing) start(ctx context.Context, method string) (context.Context, tracing.Span, map[string]any) {
+	ctx, span := t.Tracer.Start(ctx, "mcp."+method, tracing.SpanKindClient, tracing.String("mcp.method", method))
 	var fields map[string]any
 	if m := t.Meta.InjectMeta(ctx, nil); m != nil {
 		fields = m.AdditionalFields

@@ -671,7 +671,7 @@ func (u *upstream) callRaw(ctx context.Context, tool string, args json.RawMessag
 	}
 	if u.trace != nil {
 		var span tracing.Span
-		ctx, span, c.trace = u.trace.start(ctx)
+		ctx, span, c.trace = u.trace.start(ctx, string(mcp.MethodToolsCall))
 		defer func() { endSpan(span, err) }()
 	}
 	var resp *transport.JSONRPCResponse

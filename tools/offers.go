@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/tracing"
 
 	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/guard"
@@ -38,43 +39,71 @@ var (
 
 // offerRequest reports whether line is a request of session s for its
 // prompts or resources; answer then answers it, a whole JSON-RPC
-// message. What answer needs of line is copied first: it may run after
-// the line's buffer is read into again.
-func (g *Gateway) offerRequest(s *session, line []byte) (answer func(context.Context) []byte, ok bool) {
-	if s == nil || !bytes.Contains(line, []byte(`"prompts/`)) && !bytes.Contains(line, []byte(`"resources/`)) && !bytes.Contains(line, completeMethod) {
-		return nil, false
-	}
-	id, method, params, ok := request(line)
+// message, with a server span when tracing is on (header is the HTTP
+// request's, nil on stdio). What answer needs of line is copied first: it
+// may run after the line's buffer is read into again.
+func (g *Gateway) offerRequest(s *session, line []byte) (answer func(ctx context.Context, header http.Header) []byte, ok bool) {
+	run, method, params, ok := g.offerRun(s, line)
 	if !ok {
 		return nil, false
 	}
+	return func(ctx context.Context, header http.Header) []byte {
+		t := g.opts.Tracing
+		if t == nil {
+			return run(ctx)
+		}
+		var meta struct {
+			Meta struct{ Traceparent, Tracestate string } `json:"_meta"`
+		}
+		_ = json.Unmarshal(params, &meta) // an object, or refused by run
+		ctx, span := t.startServer(ctx, header, method, meta.Meta.Traceparent, meta.Meta.Tracestate)
+		msg := run(ctx)
+		if m, err := guard.ReadMessage(msg); err == nil && m.Error != nil {
+			span.SetStatus(tracing.StatusError, string(m.Error))
+		}
+		span.End()
+		return msg
+	}, true
+}
+
+// offerRun is offerRequest's answer without tracing, and the request's
+// method and params (a copy).
+func (g *Gateway) offerRun(s *session, line []byte) (run func(context.Context) []byte, method string, params []byte, ok bool) {
+	if s == nil || !bytes.Contains(line, []byte(`"prompts/`)) && !bytes.Contains(line, []byte(`"resources/`)) && !bytes.Contains(line, completeMethod) {
+		return nil, "", nil, false
+	}
+	id, name, raw, ok := request(line)
+	if !ok {
+		return nil, "", nil, false
+	}
+	method, params = string(name[1:len(name)-1]), bytes.Clone(raw)
 	m := message{Message: guard.Message{ID: bytes.Clone(id)}, object: true}
 	var list func() (member string, items [][]byte)
 	switch {
-	case bytes.Equal(method, promptsListMethod):
+	case bytes.Equal(name, promptsListMethod):
 		list = func() (string, [][]byte) {
 			return "prompts", listedOf(s.att.Prompts(), func(p attach.Prompt) []byte { return p.Listed })
 		}
-	case bytes.Equal(method, resourcesListMethod):
+	case bytes.Equal(name, resourcesListMethod):
 		list = func() (string, [][]byte) { return "resources", listedOf(s.att.Resources(), resourceListed) }
-	case bytes.Equal(method, templatesListMethod):
+	case bytes.Equal(name, templatesListMethod):
 		list = func() (string, [][]byte) {
 			return "resourceTemplates", listedOf(s.att.ResourceTemplates(), resourceListed)
 		}
-	case bytes.Equal(method, promptsGetMethod), bytes.Equal(method, resourcesReadMethod), bytes.Equal(method, completeMethod),
-		bytes.Equal(method, subscribeMethod), bytes.Equal(method, unsubscribeMethod):
-		return g.forwardOffer(s, m, string(method[1:len(method)-1]), params), true
+	case bytes.Equal(name, promptsGetMethod), bytes.Equal(name, resourcesReadMethod), bytes.Equal(name, completeMethod),
+		bytes.Equal(name, subscribeMethod), bytes.Equal(name, unsubscribeMethod):
+		return g.forwardOffer(s, m, method, params), method, params, true
 	default:
-		return nil, false
+		return nil, "", nil, false
 	}
 	if !onlyMeta(params) {
-		return refusal(m, "this gateway lists all of them in one page: send the list request without a cursor or other params"), true
+		return refusal(m, "this gateway lists all of them in one page: send the list request without a cursor or other params"), method, params, true
 	}
 	return func(ctx context.Context) []byte {
 		s.att.WaitPinned(ctx, g.opts.PinnedListWait) // as tools/list does: a client lists once
 		member, items := list()
 		return frame{id: string(m.ID), result: listJSON(member, items)}.appendTo(nil)
-	}, true
+	}, method, params, true
 }
 
 func resourceListed(r attach.Resource) []byte { return r.Listed }
@@ -168,7 +197,7 @@ func (h *HTTP) offers(w http.ResponseWriter, r *http.Request, s *session, body [
 	if !ok || !h.fastEligible(r) {
 		return false
 	}
-	msg := answer(r.Context())
+	msg := answer(r.Context(), r.Header)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(msg)))
 	_, _ = w.Write(msg)
@@ -185,7 +214,7 @@ func (r *stdioReader) offers(ctx context.Context, s *session, line []byte) bool 
 	}
 	go func() {
 		defer r.calls.done()
-		if err := r.w.Frame(nil, nil, answer(ctx), "\n"); err != nil {
+		if err := r.w.Frame(nil, nil, answer(ctx, nil), "\n"); err != nil {
 			r.g.log.Debug("an answer was not written", "err", err)
 		}
 	}()

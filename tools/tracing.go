@@ -163,26 +163,34 @@ func (t *Tracing) startCall(ctx context.Context, header http.Header, c callFrame
 	if t == nil {
 		return ctx, nil
 	}
+	name := c.called()
+	ctx, call := t.startServer(ctx, header, string(mcp.MethodToolsCall), c.TraceParent, c.TraceState)
+	call.SetAttributes(tracing.String("mcp.tool.name", name))
+	ctx, tool := t.tracer.Start(ctx, "tool."+name, tracing.SpanKindInternal, tracing.String("mcp.tool.name", name))
+	return ctx, &callTrace{call: call, tool: tool}
+}
+
+// startServer opens the span that the MCP server opens for a request of
+// method it serves, mcp.<method> (server). Its parent is the trace
+// context of the request's _meta (traceParent, traceState; "" for none),
+// or of header, which wins, as with the server.
+func (t *Tracing) startServer(ctx context.Context, header http.Header, method, traceParent, traceState string) (context.Context, tracing.Span) {
 	session := stdioSessionID
 	if header != nil {
 		session = header.Get(server.HeaderKeySessionID)
 	}
-	if c.TraceParent != "" {
-		ctx = t.meta.ExtractMeta(ctx, &mcp.Meta{AdditionalFields: map[string]any{"traceparent": c.TraceParent, "tracestate": c.TraceState}})
+	if traceParent != "" {
+		ctx = t.meta.ExtractMeta(ctx, &mcp.Meta{AdditionalFields: map[string]any{"traceparent": traceParent, "tracestate": traceState}})
 	}
 	ctx = t.headers.Extract(ctx, header)
-	attrs := []tracing.Attribute{tracing.String("mcp.method", "tools/call")}
+	attrs := []tracing.Attribute{tracing.String("mcp.method", method)}
 	if session != "" {
 		attrs = append(attrs, tracing.String("mcp.session.id", session))
 	}
 	if v := header.Get(server.HeaderKeyProtocolVersion); v != "" {
 		attrs = append(attrs, tracing.String("mcp.protocol.version", v))
 	}
-	name := c.called()
-	ctx, call := t.tracer.Start(ctx, "mcp.tools/call", tracing.SpanKindServer, attrs...)
-	call.SetAttributes(tracing.String("mcp.tool.name", name))
-	ctx, tool := t.tracer.Start(ctx, "tool."+name, tracing.SpanKindInternal, tracing.String("mcp.tool.name", name))
-	return ctx, &callTrace{call: call, tool: tool}
+	return t.tracer.Start(ctx, "mcp."+method, tracing.SpanKindServer, attrs...)
 }
 
 // end ends the spans of a call answered with f: a tool error marks both,

@@ -24,8 +24,8 @@ import (
 )
 
 // probedUpstream is the fixture server over streamable HTTP with one more
-// tool, trace_probe, that answers with the traceparent it found in its
-// request's _meta; the HTTP handler records the traceparent header of
+// tool, trace_probe, and one more prompt, trace_prompt, that answer with
+// the traceparent they found in their request's _meta; the HTTP handler records the traceparent header of
 // every request.
 type probedUpstream struct {
 	*httptest.Server
@@ -51,6 +51,14 @@ func newProbedUpstream(t *testing.T) *probedUpstream { return newProbedUpstreamT
 func newProbedUpstreamTB(t testing.TB) *probedUpstream {
 	t.Helper()
 	srv := mcpfixture.New("remote")
+	srv.AddPrompt(mcp.NewPrompt("trace_prompt", mcp.WithPromptDescription("says the trace context it was got with")),
+		func(_ context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			tp := ""
+			if m := req.Params.Meta; m != nil {
+				tp, _ = m.AdditionalFields["traceparent"].(string)
+			}
+			return mcp.NewGetPromptResult("", []mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent(tp))}), nil
+		})
 	srv.AddTool(mcp.NewTool("trace_probe", mcp.WithDescription("reports the trace context it was called with")),
 		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			tp := ""
@@ -447,5 +455,53 @@ func BenchmarkTracingProxyCall(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// The attached server's prompts and resources, answered at the door, are
+// traced as the server traces a request: a server span mcp.<method>, its
+// parent the client's trace context, and for a request sent on, a client
+// span under it whose context the upstream receives as a header and in
+// _meta. A request that fails marks its span.
+func TestTracingOffers(t *testing.T) {
+	up := newProbedUpstream(t)
+	exp := tracetest.NewInMemoryExporter()
+	tg := newTracedGateway(t, exp, remoteEntry("urn:air:ardgate.test:mcp:remote", up.URL))
+	s := tg.connect(t)
+	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:remote"}); res.IsError {
+		t.Fatalf("attach: %s", firstText(res))
+	}
+	const clientTrace, clientSpan = "6bf92f3577b34da6a3ce929d0e0e4738", "02f067aa0ba902b9"
+	req := mcp.GetPromptRequest{}
+	req.Params.Name = "mcp_remote__trace_prompt"
+	req.Params.Meta = &mcp.Meta{AdditionalFields: map[string]any{"traceparent": "00-" + clientTrace + "-" + clientSpan + "-01"}}
+	res, err := s.c.GetPrompt(context.Background(), req)
+	if err != nil || len(res.Messages) != 1 {
+		t.Fatalf("prompts/get: %+v %v", res, err)
+	}
+	spans := inTrace(tracetest.SpanStubs(exp.GetSpans()), clientTrace)
+	srv := findSpan(t, spans, "mcp.prompts/get", trace.SpanKindServer, "")
+	cli := childSpan(t, spans, srv, "mcp.prompts/get", trace.SpanKindClient)
+	if srv.Parent.SpanID().String() != clientSpan || attrOf(srv, "mcp.session.id") != s.c.GetSessionId() {
+		t.Errorf("server span parent %s, session %q; want the client's span %s and the session", srv.Parent.SpanID(), attrOf(srv, "mcp.session.id"), clientSpan)
+	}
+	want := "00-" + clientTrace + "-" + cli.SpanContext.SpanID().String() + "-01"
+	if got := res.Messages[0].Content.(mcp.TextContent).Text; got != want {
+		t.Errorf("the upstream's _meta traceparent %q, want %q", got, want)
+	}
+	if !slices.Contains(up.seenHeaders(), want) {
+		t.Errorf("upstream traceparent headers %q lack %q", up.seenHeaders(), want)
+	}
+
+	if _, err := s.c.ListResources(context.Background(), mcp.ListResourcesRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	findSpan(t, tracetest.SpanStubs(exp.GetSpans()), "mcp.resources/list", trace.SpanKindServer, "")
+	if _, err := s.c.ReadResource(context.Background(), readReq("nope://x")); err == nil {
+		t.Fatal("a read of a URI no one serves succeeded")
+	}
+	failed := findSpan(t, tracetest.SpanStubs(exp.GetSpans()), "mcp.resources/read", trace.SpanKindServer, "")
+	if failed.Status.Code.String() != "Error" {
+		t.Errorf("the failed read's span status %v, want Error", failed.Status)
 	}
 }
