@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unique"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -77,11 +78,16 @@ type offers struct {
 	templates []offer
 }
 
-// offer is one listed prompt, resource or template.
+// offer is one listed prompt, resource or template. Both are interned:
+// the sessions that attached the same server share one copy of each
+// definition, as they share its tools' (tooldefs.go).
 type offer struct {
 	key string // name, uri or uriTemplate
-	raw json.RawMessage
+	raw unique.Handle[string]
 }
+
+// json is the offer's definition as the server listed it.
+func (o offer) json() json.RawMessage { return json.RawMessage(o.raw.Value()) }
 
 // matches tells whether uri is one of template t's. A template is parsed
 // only here, for a read no listed URI serves: parsed at each listing,
@@ -131,8 +137,7 @@ func (u *upstream) listOffers(ctx context.Context) {
 
 // listAll reads every page of a list: member is the result's array, key
 // the member of each item that names it (a string). Items without one
-// are left out, logged. Each item is a slice of the server's answer,
-// which the list keeps.
+// are left out, logged.
 func (u *upstream) listAll(ctx context.Context, method, member, key string) ([]offer, error) {
 	var out []offer
 	var cursor mcp.Cursor
@@ -149,7 +154,7 @@ func (u *upstream) listAll(ctx context.Context, method, member, key string) ([]o
 		if err == nil {
 			err = guard.ScanCheckedArray(items, func(raw []byte) {
 				if name := memberString(raw, key); name != "" {
-					out = append(out, offer{key: name, raw: raw})
+					out = append(out, offer{key: unique.Make(name).Value(), raw: unique.Make(string(raw))})
 				} else {
 					u.log.Warn("an item of the server's list left out: it has no "+key, "method", method)
 				}
@@ -295,7 +300,7 @@ func (a *Attachment) exposePrompts(o *offers) []Prompt {
 			name = hashed(name, p.key)
 		}
 		used[name] = true
-		listed, err := renamed(p.raw, "name", name)
+		listed, err := renamed(p.json(), "name", name)
 		if err != nil {
 			continue // read as an object when listed
 		}
@@ -348,7 +353,7 @@ func (s *Session) resources(of func(*offers) []offer) []Resource {
 		for _, r := range of(o) {
 			if !seen[r.key] {
 				seen[r.key] = true
-				out = append(out, Resource{URI: r.key, Listed: r.raw})
+				out = append(out, Resource{URI: r.key, Listed: r.json()})
 			}
 		}
 	}
