@@ -3,6 +3,7 @@ package attach
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"strings"
 )
 
@@ -63,4 +64,53 @@ func hashed(name, tool string) string {
 	sum := sha256.Sum256([]byte(tool))
 	suffix := "_" + hex.EncodeToString(sum[:3])
 	return name[:min(len(name), maxToolName-len(suffix))] + suffix
+}
+
+// exposedNames names an attachment's tools, or prompts, for the session,
+// by their upstream names: mcp_<server>__<name>. A name that needs no
+// cleaning gets exactly that; one cleaned to a name already given gets a
+// hash of its upstream name as well. So a name that needed no cleaning
+// never changes, whatever the server lists beside it (a tool "a b" added
+// later does not take "a_b"'s name), and the same list gives the same
+// names on every attach. A name the server lists twice is named once.
+func exposedNames(server string, upstream []string) map[string]string {
+	out := make(map[string]string, len(upstream))
+	used := make(map[string]bool, len(upstream))
+	for _, exact := range []bool{true, false} {
+		for _, u := range upstream {
+			if _, done := out[u]; done {
+				continue
+			}
+			name := toolName(server, u)
+			if (name == "mcp_"+server+"__"+u) != exact {
+				continue
+			}
+			if used[name] {
+				name = hashed(name, u)
+			}
+			if !used[name] {
+				used[name] = true
+				out[u] = name
+			}
+		}
+	}
+	return out
+}
+
+// eachNamed calls yield with each item of list, in upstream-name order,
+// and its exposed name (exposedNames); an item whose upstream name came
+// before is left out. list is sorted in place.
+func eachNamed[T any](server string, list []T, upstream func(T) string, yield func(item T, name string)) {
+	slices.SortFunc(list, func(x, y T) int { return strings.Compare(upstream(x), upstream(y)) })
+	names := make([]string, len(list))
+	for i, it := range list {
+		names[i] = upstream(it)
+	}
+	exposed := exposedNames(server, names)
+	for _, it := range list {
+		if name, ok := exposed[upstream(it)]; ok {
+			delete(exposed, upstream(it))
+			yield(it, name)
+		}
+	}
 }

@@ -97,3 +97,26 @@ func TestExposeOnly(t *testing.T) {
 		}
 	}
 }
+
+// A name that needs no cleaning keeps exactly its own, whatever is listed
+// beside it; one cleaned to a name already given gets a hash; a name
+// listed twice is named once.
+func TestExposedNames(t *testing.T) {
+	alone := exposedNames("fx", []string{"a_b"})
+	for _, list := range [][]string{{"a b", "a_b"}, {"a_b", "a b"}, {"a b", "a_b", "a-b", "a_b"}} {
+		got := exposedNames("fx", list)
+		if got["a_b"] != alone["a_b"] || got["a_b"] != "mcp_fx__a_b" {
+			t.Errorf("%q: a_b named %q, want mcp_fx__a_b as when alone", list, got["a_b"])
+		}
+		if got["a b"] == got["a_b"] || !strings.HasPrefix(got["a b"], "mcp_fx__a_b_") {
+			t.Errorf("%q: a b named %q", list, got["a b"])
+		}
+		seen := map[string]bool{}
+		for _, n := range got {
+			if seen[n] || !toolNamePattern.MatchString(n) {
+				t.Errorf("%q: %q given twice, or not a tool name: %v", list, n, got)
+			}
+			seen[n] = true
+		}
+	}
+}

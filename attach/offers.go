@@ -36,6 +36,7 @@ var (
 	ErrUnknownResource = errors.New("no attached server has this resource")
 	ErrInvalidRef      = errors.New("invalid completion reference")
 	ErrNoSubscriptions = errors.New("takes no subscriptions to its resources")
+	ErrNotSubscribed   = errors.New("this session has no subscription to it (any it had went with its server's detach)")
 )
 
 // Prompt is one upstream prompt as the session exposes it.
@@ -102,17 +103,22 @@ const maxOffers = 1000
 
 // listOffers lists what the server declared it offers beside tools, the
 // lists at once, and keeps it. A list the server fails to give is logged
-// and left empty: a server's tools are not lost to its prompts.
+// and stays as it was (empty at first): a server's tools are not lost to
+// its prompts, nor a list to one answer over the cap.
 func (u *upstream) listOffers(ctx context.Context) {
-	o := &offers{}
+	o, was := &offers{}, u.offered.Load()
+	if was == nil {
+		was = &offers{}
+	}
 	lists := []struct {
 		on                  bool
 		method, member, key string
 		into                *[]offer
+		was                 []offer
 	}{
-		{u.hasPrompts, string(mcp.MethodPromptsList), "prompts", "name", &o.prompts},
-		{u.hasResources, string(mcp.MethodResourcesList), "resources", "uri", &o.resources},
-		{u.hasResources, string(mcp.MethodResourcesTemplatesList), "resourceTemplates", "uriTemplate", &o.templates},
+		{u.hasPrompts, string(mcp.MethodPromptsList), "prompts", "name", &o.prompts, was.prompts},
+		{u.hasResources, string(mcp.MethodResourcesList), "resources", "uri", &o.resources, was.resources},
+		{u.hasResources, string(mcp.MethodResourcesTemplatesList), "resourceTemplates", "uriTemplate", &o.templates, was.templates},
 	}
 	var wg sync.WaitGroup
 	for _, l := range lists {
@@ -126,7 +132,8 @@ func (u *upstream) listOffers(ctx context.Context) {
 			case errors.As(err, &answer) && answer.Code == mcp.METHOD_NOT_FOUND:
 				// Many servers of resources have no templates.
 			case err != nil:
-				u.log.Warn("a list of the server's was not read; the session goes without it", "method", l.method, "err", err)
+				u.log.Warn("a list of the server's was not read; the session keeps the one it had", "method", l.method, "had", len(l.was), "err", err)
+				list = l.was
 			}
 			*l.into = list
 		})
@@ -291,21 +298,12 @@ func (a *Attachment) prompts() []Prompt {
 
 // exposePrompts names o's prompts for the session.
 func (a *Attachment) exposePrompts(o *offers) []Prompt {
-	list := slices.SortedFunc(slices.Values(o.prompts), func(x, y offer) int { return strings.Compare(x.key, y.key) })
-	out := make([]Prompt, 0, len(list))
-	used := map[string]bool{}
-	for _, p := range list {
-		name := toolName(a.Name, p.key)
-		if used[name] {
-			name = hashed(name, p.key)
+	out := make([]Prompt, 0, len(o.prompts))
+	eachNamed(a.Name, slices.Clone(o.prompts), func(p offer) string { return p.key }, func(p offer, name string) {
+		if listed, err := renamed(p.json(), "name", name); err == nil { // read as an object when listed
+			out = append(out, Prompt{Name: name, Upstream: p.key, Listed: listed})
 		}
-		used[name] = true
-		listed, err := renamed(p.json(), "name", name)
-		if err != nil {
-			continue // read as an object when listed
-		}
-		out = append(out, Prompt{Name: name, Upstream: p.key, Listed: listed})
-	}
+	})
 	return out
 }
 
@@ -395,6 +393,12 @@ func (s *Session) Complete(ctx context.Context, params map[string]json.RawMessag
 	_ = json.Unmarshal(ref["name"], &name)
 	_ = json.Unmarshal(ref["uri"], &uri)
 	var a *Attachment
+	switch {
+	case kind == "ref/prompt" && name == "":
+		return nil, fmt.Errorf("%w: a ref/prompt needs ref.name, a prompt's name (prompts/list gives them)", ErrInvalidRef)
+	case kind == "ref/resource" && uri == "":
+		return nil, fmt.Errorf("%w: a ref/resource needs ref.uri, a resource template's (resources/templates/list gives them)", ErrInvalidRef)
+	}
 	switch kind {
 	case "ref/prompt":
 		for _, att := range s.Attachments() {
@@ -416,7 +420,10 @@ func (s *Session) Complete(ctx context.Context, params map[string]json.RawMessag
 			}
 		}
 		if a == nil {
-			return nil, fmt.Errorf("%q: %w", uri, ErrUnknownResource)
+			var err error
+			if a, err = s.resourceServer(uri); err != nil { // a URI of a template's, say
+				return nil, err
+			}
 		}
 	default:
 		return nil, fmt.Errorf("%w: ref.type %q is neither ref/prompt nor ref/resource", ErrInvalidRef, kind)
@@ -456,8 +463,13 @@ func (s *Session) Subscribe(ctx context.Context, uri string, params map[string]j
 	a.mu.Lock()
 	up := a.up
 	a.mu.Unlock()
-	if up == nil || !up.subscribes {
+	switch {
+	case up == nil || !up.subscribes:
 		return nil, fmt.Errorf("%s %w: read %s again to see it change", a.Name, ErrNoSubscriptions, uri)
+	case a.release != nil:
+		// A subscription on the connection every session shares would be
+		// every session's, and its updates no one's.
+		return nil, fmt.Errorf("%s %w through the connection all sessions share (stateless in the gateway's config): read %s again to see it change", a.Name, ErrNoSubscriptions, uri)
 	}
 	res, err := s.ask(ctx, a, "subscription to "+uri, string(mcp.MethodResourcesSubscribe), params)
 	if err != nil {
@@ -481,7 +493,7 @@ func (s *Session) Unsubscribe(ctx context.Context, uri string, params map[string
 	delete(s.subs, uri)
 	s.mu.Unlock()
 	if a == nil {
-		return nil, fmt.Errorf("%q: %w: this session has no subscription to it", uri, ErrUnknownResource)
+		return nil, fmt.Errorf("%q: %w", uri, ErrNotSubscribed)
 	}
 	return s.ask(ctx, a, "subscription to "+uri, string(mcp.MethodResourcesUnsubscribe), params)
 }

@@ -606,20 +606,13 @@ func (s *Session) refresh(a *Attachment) {
 // when it is set. Names are assigned in upstream-name order, so they are
 // the same on every attach.
 func (a *Attachment) expose(list []*Definition) []Tool {
-	slices.SortFunc(list, func(x, y *Definition) int { return cmp.Compare(x.Name, y.Name) })
+	list = slices.DeleteFunc(list, func(t *Definition) bool {
+		return a.Only != nil && !slices.ContainsFunc(a.Only, func(p string) bool { ok, _ := path.Match(p, t.Name); return ok })
+	})
 	out := make([]Tool, 0, len(list))
-	used := map[string]bool{}
-	for _, t := range list {
-		if a.Only != nil && !slices.ContainsFunc(a.Only, func(p string) bool { ok, _ := path.Match(p, t.Name); return ok }) {
-			continue
-		}
-		name := toolName(a.Name, t.Name)
-		if used[name] {
-			name = hashed(name, t.Name)
-		}
-		used[name] = true
+	eachNamed(a.Name, list, func(t *Definition) string { return t.Name }, func(t *Definition, name string) {
 		out = append(out, Tool{Name: name, Attachment: a.Name, Upstream: t})
-	}
+	})
 	return out
 }
 

@@ -639,7 +639,10 @@ func jsonWord(t reflect.Type) string {
 
 var (
 	idPattern   = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
-	namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_]{0,31}$`)
+	// namePattern: words of [a-z0-9] joined by single underscores. A
+	// name with "__", or one ending in "_", would make mcp_<name>__<tool>
+	// ambiguous: servers "a" and "a__b" could each expose mcp_a__b__x.
+	namePattern = regexp.MustCompile(`^[a-z0-9]+(_[a-z0-9]+)*$`)
 	envPattern  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
@@ -778,8 +781,8 @@ func (c *Config) validate() []error {
 	names := map[string]bool{}
 	checkName := func(f, n string) {
 		switch {
-		case !namePattern.MatchString(n):
-			add(f+".name", "%q must match %s", n, namePattern)
+		case len(n) > 32 || !namePattern.MatchString(n):
+			add(f+".name", "%q must be 1 to 32 lower-case letters and digits, words joined by single underscores (%q would make tool names ambiguous)", n, "__")
 		case names[n]:
 			add(f+".name", "%q is used twice (servers and agents share one namespace)", n)
 		}

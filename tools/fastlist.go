@@ -76,7 +76,7 @@ func (g *Gateway) fastList(s *session, line []byte) (f frame, ok bool) {
 		return f, false
 	}
 	id, method, params, ok := request(line)
-	if !ok || !bytes.Equal(method, toolsListMethod) || !onlyMeta(params) {
+	if !ok || !bytes.Equal(method, toolsListMethod) || !onlyMeta(params, false) {
 		return f, false
 	}
 	if s.att.PinnedPending(g.opts.PinnedListWait) {
@@ -115,8 +115,9 @@ func (g *Gateway) fastList(s *session, line []byte) (f frame, ok bool) {
 
 // onlyMeta tells whether a request's params are absent or an object with
 // no member but _meta, itself an object or null as the server reads it
-// (the server refuses any other _meta).
-func onlyMeta(params []byte) bool {
+// (the server refuses any other _meta), and, with cursor, a cursor that
+// asks for the first page (null or "").
+func onlyMeta(params []byte, cursor bool) bool {
 	if params == nil {
 		return true
 	}
@@ -125,7 +126,14 @@ func onlyMeta(params []byte) bool {
 	}
 	ok := true
 	_ = guard.ScanCheckedObject(params, func(name, value []byte) { // checked with the frame
-		ok = ok && string(name) == "_meta" && (value[0] == '{' || string(value) == "null")
+		switch {
+		case string(name) == "_meta":
+			ok = ok && (value[0] == '{' || string(value) == "null")
+		case cursor && string(name) == "cursor":
+			ok = ok && (string(value) == "null" || string(value) == `""`)
+		default:
+			ok = false
+		}
 	})
 	return ok
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -25,29 +26,31 @@ import (
 // the server that serves the name or URI (attach/offers.go), and its
 // result comes back as it sent it.
 
-// Methods answered here, as a frame spells them.
-var (
-	promptsListMethod   = []byte(`"prompts/list"`)
-	promptsGetMethod    = []byte(`"prompts/get"`)
-	resourcesListMethod = []byte(`"resources/list"`)
-	templatesListMethod = []byte(`"resources/templates/list"`)
-	resourcesReadMethod = []byte(`"resources/read"`)
-	completeMethod      = []byte(`"completion/complete"`)
-	subscribeMethod     = []byte(`"resources/subscribe"`)
-	unsubscribeMethod   = []byte(`"resources/unsubscribe"`)
-)
+// offerMethods are the methods answered here.
+var offerMethods = []mcp.MCPMethod{
+	mcp.MethodPromptsList, mcp.MethodPromptsGet, mcp.MethodResourcesList, mcp.MethodResourcesTemplatesList,
+	mcp.MethodResourcesRead, mcp.MethodResourcesSubscribe, mcp.MethodResourcesUnsubscribe, mcp.MethodCompletionComplete,
+}
+
+// offerCall is a request for the session's prompts or resources: answer
+// answers it, a whole JSON-RPC message, with a server span when tracing
+// is on (header is the HTTP request's, nil on stdio). id is the request's
+// (its JSON), under which the client may cancel it.
+type offerCall struct {
+	id     string
+	answer func(ctx context.Context, header http.Header) []byte
+}
 
 // offerRequest reports whether line is a request of session s for its
-// prompts or resources; answer then answers it, a whole JSON-RPC
-// message, with a server span when tracing is on (header is the HTTP
-// request's, nil on stdio). What answer needs of line is copied first: it
-// may run after the line's buffer is read into again.
-func (g *Gateway) offerRequest(s *session, line []byte) (answer func(ctx context.Context, header http.Header) []byte, ok bool) {
-	run, method, params, ok := g.offerRun(s, line)
+// prompts or resources, and returns it. What the answer needs of line is
+// copied first: it may run after the line's buffer is read into again.
+func (g *Gateway) offerRequest(s *session, line []byte) (call offerCall, ok bool) {
+	run, m, method, params, ok := g.offerRun(s, line)
 	if !ok {
-		return nil, false
+		return call, false
 	}
-	return func(ctx context.Context, header http.Header) []byte {
+	call.id = string(m.ID)
+	call.answer = func(ctx context.Context, header http.Header) []byte {
 		t := g.opts.Tracing
 		if t == nil {
 			return run(ctx)
@@ -63,47 +66,58 @@ func (g *Gateway) offerRequest(s *session, line []byte) (answer func(ctx context
 		}
 		span.End()
 		return msg
-	}, true
+	}
+	return call, true
 }
 
-// offerRun is offerRequest's answer without tracing, and the request's
-// method and params (a copy).
-func (g *Gateway) offerRun(s *session, line []byte) (run func(context.Context) []byte, method string, params []byte, ok bool) {
-	if s == nil || !bytes.Contains(line, []byte(`"prompts/`)) && !bytes.Contains(line, []byte(`"resources/`)) && !bytes.Contains(line, completeMethod) {
-		return nil, "", nil, false
+// offerRun is offerRequest's answer without tracing, the message it
+// answers (its id), and the request's method and params (a copy).
+func (g *Gateway) offerRun(s *session, line []byte) (run func(context.Context) []byte, m message, method string, params []byte, ok bool) {
+	// Looked for with and without escapes ("prompts\/list"): a frame
+	// that took the MCP server's path would be answered as if the session
+	// had no prompts or resources.
+	if s == nil || !bytes.Contains(line, []byte("prompts")) && !bytes.Contains(line, []byte("resources")) && !bytes.Contains(line, []byte("complet")) {
+		return nil, m, "", nil, false
 	}
 	id, name, raw, ok := request(line)
-	if !ok {
-		return nil, "", nil, false
+	method = jsonString(name)
+	if !slices.Contains(offerMethods, mcp.MCPMethod(method)) {
+		return nil, m, "", nil, false
 	}
-	method, params = string(name[1:len(name)-1]), bytes.Clone(raw)
-	m := message{Message: guard.Message{ID: bytes.Clone(id)}, object: true}
+	if !ok {
+		// A member twice in two cases ("id" and "Id"), an id neither a
+		// string nor a number, or no jsonrpc "2.0": the request is not
+		// read two ways.
+		m = readMessage(line)
+		return func(context.Context) []byte {
+			return m.refused(method + ": the request could not be read as one: send jsonrpc \"2.0\", an id (a string or an integer), the method and its params, each once and in lower case")
+		}, m, method, nil, true
+	}
+	params = bytes.Clone(raw)
+	m = message{Message: guard.Message{ID: bytes.Clone(id)}, object: true}
 	var list func() (member string, items [][]byte)
-	switch {
-	case bytes.Equal(name, promptsListMethod):
+	switch mcp.MCPMethod(method) {
+	case mcp.MethodPromptsList:
 		list = func() (string, [][]byte) {
 			return "prompts", listedOf(s.att.Prompts(), func(p attach.Prompt) []byte { return p.Listed })
 		}
-	case bytes.Equal(name, resourcesListMethod):
+	case mcp.MethodResourcesList:
 		list = func() (string, [][]byte) { return "resources", listedOf(s.att.Resources(), resourceListed) }
-	case bytes.Equal(name, templatesListMethod):
+	case mcp.MethodResourcesTemplatesList:
 		list = func() (string, [][]byte) {
 			return "resourceTemplates", listedOf(s.att.ResourceTemplates(), resourceListed)
 		}
-	case bytes.Equal(name, promptsGetMethod), bytes.Equal(name, resourcesReadMethod), bytes.Equal(name, completeMethod),
-		bytes.Equal(name, subscribeMethod), bytes.Equal(name, unsubscribeMethod):
-		return g.forwardOffer(s, m, method, params), method, params, true
 	default:
-		return nil, "", nil, false
+		return g.forwardOffer(s, m, method, params), m, method, params, true
 	}
-	if !onlyMeta(params) {
-		return refusal(m, "this gateway lists all of them in one page: send the list request without a cursor or other params"), method, params, true
+	if !onlyMeta(params, true) {
+		return refusal(m, "this gateway lists all of them in one page: send the list request without a cursor or other params"), m, method, params, true
 	}
 	return func(ctx context.Context) []byte {
 		s.att.WaitPinned(ctx, g.opts.PinnedListWait) // as tools/list does: a client lists once
 		member, items := list()
 		return frame{id: string(m.ID), result: listJSON(member, items)}.appendTo(nil)
-	}, method, params, true
+	}, m, method, params, true
 }
 
 func resourceListed(r attach.Resource) []byte { return r.Listed }
@@ -184,20 +198,33 @@ func offerError(err error, method string) (code int, why string) {
 		return mcp.INVALID_PARAMS, fmt.Sprintf("%v; prompts/list gives this session's prompts, named mcp_<server>__<prompt>", err)
 	case errors.Is(err, attach.ErrUnknownResource):
 		return mcp.RESOURCE_NOT_FOUND, fmt.Sprintf("%v; resources/list and resources/templates/list give this session's resources", err)
-	case errors.Is(err, attach.ErrInvalidRef), errors.Is(err, attach.ErrNoSubscriptions):
+	case errors.Is(err, attach.ErrInvalidRef), errors.Is(err, attach.ErrNoSubscriptions), errors.Is(err, attach.ErrNotSubscribed):
 		return mcp.INVALID_PARAMS, err.Error()
 	}
 	return mcp.INTERNAL_ERROR, fmt.Sprintf("%s failed: %v", method, err)
 }
 
 // offers answers body, a request of session s for its prompts or
-// resources, over HTTP, and reports whether it did.
+// resources, over HTTP, and reports whether it did. A request the client
+// cancels ends at once, as an event stream with no message, as a fast
+// call's does.
 func (h *HTTP) offers(w http.ResponseWriter, r *http.Request, s *session, body []byte) bool {
-	answer, ok := h.g.offerRequest(s, body)
+	call, ok := h.g.offerRequest(s, body)
 	if !ok || !h.fastEligible(r) {
 		return false
 	}
-	msg := answer(r.Context(), r.Header)
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	s.fast.add(call.id, stopCause(cancel))
+	msg := call.answer(ctx, r.Header)
+	s.fast.remove(call.id)
+	if cancelledByClient(ctx) {
+		out := &responseEvents{w: w}
+		if out.begin() == nil {
+			_ = out.end()
+		}
+		return true
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(msg)))
 	_, _ = w.Write(msg)
@@ -206,15 +233,24 @@ func (h *HTTP) offers(w http.ResponseWriter, r *http.Request, s *session, body [
 
 // offers answers line, a request for the session's prompts or resources,
 // over stdio, and reports whether it did: on a goroutine of its own, as
-// the answer may wait on a server.
+// the answer may wait on a server. A request the client cancels ends at
+// once, unanswered.
 func (r *stdioReader) offers(ctx context.Context, s *session, line []byte) bool {
-	answer, ok := r.g.offerRequest(s, line)
+	call, ok := r.g.offerRequest(s, line)
 	if !ok || !r.calls.add() {
 		return false // not one, or the session is ending: the server answers
 	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	r.inFlight.add(call.id, stopCause(cancel))
 	go func() {
 		defer r.calls.done()
-		if err := r.w.Frame(nil, nil, answer(ctx, nil), "\n"); err != nil {
+		defer cancel(nil)
+		msg := call.answer(ctx, nil)
+		r.inFlight.remove(call.id)
+		if cancelledByClient(ctx) {
+			return
+		}
+		if err := r.w.Frame(nil, nil, msg, "\n"); err != nil {
 			r.g.log.Debug("an answer was not written", "err", err)
 		}
 	}()

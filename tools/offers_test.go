@@ -1,9 +1,12 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/testdata/mcpfixture"
 )
 
@@ -44,7 +48,7 @@ func TestPromptsAndResourcesHTTP(t *testing.T) {
 	waitNote(t, s, mcp.MethodNotificationPromptsListChanged, 1)
 	waitNote(t, s, mcp.MethodNotificationResourcesListChanged, 1)
 	checkOffers(t, s.c, "one", "two")
-	if res := s.call("list_attached_resources", map[string]any{}); !strings.Contains(string(res.RawStructuredContent), `"tools_count":14,"prompts_count":1,"resources_count":4,"resource_templates_count":2,`) {
+	if res := s.call("list_attached_resources", map[string]any{}); !strings.Contains(string(res.RawStructuredContent), `"tools_count":14,"prompts_count":1,"resources_count":4,"resource_templates_count":3,`) {
 		t.Fatalf("list_attached_resources: %s; want the counts of prompts and resources", res.RawStructuredContent)
 	}
 
@@ -169,10 +173,10 @@ func checkOffers(t *testing.T, c *client.Client, names ...string) {
 		t.Fatalf("resources: %+v %v; want the fixture's four, each once, as the server lists them", list, err)
 	}
 	templates, err := c.ListResourceTemplates(ctx, mcp.ListResourceTemplatesRequest{})
-	if err != nil || len(templates.ResourceTemplates) != 2 || !slices.ContainsFunc(templates.ResourceTemplates, func(r mcp.ResourceTemplate) bool {
+	if err != nil || len(templates.ResourceTemplates) != 3 || !slices.ContainsFunc(templates.ResourceTemplates, func(r mcp.ResourceTemplate) bool {
 		return r.URITemplate.Raw() == "fixture://items/{id}"
 	}) {
-		t.Fatalf("templates: %+v %v; want the fixture's two, each once", templates, err)
+		t.Fatalf("templates: %+v %v; want the fixture's three, each once", templates, err)
 	}
 	if text := readText(t, c, "fixture://readme"); text != mcpfixture.ReadmeText {
 		t.Fatalf("fixture://readme: %q", text)
@@ -310,4 +314,137 @@ func completeReq(ref any, value string) mcp.CompleteRequest {
 	req.Params.Ref = ref
 	req.Params.Argument.Name, req.Params.Argument.Value = "name", value
 	return req
+}
+
+// Over stdio, raw frames: a read the client cancels stops at once, gets no
+// answer, and its server hears the client's reason; a method spelled with
+// escapes is answered as it is without them; a request whose members the
+// door cannot read one way is refused, not answered as if the session
+// had no prompts; a cursor asking for the first page is taken.
+func TestOffersRawStdio(t *testing.T) {
+	c := rawStdio(t, New(pinnedFixture(buildFixture(t), 20*time.Second), quietLog, Options{Version: "test"}))
+	c.caller(t, `"mcp_fx__echo","arguments":{"message":"ready?"}`, `"text":"ready?"`)
+	send := func(frame string) {
+		t.Helper()
+		if _, err := c.w.Write([]byte(frame + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ name, frame, want string }{
+		{"escaped method", `{"jsonrpc":"2.0","id":31,"method":"prompts\/list"}`, `"name":"mcp_fx__greet"`},
+		{"escaped read", `{"jsonrpc":"2.0","id":32,"method":"resources\u002fread","params":{"uri":"fixture://readme"}}`, `"text":"The fixture's readme."`},
+		{"member in two cases", `{"jsonrpc":"2.0","id":33,"Id":34,"method":"prompts/list"}`, `"code":-32600`},
+		{"first page", `{"jsonrpc":"2.0","id":35,"method":"resources/list","params":{"cursor":null}}`, `"uri":"fixture://readme"`},
+	} {
+		if got := c.roundTrip(t, []byte(tc.frame+"\n")); !bytes.Contains(got, []byte(tc.want)) {
+			t.Errorf("%s: %.300s; want %s", tc.name, got, tc.want)
+		}
+	}
+
+	send(`{"jsonrpc":"2.0","id":41,"method":"resources/read","params":{"uri":"fixture://slow/30000"}}`)
+	time.Sleep(100 * time.Millisecond) // on its way to the server
+	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":41,"reason":"stop the read"}}`)
+	heard := []byte(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"mcp_fx__cancellations","arguments":{}}}` + "\n")
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got := c.roundTrip(t, heard) // an answer to 41 would come first, and fail this
+		if !bytes.Contains(got, []byte(`"id":42`)) {
+			t.Fatalf("an answer to another request: %.300s", got)
+		}
+		if bytes.Contains(got, []byte("stop the read")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server never heard the read was cancelled: %.300s", got)
+		}
+	}
+}
+
+// Over HTTP, a read the client cancels ends at once, its POST an event
+// stream with no message, as a cancelled call's.
+func TestOfferCancelledHTTP(t *testing.T) {
+	const urn = "urn:air:ardgate.test:mcp:one"
+	tg := newGateway(t, 20*time.Second, remoteEntry(urn, upstream(t).URL))
+	s := tg.connect(t)
+	if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
+		t.Fatalf("attach: %s", firstText(res))
+	}
+	post := func(body string) (*http.Response, error) {
+		req, _ := http.NewRequest(http.MethodPost, tg.url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", s.c.GetSessionId())
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		return http.DefaultClient.Do(req)
+	}
+	type answer struct {
+		contentType, body string
+		took              time.Duration
+	}
+	done := make(chan answer, 1)
+	start := time.Now()
+	go func() {
+		resp, err := post(`{"jsonrpc":"2.0","id":"r1","method":"resources/read","params":{"uri":"fixture://slow/30000"}}`)
+		if err != nil {
+			done <- answer{body: err.Error()}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- answer{resp.Header.Get("Content-Type"), string(b), time.Since(start)}
+	}()
+	time.Sleep(200 * time.Millisecond)
+	resp, err := post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"r1","reason":"enough"}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	select {
+	case a := <-done:
+		if !strings.HasPrefix(a.contentType, "text/event-stream") || strings.Contains(a.body, "data:") {
+			t.Fatalf("the cancelled read was answered: %s %q after %s", a.contentType, a.body, a.took)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the cancelled read went on")
+	}
+	if got := readText(t, s.c, "fixture://readme"); got != mcpfixture.ReadmeText {
+		t.Fatalf("a read after it: %q", got)
+	}
+}
+
+// A list the server fails to give when it is listed again (its answer over
+// the 10 MiB cap) stays as it was; the others are listed anew.
+func TestOfferListKeptOnFailure(t *testing.T) {
+	const urn = "urn:air:ardgate.test:mcp:one"
+	tg := newGateway(t, 20*time.Second, remoteEntry(urn, upstream(t).URL))
+	s := tg.connect(t, transport.WithContinuousListening())
+	if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
+		t.Fatalf("attach: %s", firstText(res))
+	}
+	before := s.count(mcp.MethodNotificationPromptsListChanged)
+	// A resource whose URI and name hold 6 MB each: the server's list of
+	// resources is over the cap, its list of prompts (one name) is not.
+	if res := s.call("mcp_one__offer", map[string]any{"name": strings.Repeat("n", 6<<20)}); res.IsError {
+		t.Fatalf("offer: %s", firstText(res))
+	}
+	waitNote(t, s, mcp.MethodNotificationPromptsListChanged, before+1)
+	if got := promptNames(t, s.c); len(got) != 2 {
+		t.Fatalf("prompts: %d; want greet and the one added", len(got))
+	}
+	list, err := s.c.ListResources(context.Background(), mcp.ListResourcesRequest{})
+	if err != nil || len(list.Resources) != 4 {
+		t.Fatalf("resources after a listing over the cap: %d %v; want the four listed before", len(list.Resources), err)
+	}
+}
+
+// A subscription through the connection that every session of a stateless
+// server shares is refused: it would be every session's, and its updates
+// no one's.
+func TestSubscribeSharedRefused(t *testing.T) {
+	pinned := []config.Server{{Name: "fx", URL: upstream(t).URL, Stateless: true}}
+	s := newGatewayWith(t, 10*time.Second, Options{Version: "test"}, HTTPOptions{}, pinned).connect(t)
+	waitPinned(t, s, "mcp_fx__echo")
+	err := s.c.Subscribe(context.Background(), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: "test://watched-resource"}})
+	if err == nil || !strings.Contains(err.Error(), "all sessions share") {
+		t.Fatalf("subscribe through a shared connection: %v", err)
+	}
 }

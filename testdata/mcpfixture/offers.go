@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -18,6 +20,8 @@ import (
 //     its argument name completes from Greetable (completion/complete).
 //   - resource fixture://readme: text, "The fixture's readme.".
 //   - resource template fixture://items/{id}: text, "item <id>".
+//   - resource template fixture://slow/{ms}: answers after ms
+//     milliseconds, or not at all when the request is cancelled first.
 //   - the resources the MCP conformance suite's resource scenarios read:
 //     test://static-text, test://static-binary (a PNG),
 //     test://watched-resource and the template test://template/{id}/data.
@@ -41,6 +45,8 @@ func addOffers(s *server.MCPServer, subs *subscriptions) {
 		mcp.WithResourceDescription("The fixture's readme."), mcp.WithMIMEType("text/plain")), readme)
 	s.AddResourceTemplate(mcp.NewResourceTemplate("fixture://items/{id}", "item",
 		mcp.WithTemplateDescription("One item, by id."), mcp.WithTemplateMIMEType("text/plain")), item)
+	s.AddResourceTemplate(mcp.NewResourceTemplate("fixture://slow/{ms}", "slow",
+		mcp.WithTemplateDescription("Answers after ms milliseconds.")), slowRead)
 	addConformanceResources(s)
 	s.AddTool(mcp.NewTool("touch",
 		mcp.WithDescription("Says the resource at uri was updated, to the calling session if it subscribed to it."),
@@ -89,6 +95,19 @@ func readme(_ context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceConte
 func item(_ context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 	id := strings.TrimPrefix(req.Params.URI, "fixture://items/")
 	return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, MIMEType: "text/plain", Text: "item " + id}}, nil
+}
+
+func slowRead(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+	ms, err := strconv.Atoi(strings.TrimPrefix(req.Params.URI, "fixture://slow/"))
+	if err != nil {
+		return nil, fmt.Errorf("%s: the milliseconds are not a number", req.Params.URI)
+	}
+	select {
+	case <-time.After(time.Duration(ms) * time.Millisecond):
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, Text: "slept"}}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 func offer(s *server.MCPServer) server.ToolHandlerFunc {
