@@ -319,8 +319,8 @@ func hashOf(list [][]byte) uint64 {
 func (g *Gateway) resourceUpdated(s *session, uri string) {
 	params := map[string]any{"uri": uri}
 	if r := g.stdioOut.Load(); r != nil && !s.perSession {
-		// Written as the fast path writes, so that an update said during
-		// a call comes before the call's result, as the server said it.
+		// Written as the fast path writes, as log messages are: beside
+		// the calls' results, in the order the gateway read them.
 		r.notify(mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
 			Notification: mcp.Notification{Method: mcp.MethodNotificationResourceUpdated, Params: mcp.NotificationParams{AdditionalFields: params}}})
 		return
