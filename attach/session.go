@@ -602,9 +602,8 @@ func (s *Session) refresh(a *Attachment) {
 	s.changed()
 }
 
-// expose names the upstream's tools for this session, those of a.Only
-// when it is set. Names are assigned in upstream-name order, so they are
-// the same on every attach.
+// expose names the upstream's tools for this session (exposedNames),
+// those of a.Only when it is set, in upstream-name order.
 func (a *Attachment) expose(list []*Definition) []Tool {
 	list = slices.DeleteFunc(list, func(t *Definition) bool {
 		return a.Only != nil && !slices.ContainsFunc(a.Only, func(p string) bool { ok, _ := path.Match(p, t.Name); return ok })

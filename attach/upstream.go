@@ -66,10 +66,10 @@ type upstream struct {
 	// onLog hears the server's log messages; guarded by mu. logs is
 	// whether the server declared it logs (logging.go).
 	onLog func(LogMessage)
+	logs  bool
 	// onUpdated hears the URIs of notifications/resources/updated;
 	// guarded by mu.
 	onUpdated func(uri string)
-	logs      bool
 	// listening: the gateway listens to the streamable HTTP server between
 	// calls (listen.go), as it said it sends tools/list_changed, or logs
 	// to a client that set a level.
