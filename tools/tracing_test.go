@@ -53,19 +53,12 @@ func newProbedUpstreamTB(t testing.TB) *probedUpstream {
 	srv := mcpfixture.New("remote")
 	srv.AddPrompt(mcp.NewPrompt("trace_prompt", mcp.WithPromptDescription("says the trace context it was got with")),
 		func(_ context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-			tp := ""
-			if m := req.Params.Meta; m != nil {
-				tp, _ = m.AdditionalFields["traceparent"].(string)
-			}
+			tp := metaTraceparent(req.Params.Meta)
 			return mcp.NewGetPromptResult("", []mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent(tp))}), nil
 		})
 	srv.AddTool(mcp.NewTool("trace_probe", mcp.WithDescription("reports the trace context it was called with")),
 		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			tp := ""
-			if m := req.Params.Meta; m != nil {
-				tp, _ = m.AdditionalFields["traceparent"].(string)
-			}
-			return mcp.NewToolResultStructuredOnly(map[string]any{"meta_traceparent": tp}), nil
+			return mcp.NewToolResultStructuredOnly(map[string]any{"meta_traceparent": metaTraceparent(req.Params.Meta)}), nil
 		})
 	h := server.NewStreamableHTTPServer(srv)
 	p := &probedUpstream{}
@@ -86,6 +79,29 @@ func newProbedUpstreamTB(t testing.TB) *probedUpstream {
 		p.Close()
 	})
 	return p
+}
+
+// metaTraceparent is the traceparent in m, or "".
+func metaTraceparent(m *mcp.Meta) string {
+	if m == nil {
+		return ""
+	}
+	tp, _ := m.AdditionalFields["traceparent"].(string)
+	return tp
+}
+
+// tracedSession is a session of a gateway with tracing on, spans going to
+// the exporter as they end, with the probed upstream attached as remote.
+func tracedSession(t *testing.T) (*probedUpstream, *tracetest.InMemoryExporter, *testGateway, *clientSession) {
+	t.Helper()
+	up := newProbedUpstream(t)
+	exp := tracetest.NewInMemoryExporter()
+	tg := newTracedGateway(t, exp, remoteEntry("urn:air:ardgate.test:mcp:remote", up.URL))
+	s := tg.connect(t)
+	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:remote"}); res.IsError {
+		t.Fatalf("attach: %s", firstText(res))
+	}
+	return up, exp, tg, s
 }
 
 // newTracedGateway is newGateway with tracing on, spans going to exp as
@@ -184,14 +200,7 @@ func childSpan(t *testing.T, spans tracetest.SpanStubs, parent tracetest.SpanStu
 // traceparent header and in _meta. A trace context in the client's HTTP
 // headers is honoured the same way.
 func TestTracingProxiedCall(t *testing.T) {
-	up := newProbedUpstream(t)
-	exp := tracetest.NewInMemoryExporter()
-	tg := newTracedGateway(t, exp, remoteEntry("urn:air:ardgate.test:mcp:remote", up.URL))
-	s := tg.connect(t)
-
-	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:remote"}); res.IsError {
-		t.Fatalf("attach: %s", firstText(res))
-	}
+	up, exp, tg, s := tracedSession(t)
 	// The same call on the fast path and, with a progress token the fast
 	// path does not take, on the MCP server's path: the same spans.
 	for _, path := range []struct {
@@ -464,13 +473,7 @@ func BenchmarkTracingProxyCall(b *testing.B) {
 // span under it whose context the upstream receives as a header and in
 // _meta. A request that fails marks its span.
 func TestTracingOffers(t *testing.T) {
-	up := newProbedUpstream(t)
-	exp := tracetest.NewInMemoryExporter()
-	tg := newTracedGateway(t, exp, remoteEntry("urn:air:ardgate.test:mcp:remote", up.URL))
-	s := tg.connect(t)
-	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:remote"}); res.IsError {
-		t.Fatalf("attach: %s", firstText(res))
-	}
+	up, exp, _, s := tracedSession(t)
 	const clientTrace, clientSpan = "6bf92f3577b34da6a3ce929d0e0e4738", "02f067aa0ba902b9"
 	req := mcp.GetPromptRequest{}
 	req.Params.Name = "mcp_remote__trace_prompt"
