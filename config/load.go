@@ -638,7 +638,7 @@ func jsonWord(t reflect.Type) string {
 }
 
 var (
-	idPattern   = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+	idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 	// namePattern: words of [a-z0-9] joined by single underscores. A
 	// name with "__", or one ending in "_", would make mcp_<name>__<tool>
 	// ambiguous: servers "a" and "a__b" could each expose mcp_a__b__x.
