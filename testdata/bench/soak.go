@@ -29,7 +29,8 @@ import (
 //
 // A session: initialize, tools/list, attach a remote (HTTP) server and a
 // stdio one (a process the gateway starts), calls to both, a call with a
-// progress token, a call the client gives up on, a listing, an A2A agent
+// progress token, a call the client gives up on, a listing, a prompt, a
+// resource read and a subscription taken and given up, an A2A agent
 // attached with a task run to its end and one cancelled, detach of the
 // stdio server (its process ends), and DELETE of the session, which ends
 // the rest. With -abandon, some sessions end without DELETE instead, as
@@ -220,7 +221,8 @@ func soakSession(url string, calls int, vanish bool) (int, error) {
 }
 
 // soakRound attaches the remote and the stdio server remote<suffix> and
-// local<suffix> (their URNs' names) and calls them, runs tasks on the
+// local<suffix> (their URNs' names) and calls them, gets a prompt and
+// reads and subscribes to a resource (soakOffers), runs tasks on the
 // agent agent<suffix> (soakAgent), detaches the stdio server and, with
 // both, the remote and the agent too, and returns how many calls it made.
 func soakRound(c *client.Client, suffix string, calls int, both bool) (int, error) {
@@ -260,6 +262,9 @@ func soakRound(c *client.Client, suffix string, calls int, both bool) (int, erro
 	if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
 		return n, err
 	}
+	if err := soakOffers(ctx, c, local, suffix); err != nil {
+		return n, err
+	}
 	agent := "agent" + suffix
 	if err := soakAgent(ctx, c, agent); err != nil {
 		return n, err
@@ -274,6 +279,29 @@ func soakRound(c *client.Client, suffix string, calls int, both bool) (int, erro
 		}
 	}
 	return n, nil
+}
+
+// soakOffers gets the stdio server's prompt, reads a resource by its
+// template, and subscribes to one and gives the subscription up (a URI of
+// this round's own: over stdio the rounds share one session).
+func soakOffers(ctx context.Context, c *client.Client, local, suffix string) error {
+	get := mcp.GetPromptRequest{}
+	get.Params.Name, get.Params.Arguments = "mcp_"+local+"__greet", map[string]string{"name": "soak"}
+	if _, err := c.GetPrompt(ctx, get); err != nil {
+		return fmt.Errorf("prompts/get: %w", err)
+	}
+	read := mcp.ReadResourceRequest{}
+	read.Params.URI = "fixture://items/soak" + suffix
+	if _, err := c.ReadResource(ctx, read); err != nil {
+		return fmt.Errorf("resources/read: %w", err)
+	}
+	if err := c.Subscribe(ctx, mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: read.Params.URI}}); err != nil {
+		return fmt.Errorf("resources/subscribe: %w", err)
+	}
+	if err := c.Unsubscribe(ctx, mcp.UnsubscribeRequest{Params: mcp.UnsubscribeParams{URI: read.Params.URI}}); err != nil {
+		return fmt.Errorf("resources/unsubscribe: %w", err)
+	}
+	return nil
 }
 
 // soakAgent attaches the A2A agent under name, runs a task to its end
