@@ -113,8 +113,7 @@ func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progres
 		t, u.pipe = st, st
 	case TransportStreamableHTTP:
 		ht, err := transport.NewStreamableHTTP(plan.URL,
-			transport.WithHTTPBasicClient(capped(hc, u.cutAnswer)), // the poster caps its own
-			transport.WithHTTPHeaders(plan.Headers),
+			transport.WithHTTPBasicClient(capped(withHeaders(hc, plan.URL, plan.Headers), u.cutAnswer)), // the poster caps its own
 			transport.WithHTTPLogger(log)) // not listening: the poster does (listen.go)
 		if err != nil {
 			return nil, err
@@ -123,7 +122,7 @@ func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progres
 		u.post = newPoster(plan, hc, &m.conns, ht.GetSessionId, u.onNotification)
 		u.post.trace = m.Tracing
 	case TransportSSE:
-		st, err := transport.NewSSE(plan.URL, transport.WithHTTPClient(capped(hc, u.cutAnswer)), transport.WithHeaders(plan.Headers), transport.WithSSELogger(log))
+		st, err := transport.NewSSE(plan.URL, transport.WithHTTPClient(capped(withHeaders(hc, plan.URL, plan.Headers), u.cutAnswer)), transport.WithSSELogger(log))
 		if err != nil {
 			return nil, err
 		}

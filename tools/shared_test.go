@@ -108,16 +108,20 @@ func waitPinned(t *testing.T, s *clientSession, tool string) {
 
 // A pinned remote server's token (token_env in the config) goes to it as
 // a bearer token on every request: the handshake, the listings through
-// mcp-go's transport and the calls on the fast path. Without it the
+// mcp-go's transport, the calls on the fast path and the DELETE that ends
+// the server's session. Without it the
 // server refuses the gateway, which lists it down.
 func TestPinnedServerToken(t *testing.T) {
 	h := server.NewStreamableHTTPServer(mcpfixture.New("remote"))
-	var refused atomic.Int64
+	var refused, deletes atomic.Int64
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer s3cret" {
 			refused.Add(1)
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
+		}
+		if r.Method == http.MethodDelete {
+			deletes.Add(1)
 		}
 		h.ServeHTTP(w, r)
 	}))
@@ -131,6 +135,14 @@ func TestPinnedServerToken(t *testing.T) {
 	}
 	if text := readText(t, s.c, "fixture://readme"); text != mcpfixture.ReadmeText {
 		t.Fatalf("resources/read = %q", text)
+	}
+	// The session's end ends the server's session too, with the token
+	// (mcp-go's DELETE carries no configured header of its own).
+	_ = s.c.Close()
+	for deadline := time.Now().Add(5 * time.Second); deletes.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the server's session was never ended with the token")
+		}
 	}
 	if n := refused.Load(); n != 0 {
 		t.Fatalf("the server refused %d requests of the gateway's", n)
