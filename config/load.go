@@ -231,8 +231,15 @@ func load(flags Flags, environ []string) (*Config, error) {
 	// Tokens are read here, with the rest of the environment.
 	token := func(field, name string) string {
 		v, ok := vars[name]
-		if !ok {
+		switch {
+		case !ok:
 			c.Warnings = append(c.Warnings, fmt.Sprintf("%s.token_env: %s is not set: requests go without a token", field, name))
+		case v == "":
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s.token_env: %s is empty: requests go without a token", field, name))
+		case strings.TrimSpace(v) != v || !httpguts.ValidHeaderFieldValue(v):
+			// Sent as a header as it is: a line break (often the end of a
+			// file the secret came from) failed every request, unnamed.
+			errs = append(errs, fieldError(field+".token_env", "%s holds white space at an end, a line break or a control character; a token is sent in a header as it is", name))
 		}
 		return v
 	}
@@ -637,6 +644,11 @@ func jsonWord(t reflect.Type) string {
 	return "an object"
 }
 
+// protocolHeaders are the headers of MCP's streamable HTTP transport and
+// of the request itself, which a server's configured headers may not set.
+var protocolHeaders = []string{"Mcp-Session-Id", "Mcp-Protocol-Version", "Accept", "Content-Type", "Content-Length",
+	"Host", "Connection", "Transfer-Encoding", "Last-Event-Id"}
+
 var (
 	idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 	// namePattern: words of [a-z0-9] joined by single underscores. A
@@ -782,7 +794,11 @@ func (c *Config) validate() []error {
 	checkName := func(f, n string) {
 		switch {
 		case len(n) > 32 || !namePattern.MatchString(n):
-			add(f+".name", "%q must be 1 to 32 lower-case letters and digits, words joined by single underscores (%q would make tool names ambiguous)", n, "__")
+			why := ""
+			if strings.Contains(n, "__") || strings.HasSuffix(n, "_") {
+				why = ": a name with __ or ending in _ would make tool names ambiguous"
+			}
+			add(f+".name", "%q must be 1 to 32 lower-case letters and digits, words joined by single underscores%s", n, why)
 		case names[n]:
 			add(f+".name", "%q is used twice (servers and agents share one namespace)", n)
 		}
@@ -816,6 +832,8 @@ func (c *Config) validate() []error {
 				add(f+".headers."+k, "the value holds a character a header may not (a line break, a control character)")
 			case s.TokenEnv != "" && strings.EqualFold(k, "Authorization"):
 				add(f+".headers."+k, "token_env sends Authorization too; keep one of them")
+			case slices.ContainsFunc(protocolHeaders, func(h string) bool { return strings.EqualFold(k, h) }):
+				add(f+".headers."+k, "is the gateway's to send, as MCP's streamable HTTP has it")
 			}
 		}
 		for j, v := range s.Env {

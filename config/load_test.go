@@ -438,6 +438,7 @@ func TestLoadValidation(t *testing.T) {
 		{"server headers on a command", `{"servers": [{"name": "files", "command": "x", "headers": {"X-A": "b"}}]}`, "servers[0].headers"},
 		{"server header name", `{"servers": [{"name": "r", "url": "https://r.example", "headers": {"X A": "b"}}]}`, "servers[0].headers"},
 		{"server header value", `{"servers": [{"name": "r", "url": "https://r.example", "headers": {"X-A": "b\r\nX-B: c"}}]}`, "servers[0].headers.X-A"},
+		{"server protocol header", `{"servers": [{"name": "r", "url": "https://r.example", "headers": {"mcp-session-id": "x"}}]}`, "servers[0].headers.mcp-session-id"},
 		{"server Authorization twice", `{"servers": [{"name": "r", "url": "https://r.example", "token_env": "T", "headers": {"authorization": "Bearer x"}}]}`, "servers[0].headers.authorization"},
 		{"server with both", `{"servers": [{"name": "files", "command": "npx", "url": "https://x.example.com/mcp"}]}`, "servers[0]"},
 		{"server url scheme", `{"servers": [{"name": "files", "url": "file:///srv/mcp"}]}`, "servers[0].url"},
@@ -995,5 +996,33 @@ func TestLoadOverriddenFileValue(t *testing.T) {
 		path + ": max_attachments: 0 is outside 1..100 (a problem without the flags and variables given)"}
 	if !slices.Equal(c.Warnings, want) {
 		t.Fatalf("warnings %q, want %q", c.Warnings, want)
+	}
+}
+
+// A token is sent in a header as it is: a value with a line break (the
+// end of the file it came from) or white space at an end is refused at
+// start naming the field; an empty one is warned of.
+func TestTokenValues(t *testing.T) {
+	file := writeConfig(t, `{"servers": [{"name": "r", "url": "https://r.example/mcp", "token_env": "R_TOKEN"}]}`)
+	for _, tc := range []struct {
+		value, err, warning string
+	}{
+		{"s3cret\n", "servers[0].token_env: R_TOKEN holds white space at an end, a line break or a control character", ""},
+		{"s3c\x00ret", "servers[0].token_env: R_TOKEN holds", ""},
+		{" s3cret", "servers[0].token_env: R_TOKEN holds", ""},
+		{"", "", "servers[0].token_env: R_TOKEN is empty: requests go without a token"},
+		{"s3cret", "", ""},
+	} {
+		c, err := config.Load(config.Flags{Config: file}, []string{"R_TOKEN=" + tc.value})
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%q: %v; want an error saying %q", tc.value, err, tc.err)
+		case tc.err == "" && err != nil:
+			t.Errorf("%q: %v", tc.value, err)
+		case tc.err == "" && tc.warning != "" && !slices.Contains(c.Warnings, tc.warning):
+			t.Errorf("%q: warnings %q; want %q", tc.value, c.Warnings, tc.warning)
+		case tc.err == "" && tc.warning == "" && len(c.Warnings) != 0:
+			t.Errorf("%q: warnings %q", tc.value, c.Warnings)
+		}
 	}
 }
