@@ -3,8 +3,11 @@ package attach
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 )
 
 const (
@@ -67,15 +70,25 @@ func hashed(name, tool string) string {
 }
 
 // exposedNames names an attachment's tools, or prompts, for the session,
-// by their upstream names: mcp_<server>__<name>. A name that needs no
-// cleaning gets exactly that; one cleaned to a name already given gets a
-// hash of its upstream name as well. So a name that needed no cleaning
-// never changes, whatever the server lists beside it (a tool "a b" added
-// later does not take "a_b"'s name), and the same list gives the same
-// names on every attach. A name the server lists twice is named once.
-func exposedNames(server string, upstream []string) map[string]string {
+// by their upstream names: mcp_<server>__<name>. A name given before (in
+// given, upstream → exposed) stays its item's, so that a name never
+// changes, nor passes to another item, while its item is listed; then a
+// name that needs no cleaning gets exactly that (on a first listing, the
+// cleaned ones cannot take it); one cleaned, or cut, to a name already
+// taken gets a hash of its upstream name as well, and another should that
+// be taken too. A name the server lists twice is named once.
+func exposedNames(server string, upstream []string, given map[string]string) map[string]string {
 	out := make(map[string]string, len(upstream))
 	used := make(map[string]bool, len(upstream))
+	take := func(u, name string) {
+		used[name] = true
+		out[u] = name
+	}
+	for _, u := range upstream {
+		if name, ok := given[u]; ok && !used[name] {
+			take(u, name)
+		}
+	}
 	for _, exact := range []bool{true, false} {
 		for _, u := range upstream {
 			if _, done := out[u]; done {
@@ -85,28 +98,36 @@ func exposedNames(server string, upstream []string) map[string]string {
 			if (name == "mcp_"+server+"__"+u) != exact {
 				continue
 			}
-			if used[name] {
-				name = hashed(name, u)
+			for i := 2; used[name]; i++ {
+				name = hashed(name, u+"#"+strconv.Itoa(i))
 			}
-			if !used[name] {
-				used[name] = true
-				out[u] = name
-			}
+			take(u, name)
 		}
 	}
 	return out
 }
 
+// nameBook keeps the names an attachment's tools (or prompts) were last
+// given, for exposedNames.
+type nameBook struct {
+	mu    sync.Mutex
+	given map[string]string
+}
+
 // eachNamed calls yield with each item of list, in upstream-name order,
-// and its exposed name (exposedNames); an item whose upstream name came
-// before is left out. list is sorted in place.
-func eachNamed[T any](server string, list []T, upstream func(T) string, yield func(item T, name string)) {
+// and its exposed name (exposedNames, with the names book gave before,
+// which it then keeps); an item whose upstream name came before is left
+// out. list is sorted in place.
+func eachNamed[T any](book *nameBook, server string, list []T, upstream func(T) string, yield func(item T, name string)) {
 	slices.SortFunc(list, func(x, y T) int { return strings.Compare(upstream(x), upstream(y)) })
 	names := make([]string, len(list))
 	for i, it := range list {
 		names[i] = upstream(it)
 	}
-	exposed := exposedNames(server, names)
+	book.mu.Lock()
+	exposed := exposedNames(server, names, book.given)
+	book.given = maps.Clone(exposed)
+	book.mu.Unlock()
 	for _, it := range list {
 		if name, ok := exposed[upstream(it)]; ok {
 			delete(exposed, upstream(it))

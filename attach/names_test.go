@@ -98,19 +98,15 @@ func TestExposeOnly(t *testing.T) {
 	}
 }
 
-// A name that needs no cleaning keeps exactly its own, whatever is listed
-// beside it; one cleaned to a name already given gets a hash; a name
+// Names given: on a first listing a name that needs no cleaning gets
+// exactly its own whatever is listed beside it, and one cleaned to a name
+// taken gets a hash; at a later listing every name given stays its item's
+// (a tool added later never takes another's name, which a client may be
+// about to call); a hashed name that is taken too gets another; a name
 // listed twice is named once.
 func TestExposedNames(t *testing.T) {
-	alone := exposedNames("fx", []string{"a_b"})
-	for _, list := range [][]string{{"a b", "a_b"}, {"a_b", "a b"}, {"a b", "a_b", "a-b", "a_b"}} {
-		got := exposedNames("fx", list)
-		if got["a_b"] != alone["a_b"] || got["a_b"] != "mcp_fx__a_b" {
-			t.Errorf("%q: a_b named %q, want mcp_fx__a_b as when alone", list, got["a_b"])
-		}
-		if got["a b"] == got["a_b"] || !strings.HasPrefix(got["a b"], "mcp_fx__a_b_") {
-			t.Errorf("%q: a b named %q", list, got["a b"])
-		}
+	unique := func(list []string, got map[string]string) {
+		t.Helper()
 		seen := map[string]bool{}
 		for _, n := range got {
 			if seen[n] || !toolNamePattern.MatchString(n) {
@@ -118,5 +114,27 @@ func TestExposedNames(t *testing.T) {
 			}
 			seen[n] = true
 		}
+		if len(got) != len(slices.Compact(slices.Sorted(slices.Values(list)))) {
+			t.Errorf("%q: %d names for %v", list, len(got), got)
+		}
 	}
+	for _, list := range [][]string{{"a b", "a_b"}, {"a_b", "a b"}, {"a b", "a_b", "a-b", "a_b"}} {
+		got := exposedNames("fx", list, nil)
+		if got["a_b"] != "mcp_fx__a_b" || !strings.HasPrefix(got["a b"], "mcp_fx__a_b_") {
+			t.Errorf("%q: %v; want a_b its own name, a b a hashed one", list, got)
+		}
+		unique(list, got)
+	}
+
+	// sha256("hello world") begins b94d27: its hashed name is listed too.
+	clash := []string{"hello world", "hello_world", "hello_world_b94d27"}
+	unique(clash, exposedNames("fx", clash, nil))
+
+	first := exposedNames("fx", []string{"hello world"}, nil)
+	later := []string{"hello world", "hello_world", "hello_world_b94d27"}
+	got := exposedNames("fx", later, first)
+	if got["hello world"] != first["hello world"] || got["hello world"] != "mcp_fx__hello_world" {
+		t.Errorf("a name given before changed: %v, was %v", got, first)
+	}
+	unique(later, got)
 }

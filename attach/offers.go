@@ -299,7 +299,7 @@ func (a *Attachment) prompts() []Prompt {
 // exposePrompts names o's prompts for the session.
 func (a *Attachment) exposePrompts(o *offers) []Prompt {
 	out := make([]Prompt, 0, len(o.prompts))
-	eachNamed(a.Name, slices.Clone(o.prompts), func(p offer) string { return p.key }, func(p offer, name string) {
+	eachNamed(&a.promptNames, a.Name, slices.Clone(o.prompts), func(p offer) string { return p.key }, func(p offer, name string) {
 		if listed, err := renamed(p.json(), "name", name); err == nil { // read as an object when listed
 			out = append(out, Prompt{Name: name, Upstream: p.key, Listed: listed})
 		}

@@ -109,6 +109,9 @@ type Attachment struct {
 	// they were made from (offers.go).
 	exposedPrompts []Prompt
 	promptsOf      *offers
+	// toolNames and promptNames keep the names given, so that they stay
+	// (exposedNames).
+	toolNames, promptNames nameBook
 }
 
 // Tool is one upstream tool as this session exposes it.
@@ -609,7 +612,7 @@ func (a *Attachment) expose(list []*Definition) []Tool {
 		return a.Only != nil && !slices.ContainsFunc(a.Only, func(p string) bool { ok, _ := path.Match(p, t.Name); return ok })
 	})
 	out := make([]Tool, 0, len(list))
-	eachNamed(a.Name, list, func(t *Definition) string { return t.Name }, func(t *Definition, name string) {
+	eachNamed(&a.toolNames, a.Name, list, func(t *Definition) string { return t.Name }, func(t *Definition, name string) {
 		out = append(out, Tool{Name: name, Attachment: a.Name, Upstream: t})
 	})
 	return out
