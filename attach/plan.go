@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -32,12 +33,26 @@ type Plan struct {
 	Headers map[string]string
 }
 
-// Endpoint describes the plan in one line, for listings and logs.
+// Endpoint describes the plan in one line, for listings and logs; a URL's
+// password and query are masked.
 func (p Plan) Endpoint() string {
 	if p.Transport == TransportStdio {
 		return "stdio: " + strings.Join(append([]string{p.Program}, p.Args...), " ")
 	}
-	return p.URL
+	return redacted(p.URL)
+}
+
+// redacted is a URL as a client may see it: a password in it, and its
+// query, which often holds a key, are masked.
+func redacted(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(a URL that does not parse)"
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = "xxxxx"
+	}
+	return u.Redacted()
 }
 
 // ErrNotAttachable is wrapped by every reason an entry cannot be attached.

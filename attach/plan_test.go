@@ -82,3 +82,17 @@ func TestPlanFor(t *testing.T) {
 		})
 	}
 }
+
+// A remote's endpoint, as clients see it in listings, masks a password in
+// its URL and its query, which often holds a key.
+func TestEndpointRedacted(t *testing.T) {
+	for raw, want := range map[string]string{
+		"https://tools.example/mcp":                           "https://tools.example/mcp",
+		"https://user:pw123@tools.example/mcp?api_key=KEY999": "https://user:xxxxx@tools.example/mcp?xxxxx",
+		"https://tools.example/mcp?k=v":                       "https://tools.example/mcp?xxxxx",
+	} {
+		if got := (Plan{Transport: TransportStreamableHTTP, URL: raw}).Endpoint(); got != want {
+			t.Errorf("%s: %s, want %s", raw, got, want)
+		}
+	}
+}
