@@ -131,6 +131,8 @@ func (u *upstream) listOffers(ctx context.Context) {
 			switch {
 			case errors.As(err, &answer) && answer.Code == mcp.METHOD_NOT_FOUND:
 				// Many servers of resources have no templates.
+			case err != nil && ctx.Err() != nil:
+				list = l.was // the session ended, or the attach was cancelled
 			case err != nil:
 				u.log.Warn("a list of the server's was not read; the session keeps the one it had", "method", l.method, "had", len(l.was), "err", err)
 				list = l.was
@@ -374,7 +376,25 @@ func (s *Session) GetPrompt(ctx context.Context, name string, params map[string]
 			return s.ask(ctx, a, "prompt "+p.Upstream, string(mcp.MethodPromptsGet), params)
 		}
 	}
-	return nil, fmt.Errorf("%q: %w", name, ErrUnknownPrompt)
+	return nil, s.noPrompt(name)
+}
+
+// noPrompt says why no attached server has the prompt of that exposed
+// name: the server it names is down or still starting (whose prompts are
+// not known), or there is none.
+func (s *Session) noPrompt(name string) error {
+	for _, a := range s.Attachments() {
+		if !strings.HasPrefix(name, "mcp_"+a.Name+"__") {
+			continue
+		}
+		switch status, why := a.Status(); status {
+		case StatusStarting:
+			return fmt.Errorf("%s is still starting; try again shortly", a.Name)
+		case StatusDown:
+			return fmt.Errorf("%s: %w: %s", a.Name, ErrUpstreamDown, why)
+		}
+	}
+	return fmt.Errorf("%q: %w", name, ErrUnknownPrompt)
 }
 
 // noCompletions answers a completion/complete that no server is asked.
@@ -410,7 +430,7 @@ func (s *Session) Complete(ctx context.Context, params map[string]json.RawMessag
 			}
 		}
 		if a == nil {
-			return nil, fmt.Errorf("%q: %w", name, ErrUnknownPrompt)
+			return nil, s.noPrompt(name)
 		}
 	case "ref/resource":
 		for _, att := range s.Attachments() {

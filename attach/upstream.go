@@ -294,6 +294,9 @@ func (u *upstream) explain(err error) error {
 		// failed to send request: failed to send request: Post …").
 		err = brief{"cannot reach it: " + op.Error(), err}
 	}
+	if errors.Is(err, transport.ErrAuthorizationRequired) || errors.Is(err, transport.ErrUnauthorized) {
+		err = brief{"it asks for authorization (HTTP 401): give the gateway a token for it (a pinned server's token_env), or check the one it has", err}
+	}
 	if u.exited != nil {
 		select {
 		case <-u.exited:

@@ -152,7 +152,12 @@ func TestPinnedServerToken(t *testing.T) {
 	s = newGatewayWith(t, 10*time.Second, Options{Version: "test"}, HTTPOptions{}, pinned).connect(t)
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "mcp_fx__echo"
-	if _, err := s.c.CallTool(context.Background(), req); err == nil || !strings.Contains(err.Error(), "fx is down") || !strings.Contains(err.Error(), "authorization required") {
+	if _, err := s.c.CallTool(context.Background(), req); err == nil || !strings.Contains(err.Error(), "fx is down") || !strings.Contains(err.Error(), "asks for authorization (HTTP 401)") {
 		t.Fatalf("without the token: %v; want the server down, saying it asked for authorization", err)
+	}
+	get := mcp.GetPromptRequest{}
+	get.Params.Name = "mcp_fx__greet"
+	if _, err := s.c.GetPrompt(context.Background(), get); err == nil || !strings.Contains(err.Error(), "fx: upstream is down") {
+		t.Fatalf("a prompt of the server down: %v; want it said down, not unknown", err)
 	}
 }
