@@ -676,6 +676,10 @@ func (c *Config) validate() []error {
 		// Secret it came from; no client would send it so.
 		errs = append(errs, errors.New("ARDGATE_AUTH_TOKEN: begins or ends with white space (or is nothing else); set the token alone, or unset it"))
 	}
+	if t := c.ARDRegistryToken; t != "" && (strings.TrimSpace(t) != t || !httpguts.ValidHeaderFieldValue(t)) {
+		// Sent in a header as it is, as a token_env's value (Load).
+		errs = append(errs, errors.New("ARD_REGISTRY_TOKEN: holds white space at an end, a line break or a control character; a token is sent in a header as it is"))
+	}
 	if c.OTelEndpoint != "" {
 		if !httpURL(c.OTelEndpoint, false) {
 			add("otel_endpoint", "%q is not an http(s) URL", c.OTelEndpoint)

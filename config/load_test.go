@@ -1013,6 +1013,14 @@ func TestTokenValues(t *testing.T) {
 		{"", "", "servers[0].token_env: R_TOKEN is empty: requests go without a token"},
 		{"s3cret", "", ""},
 	} {
+		if tc.err != "" {
+			// The ARD registries' token, from its own variable, is held to
+			// the same rule.
+			_, err := config.Load(config.Flags{}, []string{"ARD_REGISTRY_TOKEN=" + tc.value})
+			if err == nil || !strings.Contains(err.Error(), "ARD_REGISTRY_TOKEN: holds") {
+				t.Errorf("ARD_REGISTRY_TOKEN=%q: %v", tc.value, err)
+			}
+		}
 		c, err := config.Load(config.Flags{Config: file}, []string{"R_TOKEN=" + tc.value})
 		switch {
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
