@@ -27,6 +27,7 @@ type metrics struct {
 	attached *prometheus.GaugeVec
 	backlog  *prometheus.GaugeVec
 	lists    *prometheus.CounterVec
+	offers   *prometheus.CounterVec
 
 	// The proxied tools' series, looked up once: every proxied call
 	// records into them, and a lookup takes the vector's lock, which every
@@ -57,6 +58,8 @@ func newMetrics(m *attach.Manager) *metrics {
 			Help: "Bytes of requests waiting to be written to stdio servers that have stopped reading their input, by attachment name, over all sessions; absent while none waits."}, []string{"upstream"}),
 		lists: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ardgate_tool_lists_total",
 			Help: "tools/list requests answered, by path: \"fast\" (from encoded definitions) or \"server\"."}, []string{"path"}),
+		offers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ardgate_offer_requests_total",
+			Help: "Requests for the attached servers' prompts and resources (prompts/list, resources/read, completion/complete, …), by method and result: ok or error."}, []string{"method", "result"}),
 	}
 	x.proxiedOK = x.calls.WithLabelValues("proxied", "ok")
 	x.proxiedFailed = x.calls.WithLabelValues("proxied", "error")
@@ -64,7 +67,7 @@ func newMetrics(m *attach.Manager) *metrics {
 	x.fastLists, x.serverLists = x.lists.WithLabelValues("fast"), x.lists.WithLabelValues("server")
 	x.sessions = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ardgate_sessions", Help: "Open sessions."},
 		func() float64 { return float64(len(m.Sessions())) })
-	x.reg.MustRegister(x.calls, x.latency, x.upstream, x.registry, x.refusals, x.attaches, x.sessions, x.lists,
+	x.reg.MustRegister(x.calls, x.latency, x.upstream, x.registry, x.refusals, x.attaches, x.sessions, x.lists, x.offers,
 		attachmentsCollector{m: m, attached: x.attached, backlog: x.backlog},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return x

@@ -51,20 +51,26 @@ func (g *Gateway) offerRequest(s *session, line []byte) (call offerCall, ok bool
 	}
 	call.id = string(m.ID)
 	call.answer = func(ctx context.Context, header http.Header) []byte {
-		t := g.opts.Tracing
-		if t == nil {
-			return run(ctx)
+		var span tracing.Span
+		if t := g.opts.Tracing; t != nil {
+			var meta struct {
+				Meta struct{ Traceparent, Tracestate string } `json:"_meta"`
+			}
+			_ = json.Unmarshal(params, &meta) // an object, or refused by run
+			ctx, span = t.startServer(ctx, header, method, meta.Meta.Traceparent, meta.Meta.Tracestate)
 		}
-		var meta struct {
-			Meta struct{ Traceparent, Tracestate string } `json:"_meta"`
-		}
-		_ = json.Unmarshal(params, &meta) // an object, or refused by run
-		ctx, span := t.startServer(ctx, header, method, meta.Meta.Traceparent, meta.Meta.Tracestate)
 		msg := run(ctx)
+		result := "ok"
 		if m, err := guard.ReadMessage(msg); err == nil && m.Error != nil {
-			span.SetStatus(tracing.StatusError, string(m.Error))
+			result = "error"
+			if span != nil {
+				span.SetStatus(tracing.StatusError, string(m.Error))
+			}
 		}
-		span.End()
+		if span != nil {
+			span.End()
+		}
+		g.metrics.offers.WithLabelValues(method, result).Inc()
 		return msg
 	}
 	return call, true

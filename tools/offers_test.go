@@ -91,6 +91,11 @@ func TestPromptsAndResourcesHTTP(t *testing.T) {
 		t.Fatalf("%d resources/updated; want the one of the subscription", n)
 	}
 
+	// The metrics count them by method and result.
+	if ok, failed := count(tg.g.metrics.offers.WithLabelValues("prompts/get", "ok")), count(tg.g.metrics.offers.WithLabelValues("resources/read", "error")); ok < 2 || failed < 1 {
+		t.Errorf("ardgate_offer_requests_total: %v prompts/get ok, %v resources/read error; want 2 and 1 at least", ok, failed)
+	}
+
 	// A prompt the server adds is announced, listed and served.
 	before := s.count(mcp.MethodNotificationPromptsListChanged)
 	if res := s.call("mcp_one__offer", map[string]any{"name": "later"}); res.IsError {
