@@ -105,6 +105,9 @@ type Attachment struct {
 	unwell  string     // why the last health check of an agent failed
 	tools   []Tool
 	failure string // why a pinned server failed to start
+	// started, for a pinned attachment, is closed once it has started
+	// or failed (WaitStarted); nil for the others.
+	started chan struct{}
 	// exposedPrompts are the prompts of promptsOf, the server's listing
 	// they were made from (offers.go).
 	exposedPrompts []Prompt
@@ -303,7 +306,10 @@ func (s *Session) pin(a *Attachment, start func(ctx context.Context) error) {
 		}
 		s.listedLeft.Add(1)
 	}
+	a.started = make(chan struct{})
 	s.pins = append(s.pins, func() {
+		// After changed: by then the session's tools are the server's.
+		defer close(a.started)
 		if listed {
 			defer func() {
 				if s.listedLeft.Add(-1) == 0 {
@@ -353,7 +359,32 @@ func (s *Session) Start() {
 // has passed since Start, at once if it already has. A client's first
 // tools/list waits here, so that it has their tools.
 func (s *Session) WaitPinned(ctx context.Context, within time.Duration) {
-	if s.listed == nil {
+	s.waitUntil(ctx, s.listed, within)
+}
+
+// PinnedPending reports whether WaitPinned would wait now.
+func (s *Session) PinnedPending(within time.Duration) bool {
+	return s.pending(s.listed, within)
+}
+
+// WaitStarted waits until a, a pinned attachment of the session, has
+// started or failed, giving up as WaitPinned does; at once for an
+// attachment that is not pinned. A call of a tool of a pinned server
+// still starting waits here, so that a client calling a tool it knows
+// right after initialize is served.
+func (s *Session) WaitStarted(ctx context.Context, a *Attachment, within time.Duration) {
+	s.waitUntil(ctx, a.started, within)
+}
+
+// Starting reports whether WaitStarted would wait now.
+func (s *Session) Starting(a *Attachment, within time.Duration) bool {
+	return s.pending(a.started, within)
+}
+
+// waitUntil waits for done to close, for ctx to end, or for within to pass
+// since Start; at once when done is nil.
+func (s *Session) waitUntil(ctx context.Context, done <-chan struct{}, within time.Duration) {
+	if done == nil {
 		return
 	}
 	left := time.Until(s.started.Add(within))
@@ -363,19 +394,19 @@ func (s *Session) WaitPinned(ctx context.Context, within time.Duration) {
 	t := time.NewTimer(left)
 	defer t.Stop()
 	select {
-	case <-s.listed:
+	case <-done:
 	case <-t.C:
 	case <-ctx.Done():
 	}
 }
 
-// PinnedPending reports whether WaitPinned would wait now.
-func (s *Session) PinnedPending(within time.Duration) bool {
-	if s.listed == nil || time.Since(s.started) >= within {
+// pending reports whether waitUntil would wait now.
+func (s *Session) pending(done <-chan struct{}, within time.Duration) bool {
+	if done == nil || time.Since(s.started) >= within {
 		return false
 	}
 	select {
-	case <-s.listed:
+	case <-done:
 		return false
 	default:
 		return true

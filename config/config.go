@@ -88,7 +88,7 @@ type Config struct {
 	MaxCallTime time.Duration
 	// PinnedListWait is how long after a session starts its tools/list
 	// waits for pinned servers still starting, so that a client that lists
-	// once sees their tools.
+	// once sees their tools; a call of a tool of one waits as long.
 	PinnedListWait time.Duration
 	// MaxResultBytes caps the content of one proxied tool result.
 	MaxResultBytes int

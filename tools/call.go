@@ -282,6 +282,9 @@ func (g *Gateway) call(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	if !guard.ObjectOrAbsent(a.Arguments) {
 		return invalid(callAttachedTool, errNotObject), nil
 	}
+	if att := g.starting(s, a.Name); att != nil {
+		s.att.WaitStarted(ctx, att, g.opts.PinnedListWait)
+	}
 	if why, code := g.whyNoTool(s, a.Name, false); why != "" {
 		return failure(code, "%s", why), nil
 	}

@@ -333,6 +333,15 @@ func endUnanswered(stream *progressStream, out eventOut) error {
 	return out.end()
 }
 
+// endEmpty answers a request the client cancelled over HTTP before
+// anything of its answer was written: an event stream with no message.
+func endEmpty(w http.ResponseWriter) {
+	out := &responseEvents{w: w}
+	if out.begin() == nil {
+		_ = out.end()
+	}
+}
+
 // serverCall is a request of an HTTP session that the MCP server answers,
 // while the server runs it. A notifications/cancelled naming it cancels
 // its answer: mcp-go's server answers every request, so the answer is

@@ -70,8 +70,8 @@ type Options struct {
 	// Tracing, when not nil, traces every method and tool handler.
 	Tracing *Tracing
 	// PinnedListWait is how long after a session starts a tools/list
-	// waits for its pinned servers still starting; zero means
-	// config.DefaultPinnedListWait.
+	// waits for its pinned servers still starting, and a call of a tool
+	// of one for it (pinned.go); zero means config.DefaultPinnedListWait.
 	PinnedListWait time.Duration
 	// ProgressBeat is how often the gateway's own long operations report
 	// progress while nothing new comes (progressbeat.go); zero means
@@ -233,18 +233,6 @@ func (g *Gateway) onRegister(_ context.Context, cs server.ClientSession) {
 		g.stdio.Store(s)
 	}
 	g.sync(s)
-}
-
-// waitPinned counts a tools/list the server answers, and holds it while
-// the session's pinned servers are still starting, up to PinnedListWait
-// from the session's start: a client's first listing, which many clients
-// never take again, then has their tools. A server slower than that is
-// announced with tools/list_changed once it is up.
-func (g *Gateway) waitPinned(ctx context.Context, _ any, _ *mcp.ListToolsRequest) {
-	g.metrics.serverLists.Inc()
-	if s := g.current(ctx); s != nil {
-		s.att.WaitPinned(ctx, g.opts.PinnedListWait)
-	}
 }
 
 func (g *Gateway) onUnregister(_ context.Context, cs server.ClientSession) {

@@ -175,25 +175,26 @@ func (r *stdioReader) refuseLong(long *guard.LongLine) {
 	if long.Method && long.ID == nil {
 		return
 	}
-	r.refuse(message{Message: guard.Message{ID: long.ID}}.refused(tooLarge))
+	r.refuse(&r.held, message{Message: guard.Message{ID: long.ID}}.refused(tooLarge))
 }
 
-// refuse answers a message read from the client over stdio.
-func (r *stdioReader) refuse(msg []byte) {
-	if err := r.w.Frame(&r.held, nil, msg, "\n"); err != nil {
+// refuse answers a message read from the client over stdio, the answer
+// held in held.
+func (r *stdioReader) refuse(held *guard.Batch, msg []byte) {
+	if err := r.w.Frame(held, nil, msg, "\n"); err != nil {
 		r.g.log.Debug("a refusal was not written", "err", err)
 	}
 }
 
 // atDoor answers frame, read from the client, if the door refuses it,
 // and reports whether the frame is done with (answered, or dropped).
-func (r *stdioReader) atDoor(frame []byte) bool {
+func (r *stdioReader) atDoor(frame []byte, held *guard.Batch) bool {
 	msg, drop := readMessage(frame).refusal()
 	if msg == nil && !drop {
 		msg = r.g.paramsRefusal(r.g.stdio.Load(), frame)
 	}
 	if msg != nil {
-		r.refuse(msg)
+		r.refuse(held, msg)
 	}
 	return msg != nil || drop
 }

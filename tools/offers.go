@@ -225,10 +225,7 @@ func (h *HTTP) offers(w http.ResponseWriter, r *http.Request, s *session, body [
 	msg := call.answer(ctx, r.Header)
 	s.fast.remove(call.id)
 	if cancelledByClient(ctx) {
-		out := &responseEvents{w: w}
-		if out.begin() == nil {
-			_ = out.end()
-		}
+		endEmpty(w)
 		return true
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -128,20 +128,8 @@ func (r *stdioReader) run(ctx context.Context, in *guard.LineReader) {
 			r.refuseLong(long)
 			line, err = nil, nil
 		}
-		line = clientFrame(line, err)
-		switch {
-		case isBatch(line):
-			r.refuse(batchRefusal)
-		case len(line) == 0 || r.fast(ctx, line):
-			// nothing read, or answered on the fast path
-		case r.atDoor(line):
-			// refused with an error, or dropped
-		default:
-			r.unanswered.forget(line) // a new request reusing the id
-			r.held.Flush()
-			if _, werr := r.server.Write(line); werr != nil {
-				return // the server stopped listening
-			}
+		if !r.take(ctx, clientFrame(line, err), &r.held) {
+			return // the server stopped listening
 		}
 		if err != nil || !in.LineBuffered() {
 			r.held.Flush()
@@ -153,21 +141,43 @@ func (r *stdioReader) run(ctx context.Context, in *guard.LineReader) {
 	}
 }
 
+// take serves line, a frame of the client's: on the fast path, with a
+// refusal at the door, or on to the MCP server. What it writes to the
+// client or an upstream may be held in held. It reports false when the
+// server stopped listening.
+func (r *stdioReader) take(ctx context.Context, line []byte, held *guard.Batch) bool {
+	switch {
+	case isBatch(line):
+		r.refuse(held, batchRefusal)
+	case len(line) == 0 || r.fast(ctx, line, held):
+		// nothing read, or answered on the fast path
+	case r.atDoor(line, held):
+		// refused with an error, or dropped
+	default:
+		r.unanswered.forget(line) // a new request reusing the id
+		held.Flush()
+		if _, err := r.server.Write(line); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // fast answers line on the fast path and reports whether it took it. A
 // call to a stdio server is started here and answered from the reader of
 // that server's pipe, as soon as its response is read (StartRaw); any
 // other call runs on a goroutine of its own, as the server runs calls. A
 // cancellation of a fast call is applied here and still passed on to the
 // server.
-func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
+func (r *stdioReader) fast(ctx context.Context, line []byte, held *guard.Batch) bool {
 	s := r.g.stdio.Load()
 	c, ok := r.g.fastCall(s, line)
 	if !ok {
 		if f, ok := r.g.fastList(s, line); ok {
-			r.reply(f, &r.held)
+			r.reply(f, held)
 			return true
 		}
-		if r.offers(ctx, s, line) {
+		if r.offers(ctx, s, line) || r.startingCall(ctx, s, line) {
 			return true
 		}
 		// Looked for only now: a call's frame may be large, and a
@@ -185,7 +195,7 @@ func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
 	if refused != nil {
 		f := response(c.ID, refused)
 		trace.end(f)
-		r.reply(f, &r.held)
+		r.reply(f, held)
 		r.calls.done()
 		return true
 	}
@@ -193,7 +203,7 @@ func (r *stdioReader) fast(ctx context.Context, line []byte) bool {
 	r.inFlight.add(c.ID, sc)
 	progress := c.progress(r)
 	if trace == nil { // a traced call runs in the context that holds its spans, below
-		if stop, ok := s.att.StartRaw(c.Name, c.Arguments, progress, &r.held, sc.finish); ok {
+		if stop, ok := s.att.StartRaw(c.Name, c.Arguments, progress, held, sc.finish); ok {
 			sc.started(stop)
 			return true
 		}
@@ -525,6 +535,9 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 		if err == nil && isBatch(body) {
 			refuse(w, http.StatusBadRequest, batchRefusal)
 			return
+		}
+		if s != nil && err == nil && h.waitStarting(w, r, s, body) {
+			return // cancelled while it waited
 		}
 		if s != nil && err == nil && ok && h.fastAnswer(w, r, s, body) {
 			return

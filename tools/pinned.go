@@ -1,0 +1,112 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/attach"
+	"github.com/ardgate/ardgate/guard"
+)
+
+// A session's pinned servers start in the background, which for an npm
+// package can take seconds. A client's first requests wait for them, up
+// to PinnedListWait from the session's start: its first tools/list,
+// which many clients never take again (waitPinned), and a call of a tool
+// of a server still starting, which a client that knows the tool's name
+// sends right after initialize (a script, an agent with tool names from
+// an earlier run); it was refused "still starting". Prompts and
+// resources wait likewise (offers.go).
+
+// waitPinned counts a tools/list the server answers, and holds it while
+// the session's pinned servers are still starting. A server slower than
+// PinnedListWait is announced with tools/list_changed once it is up.
+func (g *Gateway) waitPinned(ctx context.Context, _ any, _ *mcp.ListToolsRequest) {
+	g.metrics.serverLists.Inc()
+	if s := g.current(ctx); s != nil {
+		s.att.WaitPinned(ctx, g.opts.PinnedListWait)
+	}
+}
+
+// starting returns the pinned attachment of session s that would serve
+// the tool called name when it is still starting and may be waited for;
+// nil when there is none to wait for.
+func (g *Gateway) starting(s *session, name string) *attach.Attachment {
+	att := attachmentOf(s, name)
+	if att == nil || !s.att.Starting(att, g.opts.PinnedListWait) {
+		return nil
+	}
+	return att
+}
+
+// startingFor returns the request id of frame and the attachment it waits
+// for when frame is a tools/call of a tool of a pinned server still
+// starting (starting); nil when it is not.
+func (g *Gateway) startingFor(s *session, frame []byte) (id []byte, att *attach.Attachment) {
+	if s == nil || !bytes.Contains(frame, toolsCallMethod) {
+		return nil, nil
+	}
+	id, method, params, ok := request(frame)
+	if !ok || !bytes.Equal(method, toolsCallMethod) || !guard.IsObject(params) {
+		return nil, nil
+	}
+	raw, _, _, _ := callMembers(params)
+	var name string
+	if raw == nil || json.Unmarshal(raw, &name) != nil {
+		return nil, nil
+	}
+	return id, g.starting(s, name)
+}
+
+// startingCall takes line, a tools/call over stdio of a tool of a pinned
+// server still starting, and reports whether it did: on a goroutine of
+// its own, it waits for the server, then serves the call as if it had
+// just been read. A call the client cancels while it waits ends at once,
+// unanswered.
+func (r *stdioReader) startingCall(ctx context.Context, s *session, line []byte) bool {
+	id, att := r.g.startingFor(s, line)
+	if att == nil || !r.calls.add() {
+		return false
+	}
+	key := string(id)        // id and line are the reader's buffer,
+	line = bytes.Clone(line) // which it reuses
+	ctx, cancel := context.WithCancelCause(ctx)
+	r.inFlight.add(key, stopCause(cancel))
+	go func() {
+		defer r.calls.done()
+		defer cancel(nil)
+		s.att.WaitStarted(ctx, att, r.g.opts.PinnedListWait)
+		r.inFlight.remove(key)
+		if ctx.Err() != nil {
+			return // cancelled, or the session ended
+		}
+		var held guard.Batch
+		defer held.Flush()
+		r.take(ctx, line, &held)
+	}()
+	return true
+}
+
+// waitStarting holds body, a request posted over HTTP, while it is a
+// tools/call of a tool of a pinned server still starting, and reports
+// whether the client cancelled it meanwhile; the request is then answered
+// with an event stream with no message, as a fast call cancelled is.
+func (h *HTTP) waitStarting(w http.ResponseWriter, r *http.Request, s *session, body []byte) (cancelled bool) {
+	id, att := h.g.startingFor(s, body)
+	if att == nil {
+		return false
+	}
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	s.fast.add(string(id), stopCause(cancel))
+	s.att.WaitStarted(ctx, att, h.g.opts.PinnedListWait)
+	s.fast.remove(string(id))
+	if !cancelledByClient(ctx) {
+		return false
+	}
+	endEmpty(w)
+	return true
+}
