@@ -20,7 +20,7 @@ func (g *Gateway) proxy(name string) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args := req.GetRawArguments()
 		if raw, ok := args.(json.RawMessage); ok && !guard.ObjectOrAbsent(raw) {
-			return invalid(name, errNotObject), nil
+			return g.fitFailure(g.current(ctx), name, invalid(name, errNotObject)), nil
 		}
 		return g.forward(ctx, req, name, args), nil
 	}
@@ -45,7 +45,7 @@ func (g *Gateway) forward(ctx context.Context, req mcp.CallToolRequest, name str
 	}
 	res, err := s.att.Call(ctx, name, args, req.Params.Meta, relay)
 	if err != nil {
-		return g.callFailed(ctx, s, name, err)
+		return g.fitFailure(s, req.Params.Name, g.callFailed(ctx, s, name, err))
 	}
 	return capResult(res, g.opts.MaxResultBytes)
 }
@@ -91,9 +91,10 @@ func (g *Gateway) failed(err error) *mcp.CallToolResult {
 // It also times and counts every call for the metrics.
 func (g *Gateway) limit(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
-		a, refused := g.admit(g.current(ctx), req.Params.Name, func() string { return canonicalArgs(req) })
+		s := g.current(ctx)
+		a, refused := g.admit(s, req.Params.Name, func() string { return canonicalArgs(req) })
 		if refused != nil {
-			return refused, nil
+			return g.fitFailure(s, req.Params.Name, refused), nil
 		}
 		defer func() { a.end(err != nil || res == nil || res.IsError) }()
 		return next(ctx, req)

@@ -1,8 +1,10 @@
 package tools
 
 import (
+	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -36,5 +38,33 @@ func TestCapResult(t *testing.T) {
 	cut := capResult(utf, 1001).Content[0].(mcp.TextContent).Text
 	if !strings.HasSuffix(cut, "é") || len(cut)%2 != 0 {
 		t.Fatalf("UTF-8 split: %d bytes", len(cut))
+	}
+}
+
+// A failure the gateway makes for a call of a proxied tool that declares
+// an outputSchema carries its body in _meta, not as structuredContent,
+// which a client checks against the tool's schema (the fixture's add
+// declares one, echo none): on the fast path and the server's, by name;
+// through call_attached_tool, which declares none, it stays.
+func TestFailureFitsOutputSchema(t *testing.T) {
+	c := rawStdio(t, New(pinnedFixture(buildFixture(t), 20*time.Second), quietLog, Options{Version: "test"}))
+	c.caller(t, `"mcp_fx__echo","arguments":{"message":"ready?"}`, `"text":"ready?"`)
+	if got := c.roundTrip(t, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_fx__add","arguments":"1+2"}}`+"\n")); !bytes.Contains(got, []byte(`"_meta":{"ardgate/failure":{"error":"mcp_fx__add: \"arguments\" must be an object`)) ||
+		bytes.Contains(got, []byte(`"structuredContent"`)) {
+		t.Errorf("arguments not an object, on the server's path: %s", got)
+	}
+	c.roundTrip(t, []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_fx__crash","arguments":{}}}`+"\n"))
+	for _, tc := range []struct{ name, frame, want string }{
+		{"by name", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp_fx__add","arguments":{"a":1,"b":2}}}`, `"_meta":{"ardgate/failure":{"error":"fx: upstream is down`},
+		{"a tool without one", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":"x"}}}`, `"structuredContent":{"error":"fx: upstream is down`},
+		{"through call_attached_tool", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"call_attached_tool","arguments":{"name":"mcp_fx__add","arguments":{"a":1,"b":2}}}}`, `"structuredContent":{"error":"fx: upstream is down`},
+	} {
+		got := c.roundTrip(t, []byte(tc.frame+"\n"))
+		if !bytes.Contains(got, []byte(tc.want)) || !bytes.Contains(got, []byte(`"isError":true`)) {
+			t.Errorf("%s: %s; want %s", tc.name, got, tc.want)
+		}
+		if tc.name == "by name" && bytes.Contains(got, []byte(`"structuredContent"`)) {
+			t.Errorf("%s: structuredContent beside _meta: %s", tc.name, got)
+		}
 	}
 }

@@ -253,7 +253,7 @@ func (g *Gateway) serveFast(ctx context.Context, cancel context.CancelCauseFunc,
 	ctx, trace := g.opts.Tracing.startCall(ctx, header, c)
 	a, refused := g.admit(s, c.called(), nil)
 	if refused != nil {
-		f := response(c.ID, refused)
+		f := g.failedFrame(s, c, refused)
 		trace.end(f)
 		return f
 	}
@@ -271,14 +271,14 @@ func (g *Gateway) fastResult(ctx context.Context, s *session, c callFrame, a adm
 	name := c.Name
 	if err != nil {
 		a.end(true)
-		return response(c.ID, g.callFailed(ctx, s, name, err))
+		return g.failedFrame(s, c, g.callFailed(ctx, s, name, err))
 	}
 	if len(raw) > g.opts.MaxResultBytes {
 		// Over the cap in bytes, perhaps in content: only now decode it.
 		res, err := mcp.ParseCallToolResult(&raw)
 		if err != nil {
 			a.end(true)
-			return response(c.ID, failure("upstream_error", "%s answered with a malformed result: %v", name, err))
+			return g.failedFrame(s, c, failure("upstream_error", "%s answered with a malformed result: %v", name, err))
 		}
 		res = capResult(res, g.opts.MaxResultBytes)
 		a.end(res.IsError)
@@ -286,6 +286,12 @@ func (g *Gateway) fastResult(ctx context.Context, s *session, c callFrame, a adm
 	}
 	a.end(isErrorResult(raw))
 	return frame{id: c.ID, result: raw}
+}
+
+// failedFrame is the frame answering fast call c of session s with res,
+// a failure the gateway made (fitFailure).
+func (g *Gateway) failedFrame(s *session, c callFrame, res *mcp.CallToolResult) frame {
+	return response(c.ID, g.fitFailure(s, c.called(), res))
 }
 
 // response is the frame answering id with res.

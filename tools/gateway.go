@@ -296,6 +296,8 @@ type toolRef struct {
 	// needsTask: its definition requires a task (taskSupport "required"),
 	// and the server refuses a call of it without one.
 	needsTask bool
+	// outputSchema: its definition declares one (fitFailure).
+	outputSchema bool
 }
 
 // sync makes the tools the gateway serves for a session match its
@@ -307,7 +309,8 @@ func (g *Gateway) sync(s *session) {
 	tools := map[string]toolRef{}
 	for _, t := range s.att.Tools() {
 		exe := t.Upstream.Execution
-		tools[t.Name] = toolRef{name: t.Name, needsTask: exe != nil && exe.TaskSupport == mcp.TaskSupportRequired}
+		tools[t.Name] = toolRef{name: t.Name, needsTask: exe != nil && exe.TaskSupport == mcp.TaskSupportRequired,
+			outputSchema: len(t.Upstream.RawOutputSchema) > 0 || t.Upstream.OutputSchema.Type != ""}
 	}
 	want := s.att.ListedTools()
 	slices.SortFunc(want, func(a, b attach.Tool) int { return strings.Compare(a.Name, b.Name) })

@@ -47,6 +47,31 @@ func failure(code, format string, args ...any) *mcp.CallToolResult {
 	}
 }
 
+// failureMeta is the _meta member that carries a failure's body
+// (failureBody) where structuredContent cannot (fitFailure).
+const failureMeta = "ardgate/failure"
+
+// fitFailure is res, a result of a call of the tool called, fit for that
+// tool when res is a failure the gateway made itself: a proxied tool
+// that declares an outputSchema gets the failure's body in _meta
+// (failureMeta), not as structuredContent, which a client checks against
+// the schema even in an error result (the TypeScript SDK threw
+// "Structured content does not match the tool's output schema", and the
+// model never saw the gateway's sentence). Anything else is res.
+func (g *Gateway) fitFailure(s *session, called string, res *mcp.CallToolResult) *mcp.CallToolResult {
+	if res == nil || !res.IsError || res.StructuredContent == nil || s == nil {
+		return res
+	}
+	tools := s.tools.Load()
+	if tools == nil || !(*tools)[called].outputSchema {
+		return res
+	}
+	out := *res
+	out.Meta = mcp.NewMetaFromMap(map[string]any{failureMeta: res.StructuredContent})
+	out.StructuredContent, out.RawStructuredContent = nil, nil
+	return &out
+}
+
 // fromError turns an error from attach or registry into an error result
 // whose code a client can branch on.
 func fromError(err error) *mcp.CallToolResult {

@@ -193,7 +193,7 @@ func (r *stdioReader) fast(ctx context.Context, line []byte, held *guard.Batch) 
 	traced, trace := r.g.opts.Tracing.startCall(ctx, nil, c)
 	a, refused := r.g.admit(s, c.called(), nil)
 	if refused != nil {
-		f := response(c.ID, refused)
+		f := r.g.failedFrame(s, c, refused)
 		trace.end(f)
 		r.reply(f, held)
 		r.calls.done()

@@ -7,7 +7,7 @@
 // the gateway's fast path) -> call -> a call with
 // progress, as Claude Code calls -> call -> a call cancelled -> call ->
 // a call over the cap -> call -> prompts, resources, a completion and a
-// subscription -> detach and prints "OK", or "FAIL: <reason>" and exits 1. Run by
+// subscription -> a failure of a tool with an outputSchema -> detach and prints "OK", or "FAIL: <reason>" and exits 1. Run by
 // e2e_tsclient_test.go.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -42,6 +42,19 @@ async function call(client, name, args) {
   const res = await client.callTool({ name, arguments: args });
   if (res.isError) fail(`${name}: ${text(res)}`);
   return res;
+}
+
+// downWithSchema crashes the fixture, then calls its tool that declares an
+// outputSchema: the gateway's failure must reach the model. The SDK checks
+// structuredContent against the schema even in an error result, and threw
+// "Structured content does not match the tool's output schema" while the
+// gateway's failure body was there; the body is in _meta instead.
+async function downWithSchema(client) {
+  await client.callTool({ name: 'mcp_fixture__crash', arguments: {} });
+  const res = await client.callTool({ name: 'mcp_fixture__add', arguments: { a: 1, b: 2 } });
+  if (!res.isError || !text(res).includes('upstream is down')) fail(`mcp_fixture__add, its server down: ${JSON.stringify(res)}`);
+  const body = res._meta?.['ardgate/failure'];
+  if (body?.code !== 'upstream_down' || body?.error !== text(res)) fail(`the failure's body in _meta: ${JSON.stringify(res._meta)}`);
 }
 
 function text(res) {
@@ -188,6 +201,7 @@ async function main() {
   await cancelSlow(client, http ? new URL('/metrics', process.argv[3]) : null, errors);
   await overCap(client);
   await promptsAndResources(client);
+  await downWithSchema(client);
 
   await call(client, 'detach_resource', { name: 'fixture' });
 
