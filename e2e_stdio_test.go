@@ -352,9 +352,11 @@ func TestStdioBadInput(t *testing.T) {
 		if !strings.Contains(msg, "exited with status 3") || !strings.Contains(msg, "attach_resource") {
 			t.Fatalf("crash message %q", msg)
 		}
-		// What it last said on stderr says why (as for a failed start).
+		// What it last said on stderr says why (as for a failed start),
+		// after 600 bytes of banner: the end is kept.
 		l := g.list()
-		if l.Attachments[0].Status != "down" || !strings.Contains(l.Attachments[0].WhyDown, "status 3; its stderr ends with: mcpfixture: crashing as asked") {
+		if why := l.Attachments[0].WhyDown; l.Attachments[0].Status != "down" || !strings.Contains(why, "status 3; its stderr ends with: …") ||
+			!strings.HasSuffix(why, "log mcpfixture: crashing as asked") {
 			t.Fatalf("listing after crash: %+v", l.Attachments)
 		}
 		g.fails("mcp_fixture__echo", map[string]any{"message": "x"}, "upstream_down")

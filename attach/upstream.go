@@ -1041,7 +1041,7 @@ func (u *upstream) stderrTail() string {
 		return ""
 	}
 	if s := u.stderr.String(); s != "" {
-		return "; its stderr ends with: " + guard.Text(s, 500)
+		return "; its stderr ends with: " + guard.TextTail(s, 500)
 	}
 	return ""
 }

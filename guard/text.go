@@ -10,6 +10,17 @@ import (
 	"unicode/utf8"
 )
 
+// TextTail is Text keeping the end of s instead of its start: its last
+// max runes, after "…" when some were cut. The end of what a process
+// wrote is where it says why it stopped.
+func TextTail(s string, max int) string {
+	t := []rune(Text(s, len(s))) // cleaned, and never longer than s
+	if len(t) <= max {
+		return string(t)
+	}
+	return "…" + string(t[len(t)-max:])
+}
+
 // Text returns s fit to show a model: control characters and bidi
 // overrides removed, whitespace runs folded, invalid UTF-8 replaced, and cut
 // to at most max runes (with "…" marking the cut).

@@ -62,6 +62,25 @@ func TestText(t *testing.T) {
 	}
 }
 
+// TextTail keeps the end, cleaned as Text cleans.
+func TestTextTail(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"", 5, ""},
+		{"short", 5, "short"},
+		{"banner 1\nbanner 2\nFATAL: the reason\n", 17, "…FATAL: the reason"},
+		{"a\x1b[0m\u202eb  c", 3, "…b c"},
+		{"ééééé", 2, "…éé"},
+	} {
+		if got := guard.TextTail(tt.in, tt.max); got != tt.want {
+			t.Errorf("TextTail(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+		}
+	}
+}
+
 // hidden is what Text must never let through.
 func hidden(r rune) bool {
 	return unicode.IsControl(r) ||

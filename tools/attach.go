@@ -190,7 +190,7 @@ func (g *Gateway) list(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 		prompts, resources, templates := a.OfferCounts()
 		out.Attachments = append(out.Attachments, listedAttachment{
 			URN: a.URN, Name: a.Name, Kind: a.Kind, MediaType: a.MediaType, RegistryID: a.RegistryID,
-			Endpoint: a.Endpoint, Status: status, WhyDown: guard.Text(why, 500), ToolsCount: len(a.Tools()),
+			Endpoint: a.Endpoint, Status: status, WhyDown: guard.Text(why, 1000), ToolsCount: len(a.Tools()),
 			PromptsCount: prompts, ResourcesCount: resources, TemplatesCount: templates,
 			OnlyTools: a.Only, PID: a.PID(), Protocol: a.Protocol(),
 			Pinned: a.Pinned, AttachedAt: a.AttachedAt.UTC().Format(time.RFC3339),

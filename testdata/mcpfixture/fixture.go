@@ -439,6 +439,11 @@ func slow(s *server.MCPServer) server.ToolHandlerFunc {
 }
 
 func crash(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	// A start-up log before the reason, as many servers write: the
+	// reason, at the end, is what the gateway must keep.
+	for i := range 12 {
+		fmt.Fprintf(os.Stderr, "mcpfixture: banner line %d of a chatty start-up log\n", i)
+	}
 	fmt.Fprintln(os.Stderr, "mcpfixture: crashing as asked")
 	os.Exit(3)
 	return nil, nil // unreachable
