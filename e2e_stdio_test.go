@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -358,6 +359,10 @@ func TestStdioBadInput(t *testing.T) {
 		if why := l.Attachments[0].WhyDown; l.Attachments[0].Status != "down" || !strings.Contains(why, "status 3; its stderr ends with: …") ||
 			!strings.HasSuffix(why, "log mcpfixture: crashing as asked") {
 			t.Fatalf("listing after crash: %+v", l.Attachments)
+		}
+		// The operator hears of it too, naming the session and server.
+		if !regexp.MustCompile(`WRN upstream down session=stdio upstream=fixture why="the process exited with status 3;`).MatchString(g.stderr.String()) {
+			t.Fatalf("the crash was not logged:\n%s", g.stderr.String())
 		}
 		g.fails("mcp_fixture__echo", map[string]any{"message": "x"}, "upstream_down")
 

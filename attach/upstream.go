@@ -412,12 +412,19 @@ func (u *upstream) whyCut(err error) error {
 // detachedReason is why an upstream closed by the gateway is down.
 const detachedReason = "detached"
 
+// markDown records why the upstream is down, the first reason given. An
+// upstream the gateway did not close itself is logged as a warning: the
+// model is told when it calls, the operator only so.
 func (u *upstream) markDown(why string) {
 	u.mu.Lock()
-	if u.downWhy == "" {
+	first := u.downWhy == ""
+	if first {
 		u.downWhy = why
 	}
 	u.mu.Unlock()
+	if first && why != detachedReason {
+		u.log.Warn("upstream down", "why", why)
+	}
 }
 
 func (u *upstream) downReason() string {
