@@ -405,6 +405,10 @@ func TestStdioBadInput(t *testing.T) {
 			t.Fatalf("two attachments for one URN: %+v", l)
 		}
 		g.fails("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:calendar", "name": "fixture"}, "name_taken")
+		// Asked as it would not be kept, the name is said as it becomes.
+		if msg := g.fails("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:calendar", "name": "Fixture!!"}, "name_taken"); !strings.Contains(msg, `"fixture" (the name "Fixture!!" becomes)`) {
+			t.Fatalf("a name taken once cleaned: %s", msg)
+		}
 		g.ok("detach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}, nil)
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"path"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -678,10 +679,14 @@ func (s *Session) reserveNameLocked(asked, urn string) (string, error) {
 	if asked != "" {
 		n := serverName(asked)
 		if taken(n) {
-			if slices.ContainsFunc(s.atts, func(a *Attachment) bool { return a.Name == n && a.Pinned }) {
-				return "", fmt.Errorf("%w: %q is a server pinned in the gateway's config; pick another name", ErrNameTaken, n)
+			shown := strconv.Quote(n)
+			if n != asked { // said as the name it became, or it reads as a different one
+				shown = fmt.Sprintf("%q (the name %q becomes)", n, asked)
 			}
-			return "", fmt.Errorf("%w: %q; pick another name or detach that attachment", ErrNameTaken, n)
+			if slices.ContainsFunc(s.atts, func(a *Attachment) bool { return a.Name == n && a.Pinned }) {
+				return "", fmt.Errorf("%w: %s is a server pinned in the gateway's config; pick another name", ErrNameTaken, shown)
+			}
+			return "", fmt.Errorf("%w: %s; pick another name or detach that attachment", ErrNameTaken, shown)
 		}
 		s.reserved[n] = true
 		return n, nil
