@@ -151,6 +151,13 @@ func pinHTTP(t *testing.T, name, url, tool string) *gateway {
 // its pipes.
 func startStdio(t *testing.T, environ []string, args ...string) *gateway {
 	t.Helper()
+	return startStdioClient(t, environ, nil, args...)
+}
+
+// startStdioClient is startStdio with the client's options: its handlers
+// of the server's requests.
+func startStdioClient(t *testing.T, environ []string, opts []client.ClientOption, args ...string) *gateway {
+	t.Helper()
 	g := &gateway{t: t, stderr: &syncBuffer{}}
 	tr := transport.NewStdioWithOptions(gatewayBin, nil, append([]string{"serve"}, args...),
 		transport.WithCommandFunc(func(_ context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
@@ -159,7 +166,7 @@ func startStdio(t *testing.T, environ []string, args ...string) *gateway {
 			cmd.Stderr = g.stderr
 			return cmd, nil
 		}))
-	g.connect(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	g.connect(tr, append([]client.ClientOption{client.WithProtocolVersion(mcp.ProtocolVersion20251125)}, opts...)...)
 	t.Cleanup(func() {
 		_ = g.c.Close()
 		if t.Failed() {
@@ -174,7 +181,9 @@ func (g *gateway) connect(tr transport.Interface, opts ...client.ClientOption) {
 	g.c = client.NewClient(tr, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := g.c.Start(ctx); err != nil {
+	// Start's context is the one the client answers the gateway's
+	// requests in, for as long as it runs: not ctx.
+	if err := g.c.Start(context.Background()); err != nil {
 		g.t.Fatalf("start client: %v", err)
 	}
 	g.c.OnNotification(func(n mcp.JSONRPCNotification) {

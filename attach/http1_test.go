@@ -127,7 +127,7 @@ func newUpstream1(t *testing.T) *upstream1 {
 func posterTo(t *testing.T, url string, headers map[string]string, session string, notify func(mcp.JSONRPCNotification)) *poster {
 	t.Helper()
 	hc := (&guard.Dialer{AllowLocal: true}).Client()
-	p := newPoster(Plan{URL: url, Headers: headers}, hc, &conns{}, func() string { return session }, notify)
+	p := newPoster(Plan{URL: url, Headers: headers}, hc, &conns{}, func() string { return session }, notify, (&upstream{}).answerRequest)
 	if p.pool == nil {
 		t.Fatal("a plain-http server's poster has no connections of its own")
 	}
@@ -418,7 +418,7 @@ func TestPosterOwnConnectionsWhen(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var cs conns
-			p := newPoster(Plan{URL: c.url, Headers: c.headers}, c.hc, &cs, func() string { return "" }, nil)
+			p := newPoster(Plan{URL: c.url, Headers: c.headers}, c.hc, &cs, func() string { return "" }, nil, nil)
 			defer p.close()
 			if (p.pool != nil) != c.own {
 				t.Fatalf("own connections: %v, want %v", p.pool != nil, c.own)
@@ -429,8 +429,8 @@ func TestPosterOwnConnectionsWhen(t *testing.T) {
 		})
 	}
 	var cs conns
-	a := newPoster(Plan{URL: "http://127.0.0.1:1/a"}, hc, &cs, nil, nil)
-	b := newPoster(Plan{URL: "http://127.0.0.1:1/b"}, hc, &cs, nil, nil)
+	a := newPoster(Plan{URL: "http://127.0.0.1:1/a"}, hc, &cs, nil, nil, nil)
+	b := newPoster(Plan{URL: "http://127.0.0.1:1/b"}, hc, &cs, nil, nil, nil)
 	if a.pool != b.pool {
 		t.Error("two posters to one host:port have pools of their own")
 	}

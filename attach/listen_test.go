@@ -83,7 +83,7 @@ func posterFor(t *testing.T, url string, own bool, notify func(mcp.JSONRPCNotifi
 		return posterTo(t, url+"/mcp", map[string]string{"x-api-key": "k1"}, "s-1", notify)
 	}
 	hc := &http.Client{Transport: &http.Transport{}}
-	p := newPoster(Plan{URL: url + "/mcp", Headers: map[string]string{"x-api-key": "k1"}}, hc, &conns{}, func() string { return "s-1" }, notify)
+	p := newPoster(Plan{URL: url + "/mcp", Headers: map[string]string{"x-api-key": "k1"}}, hc, &conns{}, func() string { return "s-1" }, notify, (&upstream{}).answerRequest)
 	if p.pool != nil {
 		t.Fatal("a poster through net/http has connections of its own")
 	}

@@ -51,20 +51,23 @@ type poster struct {
 	version     string                        // the protocol version the session negotiated
 	session     func() string                 // the session id mcp-go's transport holds
 	notify      func(mcp.JSONRPCNotification) // the server's notifications during a call
-	trace       *CallTracing                  // nil while tracing is off
-	answering   answering                     // the answers to the server's requests on their way
-	closed      context.Context               // done once the upstream is closed
-	cancel      context.CancelFunc            // closes closed
-	release     sync.Once                     // gives pool back
+	// serve answers the server's requests (upstream.answerRequest).
+	serve     func(context.Context, transport.JSONRPCRequest) *transport.JSONRPCResponse
+	trace     *CallTracing       // nil while tracing is off
+	answering answering          // the answers to the server's requests on their way
+	closed    context.Context    // done once the upstream is closed
+	cancel    context.CancelFunc // closes closed
+	release   sync.Once          // gives pool back
 }
 
 // newPoster makes the poster of a streamable HTTP server at plan.URL, its
 // calls sent through hc or, for a plain-http server, on connections from
 // cs. session returns the session id mcp-go's transport holds; notify
 // hears the server's notifications during calls.
-func newPoster(plan Plan, hc *http.Client, cs *conns, session func() string, notify func(mcp.JSONRPCNotification)) *poster {
+func newPoster(plan Plan, hc *http.Client, cs *conns, session func() string, notify func(mcp.JSONRPCNotification),
+	serve func(context.Context, transport.JSONRPCRequest) *transport.JSONRPCResponse) *poster {
 	closed, cancel := context.WithCancel(context.Background())
-	p := &poster{url: plan.URL, client: hc, headers: plan.Headers, session: session, notify: notify, closed: closed, cancel: cancel,
+	p := &poster{url: plan.URL, client: hc, headers: plan.Headers, session: session, notify: notify, serve: serve, closed: closed, cancel: cancel,
 		answering: newAnswering()}
 	u, err := url.Parse(plan.URL)
 	if err != nil || !plainHeaders(plan.Headers) {
@@ -350,28 +353,29 @@ func (p *poster) event(ctx context.Context, key string, data []byte) *transport.
 	return nil
 }
 
-// answer replies to a request the server made during a call.
+// answer replies to a request the server made during a call, or on the
+// stream it is listened to on.
 func (p *poster) answer(ctx context.Context, f frame) {
-	var id mcp.RequestId
-	if id.UnmarshalJSON(f.ID) != nil {
+	var req transport.JSONRPCRequest
+	if req.ID.UnmarshalJSON(f.ID) != nil || json.Unmarshal(f.Method, &req.Method) != nil {
 		return
 	}
-	reply := transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Result: json.RawMessage(`{}`)}
-	if string(f.Method) != `"ping"` {
-		var method string
-		_ = json.Unmarshal(f.Method, &method)
-		msg := fmt.Sprintf("ardgate does not answer %s for its upstreams: it declared no client capability for it", guard.Text(method, 80))
-		reply = *transport.NewJSONRPCErrorResponse(id, mcp.METHOD_NOT_FOUND, msg, nil)
+	req.JSONRPC = mcp.JSONRPC_VERSION
+	if f.Params != nil {
+		req.Params = json.RawMessage(bytes.Clone(f.Params)) // f is the reader's, reused
 	}
-	line, err := json.Marshal(reply)
-	if err != nil {
-		return
-	}
+	// The request and its answer outlive the call it came in, not the
+	// upstream.
+	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	send := func() {
-		// The answer outlives the call it came in, not the upstream.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer stop()
+		defer context.AfterFunc(p.closed, stop)()
+		line, err := json.Marshal(p.serve(ctx, req))
+		if err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		defer context.AfterFunc(p.closed, cancel)()
 		if resp, err := p.send(ctx, post(line)); err == nil {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.body, 64<<10))
 			resp.body.Close()

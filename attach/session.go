@@ -62,6 +62,9 @@ type Session struct {
 	// subs are the resources the client subscribed to, by URI, at the
 	// attachment whose server took the subscription.
 	subs map[string]*Attachment
+	// client is what its servers are told of the session's client
+	// (client_requests.go); nil until SetClient.
+	client *clientRequests
 }
 
 // Attachment is one attached upstream.
@@ -606,7 +609,8 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 // upstream's own tools/list_changed to refresh them.
 func (s *Session) connect(ctx context.Context, a *Attachment, plan Plan, progress func(string)) (*upstream, []Tool, error) {
 	up, list, err := s.m.open(ctx, plan, s.m.Log.With("session", s.ID, "upstream", a.Name), progress,
-		watch{listsChanged: func() { s.refresh(a) }, log: func(m LogMessage) { s.log(a, m) }, updated: func(uri string) { s.updated(a, uri) }})
+		watch{listsChanged: func() { s.refresh(a) }, log: func(m LogMessage) { s.log(a, m) }, updated: func(uri string) { s.updated(a, uri) },
+			requests: s.clientRequests()})
 	if err != nil {
 		return nil, nil, err
 	}

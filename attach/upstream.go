@@ -32,8 +32,12 @@ import (
 // upstream is one live connection to an MCP server. For stdio servers it
 // owns the child process: it starts it, reaps it, and kills its group.
 type upstream struct {
-	client *client.Client
-	log    *slog.Logger
+	client    *client.Client
+	transport transport.Interface // the client's
+	log       *slog.Logger
+	// requests, when not nil, is what the server was told of the
+	// session's client, whose requests it may make (client_requests.go).
+	requests *clientRequests
 
 	cmd    *exec.Cmd     // nil for remotes
 	exited chan struct{} // closed once a stdio child has exited and been reaped
@@ -100,9 +104,9 @@ const upstreamProtocol = mcp.LATEST_LEGACY_PROTOCOL_VERSION
 // version, its client options (tracing). progress, when not nil, hears
 // "initialising" once the handshake is sent: for an npx or uvx package,
 // the wait that follows includes fetching it.
-func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progress func(string)) (*upstream, error) {
+func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progress func(string), requests *clientRequests) (*upstream, error) {
 	hc := m.HTTP
-	u := &upstream{log: log, progress: map[string]func(mcp.JSONRPCNotification){}, trace: m.Tracing, defs: &m.tools}
+	u := &upstream{log: log, progress: map[string]func(mcp.JSONRPCNotification){}, trace: m.Tracing, defs: &m.tools, requests: requests}
 	var t transport.Interface
 	switch plan.Transport {
 	case TransportStdio:
@@ -119,7 +123,7 @@ func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progres
 			return nil, err
 		}
 		t = ht
-		u.post = newPoster(plan, hc, &m.conns, ht.GetSessionId, u.onNotification)
+		u.post = newPoster(plan, hc, &m.conns, ht.GetSessionId, u.onNotification, u.answerRequest)
 		u.post.trace = m.Tracing
 	case TransportSSE:
 		st, err := transport.NewSSE(plan.URL, transport.WithHTTPClient(capped(withHeaders(hc, plan.URL, plan.Headers), u.cutAnswer)), transport.WithSSELogger(log))
@@ -141,6 +145,15 @@ func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progres
 	}
 	u.client.OnNotification(u.onNotification)
 	u.client.OnConnectionLost(func(err error) { u.markDown("connection lost: " + err.Error()) })
+	u.transport = t
+	if b, ok := t.(transport.BidirectionalInterface); ok {
+		// In place of the client's own, which answers the server's
+		// requests from handlers of decoded structs: they are relayed as
+		// they came (client_requests.go).
+		b.SetRequestHandler(func(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+			return u.answerRequest(ctx, req), nil
+		})
+	}
 
 	if progress != nil {
 		progress("initialising")
@@ -148,6 +161,9 @@ func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progres
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = upstreamProtocol
 	init.Params.ClientInfo = mcp.Implementation{Name: "ardgate", Version: m.Version}
+	if requests != nil {
+		init.Params.Capabilities = requests.caps
+	}
 	res, err := u.client.Initialize(ctx, init)
 	if err != nil {
 		return nil, u.abort(fmt.Errorf("initialize: %w", err))
@@ -172,6 +188,9 @@ type watch struct {
 	log func(LogMessage)
 	// updated, when not nil, hears the URIs of its resources updated.
 	updated func(uri string)
+	// requests, when not nil, are the client's capabilities declared to
+	// the server, and the relay of its requests.
+	requests *clientRequests
 }
 
 // open dials the upstream and lists its tools, prompts and resources; then
@@ -182,7 +201,7 @@ type watch struct {
 // only what they say during a call. Over stdio and SSE, mcp-go's transport
 // reads all the server sends.
 func (m *Manager) open(ctx context.Context, plan Plan, log *slog.Logger, progress func(string), w watch) (*upstream, []*Definition, error) {
-	up, err := m.dial(ctx, plan, log, progress)
+	up, err := m.dial(ctx, plan, log, progress, w.requests)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -205,7 +224,9 @@ func (m *Manager) open(ctx context.Context, plan Plan, log *slog.Logger, progres
 	up.mu.Lock()
 	up.onListsChanged, up.onLog, up.onUpdated = w.listsChanged, w.log, w.updated
 	up.mu.Unlock()
-	if up.listsChange {
+	if up.listsChange || up.requests != nil && up.post != nil {
+		// A server that may ask the client sends its requests on the
+		// stream it is listened to on, between calls.
 		up.listen()
 	}
 	return up, list, nil

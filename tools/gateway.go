@@ -39,6 +39,9 @@ type Gateway struct {
 
 	running  atomic.Int64 // tool calls running, for Drain
 	draining atomic.Bool
+	// asking counts the requests of attached servers that the gateway
+	// has sent on to its clients and awaits answers to (client_requests.go).
+	asking atomic.Int32
 	// stopping ends when the drain starts, ending waits on tasks.
 	stopping context.Context
 	stop     context.CancelFunc
@@ -117,6 +120,8 @@ type session struct {
 	// set under syncMu, read without it by a request on its way.
 	client      server.SessionWithTools
 	serverTools atomic.Bool
+	// start starts the session's pinned servers, once (initialized).
+	start sync.Once
 	// notices is where the MCP server queues the session's notifications
 	// (tools/list_changed); set once it registered the session.
 	notices atomic.Pointer[chan<- mcp.JSONRPCNotification]
@@ -160,6 +165,7 @@ func New(manager *attach.Manager, log *slog.Logger, opts Options) *Gateway {
 	hooks.AddOnRegisterSession(g.onRegister)
 	hooks.AddOnUnregisterSession(g.onUnregister)
 	hooks.AddBeforeListTools(g.waitPinned)
+	hooks.AddAfterInitialize(g.initialized)
 	hooks.AddAfterSetLevel(g.setLevel)
 	hooks.AddOnError(func(_ context.Context, id any, method mcp.MCPMethod, _ any, err error) {
 		g.log.Debug("mcp error", "method", method, "id", id, "err", err)
@@ -189,6 +195,7 @@ func New(manager *attach.Manager, log *slog.Logger, opts Options) *Gateway {
 		g.toolSearchTool(),
 	)
 	g.addOwnTools(g.taskTools()...)
+	g.mcp.AddNotificationHandler(mcp.MethodNotificationRootsListChanged, g.rootsChanged)
 	return g
 }
 
@@ -265,7 +272,8 @@ func (g *Gateway) session(id string, perSession bool) *session {
 	s.att.OnChange = func() { g.sync(s) }
 	s.att.OnLog = func(a *attach.Attachment, m attach.LogMessage) { g.relayLog(s, a, m) }
 	s.att.OnUpdated = func(uri string) { g.resourceUpdated(s, uri) }
-	s.att.Start() // after OnChange and OnLog are set: a pinned server may attach at once
+	// Its pinned servers start once the client has initialized
+	// (initialized), when what it declared is known.
 	g.sessions.Store(id, s)
 	g.open.Add(1)
 	return s

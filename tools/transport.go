@@ -555,7 +555,7 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 		case msg != nil:
 			refuse(w, http.StatusBadRequest, msg)
 			return
-		case drop:
+		case drop && h.g.asking.Load() == 0: // else perhaps an answer the server awaits
 			w.WriteHeader(http.StatusAccepted) // as for any response posted
 			return
 		}

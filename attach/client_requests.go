@@ -1,0 +1,129 @@
+package attach
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/guard"
+)
+
+// An attached MCP server may ask the client for its roots, for a sampling
+// (a completion from the client's model) or for an elicitation (input
+// from the user). The gateway declares to a session's servers the ones
+// of these its client declared, and relays their requests to that
+// client: a filesystem server then gets the IDE's workspace roots, and a
+// server that asks the user a question gets the answer.
+
+// Relay sends a request of an attached server (roots/list,
+// sampling/createMessage, elicitation/create) to the session's client and
+// returns its result. An error that is a *RelayError is the client's
+// answer, passed back to the server as it is.
+type Relay func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+
+// RelayError is an error answer, code and message, to a relayed request.
+type RelayError struct {
+	Code    int
+	Message string
+}
+
+func (e *RelayError) Error() string { return e.Message }
+
+// clientRequests is what a session's servers are told of its client: the
+// capabilities declared to them, and the relay of their requests.
+type clientRequests struct {
+	caps  mcp.ClientCapabilities
+	relay Relay
+}
+
+// SetClient records the capabilities the session's client declared, of
+// which roots, sampling and elicitation are declared to its servers
+// attached from then on, their requests sent on by relay. Call it before
+// Start: pinned servers are told too.
+func (s *Session) SetClient(caps mcp.ClientCapabilities, relay Relay) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.client = &clientRequests{
+		caps:  mcp.ClientCapabilities{Roots: caps.Roots, Sampling: caps.Sampling, Elicitation: caps.Elicitation},
+		relay: relay,
+	}
+}
+
+// clientRequests returns what the session's servers are told of its
+// client; nil when it declared none of the three.
+func (s *Session) clientRequests() *clientRequests {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.client; c != nil && (c.caps.Roots != nil || c.caps.Sampling != nil || c.caps.Elicitation != nil) {
+		return c
+	}
+	return nil
+}
+
+// RootsChanged tells the session's servers that were declared roots that
+// the client's roots changed: they ask for them again.
+func (s *Session) RootsChanged() {
+	for _, a := range s.Attachments() {
+		a.mu.Lock()
+		up := a.up
+		a.mu.Unlock()
+		if up != nil && up.requests != nil && up.requests.caps.Roots != nil {
+			up.notifyServer(mcp.MethodNotificationRootsListChanged)
+		}
+	}
+}
+
+// declares reports whether the server was told the client can answer
+// method.
+func (c *clientRequests) declares(method string) bool {
+	switch mcp.MCPMethod(method) {
+	case mcp.MethodListRoots:
+		return c.caps.Roots != nil
+	case mcp.MethodSamplingCreateMessage:
+		return c.caps.Sampling != nil
+	case mcp.MethodElicitationCreate:
+		return c.caps.Elicitation != nil
+	}
+	return false
+}
+
+// answerRequest answers a request the server made of the gateway: a ping,
+// or one relayed to the client, which the server was told it could make;
+// any other is refused, saying why.
+func (u *upstream) answerRequest(ctx context.Context, req transport.JSONRPCRequest) *transport.JSONRPCResponse {
+	if req.Method == string(mcp.MethodPing) {
+		return &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: req.ID, Result: json.RawMessage(`{}`)}
+	}
+	if c := u.requests; c != nil && c.declares(req.Method) {
+		params, err := json.Marshal(req.Params)
+		if err != nil {
+			return transport.NewJSONRPCErrorResponse(req.ID, mcp.INVALID_PARAMS, "the request's params could not be read: "+err.Error(), nil)
+		}
+		res, err := c.relay(ctx, req.Method, params)
+		var answer *RelayError
+		switch {
+		case errors.As(err, &answer):
+			return transport.NewJSONRPCErrorResponse(req.ID, answer.Code, answer.Message, nil)
+		case err != nil:
+			return transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, fmt.Sprintf("the gateway could not ask its client: %v", err), nil)
+		}
+		return &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: req.ID, Result: res}
+	}
+	msg := fmt.Sprintf("ardgate does not answer %s for its upstreams: it declared no client capability for it", guard.Text(req.Method, 80))
+	return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, msg, nil)
+}
+
+// notifyServer sends the server a notification of the client's.
+func (u *upstream) notifyServer(method mcp.MCPMethod) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: string(method)}}
+	if err := u.transport.SendNotification(ctx, n); err != nil {
+		u.log.Debug("a notification to the server was not sent", "method", method, "err", err)
+	}
+}
