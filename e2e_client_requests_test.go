@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +19,11 @@ import (
 
 // clientSide answers the requests a server makes of the client, as an
 // IDE would: its roots, a sampling, an elicitation. asked hears each.
-type clientSide struct{ asked chan string }
+type clientSide struct {
+	asked chan string
+	// refuse, when set, is the error every sampling is answered with.
+	refuse error
+}
 
 func (c clientSide) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
 	c.asked <- "roots"
@@ -27,6 +32,9 @@ func (c clientSide) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListR
 
 func (c clientSide) CreateMessage(context.Context, mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 	c.asked <- "sampling"
+	if c.refuse != nil {
+		return nil, c.refuse
+	}
 	return &mcp.CreateMessageResult{SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("the client's model says hi")},
 		Model: "test-model", StopReason: "endTurn"}, nil
 }
@@ -143,6 +151,20 @@ func TestClientRequestsEverything(t *testing.T) {
 				c.waitAsked(t, "roots")
 			})
 		}
+	}
+
+	// The client's error answer reaches the server, through the door
+	// that drops error answers the gateway does not await.
+	for _, side := range []string{"stdio", "http"} {
+		t.Run(side+" client, an error answer", func(t *testing.T) {
+			c := clientSide{asked: make(chan string, 64), refuse: errors.New("the user did not allow sampling")}
+			g := connect[side](t, []client.ClientOption{client.WithSamplingHandler(c)})
+			attach["stdio upstream"].do(g)
+			res := g.call("mcp_everything__trigger-sampling-request", map[string]any{"prompt": "say hi", "maxTokens": 20})
+			if !res.IsError || !strings.Contains(text(res), "the user did not allow sampling") {
+				t.Fatalf("a sampling the client refused: %s", text(res))
+			}
+		})
 	}
 
 	t.Run("a client that declared none", func(t *testing.T) {
