@@ -39,6 +39,10 @@ func (e *RelayError) Error() string { return e.Message }
 type clientRequests struct {
 	caps  mcp.ClientCapabilities
 	relay Relay
+	// wait bounds the wait for the client's answer, as a call is bounded
+	// (max_call_time): a client that never answers, or is not listening,
+	// does not hold the request for good.
+	wait time.Duration
 }
 
 // SetClient records the capabilities the session's client declared, of
@@ -51,6 +55,7 @@ func (s *Session) SetClient(caps mcp.ClientCapabilities, relay Relay) {
 	s.client = &clientRequests{
 		caps:  mcp.ClientCapabilities{Roots: caps.Roots, Sampling: caps.Sampling, Elicitation: caps.Elicitation},
 		relay: relay,
+		wait:  s.m.maxCallTime(),
 	}
 }
 
@@ -104,6 +109,8 @@ func (u *upstream) answerRequest(ctx context.Context, req transport.JSONRPCReque
 		if err != nil {
 			return transport.NewJSONRPCErrorResponse(req.ID, mcp.INVALID_PARAMS, "the request's params could not be read: "+err.Error(), nil)
 		}
+		ctx, cancel := context.WithTimeout(ctx, c.wait)
+		defer cancel()
 		res, err := c.relay(ctx, req.Method, params)
 		var answer *RelayError
 		switch {

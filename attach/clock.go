@@ -26,8 +26,13 @@ type callLimits struct {
 // limits are the time limits of a call to a's upstream.
 func (s *Session) limits(a *Attachment) callLimits {
 	t := s.timeout(a)
-	most := cmp.Or(s.m.MaxCallTime, max(config.DefaultMaxCallTime, s.m.CallTimeout))
-	return callLimits{timeout: t, most: max(t, most)}
+	return callLimits{timeout: t, most: max(t, s.m.maxCallTime())}
+}
+
+// maxCallTime is how long a call may take in all: MaxCallTime, or its
+// default.
+func (m *Manager) maxCallTime() time.Duration {
+	return cmp.Or(m.MaxCallTime, max(config.DefaultMaxCallTime, m.CallTimeout))
 }
 
 // errOutOfTime is the cause that ends a call's context when its time is
