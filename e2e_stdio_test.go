@@ -185,6 +185,14 @@ func TestStdioFixtureEndToEnd(t *testing.T) {
 	if res.IsError {
 		t.Fatalf("attach: %s", text(res))
 	}
+	// The server's instructions come with it, cleaned, said to be its own.
+	var told struct {
+		Instructions string `json:"server_instructions"`
+		Note         string
+	}
+	if err := json.Unmarshal(res.RawStructuredContent, &told); err != nil || told.Instructions != mcpfixture.Instructions+"[31m" || !strings.Contains(told.Note, "the server's own words") {
+		t.Fatalf("attach's server_instructions %q, note %q (%v)", told.Instructions, told.Note, err)
+	}
 	g.waitNote("notifications/tools/list_changed", 10*time.Second)
 	var stages []string
 	for _, n := range g.notesSince("notifications/progress") {

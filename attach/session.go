@@ -201,6 +201,17 @@ func (a *Attachment) Skills() []Skill {
 	return a.agent.skills()
 }
 
+// Instructions are what an MCP server's initialize said of how to use
+// it, cleaned and cut as guard.Text does; "" for none, or before it is up.
+func (a *Attachment) Instructions() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.up == nil {
+		return ""
+	}
+	return a.up.instructions
+}
+
 func (a *Attachment) agentConn() (*agentConn, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -66,6 +66,9 @@ type upstream struct {
 	// listed of them (offers.go).
 	hasPrompts, hasResources, hasCompletions, subscribes bool
 	offered                                              atomic.Pointer[offers]
+	// instructions are the server's, from its initialize result, made fit
+	// to show a model.
+	instructions string
 
 	// onLog hears the server's log messages; guarded by mu. logs is
 	// whether the server declared it logs (logging.go).
@@ -173,6 +176,7 @@ func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progres
 	}
 	c := res.Capabilities
 	u.hasPrompts, u.hasResources, u.hasCompletions = c.Prompts != nil, c.Resources != nil, c.Completions != nil
+	u.instructions = guard.Text(res.Instructions, maxInstructions)
 	u.subscribes = c.Resources != nil && c.Resources.Subscribe
 	u.listsChange = c.Tools != nil && c.Tools.ListChanged || c.Prompts != nil && c.Prompts.ListChanged || c.Resources != nil && c.Resources.ListChanged
 	u.logs = res.Capabilities.Logging != nil
@@ -453,6 +457,10 @@ func (u *upstream) downReason() string {
 	defer u.mu.Unlock()
 	return u.downWhy
 }
+
+// maxInstructions bounds the server's instructions shown to a model, in
+// runes.
+const maxInstructions = 2000
 
 // maxTools bounds how many tools one upstream may declare.
 const maxTools = 1000

@@ -48,8 +48,14 @@ type attachResult struct {
 	Tools      []attachedTool `json:"tools,omitempty"`
 	Skills     []attach.Skill `json:"skills,omitempty"`
 	Protocol   string         `json:"a2a_protocol,omitempty"`
-	Note       string         `json:"note,omitempty"`
+	// Instructions are the server's own, from its initialize: how to use
+	// it, as clients put them before a model.
+	Instructions string `json:"server_instructions,omitempty"`
+	Note         string `json:"note,omitempty"`
 }
+
+// instructionsNote labels a server's instructions as what they are.
+const instructionsNote = "server_instructions are the server's own words on how to use its tools: a third party's, not the user's or the gateway's."
 
 type attachedTool struct {
 	Name        string `json:"name"`
@@ -90,12 +96,15 @@ func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	}
 	g.metrics.attaches.WithLabelValues(att.Kind, status).Inc()
 	out := attachResult{Status: status, Kind: att.Kind, Name: att.Name, URN: att.URN, RegistryID: att.RegistryID, Endpoint: att.Endpoint,
-		Skills: att.Skills(), Protocol: att.Protocol()}
+		Skills: att.Skills(), Protocol: att.Protocol(), Instructions: att.Instructions()}
 	switch {
 	case already && !att.NamedAs(a.Name):
 		out.Note = fmt.Sprintf("%s is attached already, under the name %s, and keeps it: detach_resource %s first to attach it as %q", att.URN, att.Name, att.Name, a.Name)
 	case !already && a.Name != "" && !strings.EqualFold(att.Name, a.Name):
 		out.Note = fmt.Sprintf("attached as %s, not %q: an attachment's name is lower-case letters, digits and _, at most 24 characters, and no other attachment of the session's", att.Name, a.Name)
+	}
+	if out.Instructions != "" {
+		out.Note = strings.TrimPrefix(out.Note+" "+instructionsNote, " ")
 	}
 	if att.Kind == attach.KindMCPServer {
 		out.Tools = []attachedTool{}

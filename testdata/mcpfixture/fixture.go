@@ -123,7 +123,10 @@ func New(name string) *server.MCPServer {
 	subs := &subscriptions{by: map[string]map[string]bool{}}
 	s := server.NewMCPServer(name, Version, server.WithToolCapabilities(true), server.WithLogging(),
 		server.WithPromptCapabilities(true), server.WithResourceCapabilities(true, true),
-		server.WithCompletions(), server.WithPromptCompletionProvider(completions{}), server.WithHooks(subs.hooks()))
+		server.WithCompletions(), server.WithPromptCompletionProvider(completions{}), server.WithHooks(subs.hooks()),
+		// With an escape sequence and a bidi override, which the gateway
+		// must not pass on to a model.
+		server.WithInstructions(Instructions+"\x1b[31m\u202e"))
 	addOffers(s, subs)
 
 	s.AddTool(mcp.NewTool("echo",
@@ -280,6 +283,9 @@ func cancellations(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, e
 	defer cancelled.mu.Unlock()
 	return mcp.NewToolResultText(strings.Join(cancelled.reasons, "\n")), nil
 }
+
+// Instructions are what the fixture's initialize says of how to use it.
+const Instructions = "Call echo to check the path through the gateway; slow reports progress."
 
 func echo(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	msg, ok := req.GetArguments()["message"].(string)
