@@ -412,6 +412,15 @@ func TestStdioBadInput(t *testing.T) {
 		if l := g.list(); l.Count != 1 {
 			t.Fatalf("two attachments for one URN: %+v", l)
 		}
+		// The audit says what became of each, under the URN as kept.
+		for _, line := range []string{
+			`audit audit=attach session=stdio target=urn:air:ardgate.test:mcp:fixture status=attached name=fixture kind=mcp_server registry=fixture endpoint="stdio: npx -y -- @ardgate-test/fixture@1.0.0 --transport=stdio" pid=[1-9]`,
+			`audit audit=attach session=stdio target=urn:air:ardgate.test:mcp:fixture status=already_attached name=fixture`,
+		} {
+			if !regexp.MustCompile(line).MatchString(g.stderr.String()) {
+				t.Fatalf("no audit line %s in\n%s", line, g.stderr.String())
+			}
+		}
 		g.fails("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:calendar", "name": "fixture"}, "name_taken")
 		// Asked as it would not be kept, the name is said as it becomes.
 		if msg := g.fails("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:calendar", "name": "Fixture!!"}, "name_taken"); !strings.Contains(msg, `"fixture" (the name "Fixture!!" becomes)`) {

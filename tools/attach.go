@@ -85,8 +85,8 @@ func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		URN: a.URN, RegistryID: a.RegistryID, Name: a.Name,
 		Progress: progress.stages(attachStages),
 	})
-	g.audit("attach", s.att.ID, a.URN, err)
 	if err != nil {
+		g.audit("attach", s.att.ID, a.URN, err)
 		g.metrics.attaches.WithLabelValues("unknown", "error").Inc()
 		return g.failed(err), nil
 	}
@@ -94,6 +94,8 @@ func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	if already {
 		status = "already_attached"
 	}
+	// The URN as it is kept, what became of it, and what runs.
+	g.audit("attach", s.att.ID, att.URN, nil, "status", status, "name", att.Name, "kind", att.Kind, "registry", att.RegistryID, "endpoint", att.Endpoint, "pid", att.PID())
 	g.metrics.attaches.WithLabelValues(att.Kind, status).Inc()
 	out := attachResult{Status: status, Kind: att.Kind, Name: att.Name, URN: att.URN, RegistryID: att.RegistryID, Endpoint: att.Endpoint,
 		Skills: att.Skills(), Protocol: att.Protocol(), Instructions: att.Instructions()}
@@ -143,10 +145,11 @@ func (g *Gateway) detach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		return invalid("detach_resource", errors.New(`give exactly one of "urn" and "name"`)), nil
 	}
 	att, cancelled, err := s.att.Detach(a.URN + a.Name)
-	g.audit("detach", s.att.ID, a.URN+a.Name, err)
 	if err != nil {
+		g.audit("detach", s.att.ID, a.URN+a.Name, err)
 		return g.failed(err), nil
 	}
+	g.audit("detach", s.att.ID, att.URN, nil, "name", att.Name)
 	out := map[string]any{"status": "detached", "urn": att.URN, "name": att.Name}
 	if att.Kind == attach.KindA2AAgent {
 		out["tasks_cancelled"] = cancelled // its unfinished tasks, which nothing could cancel once detached

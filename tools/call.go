@@ -146,9 +146,10 @@ func (a admission) end(failed bool) {
 }
 
 // audit writes the structured line kept for every attach, detach and
-// refusal: which session, what, and the rule that refused.
-func (g *Gateway) audit(event, session, what string, err error) {
-	attrs := []any{"audit", event, "session", session, "target", what}
+// refusal: which session, what, the rule that refused, and more, the
+// outcome's attributes.
+func (g *Gateway) audit(event, session, what string, err error, more ...any) {
+	attrs := append([]any{"audit", event, "session", session, "target", what}, more...)
 	var r *guard.Refusal
 	if errors.As(err, &r) {
 		attrs = append(attrs, "rule", r.Rule)
