@@ -231,6 +231,15 @@ func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 		slices.Sort(notFollowed)
 		out.Note += fmt.Sprintf(" Referrals not followed, not being configured registries (only those are searched): %d.", len(slices.Compact(notFollowed)))
 	}
+	if out.Count == 0 && a.PageToken == "" {
+		var searched []string
+		for _, ans := range answers {
+			if ans.err == nil {
+				searched = append(searched, ans.id)
+			}
+		}
+		out.Note += fmt.Sprintf(" Nothing matched in %s: describe what the capability does in other words (not a product's name), drop filters, or name another registry_id (gateway_health lists them).", strings.Join(searched, ", "))
+	}
 	if !registry.Searchable(a.Text) {
 		out.Note += " The text holds no word the catalogs search on (single letters, common words such as \"the\", and punctuation are skipped): results are a listing by name, score 0, not matches; describe the capability in words."
 	}

@@ -206,3 +206,24 @@ func TestPageTokenOfAnotherQuery(t *testing.T) {
 		t.Fatalf("the page token of the same query: %s", firstText(res))
 	}
 }
+
+// A search that finds nothing says what to try next, naming the
+// registries searched; so does a tool_search.
+func TestEmptyResultsSayWhatNext(t *testing.T) {
+	const urn = "urn:air:ardgate.test:mcp:one"
+	s := newGateway(t, 5*time.Second, remoteEntry(urn, "http://127.0.0.1:1/mcp")).connect(t)
+	var found struct {
+		Count int
+		Note  string
+	}
+	res := s.call("discover_resources", map[string]any{"text": "weather forecast for Paris"})
+	if err := json.Unmarshal(res.RawStructuredContent, &found); err != nil || found.Count != 0 ||
+		!strings.Contains(found.Note, "Nothing matched in test: describe what the capability does in other words") {
+		t.Fatalf("discover with no match: %v %s", err, res.RawStructuredContent)
+	}
+	res = s.call("tool_search", map[string]any{"query": "remember a fact"})
+	if err := json.Unmarshal(res.RawStructuredContent, &found); err != nil || found.Count != 0 ||
+		!strings.Contains(found.Note, "No tool of the 0 this session has attached matched") {
+		t.Fatalf("tool_search with no match: %v %s", err, res.RawStructuredContent)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -81,6 +82,7 @@ func (g *Gateway) toolSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	out := struct {
 		Count int         `json:"count"`
 		Tools []foundTool `json:"tools"`
+		Note  string      `json:"note,omitempty"`
 	}{Tools: []foundTool{}}
 	for _, r := range page.Results {
 		t := tools[byURN[r.Identifier]]
@@ -88,5 +90,8 @@ func (g *Gateway) toolSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp
 			Description: guard.Text(t.Upstream.Description, 500), InputSchema: t.Upstream.RawInputSchema})
 	}
 	out.Count = len(out.Tools)
+	if out.Count == 0 {
+		out.Note = fmt.Sprintf("No tool of the %d this session has attached matched: try other words, or find a capability it lacks with discover_resources.", len(tools))
+	}
 	return result(out), nil
 }
