@@ -453,3 +453,22 @@ func TestCatalogSource(t *testing.T) {
 		}
 	}
 }
+
+// An operator's catalog that holds a builtin entry again (a copy with its
+// own arguments) is warned of at start: attach_resource takes the first.
+func TestShadowedURNsWarned(t *testing.T) {
+	mine := filepath.Join(t.TempDir(), "mine.json")
+	if err := os.WriteFile(mine, builtinCatalog, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	regs, err := OpenAll([]config.Registry{{ID: config.BuiltinRegistryID, Kind: config.KindCatalog}, {ID: "mine", Kind: config.KindCatalog, Path: mine}}, OpenOptions{Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(regs[0].(*Local).Index().Entries())
+	if got := strings.Count(logs.String(), "taken_from=builtin passed_over=mine"); got != n || !strings.Contains(logs.String(), "urn=urn:air:modelcontextprotocol.io:mcp:filesystem") {
+		t.Fatalf("%d warnings of %d shadowed entries:\n%s", got, n, logs.String())
+	}
+}

@@ -62,7 +62,35 @@ func OpenAll(rcs []config.Registry, o OpenOptions) ([]Registry, error) {
 		}
 		regs = append(regs, r)
 	}
+	warnShadowed(regs, o.Log)
 	return regs, nil
+}
+
+// warnShadowed logs each URN that more than one catalog registry holds:
+// attach_resource takes it from the first in config order unless its
+// registry_id names another, so an operator's copy of a builtin entry
+// was passed over in silence.
+func warnShadowed(regs []Registry, log *slog.Logger) {
+	if log == nil {
+		return
+	}
+	first := map[string]string{} // URN → the registry that has it first
+	for _, r := range regs {
+		l, ok := r.(*Local)
+		if !ok {
+			continue
+		}
+		for _, e := range l.Index().Entries() {
+			urn := CanonicalURN(e.Identifier)
+			switch at, seen := first[urn]; {
+			case !seen:
+				first[urn] = l.ID()
+			case at != l.ID():
+				log.Warn("a URN is in two catalogs: attach_resource takes the first in config order, unless registry_id names the other",
+					"urn", urn, "taken_from", at, "passed_over", l.ID())
+			}
+		}
+	}
 }
 
 // Open builds the registry a config entry describes. Entries a catalog
