@@ -46,7 +46,9 @@ func (g *Gateway) starting(s *session, name string) *attach.Attachment {
 // for when frame is a tools/call of a tool of a pinned server still
 // starting (starting); nil when it is not.
 func (g *Gateway) startingFor(s *session, frame []byte) (id []byte, att *attach.Attachment) {
-	if s == nil || !bytes.Contains(frame, toolsCallMethod) {
+	// Asked of every call posted over HTTP: the frame is read only in a
+	// session's first moments, while a pinned server is still starting.
+	if s == nil || !s.att.PinnedPending(g.opts.PinnedListWait) || !bytes.Contains(frame, toolsCallMethod) {
 		return nil, nil
 	}
 	id, method, params, ok := request(frame)
