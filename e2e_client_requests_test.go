@@ -167,6 +167,20 @@ func TestClientRequestsEverything(t *testing.T) {
 		})
 	}
 
+	// Over HTTP the gateway sends its requests on the session's event
+	// stream: a client that declared sampling and keeps none open is
+	// said to, at once, not waited for.
+	t.Run("http client without an event stream", func(t *testing.T) {
+		url, _ := startHTTP(t, env(false))
+		c := clientSide{asked: make(chan string, 64)}
+		g := connectHTTP(t, url, client.WithSamplingHandler(c))
+		attach["stdio upstream"].do(g)
+		res := g.call("mcp_everything__trigger-sampling-request", map[string]any{"prompt": "say hi", "maxTokens": 20})
+		if !res.IsError || !strings.Contains(text(res), "it has no event stream open") {
+			t.Fatalf("a sampling the client cannot be sent: %s", text(res))
+		}
+	})
+
 	t.Run("a client that declared none", func(t *testing.T) {
 		g := startStdio(t, env(false))
 		g.ok("attach_resource", map[string]any{"urn": "urn:air:modelcontextprotocol.io:mcp:everything"}, nil)

@@ -28,15 +28,22 @@ func (g *Gateway) initialized(ctx context.Context, _ any, req *mcp.InitializeReq
 		return
 	}
 	s.start.Do(func() {
-		s.att.SetClient(req.Params.Capabilities, g.relay(cs))
+		s.att.SetClient(req.Params.Capabilities, g.relay(s, cs))
 		s.att.Start()
 	})
 }
 
-// relay sends a server's request to cs, the session's client, and returns
-// the client's result.
-func (g *Gateway) relay(cs server.ClientSession) attach.Relay {
+// relay sends a server's request to cs, the client of session s, and
+// returns the client's result.
+func (g *Gateway) relay(s *session, cs server.ClientSession) attach.Relay {
 	return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		if s.perSession && s.streams.Load() == 0 {
+			// mcp-go's server would queue the request for a stream that
+			// is not there, and the server wait for an answer that
+			// cannot come.
+			return nil, &attach.RelayError{Code: mcp.INTERNAL_ERROR, Message: fmt.Sprintf(
+				"the gateway's client cannot be asked %s now: it has no event stream open (a GET of the session), on which the gateway sends it requests", method)}
+		}
 		ctx = g.mcp.WithContext(ctx, cs)
 		// The client's error answers, which the door drops while the
 		// gateway asks nothing of its client, reach the server now.
