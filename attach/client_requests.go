@@ -50,13 +50,17 @@ type clientRequests struct {
 // attached from then on, their requests sent on by relay. Call it before
 // Start: pinned servers are told too.
 func (s *Session) SetClient(caps mcp.ClientCapabilities, relay Relay) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.client = &clientRequests{
-		caps:  mcp.ClientCapabilities{Roots: caps.Roots, Sampling: caps.Sampling, Elicitation: caps.Elicitation},
-		relay: relay,
-		wait:  s.m.maxCallTime(),
+	var c *clientRequests
+	if caps.Roots != nil || caps.Sampling != nil || caps.Elicitation != nil {
+		c = &clientRequests{
+			caps:  mcp.ClientCapabilities{Roots: caps.Roots, Sampling: caps.Sampling, Elicitation: caps.Elicitation},
+			relay: relay,
+			wait:  s.m.maxCallTime(),
+		}
 	}
+	s.mu.Lock()
+	s.client = c
+	s.mu.Unlock()
 }
 
 // clientRequests returns what the session's servers are told of its
@@ -64,10 +68,7 @@ func (s *Session) SetClient(caps mcp.ClientCapabilities, relay Relay) {
 func (s *Session) clientRequests() *clientRequests {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c := s.client; c != nil && (c.caps.Roots != nil || c.caps.Sampling != nil || c.caps.Elicitation != nil) {
-		return c
-	}
-	return nil
+	return s.client
 }
 
 // RootsChanged tells the session's servers that were declared roots that
