@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -168,16 +170,43 @@ func TestClientRequestsEverything(t *testing.T) {
 	}
 
 	// Over HTTP the gateway sends its requests on the session's event
-	// stream: a client that declared sampling and keeps none open is
-	// said to, at once, not waited for.
+	// stream: a client that declared sampling and opens none is said to,
+	// not waited for past pinned_list_wait.
 	t.Run("http client without an event stream", func(t *testing.T) {
-		url, _ := startHTTP(t, env(false))
+		// It is waited for up to pinned_list_wait: the client may open
+		// it just after initializing.
+		short := filepath.Join(t.TempDir(), "ardgate.json")
+		if err := os.WriteFile(short, []byte(`{"pinned_list_wait": "1s"}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		url, _ := startHTTP(t, env(false), "--config", short)
 		c := clientSide{asked: make(chan string, 64)}
 		g := connectHTTP(t, url, client.WithSamplingHandler(c))
 		attach["stdio upstream"].do(g)
 		res := g.call("mcp_everything__trigger-sampling-request", map[string]any{"prompt": "say hi", "maxTokens": 20})
 		if !res.IsError || !strings.Contains(text(res), "it has no event stream open") {
 			t.Fatalf("a sampling the client cannot be sent: %s", text(res))
+		}
+	})
+
+	// An answer to a request the gateway no longer awaits (its bound
+	// passed, or its server gave up) is taken and dropped: mcp-go's
+	// server answered it 400 and logged an error.
+	t.Run("http client, a late answer", func(t *testing.T) {
+		url, stderr := startHTTP(t, env(false))
+		g := connectHTTP(t, url)
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":"ardgate-relay-77","result":{"roots":[]}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", g.c.GetSessionId())
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted || strings.Contains(stderr.String(), "ERR") {
+			t.Fatalf("a late answer: %s; log:\n%s", resp.Status, stderr.String())
 		}
 	})
 
@@ -188,4 +217,137 @@ func TestClientRequestsEverything(t *testing.T) {
 			t.Fatalf("the server was told capabilities the client did not declare: %v", names)
 		}
 	})
+}
+
+// A client's side of the relay, frame by frame: the gateway asks nothing
+// before the client says it is initialized (a pinned server asks for
+// roots as soon as it is); the client's error code reaches the server as
+// it gave it; error answers to nothing of the gateway's are dropped, not
+// answered; a request the client leaves unanswered past the bound is
+// cancelled at the client, and its late answer dropped.
+func TestClientRequestsRaw(t *testing.T) {
+	needNPX(t)
+	cfg := filepath.Join(t.TempDir(), "ardgate.json")
+	data, _ := json.Marshal(map[string]any{"call_timeout": "4s", "max_call_time": "4s",
+		"servers": []any{map[string]any{"name": "everything", "command": "npx", "args": []string{"-y", "@modelcontextprotocol/server-everything@2026.8.31"}}}})
+	if err := os.WriteFile(cfg, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := startRawClient(t, env(false), `{"roots":{"listChanged":true},"sampling":{}}`, "--config", cfg)
+	// The pinned server starts now and asks for roots at once; the client
+	// has not said it is initialized.
+	time.Sleep(3 * time.Second)
+	g.send(request(2, "ping", nil))
+	if m := g.response(); m["id"] != float64(2) { // a request has an id too
+		t.Fatalf("before notifications/initialized the gateway wrote %v", m)
+	}
+	g.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	ask := g.response()
+	if ask["method"] != "roots/list" || !strings.HasPrefix(fmt.Sprint(ask["id"]), "ardgate-relay-") {
+		t.Fatalf("the pinned server's request: %v", ask)
+	}
+	answer := func(id any, body string) {
+		b, _ := json.Marshal(id)
+		g.send(`{"jsonrpc":"2.0","id":` + string(b) + `,` + body + `}`)
+	}
+	roots := `"result":{"roots":[{"uri":"file:///work/raw","name":"raw"}]}`
+	answer(ask["id"], roots)
+	g.send(request(3, "tools/call", map[string]any{"name": "mcp_everything__get-roots-list", "arguments": map[string]any{}}))
+	res := g.response()
+	for ; res["method"] == "roots/list"; res = g.response() { // the server may ask again
+		answer(res["id"], roots)
+	}
+	if res["id"] != float64(3) || !strings.Contains(fmt.Sprint(res["result"]), "file:///work/raw") {
+		t.Fatalf("get-roots-list: %v", res)
+	}
+
+	// An error answer keeps its code and message.
+	call := func(id int) {
+		g.send(request(id, "tools/call", map[string]any{"name": "mcp_everything__trigger-sampling-request", "arguments": map[string]any{"prompt": "hi", "maxTokens": 5}}))
+	}
+	call(10)
+	ask = g.response()
+	if ask["method"] != "sampling/createMessage" {
+		t.Fatalf("the sampling request: %v", ask)
+	}
+	answer(ask["id"], `"error":{"code":-32001,"message":"the user said no"}`)
+	if res := g.response(); res["id"] != float64(10) || !strings.Contains(fmt.Sprint(res["result"]), "MCP error -32001: the user said no") {
+		t.Fatalf("a sampling refused with -32001: %v", res)
+	}
+
+	// Error answers to nothing of the gateway's get no answer.
+	answer("ardgate-relay-999", `"error":{"code":-1,"message":"stray"}`)
+	answer(998, `"error":{"code":-1,"message":"stray"}`)
+	g.send(request(11, "ping", nil))
+	if m := g.response(); m["id"] != float64(11) {
+		t.Fatalf("a stray error answer was answered: %v", m)
+	}
+
+	// Unanswered past max_call_time (4 s): cancelled at the client.
+	call(12)
+	ask = g.response()
+	// The call's own timeout and the wait's bound end at about one time:
+	// the call's answer and the cancellation come in either order.
+	var cancelled, answered bool
+	stop := time.AfterFunc(15*time.Second, func() { _ = g.cmd.Process.Kill() }) // then read fails
+	defer stop.Stop()
+	for !cancelled || !answered {
+		m := g.read()
+		params, _ := m["params"].(map[string]any)
+		switch {
+		case m["method"] == "notifications/cancelled" && params["requestId"] == ask["id"]:
+			cancelled = true
+		case m["id"] == float64(12):
+			answered = true
+		case m["id"] != nil:
+			t.Fatalf("after the bound the client got %v; want notifications/cancelled of %v", m, ask["id"])
+		}
+	}
+	answer(ask["id"], `"result":{"role":"assistant","content":{"type":"text","text":"late"},"model":"m"}`)
+	g.send(request(13, "ping", nil))
+	if m := g.response(); m["id"] != float64(13) {
+		t.Fatalf("a late answer was answered: %v", m)
+	}
+}
+
+// A server that gives up on its request (the TypeScript SDK's, on its
+// timeout) says so with notifications/cancelled, and the gateway tells
+// the client in turn, so that what it shows for the request (a form, an
+// approval) does not stay open with nothing behind it.
+func TestClientRequestCancelledByServer(t *testing.T) {
+	needTSModules(t)
+	port := freePort(t)
+	startHTTPUpstream(t, exec.Command("node", "testdata/ts-client/server.mjs", port), "listening on "+port, 30*time.Second)
+	cfg := filepath.Join(t.TempDir(), "ardgate.json")
+	data, _ := json.Marshal(map[string]any{"allow_local_urls": true, "servers": []any{map[string]any{"name": "ts", "url": "http://127.0.0.1:" + port + "/mcp"}}})
+	if err := os.WriteFile(cfg, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan struct{})
+	defer close(held)
+	g := startStdioClient(t, env(false), []client.ClientOption{client.WithSamplingHandler(holdSampling(held))}, "--config", cfg)
+	for deadline := time.Now().Add(30 * time.Second); !slices.Contains(g.toolNames(), "mcp_ts__ask"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pinned server's tools never appeared: %v", g.toolNames())
+		}
+	}
+	g.drainNotes()
+	if res := g.call("mcp_ts__ask", map[string]any{}); !strings.HasPrefix(text(res), "gave up: ") {
+		t.Fatalf("ask: %s", text(res))
+	}
+	n := g.waitNote("notifications/cancelled", 10*time.Second)
+	if id, _ := n.Params.AdditionalFields["requestId"].(string); !strings.HasPrefix(id, "ardgate-relay-") {
+		t.Fatalf("the client was told of %+v", n.Params.AdditionalFields)
+	}
+}
+
+// holdSampling answers no sampling until held is closed.
+type holdSampling chan struct{}
+
+func (h holdSampling) CreateMessage(ctx context.Context, _ mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	select {
+	case <-h:
+	case <-ctx.Done():
+	}
+	return nil, errors.New("not answered")
 }

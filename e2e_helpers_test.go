@@ -457,6 +457,16 @@ type rawGateway struct {
 // startRaw runs the gateway over stdio and initializes the session.
 func startRaw(t *testing.T, environ []string, args ...string) *rawGateway {
 	t.Helper()
+	g := startRawClient(t, environ, `{}`, args...)
+	g.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return g
+}
+
+// startRawClient runs the gateway over stdio and sends initialize with
+// the client's capabilities, and reads its answer; notifications/initialized
+// is the caller's to send.
+func startRawClient(t *testing.T, environ []string, capabilities string, args ...string) *rawGateway {
+	t.Helper()
 	cmd := exec.Command(gatewayBin, append([]string{"serve"}, args...)...)
 	cmd.Env = environ
 	in, _ := cmd.StdinPipe()
@@ -467,11 +477,10 @@ func startRaw(t *testing.T, environ []string, args ...string) *rawGateway {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	g.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	g.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` + capabilities + `,"clientInfo":{"name":"raw","version":"1"}}}`)
 	if m := g.read(); m["result"] == nil {
 		t.Fatalf("initialize: %v", m)
 	}
-	g.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return g
 }
 

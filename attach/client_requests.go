@@ -112,6 +112,7 @@ func (u *upstream) answerRequest(ctx context.Context, req transport.JSONRPCReque
 		}
 		ctx, cancel := context.WithTimeout(ctx, c.wait)
 		defer cancel()
+		defer u.asking(req.ID, cancel)()
 		res, err := c.relay(ctx, req.Method, params)
 		var answer *RelayError
 		switch {
@@ -124,6 +125,41 @@ func (u *upstream) answerRequest(ctx context.Context, req transport.JSONRPCReque
 	}
 	msg := fmt.Sprintf("ardgate does not answer %s for its upstreams: it declared no client capability for it", guard.Text(req.Method, 80))
 	return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, msg, nil)
+}
+
+// asking records cancel as what stops the request id of the server's
+// while its answer is on its way, and returns what forgets it.
+func (u *upstream) asking(id mcp.RequestId, cancel context.CancelFunc) (forget func()) {
+	key, err := json.Marshal(id)
+	if err != nil {
+		return func() {}
+	}
+	u.mu.Lock()
+	if u.relaying == nil {
+		u.relaying = map[string]context.CancelFunc{}
+	}
+	u.relaying[string(key)] = cancel
+	u.mu.Unlock()
+	return func() {
+		u.mu.Lock()
+		delete(u.relaying, string(key))
+		u.mu.Unlock()
+	}
+}
+
+// cancelled stops the request of the server's that its
+// notifications/cancelled names: the client is told in turn.
+func (u *upstream) cancelled(n mcp.JSONRPCNotification) {
+	key, err := json.Marshal(n.Params.AdditionalFields["requestId"])
+	if err != nil {
+		return
+	}
+	u.mu.Lock()
+	cancel := u.relaying[string(key)]
+	u.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
 }
 
 // notifyServer sends the server a notification of the client's.

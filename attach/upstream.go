@@ -38,6 +38,9 @@ type upstream struct {
 	// requests, when not nil, is what the server was told of the
 	// session's client, whose requests it may make (client_requests.go).
 	requests *clientRequests
+	// relaying stops the server's requests on their way to the client,
+	// by their ids' JSON; guarded by mu.
+	relaying map[string]context.CancelFunc
 
 	cmd    *exec.Cmd     // nil for remotes
 	exited chan struct{} // closed once a stdio child has exited and been reaped
@@ -375,6 +378,8 @@ func (u *upstream) onNotification(n mcp.JSONRPCNotification) {
 		if uri, ok := n.Params.AdditionalFields["uri"].(string); ok && sink != nil {
 			sink(uri)
 		}
+	case string(mcp.MethodNotificationCancelled):
+		u.cancelled(n)
 	case string(mcp.MethodNotificationMessage):
 		u.mu.Lock()
 		sink := u.onLog

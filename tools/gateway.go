@@ -39,9 +39,6 @@ type Gateway struct {
 
 	running  atomic.Int64 // tool calls running, for Drain
 	draining atomic.Bool
-	// asking counts the requests of attached servers that the gateway
-	// has sent on to its clients and awaits answers to (client_requests.go).
-	asking atomic.Int32
 	// stopping ends when the drain starts, ending waits on tasks.
 	stopping context.Context
 	stop     context.CancelFunc
@@ -122,6 +119,11 @@ type session struct {
 	serverTools atomic.Bool
 	// start starts the session's pinned servers, once (initialized).
 	start sync.Once
+	// asked are the requests sent to the client for its servers; ready
+	// is its notifications/initialized, streamed the first event stream
+	// it opened over HTTP (client_requests.go).
+	asked           clientCalls
+	ready, streamed signal
 	// notices is where the MCP server queues the session's notifications
 	// (tools/list_changed); set once it registered the session.
 	notices atomic.Pointer[chan<- mcp.JSONRPCNotification]
@@ -196,6 +198,7 @@ func New(manager *attach.Manager, log *slog.Logger, opts Options) *Gateway {
 	)
 	g.addOwnTools(g.taskTools()...)
 	g.mcp.AddNotificationHandler(mcp.MethodNotificationRootsListChanged, g.rootsChanged)
+	g.mcp.AddNotificationHandler(string(mcp.MethodNotificationInitialized), g.clientInitialized)
 	return g
 }
 

@@ -33,10 +33,10 @@ import (
 //   - A method that is not a string (mcp-go: a parse error, id null), and
 //     a message with an id but no method, result or error (mcp-go:
 //     "Method  not found"): an error with the message's id.
-//   - An error response from the client while the gateway awaits no answer
-//     of it (it asks its clients only what attached servers ask,
-//     client_requests.go): dropped, where mcp-go answered it, and
-//     JSON-RPC answers no response.
+//   - An error response from the client to no request of the gateway's
+//     (it asks its clients only what attached servers ask, and takes the
+//     answers first, client_requests.go): dropped, where mcp-go answered
+//     it, and JSON-RPC answers no response.
 
 // batchRefusal answers a batch, and the others a request with an id
 // refused (idRefusal): one error with a null id each, as JSON-RPC answers
@@ -92,10 +92,9 @@ func (m message) refusal() (msg []byte, drop bool) {
 		}
 		return nil, false
 	case m.ID != nil && m.Result == nil && m.Error != nil:
-		// An error answering a request of the gateway's: mcp-go's server
-		// answered one it did not await with "Method not found", and
-		// JSON-RPC answers no response. Dropped unless the gateway awaits
-		// answers (atDoor, and the HTTP door).
+		// An error answering no request of the gateway's (those are
+		// taken before, clientCalls): mcp-go's server answered it with
+		// "Method not found", and JSON-RPC answers no response.
 		return nil, true
 	case m.ID != nil && m.Result == nil:
 		return m.refused("a message with an id must have a method (a request), or a result or an error (a response)"), false
@@ -191,8 +190,11 @@ func (r *stdioReader) refuse(held *guard.Batch, msg []byte) {
 // atDoor answers frame, read from the client, if the door refuses it,
 // and reports whether the frame is done with (answered, or dropped).
 func (r *stdioReader) atDoor(frame []byte, held *guard.Batch) bool {
-	msg, drop := readMessage(frame).refusal()
-	drop = drop && r.g.asking.Load() == 0 // else perhaps an answer the server awaits
+	m := readMessage(frame)
+	if s := r.g.stdio.Load(); s != nil && s.asked.answer(m, r.g.log.Debug) {
+		return true // an answer to a request of the gateway's
+	}
+	msg, drop := m.refusal()
 	if msg == nil && !drop {
 		msg = r.g.paramsRefusal(r.g.stdio.Load(), frame)
 	}

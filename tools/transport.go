@@ -519,8 +519,9 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 			if s != nil && r.Method == http.MethodGet {
 				s.streams.Add(1) // a session listening is not idle
 				defer s.streams.Add(-1)
+				s.streamed.fire()
 			}
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(requestWriter{w}, r)
 			return
 		default: // mcp-go's server answered 404 "page not found"
 			w.Header().Set("Allow", "GET, POST, DELETE")
@@ -551,11 +552,15 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 		if err == nil {
 			m = readMessage(body)
 		}
+		if s != nil && s.asked.answer(m, h.g.log.Debug) {
+			w.WriteHeader(http.StatusAccepted) // an answer to a request of the gateway's
+			return
+		}
 		switch msg, drop := m.refusal(); {
 		case msg != nil:
 			refuse(w, http.StatusBadRequest, msg)
 			return
-		case drop && h.g.asking.Load() == 0: // else perhaps an answer the server awaits
+		case drop:
 			w.WriteHeader(http.StatusAccepted) // as for any response posted
 			return
 		}
@@ -578,7 +583,7 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 		}
 		// The server reads the body again, and meets the same error.
 		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(requestWriter{w}, r)
 	})
 }
 

@@ -8,7 +8,9 @@
 // without holding a connection (SEP-1699): it closes the call's event
 // stream after the priming event, sends its progress and answers later;
 // the client polls with GETs carrying Last-Event-ID. The tool "echo"
-// answers at once. The tool "grow" adds a tool "grown", which the SDK
+// answers at once. The tool "ask" asks the client for a sampling and
+// gives up on it after 500 ms, which the SDK tells the client with
+// notifications/cancelled. The tool "grow" adds a tool "grown", which the SDK
 // announces with tools/list_changed on the session's GET stream. It
 // prints "listening on <port>" to stderr when ready.
 import { randomUUID } from 'node:crypto';
@@ -43,6 +45,16 @@ function newServer() {
       }
       await sleep(100);
       return { content: [{ type: 'text', text: 'answered after polling' }] };
+    });
+  server.registerTool('ask', { description: 'Asks the client for a sampling and gives up after 500 ms, cancelling its request', inputSchema: {} },
+    async () => {
+      try {
+        const res = await server.server.createMessage(
+          { messages: [{ role: 'user', content: { type: 'text', text: 'say hi' } }], maxTokens: 5 }, { timeout: 500 });
+        return { content: [{ type: 'text', text: `the client answered: ${JSON.stringify(res.content)}` }] };
+      } catch (err) {
+        return { content: [{ type: 'text', text: `gave up: ${err.message}` }] };
+      }
     });
   let grown = false;
   server.registerTool('grow', { description: 'Adds the tool "grown", which the SDK announces with tools/list_changed on the GET stream', inputSchema: {} },
