@@ -228,7 +228,7 @@ func TestClientRequestsEverything(t *testing.T) {
 func TestClientRequestsRaw(t *testing.T) {
 	needNPX(t)
 	cfg := filepath.Join(t.TempDir(), "ardgate.json")
-	data, _ := json.Marshal(map[string]any{"call_timeout": "4s", "max_call_time": "4s",
+	data, _ := json.Marshal(map[string]any{"call_timeout": "3s", "max_call_time": "6s",
 		"servers": []any{map[string]any{"name": "everything", "command": "npx", "args": []string{"-y", "@modelcontextprotocol/server-everything@2026.8.31"}}}})
 	if err := os.WriteFile(cfg, data, 0o600); err != nil {
 		t.Fatal(err)
@@ -283,11 +283,11 @@ func TestClientRequestsRaw(t *testing.T) {
 		t.Fatalf("a stray error answer was answered: %v", m)
 	}
 
-	// Unanswered past max_call_time (4 s): cancelled at the client.
+	// Unanswered: the call runs out of time (3 s), saying it waited on
+	// the client; past max_call_time (6 s) the request is cancelled at
+	// the client.
 	call(12)
 	ask = g.response()
-	// The call's own timeout and the wait's bound end at about one time:
-	// the call's answer and the cancellation come in either order.
 	var cancelled, answered bool
 	stop := time.AfterFunc(15*time.Second, func() { _ = g.cmd.Process.Kill() }) // then read fails
 	defer stop.Stop()
@@ -298,7 +298,9 @@ func TestClientRequestsRaw(t *testing.T) {
 		case m["method"] == "notifications/cancelled" && params["requestId"] == ask["id"]:
 			cancelled = true
 		case m["id"] == float64(12):
-			answered = true
+			if answered = true; !strings.Contains(fmt.Sprint(m["result"]), "meanwhile it was waiting for the client to answer its sampling/createMessage") {
+				t.Fatalf("the call that ran out of time: %v", m)
+			}
 		case m["id"] != nil:
 			t.Fatalf("after the bound the client got %v; want notifications/cancelled of %v", m, ask["id"])
 		}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -112,7 +114,7 @@ func (u *upstream) answerRequest(ctx context.Context, req transport.JSONRPCReque
 		}
 		ctx, cancel := context.WithTimeout(ctx, c.wait)
 		defer cancel()
-		defer u.asking(req.ID, cancel)()
+		defer u.asking(req.ID, req.Method, cancel)()
 		res, err := c.relay(ctx, req.Method, params)
 		var answer *RelayError
 		switch {
@@ -127,18 +129,24 @@ func (u *upstream) answerRequest(ctx context.Context, req transport.JSONRPCReque
 	return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, msg, nil)
 }
 
-// asking records cancel as what stops the request id of the server's
-// while its answer is on its way, and returns what forgets it.
-func (u *upstream) asking(id mcp.RequestId, cancel context.CancelFunc) (forget func()) {
+// relayed is a request of the server's on its way to the client.
+type relayed struct {
+	method string
+	cancel context.CancelFunc
+}
+
+// asking records request id of the server's, of method, while its answer
+// is on its way, cancel stopping it, and returns what forgets it.
+func (u *upstream) asking(id mcp.RequestId, method string, cancel context.CancelFunc) (forget func()) {
 	key, err := json.Marshal(id)
 	if err != nil {
 		return func() {}
 	}
 	u.mu.Lock()
 	if u.relaying == nil {
-		u.relaying = map[string]context.CancelFunc{}
+		u.relaying = map[string]relayed{}
 	}
-	u.relaying[string(key)] = cancel
+	u.relaying[string(key)] = relayed{method, cancel}
 	u.mu.Unlock()
 	return func() {
 		u.mu.Lock()
@@ -155,11 +163,34 @@ func (u *upstream) cancelled(n mcp.JSONRPCNotification) {
 		return
 	}
 	u.mu.Lock()
-	cancel := u.relaying[string(key)]
+	r, ok := u.relaying[string(key)]
 	u.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	if ok {
+		r.cancel()
 	}
+}
+
+// waitingOnClient names the requests of a's server that await the
+// client's answer, as a sentence's end; "" for none. A call that runs
+// out of time meanwhile was held up by the client, not the server.
+func (a *Attachment) waitingOnClient() string {
+	a.mu.Lock()
+	up := a.up
+	a.mu.Unlock()
+	if up == nil {
+		return ""
+	}
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	var methods []string
+	for _, r := range up.relaying {
+		methods = append(methods, r.method)
+	}
+	if len(methods) == 0 {
+		return ""
+	}
+	slices.Sort(methods)
+	return fmt.Sprintf("; meanwhile it was waiting for the client to answer its %s, which the client had not", strings.Join(slices.Compact(methods), " and "))
 }
 
 // notifyServer sends the server a notification of the client's.

@@ -68,6 +68,15 @@ func (l callLimits) deadline(start, now time.Time) time.Time {
 // outOfTime says how a call of tool, which ran for ran, ran out of time;
 // p is its progress, nil when it asked for none.
 func (l callLimits) outOfTime(a *Attachment, tool string, ran time.Duration, p *Progress) error {
+	err := l.ranOut(a, tool, ran, p)
+	if why := a.waitingOnClient(); why != "" {
+		return fmt.Errorf("%w%s", err, why)
+	}
+	return err
+}
+
+// ranOut is outOfTime but for the server's requests to the client.
+func (l callLimits) ranOut(a *Attachment, tool string, ran time.Duration, p *Progress) error {
 	switch {
 	case p == nil:
 		return errNoAnswer(a, tool, l.timeout)

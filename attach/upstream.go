@@ -40,7 +40,7 @@ type upstream struct {
 	requests *clientRequests
 	// relaying stops the server's requests on their way to the client,
 	// by their ids' JSON; guarded by mu.
-	relaying map[string]context.CancelFunc
+	relaying map[string]relayed
 
 	cmd    *exec.Cmd     // nil for remotes
 	exited chan struct{} // closed once a stdio child has exited and been reaped
