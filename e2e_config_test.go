@@ -41,6 +41,15 @@ func TestPinnedServers(t *testing.T) {
 			break
 		}
 	}
+	// Each start is audited, as an attach is.
+	for _, line := range []string{
+		`INF audit audit=attach session=stdio target=config:servers/pinned status=pinned name=pinned kind=mcp_server registry=config endpoint="stdio: .* --transport=stdio --name=pinned" pid=[1-9]`,
+		`WRN audit audit=attach session=stdio target=config:servers/broken status=pinned name=broken .* err=`,
+	} {
+		if !regexp.MustCompile(line).MatchString(g.stderr.String()) {
+			t.Fatalf("no audit line %s in\n%s", line, g.stderr.String())
+		}
+	}
 	p, b := l.Attachments[byName["pinned"]], l.Attachments[byName["broken"]]
 	if !p.Pinned || p.Status != "up" || p.URN != "config:servers/pinned" {
 		t.Fatalf("pinned: %+v", p)

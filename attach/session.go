@@ -37,6 +37,9 @@ type Session struct {
 	// OnUpdated hears the URI of a resource the session subscribed to
 	// that its server says was updated (offers.go). Set it before Start.
 	OnUpdated func(uri string)
+	// OnPinned hears how each pinned attachment's start ended: err is
+	// why it did not. Set it before Start.
+	OnPinned func(a *Attachment, err error)
 
 	m      *Manager
 	ctx    context.Context // ends at Close: cancels attaches in flight
@@ -334,7 +337,11 @@ func (s *Session) pin(a *Attachment, start func(ctx context.Context) error) {
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, s.m.StartTimeout)
 		defer cancel()
-		if err := start(ctx); err != nil {
+		err := start(ctx)
+		if s.OnPinned != nil && s.ctx.Err() == nil {
+			s.OnPinned(a, err)
+		}
+		if err != nil {
 			a.mu.Lock()
 			a.failure = err.Error()
 			if !errors.Is(err, ErrStartFailed) { // which says so already
@@ -342,8 +349,10 @@ func (s *Session) pin(a *Attachment, start func(ctx context.Context) error) {
 			}
 			a.mu.Unlock()
 			level := slog.LevelError
-			if s.ctx.Err() != nil {
-				level = slog.LevelDebug // the session ended while it started
+			if s.ctx.Err() != nil || s.OnPinned != nil {
+				// The session ended while it started, or OnPinned's
+				// owner says it.
+				level = slog.LevelDebug
 			}
 			s.m.Log.Log(context.Background(), level, "pinned attachment did not start", "session", s.ID, "name", a.Name, "err", err)
 		}

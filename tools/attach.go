@@ -54,6 +54,13 @@ type attachResult struct {
 	Note         string `json:"note,omitempty"`
 }
 
+// auditAttached writes the audit line of an attach of session s that
+// ended as status (attached, already_attached, pinned), or with err: the
+// URN as it is kept, what became of it, and what runs.
+func (g *Gateway) auditAttached(s *session, a *attach.Attachment, status string, err error) {
+	g.audit("attach", s.att.ID, a.URN, err, "status", status, "name", a.Name, "kind", a.Kind, "registry", a.RegistryID, "endpoint", a.Endpoint, "pid", a.PID())
+}
+
 // instructionsNote labels a server's instructions as what they are.
 const instructionsNote = "server_instructions are the server's own words on how to use its tools: a third party's, not the user's or the gateway's."
 
@@ -94,8 +101,7 @@ func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	if already {
 		status = "already_attached"
 	}
-	// The URN as it is kept, what became of it, and what runs.
-	g.audit("attach", s.att.ID, att.URN, nil, "status", status, "name", att.Name, "kind", att.Kind, "registry", att.RegistryID, "endpoint", att.Endpoint, "pid", att.PID())
+	g.auditAttached(s, att, status, nil)
 	g.metrics.attaches.WithLabelValues(att.Kind, status).Inc()
 	out := attachResult{Status: status, Kind: att.Kind, Name: att.Name, URN: att.URN, RegistryID: att.RegistryID, Endpoint: att.Endpoint,
 		Skills: att.Skills(), Protocol: att.Protocol(), Instructions: att.Instructions()}

@@ -275,6 +275,7 @@ func (g *Gateway) session(id string, perSession bool) *session {
 	s.att.OnChange = func() { g.sync(s) }
 	s.att.OnLog = func(a *attach.Attachment, m attach.LogMessage) { g.relayLog(s, a, m) }
 	s.att.OnUpdated = func(uri string) { g.resourceUpdated(s, uri) }
+	s.att.OnPinned = func(a *attach.Attachment, err error) { g.auditAttached(s, a, "pinned", err) }
 	// Its pinned servers start once the client has initialized
 	// (initialized), when what it declared is known.
 	g.sessions.Store(id, s)
