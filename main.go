@@ -136,7 +136,11 @@ func serve(args []string, stdout, stderr io.Writer) int {
 
 	// One guarded client makes every outgoing request.
 	hc := (&guard.Dialer{AllowLocal: cfg.AllowLocalURLs}).Client()
-	regs, err := registry.OpenAll(cfg.Registries, registry.OpenOptions{HTTP: hc, Log: log})
+	// Registries hear the trace context of a search (when tracing is on).
+	upstreamTracing := tr.Upstream()
+	rhc := *hc
+	rhc.Transport = upstreamTracing.Transport(hc.Transport)
+	regs, err := registry.OpenAll(cfg.Registries, registry.OpenOptions{HTTP: &rhc, Log: log})
 	if err != nil {
 		fmt.Fprintln(stderr, "ardgate:", err)
 		return 1
@@ -149,7 +153,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	manager := attach.New(cfg, regs, hc, log, buildVersion())
-	manager.ClientOptions, manager.Tracing = tr.ClientOptions(), tr.Upstream()
+	manager.ClientOptions, manager.Tracing = tr.ClientOptions(), upstreamTracing
 	go manager.Run(ctx) // agent health checks
 	gw := tools.New(manager, log, tools.Options{
 		Version:        buildVersion(),

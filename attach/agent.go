@@ -137,7 +137,7 @@ func (m *Manager) dialAgent(ctx context.Context, data []byte) (*agentConn, error
 	if err != nil {
 		return nil, fmt.Errorf("connect to agent %s: %w", card.Name, err)
 	}
-	return &agentConn{card: &card, client: client, streaming: card.Capabilities.Streaming, protocol: "0.3"}, nil
+	return &agentConn{card: &card, client: m.traced(client, card.Name), streaming: card.Capabilities.Streaming, protocol: "0.3"}, nil
 }
 
 // dialV1 connects to an agent through its v1.0 JSON-RPC interface.
@@ -149,15 +149,29 @@ func (m *Manager) dialV1(card *a2a.AgentCard, endpoint string) (*agentConn, erro
 		return nil, err
 	}
 	card.URL = endpoint
-	return &agentConn{card: card, client: &v1Client{url: endpoint, http: m.agentHTTP(endpoint)},
+	return &agentConn{card: card, client: m.traced(&v1Client{url: endpoint, http: m.agentHTTP(endpoint)}, card.Name),
 		streaming: card.Capabilities.Streaming, protocol: "1.0"}, nil
+}
+
+// traced is c, each request to the agent named traced when tracing is on.
+func (m *Manager) traced(c agentClient, agent string) agentClient {
+	if m.Tracing == nil {
+		return c
+	}
+	return tracedAgent{agentClient: c, t: m.Tracing, agent: agent}
 }
 
 // agentHTTP returns the client for an agent endpoint: the guarded client,
 // its answers capped (capped.go), plus the bearer token of a configured
 // agent at the same origin, sent to that origin only (also across
-// redirects).
+// redirects), and the trace context when tracing is on.
 func (m *Manager) agentHTTP(endpoint string) *http.Client {
+	c := m.agentClientHTTP(endpoint)
+	c.Transport = m.Tracing.Transport(c.Transport)
+	return c
+}
+
+func (m *Manager) agentClientHTTP(endpoint string) *http.Client {
 	u, err := url.Parse(endpoint)
 	if err != nil {
 		return capped(m.HTTP, nil)

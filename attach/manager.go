@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/tracing"
 
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
@@ -146,7 +147,9 @@ func (m *Manager) Resolve(ctx context.Context, urn, registryID string) (registry
 	var errs []error
 	var searched []string
 	for _, r := range regs {
+		ctx, span := m.Tracing.Span(ctx, "registry.lookup", tracing.String("registry.id", r.ID()))
 		e, err := r.Lookup(ctx, urn)
+		EndSpan(span, err)
 		if err == nil {
 			return e, r.ID(), nil
 		}

@@ -2,8 +2,11 @@ package attach
 
 import (
 	"context"
+	"iter"
 	"net/http"
 	"strings"
+
+	"github.com/a2aproject/a2a-go/a2a"
 
 	"github.com/mark3labs/mcp-go/tracing"
 	"golang.org/x/net/http/httpguts"
@@ -65,4 +68,98 @@ func endSpan(span tracing.Span, err error) {
 		span.RecordError(err)
 	}
 	span.End()
+}
+
+// Span opens a client span name for a request the gateway makes that is
+// not an MCP server's: to an A2A agent (a2a.<method>) or a registry
+// (registry.search, registry.lookup). A nil CallTracing opens a span
+// that does nothing.
+func (t *CallTracing) Span(ctx context.Context, name string, attrs ...tracing.Attribute) (context.Context, tracing.Span) {
+	if t == nil {
+		return tracing.NoopTracer().Start(ctx, name, tracing.SpanKindClient)
+	}
+	return t.Tracer.Start(ctx, name, tracing.SpanKindClient, attrs...)
+}
+
+// EndSpan ends a span Span opened: an error is its status.
+func EndSpan(span tracing.Span, err error) { endSpan(span, err) }
+
+// Transport sends, with each request, the trace context of its context
+// as headers (traceparent, tracestate): the agents and registries the
+// gateway asks then join the trace. A nil CallTracing returns next.
+func (t *CallTracing) Transport(next http.RoundTripper) http.RoundTripper {
+	if t == nil {
+		return next
+	}
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return traceHeaders{t: t, next: next}
+}
+
+type traceHeaders struct {
+	t    *CallTracing
+	next http.RoundTripper
+}
+
+func (h traceHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
+	hdr := h.t.header(r.Context())
+	if len(hdr) == 0 {
+		return h.next.RoundTrip(r)
+	}
+	r = r.Clone(r.Context()) // a RoundTripper may not change the request it is given
+	for k, v := range hdr {
+		r.Header[k] = v
+	}
+	return h.next.RoundTrip(r)
+}
+
+// tracedAgent opens a client span, a2a.<method>, for each request to an
+// A2A agent; its context goes in the request's headers (Transport).
+type tracedAgent struct {
+	agentClient
+	t     *CallTracing
+	agent string
+}
+
+func (a tracedAgent) start(ctx context.Context, method string) (context.Context, tracing.Span) {
+	return a.t.Span(ctx, "a2a."+method, tracing.String("a2a.method", method), tracing.String("a2a.agent", a.agent))
+}
+
+func (a tracedAgent) SendMessage(ctx context.Context, p *a2a.MessageSendParams) (a2a.SendMessageResult, error) {
+	ctx, span := a.start(ctx, "message/send")
+	res, err := a.agentClient.SendMessage(ctx, p)
+	endSpan(span, err)
+	return res, err
+}
+
+func (a tracedAgent) GetTask(ctx context.Context, q *a2a.TaskQueryParams) (*a2a.Task, error) {
+	ctx, span := a.start(ctx, "tasks/get")
+	res, err := a.agentClient.GetTask(ctx, q)
+	endSpan(span, err)
+	return res, err
+}
+
+func (a tracedAgent) CancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2a.Task, error) {
+	ctx, span := a.start(ctx, "tasks/cancel")
+	res, err := a.agentClient.CancelTask(ctx, p)
+	endSpan(span, err)
+	return res, err
+}
+
+// ResubscribeToTask's span lasts as long as the stream is read.
+func (a tracedAgent) ResubscribeToTask(ctx context.Context, p *a2a.TaskIDParams) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		ctx, span := a.start(ctx, "tasks/resubscribe")
+		var last error
+		for ev, err := range a.agentClient.ResubscribeToTask(ctx, p) {
+			if err != nil {
+				last = err
+			}
+			if !yield(ev, err) {
+				break
+			}
+		}
+		endSpan(span, last)
+	}
 }

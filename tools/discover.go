@@ -14,7 +14,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/mark3labs/mcp-go/tracing"
 
+	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/registry"
 )
@@ -277,7 +279,9 @@ func (g *Gateway) searchAll(ctx context.Context, regs []registry.Registry, q reg
 			rq := q
 			rq.PageToken = tokens[r.ID()]
 			start := time.Now()
+			ctx, span := g.manager.Tracing.Span(ctx, "registry.search", tracing.String("registry.id", r.ID()))
 			page, err := r.Search(ctx, rq)
+			attach.EndSpan(span, err)
 			result := "ok"
 			if err != nil {
 				result = "error"

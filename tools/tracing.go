@@ -44,7 +44,10 @@ import (
 //   - tool.<name> (internal): every tool handler, the gateway's own and the
 //     proxied mcp_<name>__<tool>;
 //   - mcp.<method> (client): every request to an upstream MCP server
-//     (initialize, tools/call), a child of the tool span that made it.
+//     (initialize, tools/call), a child of the tool span that made it;
+//   - a2a.<method> (client): every request to an A2A agent, and
+//     registry.search and registry.lookup (client): every registry asked,
+//     their context sent as headers (attach.CallTracing.Transport).
 //
 // W3C trace context (traceparent, tracestate) is read from inbound HTTP
 // headers and from params._meta (SEP-414, so it works on stdio too), and

@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ardgate/ardgate/registry"
+	"github.com/ardgate/ardgate/testdata/a2afixture"
 	"github.com/ardgate/ardgate/testdata/mcpfixture"
 )
 
@@ -506,5 +509,85 @@ func TestTracingOffers(t *testing.T) {
 	failed := findSpan(t, tracetest.SpanStubs(exp.GetSpans()), "mcp.resources/read", trace.SpanKindServer, "")
 	if failed.Status.Code.String() != "Error" {
 		t.Errorf("the failed read's span status %v, want Error", failed.Status)
+	}
+}
+
+// A2A agents and remote registries join the trace too: a client span
+// a2a.message/send under tool.spawn_agent, registry.search under
+// tool.discover_resources (one per registry asked) and registry.lookup
+// under tool.attach_resource, each one's context going to the agent or
+// registry as a traceparent header.
+func TestTracingAgentsAndRegistries(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]string{} // path → the traceparent it last got
+	record := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			seen[r.URL.Path] = r.Header.Get("traceparent")
+			mu.Unlock()
+			next.ServeHTTP(w, r)
+		})
+	}
+	heard := func(path string) string {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen[path]
+	}
+	agent := a2afixture.Start(t)
+	proxy := httptest.NewServer(record(httputil.NewSingleHostReverseProxy(mustParse(t, agent.URL))))
+	t.Cleanup(proxy.Close)
+	const urn = "urn:air:agents.test:agent:helper"
+	card, _ := json.Marshal(a2afixture.NewCard(proxy.URL + "/a2a"))
+	remote := httptest.NewServer(record(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"results":[{"identifier":"urn:air:remote.test:mcp:weather","displayName":"Remote weather","type":"application/mcp-server-card+json","url":"https://weather.example/card.json","description":"weather forecasts","score":77.5}]}`)
+	})))
+	t.Cleanup(remote.Close)
+	cards := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(card) }))
+	t.Cleanup(cards.Close)
+
+	exp := tracetest.NewInMemoryExporter()
+	tg := newTracedGateway(t, exp, agentEntry(urn, cards.URL+"/card.json"))
+	m := tg.g.manager
+	rhc := *m.HTTP
+	rhc.Transport = m.Tracing.Transport(m.HTTP.Transport) // as main.go gives registries
+	ard, err := registry.NewARD("remote", remote.URL, "", registry.RemoteOptions{HTTP: &rhc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Registries = append(m.Registries, ard)
+	s := tg.connect(t)
+
+	if res := s.call("discover_resources", map[string]any{"text": "weather forecasts"}); res.IsError {
+		t.Fatalf("discover: %s", firstText(res))
+	}
+	if res := s.call("attach_resource", map[string]any{"urn": urn, "registry_id": "test"}); res.IsError {
+		t.Fatalf("attach: %s", firstText(res))
+	}
+	if v := s.task(s.call("spawn_agent", map[string]any{"agent": "helper", "message": "reply hi"})); v.State != "completed" {
+		t.Fatalf("spawn: %+v", v)
+	}
+	spans := exp.GetSpans()
+	for _, c := range []struct{ tool, span, path string }{
+		{"discover_resources", "registry.search", "/search"},
+		{"attach_resource", "registry.lookup", ""},
+		{"spawn_agent", "a2a.message/send", "/a2a"},
+	} {
+		parent := findSpan(t, spans, "tool."+c.tool, trace.SpanKindInternal, "")
+		var child tracetest.SpanStub
+		for _, sp := range spans {
+			if sp.Name == c.span && sp.Parent.SpanID() == parent.SpanContext.SpanID() && (c.span != "registry.search" || attrOf(sp, "registry.id") == "remote") {
+				child = sp
+			}
+		}
+		if child.Name == "" {
+			t.Fatalf("no span %s under tool.%s", c.span, c.tool)
+		}
+		if c.path == "" {
+			continue
+		}
+		if got := heard(c.path); !strings.Contains(got, child.SpanContext.SpanID().String()) {
+			t.Errorf("%s got traceparent %q; want the span %s of %s", c.path, got, child.SpanContext.SpanID(), c.span)
+		}
 	}
 }
