@@ -86,6 +86,20 @@ func (s *Session) RootsChanged() {
 	}
 }
 
+// relayable reports whether method is one of the requests a server may
+// make of the client through the gateway.
+func relayable(method string) bool {
+	switch mcp.MCPMethod(method) {
+	case mcp.MethodListRoots, mcp.MethodSamplingCreateMessage, mcp.MethodElicitationCreate:
+		return true
+	}
+	return false
+}
+
+// maxRelaying bounds the requests of one server that await the client's
+// answers; past it, more are refused at once.
+const maxRelaying = 32
+
 // declares reports whether the server was told the client can answer
 // method.
 func (c *clientRequests) declares(method string) bool {
@@ -114,7 +128,11 @@ func (u *upstream) answerRequest(ctx context.Context, req transport.JSONRPCReque
 		}
 		ctx, cancel := context.WithTimeout(ctx, c.wait)
 		defer cancel()
-		defer u.asking(req.ID, req.Method, cancel)()
+		forget, ok := u.asking(req.ID, req.Method, cancel)
+		if !ok {
+			return transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, fmt.Sprintf("the client has %d requests of this server's to answer already: ask again once it has answered some", maxRelaying), nil)
+		}
+		defer forget()
 		res, err := c.relay(ctx, req.Method, params)
 		var answer *RelayError
 		switch {
@@ -136,13 +154,18 @@ type relayed struct {
 }
 
 // asking records request id of the server's, of method, while its answer
-// is on its way, cancel stopping it, and returns what forgets it.
-func (u *upstream) asking(id mcp.RequestId, method string, cancel context.CancelFunc) (forget func()) {
+// is on its way, cancel stopping it, and returns what forgets it; ok is
+// false, and nothing recorded, when maxRelaying wait already.
+func (u *upstream) asking(id mcp.RequestId, method string, cancel context.CancelFunc) (forget func(), ok bool) {
 	key, err := json.Marshal(id)
 	if err != nil {
-		return func() {}
+		return func() {}, true
 	}
 	u.mu.Lock()
+	if len(u.relaying) >= maxRelaying {
+		u.mu.Unlock()
+		return nil, false
+	}
 	if u.relaying == nil {
 		u.relaying = map[string]relayed{}
 	}
@@ -152,7 +175,7 @@ func (u *upstream) asking(id mcp.RequestId, method string, cancel context.Cancel
 		u.mu.Lock()
 		delete(u.relaying, string(key))
 		u.mu.Unlock()
-	}
+	}, true
 }
 
 // cancelled stops the request of the server's that its

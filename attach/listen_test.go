@@ -274,7 +274,7 @@ func TestAnswering(t *testing.T) {
 	release := make(chan struct{})
 	var running atomic.Int32
 	for range maxAnswering {
-		a.run(func() {
+		a.run("ping", func() {
 			running.Add(1)
 			<-release
 			running.Add(-1)
@@ -282,14 +282,27 @@ func TestAnswering(t *testing.T) {
 	}
 	waitFor(t, "the answers off the caller to start", func() bool { return running.Load() == maxAnswering })
 	inline := false
-	a.run(func() { inline = true })
+	a.run("ping", func() { inline = true })
 	if !inline {
 		t.Error("with the answers off the caller all taken, the next did not run on the caller")
 	}
+	// A request relayed to the client, whose answer may wait for a
+	// person, never runs on the caller.
+	block, returned := make(chan struct{}), make(chan struct{})
+	go func() {
+		a.run("elicitation/create", func() { <-block })
+		close(returned)
+	}()
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		t.Error("a relayed request ran on the caller")
+	}
+	close(block)
 	close(release)
 	waitFor(t, "the answers to end", func() bool { return len(a) == 0 })
 	off := make(chan struct{})
-	a.run(func() { <-off }) // would block the test, were it run on the caller
+	a.run("ping", func() { <-off }) // would block the test, were it run on the caller
 	close(off)
 }
 

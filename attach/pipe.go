@@ -412,7 +412,7 @@ func (p *pipeTransport) dispatch(line []byte, b *guard.Batch) {
 			p.log.Debug("the server wrote a malformed request", "err", err)
 			return
 		}
-		p.answering.run(func() { p.serve(req) })
+		p.answering.run(req.Method, func() { p.serve(req) })
 	}
 }
 

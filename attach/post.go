@@ -381,21 +381,28 @@ func (p *poster) answer(ctx context.Context, f frame) {
 			resp.body.Close()
 		}
 	}
-	p.answering.run(send)
+	p.answering.run(req.Method, send)
 }
 
 // answering runs the answers to a server's requests off the reader of
 // its stream or pipe, which goes on reading meanwhile, at most
 // maxAnswering at once; past that on the reader itself, so that a server
 // flooding requests is slowed to the pace of the answers instead of
-// costing a goroutine (and over HTTP a POST) each at once.
+// costing a goroutine (and over HTTP a POST) each at once. A request
+// relayed to the client (method) runs on a goroutine of its own: its
+// answer may wait for a person, and the reader must not, nor the other
+// answers; answerRequest bounds how many wait (maxRelaying).
 type answering chan struct{}
 
 const maxAnswering = 8
 
 func newAnswering() answering { return make(answering, maxAnswering) }
 
-func (a answering) run(answer func()) {
+func (a answering) run(method string, answer func()) {
+	if relayable(method) {
+		go answer()
+		return
+	}
 	select {
 	case a <- struct{}{}:
 		go func() {

@@ -1,0 +1,85 @@
+package attach
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// A server's requests to the client: relayed while the client is told
+// it may be asked, refused past maxRelaying waiting, and stopped when the
+// server cancels one; a method the client did not declare is refused.
+func TestAnswerRequest(t *testing.T) {
+	release := make(chan struct{})
+	u := &upstream{log: slog.New(slog.NewTextHandler(io.Discard, nil)), requests: &clientRequests{
+		caps: mcp.ClientCapabilities{Sampling: &mcp.SamplingCapability{}},
+		relay: func(ctx context.Context, _ string, params json.RawMessage) (json.RawMessage, error) {
+			select {
+			case <-release:
+				return params, nil
+			case <-ctx.Done():
+				return nil, &RelayError{Code: -32800, Message: "cancelled: " + context.Cause(ctx).Error()}
+			}
+		},
+		wait: time.Minute,
+	}}
+	req := func(id int, method string) transport.JSONRPCRequest {
+		return transport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId(int64(id)), Method: method, Params: map[string]any{"n": id}}
+	}
+	if r := u.answerRequest(context.Background(), req(0, string(mcp.MethodElicitationCreate))); r.Error == nil || r.Error.Code != mcp.METHOD_NOT_FOUND {
+		t.Fatalf("a method the client did not declare: %+v", r)
+	}
+
+	var wg sync.WaitGroup
+	answers := make([]*transport.JSONRPCResponse, maxRelaying+1)
+	first := make(chan *transport.JSONRPCResponse, 1)
+	go func() {
+		first <- u.answerRequest(context.Background(), req(1, string(mcp.MethodSamplingCreateMessage)))
+	}()
+	for i := 2; i <= maxRelaying; i++ {
+		wg.Go(func() {
+			answers[i] = u.answerRequest(context.Background(), req(i, string(mcp.MethodSamplingCreateMessage)))
+		})
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		u.mu.Lock()
+		n := len(u.relaying)
+		u.mu.Unlock()
+		if n == maxRelaying {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests waiting, want %d", n, maxRelaying)
+		}
+	}
+	if r := u.answerRequest(context.Background(), req(99, string(mcp.MethodSamplingCreateMessage))); r.Error == nil || !strings.Contains(r.Error.Message, "to answer already") {
+		t.Fatalf("a request past maxRelaying: %+v", r)
+	}
+	// The server gives up on request 1: it ends, the others wait on.
+	u.onNotification(mcp.JSONRPCNotification{Notification: mcp.Notification{Method: string(mcp.MethodNotificationCancelled),
+		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": 1}}}})
+	select {
+	case r := <-first:
+		if r.Error == nil || r.Error.Code != -32800 {
+			t.Errorf("the cancelled request: %+v", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request the server cancelled went on")
+	}
+	close(release)
+	wg.Wait()
+	for i := 2; i <= maxRelaying; i++ {
+		if r := answers[i]; r.Error != nil || fmt.Sprintf("%s", r.Result) != fmt.Sprintf(`{"n":%d}`, i) {
+			t.Errorf("request %d: %+v", i, r)
+		}
+	}
+}
