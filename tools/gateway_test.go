@@ -120,6 +120,17 @@ func (tg *testGateway) connect(t testing.TB, opts ...transport.StreamableHTTPCOp
 	return s
 }
 
+// post posts body to the gateway at url as a message of s's session,
+// by hand, as a client that speaks 2025-11-25.
+func (s *clientSession) post(url, body string) (*http.Response, error) {
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", s.c.GetSessionId())
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	return http.DefaultClient.Do(req)
+}
+
 func (s *clientSession) call(name string, args any) *mcp.CallToolResult {
 	s.t.Helper()
 	req := mcp.CallToolRequest{}

@@ -373,14 +373,7 @@ func TestOfferCancelledHTTP(t *testing.T) {
 	if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
 		t.Fatalf("attach: %s", firstText(res))
 	}
-	post := func(body string) (*http.Response, error) {
-		req, _ := http.NewRequest(http.MethodPost, tg.url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Session-Id", s.c.GetSessionId())
-		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-		return http.DefaultClient.Do(req)
-	}
+	post := func(body string) (*http.Response, error) { return s.post(tg.url, body) }
 	type answer struct {
 		contentType, body string
 		took              time.Duration

@@ -123,14 +123,7 @@ func TestCallWhileStartingCancelled(t *testing.T) {
 		pinned := startingServers(fixture, 0, 8*time.Second)[1:]
 		tg := newGatewayWith(t, 20*time.Second, Options{Version: "test", PinnedListWait: 20 * time.Second}, HTTPOptions{}, pinned)
 		s := tg.connect(t)
-		post := func(body string) (*http.Response, error) {
-			req, _ := http.NewRequest(http.MethodPost, tg.url, strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			req.Header.Set("Mcp-Session-Id", s.c.GetSessionId())
-			req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-			return http.DefaultClient.Do(req)
-		}
+		post := func(body string) (*http.Response, error) { return s.post(tg.url, body) }
 		done := make(chan string, 1)
 		go func() {
 			resp, err := post(`{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"mcp_late__echo","arguments":{"message":"never"}}}`)
