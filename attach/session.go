@@ -49,10 +49,12 @@ type Session struct {
 
 	// listed is closed once every pinned server whose tools are listed has
 	// started or failed (listedLeft counts those still starting); nil when
-	// there are none. started is when Start ran.
+	// there are none. started is when Start ran, in Unix nanoseconds; 0
+	// before: Start runs once the client has initialized, while its other
+	// requests may be read.
 	listed     chan struct{}
 	listedLeft atomic.Int32
-	started    time.Time
+	started    atomic.Int64
 
 	tasks taskStore
 
@@ -369,9 +371,14 @@ func (s *Session) pin(a *Attachment, start func(ctx context.Context) error) {
 
 // Start begins attaching the session's pinned servers and agents, in the
 // background. Set OnChange first: a pinned server may be attached, and
-// OnChange run, before Start returns.
+// OnChange run, before Start returns. After Close it starts nothing.
 func (s *Session) Start() {
-	s.started = time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return // Close's wait has begun, or is done
+	}
+	s.started.Store(time.Now().UnixNano())
 	for _, start := range s.pins {
 		s.wg.Go(start)
 	}
@@ -406,12 +413,15 @@ func (s *Session) Starting(a *Attachment, within time.Duration) bool {
 }
 
 // waitUntil waits for done to close, for ctx to end, or for within to pass
-// since Start; at once when done is nil.
+// since Start (from now, before Start); at once when done is nil.
 func (s *Session) waitUntil(ctx context.Context, done <-chan struct{}, within time.Duration) {
 	if done == nil {
 		return
 	}
-	left := time.Until(s.started.Add(within))
+	left := within
+	if t := s.started.Load(); t != 0 {
+		left = time.Until(time.Unix(0, t).Add(within))
+	}
 	if left <= 0 {
 		return
 	}
@@ -426,7 +436,10 @@ func (s *Session) waitUntil(ctx context.Context, done <-chan struct{}, within ti
 
 // pending reports whether waitUntil would wait now.
 func (s *Session) pending(done <-chan struct{}, within time.Duration) bool {
-	if done == nil || time.Since(s.started) >= within {
+	if done == nil {
+		return false
+	}
+	if t := s.started.Load(); t != 0 && time.Since(time.Unix(0, t)) >= within {
 		return false
 	}
 	select {

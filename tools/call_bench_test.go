@@ -258,6 +258,18 @@ type rawClient struct {
 // the session with raw frames.
 func rawStdio(t testing.TB, g *Gateway) *rawClient {
 	t.Helper()
+	c := rawPipes(t, g)
+	c.roundTrip(t, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}`+"\n"))
+	if _, err := c.w.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// rawPipes serves g's stdio transport on pipes to a client that writes
+// and reads frames by hand, not yet initialized.
+func rawPipes(t testing.TB, g *Gateway) *rawClient {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	served := make(chan error, 1)
@@ -271,12 +283,7 @@ func rawStdio(t testing.TB, g *Gateway) *rawClient {
 		_ = outW.Close()
 		g.Close()
 	})
-	c := &rawClient{w: inW, out: bufio.NewReaderSize(outR, 2<<20)} // a 1 MiB result in place
-	c.roundTrip(t, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}`+"\n"))
-	if _, err := inW.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return &rawClient{w: inW, out: bufio.NewReaderSize(outR, 2<<20)} // a 1 MiB result in place
 }
 
 // roundTrip writes one request frame and returns the next response the

@@ -151,3 +151,35 @@ func TestCallWhileStartingCancelled(t *testing.T) {
 		}
 	})
 }
+
+// A client that sends its first requests with initialize, in one write,
+// not waiting for its answer, has its first tools/list wait for the
+// pinned servers, and a call of theirs served, as one that waits.
+func TestPipelinedAfterInitialize(t *testing.T) {
+	pinned := startingServers(buildFixture(t), 300*time.Millisecond, 0)[:1]
+	c := rawPipes(t, stdioGateway(pinned, Options{Version: "test", PinnedListWait: 20 * time.Second}))
+	if _, err := c.w.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}` + "\n" +
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp_slow__echo","arguments":{"message":"early"}}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for len(got) < 3 {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal(c.next(t), &m); err != nil {
+			t.Fatal(err)
+		}
+		got[string(m.ID)] = string(m.Result) + string(m.Error)
+	}
+	if !strings.Contains(got["2"], `"mcp_slow__echo"`) {
+		t.Errorf("the first tools/list, sent with initialize: %.300s", got["2"])
+	}
+	if !strings.Contains(got["3"], `"text":"early"`) {
+		t.Errorf("the call, sent with initialize: %.300s", got["3"])
+	}
+}
