@@ -1,6 +1,7 @@
 package attach
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -81,5 +82,38 @@ func TestAnswerRequest(t *testing.T) {
 		if r := answers[i]; r.Error != nil || fmt.Sprintf("%s", r.Result) != fmt.Sprintf(`{"n":%d}`, i) {
 			t.Errorf("request %d: %+v", i, r)
 		}
+	}
+}
+
+// A stdio server's request reaches the relay with its params as they
+// came: members in the server's order (an elicitation form's fields),
+// numbers with all their digits.
+func TestRelayedParamsAsTheyCame(t *testing.T) {
+	p, toServerR, fromServerW := scriptedServer()
+	defer p.Close()
+	got := make(chan json.RawMessage, 1)
+	u := &upstream{log: quiet, requests: &clientRequests{caps: mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}}, wait: time.Minute,
+		relay: func(_ context.Context, _ string, params json.RawMessage) (json.RawMessage, error) {
+			got <- params
+			return json.RawMessage(`{"action":"decline"}`), nil
+		}}}
+	p.SetRequestHandler(func(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+		return u.answerRequest(ctx, req), nil
+	})
+	const params = `{"message":"who?","requestedSchema":{"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"integer","default":12345678901234567890}}}}`
+	if _, err := io.WriteString(fromServerW, `{"jsonrpc":"2.0","id":7,"method":"elicitation/create","params":`+params+"}\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case p := <-got:
+		if string(p) != params {
+			t.Errorf("relayed params %s; want %s", p, params)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request was not relayed")
+	}
+	answer, err := bufio.NewReader(toServerR).ReadString('\n')
+	if err != nil || !strings.Contains(answer, `"id":7`) || !strings.Contains(answer, `"decline"`) {
+		t.Errorf("the answer to the server: %q %v", answer, err)
 	}
 }

@@ -412,6 +412,12 @@ func (p *pipeTransport) dispatch(line []byte, b *guard.Batch) {
 			p.log.Debug("the server wrote a malformed request", "err", err)
 			return
 		}
+		if f.Params != nil {
+			// As it came: decoded, an object's members would be sorted
+			// (an elicitation's form fields reordered), and its numbers
+			// made float64. line is the reader's, reused.
+			req.Params = json.RawMessage(bytes.Clone(f.Params))
+		}
 		p.answering.run(req.Method, func() { p.serve(req) })
 	}
 }
