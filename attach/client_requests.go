@@ -81,7 +81,9 @@ func (s *Session) RootsChanged() {
 		up := a.up
 		a.mu.Unlock()
 		if up != nil && up.requests != nil && up.requests.caps.Roots != nil {
-			up.notifyServer(mcp.MethodNotificationRootsListChanged)
+			// Not on the reader of the client's messages, which a server
+			// slow to take it would hold.
+			go up.notifyServer(mcp.MethodNotificationRootsListChanged)
 		}
 	}
 }
@@ -126,9 +128,11 @@ func (u *upstream) answerRequest(ctx context.Context, req transport.JSONRPCReque
 		if err != nil {
 			return transport.NewJSONRPCErrorResponse(req.ID, mcp.INVALID_PARAMS, "the request's params could not be read: "+err.Error(), nil)
 		}
-		ctx, cancel := context.WithTimeout(ctx, c.wait)
-		defer cancel()
-		forget, ok := u.asking(req.ID, req.Method, cancel)
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		ctx, stop := context.WithTimeout(ctx, c.wait)
+		defer stop()
+		forget, ok := u.asking(req.ID, req.Method, func() { cancel(errServerCancelled) })
 		if !ok {
 			return transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, fmt.Sprintf("the client has %d requests of this server's to answer already: ask again once it has answered some", maxRelaying), nil)
 		}
@@ -136,6 +140,8 @@ func (u *upstream) answerRequest(ctx context.Context, req transport.JSONRPCReque
 		res, err := c.relay(ctx, req.Method, params)
 		var answer *RelayError
 		switch {
+		case errors.Is(context.Cause(ctx), errServerCancelled):
+			return nil // a request the server cancelled is not answered
 		case errors.As(err, &answer):
 			return transport.NewJSONRPCErrorResponse(req.ID, answer.Code, answer.Message, nil)
 		case err != nil:
@@ -147,16 +153,24 @@ func (u *upstream) answerRequest(ctx context.Context, req transport.JSONRPCReque
 	return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, msg, nil)
 }
 
+// errServerCancelled ends a relayed request the server cancelled.
+var errServerCancelled = errors.New("the server cancelled its request")
+
 // relayed is a request of the server's on its way to the client.
 type relayed struct {
 	method string
-	cancel context.CancelFunc
+	cancel func()
 }
+
+// maxCancelledEarly bounds the cancellations kept of requests not yet
+// asking (cancelled).
+const maxCancelledEarly = 64
 
 // asking records request id of the server's, of method, while its answer
 // is on its way, cancel stopping it, and returns what forgets it; ok is
-// false, and nothing recorded, when maxRelaying wait already.
-func (u *upstream) asking(id mcp.RequestId, method string, cancel context.CancelFunc) (forget func(), ok bool) {
+// false, and nothing recorded, when maxRelaying wait already. A request
+// the server cancelled before it got here is stopped at once.
+func (u *upstream) asking(id mcp.RequestId, method string, cancel func()) (forget func(), ok bool) {
 	key, err := json.Marshal(id)
 	if err != nil {
 		return func() {}, true
@@ -170,7 +184,12 @@ func (u *upstream) asking(id mcp.RequestId, method string, cancel context.Cancel
 		u.relaying = map[string]relayed{}
 	}
 	u.relaying[string(key)] = relayed{method, cancel}
+	early := u.cancelledEarly[string(key)]
+	delete(u.cancelledEarly, string(key))
 	u.mu.Unlock()
+	if early {
+		cancel()
+	}
 	return func() {
 		u.mu.Lock()
 		delete(u.relaying, string(key))
@@ -187,6 +206,14 @@ func (u *upstream) cancelled(n mcp.JSONRPCNotification) {
 	}
 	u.mu.Lock()
 	r, ok := u.relaying[string(key)]
+	if !ok {
+		// Its request may be on its way to asking: requests are
+		// answered off the reader, notifications on it.
+		if u.cancelledEarly == nil || len(u.cancelledEarly) >= maxCancelledEarly {
+			u.cancelledEarly = map[string]bool{}
+		}
+		u.cancelledEarly[string(key)] = true
+	}
 	u.mu.Unlock()
 	if ok {
 		r.cancel()

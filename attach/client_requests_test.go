@@ -65,16 +65,33 @@ func TestAnswerRequest(t *testing.T) {
 	if r := u.answerRequest(context.Background(), req(99, string(mcp.MethodSamplingCreateMessage))); r.Error == nil || !strings.Contains(r.Error.Message, "to answer already") {
 		t.Fatalf("a request past maxRelaying: %+v", r)
 	}
-	// The server gives up on request 1: it ends, the others wait on.
-	u.onNotification(mcp.JSONRPCNotification{Notification: mcp.Notification{Method: string(mcp.MethodNotificationCancelled),
-		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": 1}}}})
+	// The server gives up on request 1: it ends, unanswered (a cancelled
+	// request gets no answer), the others wait on.
+	cancelOf := func(id int) {
+		u.onNotification(mcp.JSONRPCNotification{Notification: mcp.Notification{Method: string(mcp.MethodNotificationCancelled),
+			Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id}}}})
+	}
+	cancelOf(1)
 	select {
 	case r := <-first:
-		if r.Error == nil || r.Error.Code != -32800 {
-			t.Errorf("the cancelled request: %+v", r)
+		if r != nil {
+			t.Errorf("the cancelled request was answered: %+v", r)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the request the server cancelled went on")
+	}
+	// A cancellation read before its request reached the relay (requests
+	// are answered off the reader) still stops it.
+	cancelOf(50)
+	early := make(chan *transport.JSONRPCResponse, 1)
+	go func() { early <- u.answerRequest(context.Background(), req(50, string(mcp.MethodSamplingCreateMessage))) }()
+	select {
+	case r := <-early:
+		if r != nil {
+			t.Errorf("the request cancelled early was answered: %+v", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request cancelled before it came went on")
 	}
 	close(release)
 	wg.Wait()

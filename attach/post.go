@@ -370,7 +370,11 @@ func (p *poster) answer(ctx context.Context, f frame) {
 	send := func() {
 		defer stop()
 		defer context.AfterFunc(p.closed, stop)()
-		line, err := json.Marshal(p.serve(ctx, req))
+		resp := p.serve(ctx, req)
+		if resp == nil {
+			return // a request the server cancelled
+		}
+		line, err := json.Marshal(resp)
 		if err != nil {
 			return
 		}

@@ -39,8 +39,10 @@ type upstream struct {
 	// session's client, whose requests it may make (client_requests.go).
 	requests *clientRequests
 	// relaying stops the server's requests on their way to the client,
-	// by their ids' JSON; guarded by mu.
-	relaying map[string]relayed
+	// by their ids' JSON; cancelledEarly are the ids it cancelled before
+	// their requests got there. Guarded by mu.
+	relaying       map[string]relayed
+	cancelledEarly map[string]bool
 
 	cmd    *exec.Cmd     // nil for remotes
 	exited chan struct{} // closed once a stdio child has exited and been reaped
