@@ -84,7 +84,9 @@ func TestAnswerRequest(t *testing.T) {
 	// are answered off the reader) still stops it.
 	cancelOf(50)
 	early := make(chan *transport.JSONRPCResponse, 1)
-	go func() { early <- u.answerRequest(context.Background(), req(50, string(mcp.MethodSamplingCreateMessage))) }()
+	go func() {
+		early <- u.answerRequest(context.Background(), req(50, string(mcp.MethodSamplingCreateMessage)))
+	}()
 	select {
 	case r := <-early:
 		if r != nil {
