@@ -3,6 +3,7 @@ package registry
 import (
 	"cmp"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -347,8 +348,14 @@ func TestSortFirst(t *testing.T) {
 func TestSearchPagination(t *testing.T) {
 	entries := corpusEntriesOrNil(t)
 	if entries == nil {
+		// Without the corpus beside the checkout: entries the queries
+		// below page through, half of them npm packages for the filter.
 		for i := range 57 {
-			entries = append(entries, mcpEntry(fmt.Sprintf("urn:air:p%d.example:mcp:server", i), fmt.Sprintf("server %d", i), "an mcp server for databases"))
+			e := mcpEntry(fmt.Sprintf("urn:air:p%d.example:mcp:server", i), fmt.Sprintf("server %d", i), "an mcp server for databases")
+			if i%2 == 0 {
+				e.URL, e.Data = "", json.RawMessage(`{"packages":[{"registryType":"npm","identifier":"p","version":"1.0.0"}]}`)
+			}
+			entries = append(entries, e)
 		}
 	}
 	ix := NewIndex("corpus", entries)
