@@ -14,12 +14,14 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.uber.org/goleak"
 )
 
 // A server's requests to the client: relayed while the client is told
 // it may be asked, refused past maxRelaying waiting, and stopped when the
 // server cancels one; a method the client did not declare is refused.
 func TestAnswerRequest(t *testing.T) {
+	defer goleak.VerifyNone(t)
 	release := make(chan struct{})
 	u := &upstream{log: slog.New(slog.NewTextHandler(io.Discard, nil)), requests: &clientRequests{
 		caps: mcp.ClientCapabilities{Sampling: &mcp.SamplingCapability{}},
@@ -108,8 +110,10 @@ func TestAnswerRequest(t *testing.T) {
 // came: members in the server's order (an elicitation form's fields),
 // numbers with all their digits.
 func TestRelayedParamsAsTheyCame(t *testing.T) {
+	defer goleak.VerifyNone(t)
 	p, toServerR, fromServerW := scriptedServer()
 	defer p.Close()
+	defer fromServerW.Close() // the server's stdout ends: the reader stops
 	got := make(chan json.RawMessage, 1)
 	u := &upstream{log: quiet, requests: &clientRequests{caps: mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}}, wait: time.Minute,
 		relay: func(_ context.Context, _ string, params json.RawMessage) (json.RawMessage, error) {
