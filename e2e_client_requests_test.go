@@ -353,3 +353,19 @@ func (h holdSampling) CreateMessage(ctx context.Context, _ mcp.CreateMessageRequ
 	}
 	return nil, errors.New("not answered")
 }
+
+// The official TypeScript SDK client (Claude Code's and Claude Desktop's)
+// answers server-everything's roots, sampling and elicitation requests
+// through the gateway, over stdio and streamable HTTP
+// (testdata/ts-client/relay.mjs).
+func TestClientRequestsTypeScriptClient(t *testing.T) {
+	needNPX(t)
+	needTSModules(t)
+	t.Run("stdio", func(t *testing.T) {
+		runTSScript(t, "relay.mjs", env(false), "stdio", gatewayBin, "serve")
+	})
+	t.Run("http", func(t *testing.T) {
+		url, _ := startHTTP(t, env(false))
+		runTSScript(t, "relay.mjs", env(false), "http", url)
+	})
+}

@@ -88,17 +88,24 @@ func TestTypeScriptServer(t *testing.T) {
 // runTSClient runs client.mjs with args and expects it to print OK.
 func runTSClient(t *testing.T, environ []string, args ...string) {
 	t.Helper()
+	runTSScript(t, "client.mjs", environ, args...)
+}
+
+// runTSScript runs testdata/ts-client's script with args and expects it
+// to print OK.
+func runTSScript(t *testing.T, script string, environ []string, args ...string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", append([]string{"testdata/ts-client/client.mjs"}, args...)...)
+	cmd := exec.CommandContext(ctx, "node", append([]string{"testdata/ts-client/" + script}, args...)...)
 	cmd.Env = environ
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	if out := strings.TrimSpace(stdout.String()); err != nil || out != "OK" {
-		t.Fatalf("node client.mjs %s: %v (ctx: %v)\nstdout:\n%s\nstderr:\n%s",
-			strings.Join(args, " "), err, ctx.Err(), stdout.String(), stderr.String())
+		t.Fatalf("node %s %s: %v (ctx: %v)\nstdout:\n%s\nstderr:\n%s",
+			script, strings.Join(args, " "), err, ctx.Err(), stdout.String(), stderr.String())
 	}
 	t.Logf("client stderr:\n%s", stderr.String())
 }
