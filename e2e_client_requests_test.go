@@ -74,16 +74,7 @@ var everythingAsks = []string{"mcp_everything__get-roots-list", "mcp_everything_
 // is not told it could.
 func TestClientRequestsEverything(t *testing.T) {
 	needNPX(t)
-	port := freePort(t)
-	up := exec.Command("npx", "-y", "@modelcontextprotocol/server-everything@2026.8.31", "streamableHttp")
-	up.Env = env(false, "PORT="+port)
-	startHTTPUpstream(t, up, "listening on port "+port, 2*time.Minute)
-	pinned := filepath.Join(t.TempDir(), "ardgate.json")
-	data, _ := json.Marshal(map[string]any{"allow_local_urls": true,
-		"servers": []any{map[string]any{"name": "everything", "url": "http://127.0.0.1:" + port + "/mcp"}}})
-	if err := os.WriteFile(pinned, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	pinned := pinnedConfig(t, "everything", startEverythingHTTP(t))
 
 	connect := map[string]func(t *testing.T, opts []client.ClientOption, args ...string) *gateway{
 		"stdio": func(t *testing.T, opts []client.ClientOption, args ...string) *gateway {
@@ -320,11 +311,7 @@ func TestClientRequestCancelledByServer(t *testing.T) {
 	needTSModules(t)
 	port := freePort(t)
 	startHTTPUpstream(t, exec.Command("node", "testdata/ts-client/server.mjs", port), "listening on "+port, 30*time.Second)
-	cfg := filepath.Join(t.TempDir(), "ardgate.json")
-	data, _ := json.Marshal(map[string]any{"allow_local_urls": true, "servers": []any{map[string]any{"name": "ts", "url": "http://127.0.0.1:" + port + "/mcp"}}})
-	if err := os.WriteFile(cfg, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := pinnedConfig(t, "ts", "http://127.0.0.1:"+port+"/mcp")
 	held := make(chan struct{})
 	defer close(held)
 	g := startStdioClient(t, env(false), []client.ClientOption{client.WithSamplingHandler(holdSampling(held))}, "--config", cfg)

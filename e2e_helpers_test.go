@@ -132,19 +132,37 @@ func startHTTPUpstream(t *testing.T, up *exec.Cmd, ready string, wait time.Durat
 // url pinned as name, and waits for the server's tool to be listed.
 func pinHTTP(t *testing.T, name, url, tool string) *gateway {
 	t.Helper()
-	cfg := filepath.Join(t.TempDir(), "ardgate.json")
-	data, _ := json.Marshal(map[string]any{"allow_local_urls": true,
-		"servers": []any{map[string]any{"name": name, "url": url}}})
-	if err := os.WriteFile(cfg, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	g := startStdio(t, env(false), "--config", cfg)
+	g := startStdio(t, env(false), "--config", pinnedConfig(t, name, url))
 	for deadline := time.Now().Add(30 * time.Second); !slices.Contains(g.toolNames(), tool); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the pinned server's tools never appeared: %v", g.toolNames())
 		}
 	}
 	return g
+}
+
+// pinnedConfig writes a config file that pins the streamable HTTP server
+// at url, on loopback, as name, and returns its path.
+func pinnedConfig(t *testing.T, name, url string) string {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "ardgate.json")
+	data, _ := json.Marshal(map[string]any{"allow_local_urls": true,
+		"servers": []any{map[string]any{"name": name, "url": url}}})
+	if err := os.WriteFile(cfg, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// startEverythingHTTP runs npm server-everything over streamable HTTP
+// and returns its endpoint.
+func startEverythingHTTP(t *testing.T) string {
+	t.Helper()
+	port := freePort(t)
+	up := exec.Command("npx", "-y", "@modelcontextprotocol/server-everything@2026.8.31", "streamableHttp")
+	up.Env = env(false, "PORT="+port)
+	startHTTPUpstream(t, up, "listening on port "+port, 2*time.Minute)
+	return "http://127.0.0.1:" + port + "/mcp"
 }
 
 // startStdio runs the gateway binary over stdio with a real MCP client on

@@ -143,11 +143,7 @@ func TestStdioEverythingEndToEnd(t *testing.T) {
 // bad arguments are the server's path's, byte for byte.
 func TestStdioEverythingOverHTTP(t *testing.T) {
 	needNPX(t)
-	port := freePort(t)
-	up := exec.Command("npx", "-y", "@modelcontextprotocol/server-everything@2026.8.31", "streamableHttp")
-	up.Env = env(false, "PORT="+port)
-	startHTTPUpstream(t, up, "listening on port "+port, 2*time.Minute)
-	g := pinHTTP(t, "everything", "http://127.0.0.1:"+port+"/mcp", "mcp_everything__get-sum")
+	g := pinHTTP(t, "everything", startEverythingHTTP(t), "mcp_everything__get-sum")
 	for _, c := range []struct {
 		tool string
 		args map[string]any
