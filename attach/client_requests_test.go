@@ -73,15 +73,21 @@ func TestAnswerRequest(t *testing.T) {
 		u.onNotification(mcp.JSONRPCNotification{Notification: mcp.Notification{Method: string(mcp.MethodNotificationCancelled),
 			Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id}}}})
 	}
-	cancelOf(1)
-	select {
-	case r := <-first:
-		if r != nil {
-			t.Errorf("the cancelled request was answered: %+v", r)
+	// unanswered says whether the request answering on ch ended, within 5
+	// s, with no answer, as a request the server cancelled must.
+	unanswered := func(ch <-chan *transport.JSONRPCResponse, what string) {
+		t.Helper()
+		select {
+		case r := <-ch:
+			if r != nil {
+				t.Errorf("%s was answered: %+v", what, r)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s went on", what)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the request the server cancelled went on")
 	}
+	cancelOf(1)
+	unanswered(first, "the request the server cancelled")
 	// A cancellation read before its request reached the relay (requests
 	// are answered off the reader) still stops it.
 	cancelOf(50)
@@ -89,14 +95,7 @@ func TestAnswerRequest(t *testing.T) {
 	go func() {
 		early <- u.answerRequest(context.Background(), req(50, string(mcp.MethodSamplingCreateMessage)))
 	}()
-	select {
-	case r := <-early:
-		if r != nil {
-			t.Errorf("the request cancelled early was answered: %+v", r)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the request cancelled before it came went on")
-	}
+	unanswered(early, "the request cancelled before it came")
 	close(release)
 	wg.Wait()
 	for i := 2; i <= maxRelaying; i++ {
