@@ -25,6 +25,8 @@ type clientSide struct {
 	asked chan string
 	// refuse, when set, is the error every sampling is answered with.
 	refuse error
+	// slow is how long a person takes to answer an elicitation.
+	slow time.Duration
 }
 
 func (c clientSide) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
@@ -43,6 +45,7 @@ func (c clientSide) CreateMessage(context.Context, mcp.CreateMessageRequest) (*m
 
 func (c clientSide) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
 	c.asked <- "elicitation"
+	time.Sleep(c.slow)
 	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionDecline}}, nil
 }
 
@@ -74,7 +77,8 @@ var everythingAsks = []string{"mcp_everything__get-roots-list", "mcp_everything_
 // is not told it could.
 func TestClientRequestsEverything(t *testing.T) {
 	needNPX(t)
-	pinned := pinnedConfig(t, "everything", startEverythingHTTP(t))
+	everything := startEverythingHTTP(t)
+	pinnedEverything := pinnedConfig(t, "everything", everything)
 
 	connect := map[string]func(t *testing.T, opts []client.ClientOption, args ...string) *gateway{
 		"stdio": func(t *testing.T, opts []client.ClientOption, args ...string) *gateway {
@@ -99,7 +103,7 @@ func TestClientRequestsEverything(t *testing.T) {
 		"stdio upstream": {nil, func(g *gateway) {
 			g.ok("attach_resource", map[string]any{"urn": "urn:air:modelcontextprotocol.io:mcp:everything"}, nil)
 		}},
-		"http upstream": {[]string{"--config", pinned}, func(g *gateway) {
+		"http upstream": {[]string{"--config", pinnedEverything}, func(g *gateway) {
 			for deadline := time.Now().Add(30 * time.Second); !slices.Contains(g.toolNames(), "mcp_everything__echo"); time.Sleep(50 * time.Millisecond) {
 				if time.Now().After(deadline) {
 					g.t.Fatalf("the pinned server's tools never appeared: %v", g.toolNames())
@@ -144,6 +148,25 @@ func TestClientRequestsEverything(t *testing.T) {
 				c.waitAsked(t, "roots")
 			})
 		}
+	}
+
+	// A person takes longer to answer than call_timeout: the call waits
+	// on, its server waiting on the client, and gets call_timeout again
+	// once answered.
+	slowConfigs := map[string]map[string]any{
+		"stdio upstream": {"call_timeout": "1s"},
+		"http upstream":  pinned("everything", everything),
+	}
+	slowConfigs["http upstream"]["call_timeout"] = "1s"
+	for _, upstream := range []string{"stdio upstream", "http upstream"} {
+		t.Run("a person slower than call_timeout, "+upstream, func(t *testing.T) {
+			c := clientSide{asked: make(chan string, 64), slow: 2500 * time.Millisecond}
+			g := startStdioClient(t, env(false), []client.ClientOption{client.WithElicitationHandler(c)}, "--config", writeConfig(t, slowConfigs[upstream]))
+			attach[upstream].do(g)
+			if res := g.call("mcp_everything__trigger-elicitation-request", map[string]any{}); res.IsError || !strings.Contains(text(res), "User declined") {
+				t.Fatalf("an elicitation answered after 2.5 s, call_timeout 1 s: %s", text(res))
+			}
+		})
 	}
 
 	// The client's error answer reaches the server, through the door
@@ -274,9 +297,9 @@ func TestClientRequestsRaw(t *testing.T) {
 		t.Fatalf("a stray error answer was answered: %v", m)
 	}
 
-	// Unanswered: the call runs out of time (3 s), saying it waited on
-	// the client; past max_call_time (6 s) the request is cancelled at
-	// the client.
+	// Unanswered: the call is held past call_timeout (3 s), its server
+	// waiting on the client, and runs out of time at max_call_time (6 s),
+	// saying so; the request is cancelled at the client then.
 	call(12)
 	ask = g.response()
 	var cancelled, answered bool
@@ -289,7 +312,7 @@ func TestClientRequestsRaw(t *testing.T) {
 		case m["method"] == "notifications/cancelled" && params["requestId"] == ask["id"]:
 			cancelled = true
 		case m["id"] == float64(12):
-			if answered = true; !strings.Contains(fmt.Sprint(m["result"]), "meanwhile it was waiting for the client to answer its sampling/createMessage") {
+			if answered = true; !strings.Contains(fmt.Sprint(m["result"]), "within 6s, the most one call may take (max_call_time); meanwhile it was waiting for the client to answer its sampling/createMessage") {
 				t.Fatalf("the call that ran out of time: %v", m)
 			}
 		case m["id"] != nil:

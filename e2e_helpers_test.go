@@ -145,13 +145,27 @@ func pinHTTP(t *testing.T, name, url, tool string) *gateway {
 // at url, on loopback, as name, and returns its path.
 func pinnedConfig(t *testing.T, name, url string) string {
 	t.Helper()
-	cfg := filepath.Join(t.TempDir(), "ardgate.json")
-	data, _ := json.Marshal(map[string]any{"allow_local_urls": true,
-		"servers": []any{map[string]any{"name": name, "url": url}}})
-	if err := os.WriteFile(cfg, data, 0o600); err != nil {
+	return writeConfig(t, pinned(name, url))
+}
+
+// pinned is the config that pins the streamable HTTP server at url, on
+// loopback, as name.
+func pinned(name, url string) map[string]any {
+	return map[string]any{"allow_local_urls": true, "servers": []any{map[string]any{"name": name, "url": url}}}
+}
+
+// writeConfig writes cfg to a config file and returns its path.
+func writeConfig(t *testing.T, cfg map[string]any) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ardgate.json")
+	data, err := json.Marshal(cfg)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return cfg
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // startEverythingHTTP runs npm server-everything over streamable HTTP

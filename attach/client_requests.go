@@ -169,7 +169,8 @@ const maxCancelledEarly = 64
 // asking records request id of the server's, of method, while its answer
 // is on its way, cancel stopping it, and returns what forgets it; ok is
 // false, and nothing recorded, when maxRelaying wait already. A request
-// the server cancelled before it got here is stopped at once.
+// the server cancelled before it got here is stopped at once. While it
+// waits, the server's calls are held (clock.go).
 func (u *upstream) asking(id mcp.RequestId, method string, cancel func()) (forget func(), ok bool) {
 	key, err := json.Marshal(id)
 	if err != nil {
@@ -187,6 +188,7 @@ func (u *upstream) asking(id mcp.RequestId, method string, cancel func()) (forge
 	early := u.cancelledEarly[string(key)]
 	delete(u.cancelledEarly, string(key))
 	u.mu.Unlock()
+	u.waiting.begin()
 	if early {
 		cancel()
 	}
@@ -194,6 +196,7 @@ func (u *upstream) asking(id mcp.RequestId, method string, cancel func()) (forge
 		u.mu.Lock()
 		delete(u.relaying, string(key))
 		u.mu.Unlock()
+		u.waiting.end()
 	}, true
 }
 

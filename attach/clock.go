@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ardgate/ardgate/config"
@@ -16,6 +18,11 @@ import (
 // minutes was cut at one. No progress takes a call past max_call_time from
 // its start, the bound the spec asks for against a server that reports
 // progress without end.
+//
+// A server that asked the client something (an elicitation waits for a
+// person) cannot answer a call before it has the client's answer: while it
+// waits, none of its calls runs out of time, and once answered each gets
+// its timeout again, up to max_call_time from its start as well.
 
 // callLimits are a call's time limits.
 type callLimits struct {
@@ -40,17 +47,23 @@ func (m *Manager) maxCallTime() time.Duration {
 var errOutOfTime = fmt.Errorf("%w", ErrTimeout)
 
 // within bounds ctx by l. A call with progress p gets l.timeout again at
-// each progress it reports, up to l.most.
-func (l callLimits) within(ctx context.Context, p *Progress) (context.Context, context.CancelFunc) {
-	if p == nil {
+// each progress it reports, and a call to a server that may ask the
+// client (w not nil) is held while it does (clientWait), both up to
+// l.most.
+func (l callLimits) within(ctx context.Context, p *Progress, w *clientWait) (context.Context, context.CancelFunc) {
+	if p == nil && w == nil {
 		return context.WithTimeoutCause(ctx, l.timeout, errOutOfTime)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	end := time.Now().Add(l.most)
-	t := time.AfterFunc(l.timeout, func() { cancel(errOutOfTime) })
-	p.heard = func() { t.Reset(min(l.timeout, time.Until(end))) }
+	c := &callClock{limits: l, end: time.Now().Add(l.most), wait: w, cancel: cancel}
+	c.set(l.timeout)
+	if p != nil {
+		p.heard = func() { c.set(min(l.timeout, time.Until(c.end))) }
+	}
 	return ctx, func() {
-		t.Stop()
+		c.mu.Lock()
+		c.t.Stop()
+		c.mu.Unlock()
 		cancel(context.Canceled)
 	}
 }
@@ -78,6 +91,9 @@ func (l callLimits) outOfTime(a *Attachment, tool string, ran time.Duration, p *
 // ranOut is outOfTime but for the server's requests to the client.
 func (l callLimits) ranOut(a *Attachment, tool string, ran time.Duration, p *Progress) error {
 	switch {
+	case (p == nil || !p.reported.Load()) && ran >= l.most && l.most > l.timeout:
+		// Held while its server waited on the client.
+		return fmt.Errorf("%w: %s did not answer %s within %s, the most one call may take (max_call_time)", ErrTimeout, a.Name, tool, l.most)
 	case p == nil:
 		return errNoAnswer(a, tool, l.timeout)
 	case !p.reported.Load():
@@ -88,4 +104,69 @@ func (l callLimits) ranOut(a *Attachment, tool string, ran time.Duration, p *Pro
 		return fmt.Errorf("%w: %s did not answer %s within %s; its progress gave it no more time, as max_call_time is not longer than that", ErrTimeout, a.Name, tool, l.timeout)
 	}
 	return fmt.Errorf("%w: %s reported progress on %s, then neither answered nor reported more within %s", ErrTimeout, a.Name, tool, l.timeout)
+}
+
+// callClock is the timer of a call that may be given more time.
+type callClock struct {
+	limits callLimits
+	end    time.Time   // l.most from the call's start
+	wait   *clientWait // nil when the server cannot ask the client
+	cancel context.CancelCauseFunc
+
+	mu sync.Mutex // the timer may fire before AfterFunc has returned it
+	t  *time.Timer
+}
+
+// set lets the call run d more.
+func (c *callClock) set(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.t == nil {
+		c.t = time.AfterFunc(d, c.fire)
+		return
+	}
+	c.t.Reset(d)
+}
+
+func (c *callClock) fire() {
+	now := time.Now()
+	if d := c.wait.hold(now, c.limits.timeout, c.end); !d.IsZero() {
+		c.set(d.Sub(now))
+		return
+	}
+	c.cancel(errOutOfTime)
+}
+
+// clientWait is a server's requests to the client on their way: while
+// one is, the server's calls are held (clock.go).
+type clientWait struct {
+	asking   atomic.Int32
+	answered atomic.Int64 // when the last was answered, in Unix ns; 0 for never
+}
+
+func (w *clientWait) begin() { w.asking.Add(1) }
+
+func (w *clientWait) end() {
+	w.answered.Store(time.Now().UnixNano()) // before: a call held sees it
+	w.asking.Add(-1)
+}
+
+// hold is when a call with timeout and end that runs out of time now
+// runs out instead, the client having held its server; zero when it did
+// not. A nil w holds nothing.
+func (w *clientWait) hold(now time.Time, timeout time.Duration, end time.Time) time.Time {
+	if w == nil || !now.Before(end) {
+		return time.Time{}
+	}
+	d := time.Unix(0, w.answered.Load()).Add(timeout)
+	if w.asking.Load() > 0 {
+		d = now.Add(timeout)
+	}
+	switch {
+	case !d.After(now):
+		return time.Time{}
+	case d.After(end):
+		return end
+	}
+	return d
 }

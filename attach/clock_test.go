@@ -1,10 +1,14 @@
 package attach
 
 import (
+	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // Each way a call runs out of time says which it was.
@@ -26,10 +30,121 @@ func TestOutOfTime(t *testing.T) {
 		{"progress, then silence", long, 3 * time.Second, reported, "fx reported progress on slow, then neither answered nor reported more within 1s"},
 		{"progress to the most", long, 10 * time.Second, reported, "fx was still working on slow after 10s, the most one call may take (max_call_time), though it reported progress"},
 		{"progress, no longer most", same, time.Second, reported, "fx did not answer slow within 1s; its progress gave it no more time, as max_call_time is not longer than that"},
+		{"held by the client to the most", long, 10 * time.Second, nil, "fx did not answer slow within 10s, the most one call may take (max_call_time)"},
+		{"held to the most, progress asked", long, 10 * time.Second, &Progress{}, "fx did not answer slow within 10s, the most one call may take (max_call_time)"},
 	} {
 		err := c.limits.outOfTime(a, "slow", c.ran, c.p)
 		if !errors.Is(err, ErrTimeout) || !strings.HasSuffix(err.Error(), c.want) {
 			t.Errorf("%s: %v; want %q", c.name, err, c.want)
 		}
+	}
+}
+
+// A call due while its server waits on the client is held a timeout at a
+// time, and gets a timeout from the client's last answer; never past its
+// end.
+func TestClientWaitHolds(t *testing.T) {
+	now := time.Now()
+	timeout := time.Second
+	end := now.Add(time.Minute)
+	answeredAt := func(at time.Time) *clientWait {
+		w := &clientWait{}
+		w.answered.Store(at.UnixNano())
+		return w
+	}
+	asking := &clientWait{}
+	asking.begin()
+	for _, c := range []struct {
+		name string
+		w    *clientWait
+		end  time.Time
+		want time.Time // zero: not held
+	}{
+		{"a server that cannot ask", nil, end, time.Time{}},
+		{"never asked", &clientWait{}, end, time.Time{}},
+		{"asking", asking, end, now.Add(timeout)},
+		{"asking, near the end", asking, now.Add(time.Millisecond), now.Add(time.Millisecond)},
+		{"asking, at the end", asking, now, time.Time{}},
+		{"answered just now", answeredAt(now.Add(-time.Millisecond)), end, now.Add(timeout - time.Millisecond)},
+		{"answered a timeout ago", answeredAt(now.Add(-timeout)), end, time.Time{}},
+	} {
+		if got := c.w.hold(now, timeout, c.end); !got.Equal(c.want) {
+			t.Errorf("%s: held to %v; want %v", c.name, got.Sub(now), c.want.Sub(now))
+		}
+	}
+	w := &clientWait{}
+	w.begin()
+	w.end()
+	if w.asking.Load() != 0 || w.hold(time.Now(), timeout, end).IsZero() {
+		t.Errorf("an answer just given: asking %d, not held", w.asking.Load())
+	}
+}
+
+// A call whose server asks the client is not cut at its timeout while
+// the client has not answered, and is cut a timeout after the answer;
+// without an answer, at the most a call may take. The same on a context
+// (within) and on a stdio server's pipe.
+func TestHeldByTheClient(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	limits := callLimits{timeout: 200 * time.Millisecond, most: 1500 * time.Millisecond}
+	clocks := map[string]func(w *clientWait) (ended <-chan time.Duration, stop func()){
+		"within": func(w *clientWait) (<-chan time.Duration, func()) {
+			began := time.Now()
+			ctx, cancel := limits.within(context.Background(), nil, w)
+			ended := make(chan time.Duration, 1)
+			go func() {
+				<-ctx.Done()
+				if context.Cause(ctx) == errOutOfTime {
+					ended <- time.Since(began)
+				}
+			}()
+			return ended, cancel
+		},
+		"pipe": func(w *clientWait) (<-chan time.Duration, func()) {
+			p, toServerR, fromServerW := scriptedServer()
+			go io.Copy(io.Discard, toServerR)
+			p.wait = w
+			began := time.Now()
+			ended := make(chan time.Duration, 1)
+			if err := p.send("string:held", endsWith(func(err error) {
+				if errors.Is(err, ErrTimeout) {
+					ended <- time.Since(began)
+				}
+			}), limits, nil, nil, []byte(`{"jsonrpc":"2.0","id":"held","method":"x"}`), "\n"); err != nil {
+				t.Fatal(err)
+			}
+			return ended, func() {
+				_ = fromServerW.Close()
+				_ = p.Close()
+			}
+		},
+	}
+	for name, clock := range clocks {
+		t.Run(name+", answered", func(t *testing.T) {
+			w := &clientWait{}
+			w.begin()
+			ended, stop := clock(w)
+			defer stop()
+			select {
+			case ran := <-ended:
+				t.Fatalf("out of time after %v, its server waiting on the client", ran)
+			case <-time.After(3 * limits.timeout):
+			}
+			answered := time.Now()
+			w.end()
+			ran := <-ended
+			if since := time.Since(answered); since < limits.timeout || ran >= limits.most {
+				t.Fatalf("out of time %v after the answer, %v after the start; want a timeout (%v) after the answer", since, ran, limits.timeout)
+			}
+		})
+		t.Run(name+", never answered", func(t *testing.T) {
+			w := &clientWait{}
+			w.begin()
+			ended, stop := clock(w)
+			defer stop()
+			if ran := <-ended; ran < limits.most {
+				t.Fatalf("out of time after %v, before the most (%v)", ran, limits.most)
+			}
+		})
 	}
 }

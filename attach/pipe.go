@@ -44,6 +44,9 @@ type pipeTransport struct {
 	armed     time.Time              // zero when the timer is not set
 	onNote    func(mcp.JSONRPCNotification)
 	onRequest transport.RequestHandler
+	// wait, when not nil, holds calls due while the server waits on the
+	// client (clock.go).
+	wait *clientWait
 
 	started   sync.Once
 	done      chan struct{} // closed when the connection ends
@@ -96,6 +99,8 @@ type waiter interface {
 type pendingCall struct {
 	w        waiter
 	deadline time.Time // zero when none
+	timeout  time.Duration
+	end      time.Time // the deadline may not move past it
 }
 
 // SendRequest writes request and waits for the server's response to it,
@@ -117,7 +122,7 @@ func (p *pipeTransport) SendRequest(ctx context.Context, request transport.JSONR
 // written where it lies (guard.FrameWriter).
 func (p *pipeTransport) roundTrip(ctx context.Context, key string, head func([]byte) []byte, body []byte, tail string) (*transport.JSONRPCResponse, error) {
 	ch := make(replyChan, 1)
-	if err := p.send(key, ch, 0, nil, head, body, tail); err != nil {
+	if err := p.send(key, ch, callLimits{}, nil, head, body, tail); err != nil {
 		return nil, err
 	}
 	select {
@@ -141,24 +146,26 @@ func (ch replyChan) answered(f frame, _ *guard.Batch) { ch <- reply{resp: respon
 func (ch replyChan) failed(err error)                 { ch <- reply{err: err} }
 
 // send registers w under key, keyed as mcp.RequestId.String keys its id,
-// with a deadline when timeout is not zero, and writes the request that
-// line appends, or holds it in b (guard.FrameWriter). It returns at once:
-// w hears the response, the connection's end, ErrTimeout after timeout,
-// or the cause given to stop, on the goroutine that saw it. On failure w
-// is not called.
+// within limits when their timeout is not zero, and writes the request
+// that line appends, or holds it in b (guard.FrameWriter). It returns at
+// once: w hears the response, the connection's end, ErrTimeout when out
+// of time, or the cause given to stop, on the goroutine that saw it. On
+// failure w is not called.
 //
 // It is how a proxied call over stdio waits without a goroutine of its
 // own: the response is written to the client from the reader that read it,
 // as a relay copying bytes would, with no hand-off in between.
-func (p *pipeTransport) send(key string, w waiter, timeout time.Duration, b *guard.Batch, head func([]byte) []byte, body []byte, tail string) error {
-	c := pendingCall{w: w}
+func (p *pipeTransport) send(key string, w waiter, limits callLimits, b *guard.Batch, head func([]byte) []byte, body []byte, tail string) error {
+	c := pendingCall{w: w, timeout: limits.timeout}
 	p.mu.Lock()
 	if p.ended {
 		p.mu.Unlock()
 		return transport.ErrTransportClosed
 	}
-	if timeout > 0 {
-		c.deadline = time.Now().Add(timeout)
+	if limits.timeout > 0 {
+		now := time.Now()
+		c.deadline = now.Add(limits.timeout)
+		c.end = now.Add(max(limits.timeout, limits.most))
 		p.arm(c.deadline)
 	}
 	p.pending[key] = c
@@ -208,8 +215,9 @@ func (p *pipeTransport) arm(d time.Time) {
 	p.deadlines.Reset(time.Until(d))
 }
 
-// expire ends the calls whose deadline has passed with ErrTimeout, and
-// sets the timer for the earliest deadline left.
+// expire ends the calls whose deadline has passed with ErrTimeout, but
+// for those the client held (clientWait), and sets the timer for the
+// earliest deadline left.
 func (p *pipeTransport) expire() {
 	p.mu.Lock()
 	now := time.Now()
@@ -217,12 +225,18 @@ func (p *pipeTransport) expire() {
 	var due []pendingCall
 	var next time.Time
 	for key, c := range p.pending {
-		switch {
-		case c.deadline.IsZero():
-		case !c.deadline.After(now):
-			delete(p.pending, key)
-			due = append(due, c)
-		case next.IsZero() || c.deadline.Before(next):
+		if c.deadline.IsZero() {
+			continue
+		}
+		if !c.deadline.After(now) {
+			if c.deadline = p.wait.hold(now, c.timeout, c.end); c.deadline.IsZero() {
+				delete(p.pending, key)
+				due = append(due, c)
+				continue
+			}
+			p.pending[key] = c
+		}
+		if next.IsZero() || c.deadline.Before(next) {
 			next = c.deadline
 		}
 	}

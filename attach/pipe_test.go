@@ -266,7 +266,7 @@ func TestPipeTransportDeadlines(t *testing.T) {
 		line := `{"jsonrpc":"2.0","id":"` + name + `","method":"x"}`
 		err := p.send("string:"+name, endsWith(func(err error) {
 			ends <- end{name, err, time.Since(began)}
-		}), timeout, nil, nil, []byte(line), "\n")
+		}), callLimits{timeout: timeout}, nil, nil, []byte(line), "\n")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -339,7 +339,7 @@ func TestPipeTransportLongLines(t *testing.T) {
 	huge := strings.Repeat("x", guard.MaxMessage)
 	call := func(id string) chan error {
 		ended := make(chan error, 1)
-		if err := p.send("string:"+id, endsWith(func(err error) { ended <- err }), 0, nil, nil,
+		if err := p.send("string:"+id, endsWith(func(err error) { ended <- err }), callLimits{}, nil, nil,
 			[]byte(`{"jsonrpc":"2.0","id":"`+id+`","method":"tools/call"}`), "\n"); err != nil {
 			t.Fatal(err)
 		}

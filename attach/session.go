@@ -883,7 +883,7 @@ func (s *Session) run(ctx context.Context, att *Attachment, what string, progres
 	}
 	limits := s.limits(att)
 	start := time.Now()
-	ctx, cancel := limits.within(ctx, progress)
+	ctx, cancel := limits.within(ctx, progress, up.clientWait())
 	defer cancel()
 	if up.downReason() != "" {
 		if fresh := s.revive(ctx, att, up); fresh != nil {

@@ -43,6 +43,9 @@ type upstream struct {
 	// their requests got there. Guarded by mu.
 	relaying       map[string]relayed
 	cancelledEarly map[string]bool
+	// waiting holds the server's calls while its requests are relayed
+	// (clock.go).
+	waiting clientWait
 
 	cmd    *exec.Cmd     // nil for remotes
 	exited chan struct{} // closed once a stdio child has exited and been reaped
@@ -289,7 +292,18 @@ func (u *upstream) startProcess(plan Plan) (*pipeTransport, error) {
 		u.markDown(why + u.stderrTail())
 		close(u.exited)
 	}()
-	return newPipeTransport(&noteErrors{r: guard.LimitFrames(outR, maxFlood), u: u}, inW, u.log), nil
+	p := newPipeTransport(&noteErrors{r: guard.LimitFrames(outR, maxFlood), u: u}, inW, u.log)
+	p.wait = u.clientWait()
+	return p, nil
+}
+
+// clientWait is what holds the server's calls while it waits on the
+// client; nil for a server that was told it could ask nothing.
+func (u *upstream) clientWait() *clientWait {
+	if u.requests == nil {
+		return nil
+	}
+	return &u.waiting
 }
 
 // maxFlood bounds a line of a server's stdout. A line over the message cap
@@ -751,15 +765,14 @@ func (u *upstream) startRaw(att *Attachment, tool string, args json.RawMessage, 
 		return nil, false
 	}
 	call := u.rawCall(tool, args)
-	c := &rawStart{u: u, att: att, key: call.key, tool: tool, limits: limits, progress: progress, done: done}
+	c := &rawStart{u: u, att: att, key: call.key, tool: tool, limits: limits, progress: progress, start: time.Now(), done: done}
 	if progress != nil {
-		c.start = time.Now()
 		// c.key, not call's: a closure over call would move it to the
 		// heap on every call, progress or not.
 		progress.heard = func() { u.pipe.extend(c.key, c.limits.deadline(c.start, time.Now())) }
 		call.progress, c.forget = u.relayProgress(progress)
 	}
-	if err := u.pipe.send(call.key, c, limits.timeout, b, call.appendHead, call.args, lineTail+"\n"); err != nil {
+	if err := u.pipe.send(call.key, c, limits, b, call.appendHead, call.args, lineTail+"\n"); err != nil {
 		if !errors.Is(err, guard.ErrBacklog) {
 			c.forgetProgress() // callRaw relays it anew
 			return nil, false
@@ -779,7 +792,7 @@ type rawStart struct {
 	tool     string
 	limits   callLimits
 	progress *Progress // nil when the call asked for none
-	start    time.Time // when a call with progress started; zero without
+	start    time.Time
 	done     RawDone
 	forget   func() // ends the relay of the call's progress; nil without one
 }
