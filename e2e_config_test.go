@@ -67,10 +67,17 @@ func TestPinnedServers(t *testing.T) {
 	if got := text(g.call("mcp_pinned__echo", map[string]any{"message": "pinned works"})); got != "pinned works" {
 		t.Fatalf("pinned echo = %q", got)
 	}
-	// A pinned server that dies says what brings it back: not
-	// attach_resource, which takes no config: URN.
-	if msg := g.fails("mcp_pinned__crash", map[string]any{}, "upstream_down"); !strings.Contains(msg, "pinned in the gateway's config") || strings.Contains(msg, "attach_resource") {
+	// A pinned server that dies is started again by the next call: it
+	// stayed down for the session (attach_resource takes no config: URN).
+	pid := g.pidOf("pinned")
+	if msg := g.fails("mcp_pinned__crash", map[string]any{}, "upstream_down"); !strings.Contains(msg, "the next call starts it again") || strings.Contains(msg, "attach_resource") {
 		t.Fatalf("a pinned server's crash: %q", msg)
+	}
+	if got := text(g.call("mcp_pinned__echo", map[string]any{"message": "back"})); got != "back" {
+		t.Fatalf("the call after the crash: %q", got)
+	}
+	if again := g.pidOf("pinned"); again == pid {
+		t.Fatalf("the pinned server's pid is %d still", pid)
 	}
 }
 

@@ -353,8 +353,9 @@ func TestStdioBadInput(t *testing.T) {
 
 	t.Run("upstream dies mid-call", func(t *testing.T) {
 		g.ok("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}, nil)
+		first := g.pidOf("fixture")
 		msg := g.fails("mcp_fixture__crash", map[string]any{}, "upstream_down")
-		if !strings.Contains(msg, "exited with status 3") || !strings.Contains(msg, "attach_resource") {
+		if !strings.Contains(msg, "exited with status 3") || !strings.Contains(msg, "the next call starts it again (at most every 5s)") {
 			t.Fatalf("crash message %q", msg)
 		}
 		// What it last said on stderr says why (as for a failed start),
@@ -368,9 +369,23 @@ func TestStdioBadInput(t *testing.T) {
 		if !regexp.MustCompile(`WRN upstream down session=stdio upstream=fixture why="the process exited with status 3;`).MatchString(g.stderr.String()) {
 			t.Fatalf("the crash was not logged:\n%s", g.stderr.String())
 		}
-		g.fails("mcp_fixture__echo", map[string]any{"message": "x"}, "upstream_down")
+		// The next call starts it again; a call within 5 s of that start
+		// does not, should it have died again.
+		if got := text(g.call("mcp_fixture__echo", map[string]any{"message": "again"})); got != "again" {
+			t.Fatalf("the call after the crash: %q", got)
+		}
+		if l := g.list(); l.Attachments[0].Status != "up" || l.Attachments[0].PID == first {
+			t.Fatalf("listing after the next call: %+v (pid %d before)", l.Attachments, first)
+		}
+		if !strings.Contains(g.stderr.String(), "a server that went down is up again session=stdio upstream=fixture") {
+			t.Fatalf("the start again was not logged:\n%s", g.stderr.String())
+		}
+		g.fails("mcp_fixture__crash", map[string]any{}, "upstream_down")
+		if msg := g.fails("mcp_fixture__echo", map[string]any{"message": "x"}, "upstream_down"); !strings.Contains(msg, "the next call starts it again") {
+			t.Fatalf("a call within 5 s: %q", msg)
+		}
 
-		// Attach again: same name, fresh process.
+		// Attach again: same name, fresh process, at once.
 		var a attached
 		g.ok("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}, &a)
 		if a.Status != "attached" || a.Name != "fixture" {

@@ -518,6 +518,41 @@ func (s *Session) Unsubscribe(ctx context.Context, uri string, params map[string
 	return s.ask(ctx, a, "subscription to "+uri, string(mcp.MethodResourcesUnsubscribe), params)
 }
 
+// subscribedAt is what the session subscribed to at a's server. s.mu is
+// held.
+func (s *Session) subscribedAt(a *Attachment) []string {
+	var uris []string
+	for uri, at := range s.subs {
+		if at == a {
+			uris = append(uris, uri)
+		}
+	}
+	return uris
+}
+
+// resubscribe subscribes the session anew to uris at a's server, started
+// or reached again (revive), where it had subscribed to them, before the
+// call that revived it goes on; one the server refuses now is dropped.
+func (s *Session) resubscribe(ctx context.Context, a *Attachment, uris []string) {
+	for _, uri := range uris {
+		params, _ := json.Marshal(map[string]string{"uri": uri})
+		if _, err := s.ask(ctx, a, "subscription to "+uri, string(mcp.MethodResourcesSubscribe), json.RawMessage(params)); err != nil {
+			s.m.Log.Warn("a subscription was lost when its server came back", "session", s.ID, "upstream", a.Name, "uri", uri, "err", err)
+			s.mu.Lock()
+			if s.subs[uri] == a {
+				delete(s.subs, uri)
+			}
+			s.mu.Unlock()
+		}
+	}
+	a.mu.Lock()
+	up := a.up
+	a.mu.Unlock()
+	if up != nil {
+		up.listen() // a streamable HTTP server says it between calls
+	}
+}
+
 // updated passes on a's notice that its resource at uri was updated, when
 // the session subscribed to it there.
 func (s *Session) updated(a *Attachment, uri string) {

@@ -97,12 +97,13 @@ type Attachment struct {
 	// sessionEnded: it is closed because its session ended, which is what
 	// a call cut short by that is told.
 	sessionEnded atomic.Bool
-	// reach connects a remote server anew once it went down (revive): the
-	// attachment's own connection, or the connection that the sessions
-	// share (release is set then); nil for a stdio server. revived is when
-	// that was last tried.
+	// reach starts a stdio server, or connects a remote one, anew once it
+	// went down (revive): the attachment's own, or the connection that
+	// the sessions share (release is set then); nil for an agent. revived
+	// is when that was last tried.
 	reach   func(ctx context.Context) (*upstream, []Tool, error)
 	revived time.Time
+	stdio   bool // reach starts a process
 
 	// release, for a stateless server's shared connection, gives it up
 	// instead of closing it.
@@ -280,10 +281,8 @@ func newSession(m *Manager, id string) *Session {
 				}
 				return up, a.expose(slices.Clone(list)), nil
 			}
-			a.reach = connect
-		case plan.Transport != TransportStdio:
-			a.reach = connect
 		}
+		a.reach, a.stdio = connect, plan.Transport == TransportStdio
 		s.pin(a, func(ctx context.Context) error {
 			up, tools, err := connect(ctx)
 			if err == nil {
@@ -621,9 +620,8 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 	}
 	a := &Attachment{URN: urn, Name: name, Kind: KindMCPServer, MediaType: e.Type, RegistryID: regID, Endpoint: plan.Endpoint(),
 		AttachedAt: time.Now(), Deferred: s.m.Deferred}
-	if plan.Transport != TransportStdio {
-		a.reach = func(ctx context.Context) (*upstream, []Tool, error) { return s.connect(ctx, a, plan, nil) }
-	}
+	a.reach = func(ctx context.Context) (*upstream, []Tool, error) { return s.connect(ctx, a, plan, nil) }
+	a.stdio = plan.Transport == TransportStdio
 	progress("starting")
 	ctx, cancel := context.WithTimeout(ctx, s.m.StartTimeout)
 	defer cancel()
@@ -898,18 +896,19 @@ func (s *Session) run(ctx context.Context, att *Attachment, what string, progres
 	return callError(att, what, err, out)
 }
 
-// reviveEvery is how often a call may try to reach a remote that went
-// down again.
+// reviveEvery is how often a call may try to start or reach a server
+// that went down again.
 const reviveEvery = 5 * time.Second
 
-// revive connects att, a remote server that went down with up, anew, and
-// returns the new upstream, or nil when it may not or could not: a server
-// restarted (a deploy) left its attachment down for good, and a pinned one
-// could not even be attached again. A call tries at most every
-// reviveEvery. A shared connection is dialled again once for all the
-// sessions that use it (Manager.shared), and is the manager's to close.
-// Stdio servers are not revived (a new process is attach_resource's to
-// start), nor anything detached or of an ended session.
+// revive starts att's stdio server, or connects its remote one, anew
+// after it went down with up, and returns the new upstream, or nil when
+// it may not or could not: a server that crashed, or a remote restarted
+// (a deploy), left its attachment down for good, and a pinned one could
+// not even be attached again. A call tries at most every reviveEvery, so
+// that a server that dies as it starts costs a start every 5 s at most,
+// and only while called. A shared connection is dialled again once for
+// all the sessions that use it (Manager.shared), and is the manager's to
+// close. Nothing detached or of an ended session is revived.
 func (s *Session) revive(ctx context.Context, att *Attachment, up *upstream) *upstream {
 	att.mu.Lock()
 	reach := att.reach
@@ -921,7 +920,7 @@ func (s *Session) revive(ctx context.Context, att *Attachment, up *upstream) *up
 	att.mu.Unlock()
 	fresh, tools, err := reach(ctx)
 	if err != nil {
-		s.m.Log.Debug("a remote that went down is still not reachable", "session", s.ID, "upstream", att.Name, "err", err)
+		s.m.Log.Debug("a server that went down could not be started or reached again", "session", s.ID, "upstream", att.Name, "err", err)
 		return nil
 	}
 	s.mu.Lock()
@@ -931,6 +930,10 @@ func (s *Session) revive(ctx context.Context, att *Attachment, up *upstream) *up
 		att.up, att.tools = fresh, tools
 	}
 	att.mu.Unlock()
+	var subs []string
+	if installed {
+		subs = s.subscribedAt(att)
+	}
 	s.mu.Unlock()
 	shared := att.release != nil
 	if !installed {
@@ -939,11 +942,12 @@ func (s *Session) revive(ctx context.Context, att *Attachment, up *upstream) *up
 		}
 		return nil
 	}
-	s.m.Log.Info("a remote that went down is reached again", "session", s.ID, "upstream", att.Name, "was", up.downReason(), "shared", shared)
+	s.m.Log.Info("a server that went down is up again", "session", s.ID, "upstream", att.Name, "was", up.downReason(), "shared", shared, "pid", fresh.pid())
 	if !shared {
 		go up.close()
 	}
 	s.changed()
+	s.resubscribe(ctx, att, subs)
 	return fresh
 }
 
@@ -1007,9 +1011,10 @@ func callError(att *Attachment, tool string, err, out error) error {
 	case errors.Is(err, ErrUpstreamDown) && att.sessionEnded.Load():
 		return fmt.Errorf("%s: %w while %s was running on it", att.Name, ErrSessionClosed, tool)
 	case errors.Is(err, ErrUpstreamDown) && att.reach != nil && !att.detached():
+		if att.stdio {
+			return fmt.Errorf("%s: %w; the next call starts it again (at most every %s)", att.Name, err, reviveEvery)
+		}
 		return fmt.Errorf("%s: %w; a call tries to reach it again, at most every %s: try again once it is back", att.Name, err, reviveEvery)
-	case errors.Is(err, ErrUpstreamDown) && att.Pinned:
-		return fmt.Errorf("%s: %w; it is pinned in the gateway's config, so only a new session (over stdio, a new gateway process) starts it again", att.Name, err)
 	case errors.Is(err, ErrUpstreamDown):
 		return fmt.Errorf("%s: %w; attach_resource %s again to restart it", att.Name, err, att.URN)
 	case out != nil:

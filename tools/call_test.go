@@ -53,6 +53,10 @@ func TestFailureFitsOutputSchema(t *testing.T) {
 		bytes.Contains(got, []byte(`"structuredContent"`)) {
 		t.Errorf("arguments not an object, on the server's path: %s", got)
 	}
+	// Down, and then down again within 5 s of the next call's start, so
+	// that calls are not started again.
+	c.roundTrip(t, []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_fx__crash","arguments":{}}}`+"\n"))
+	c.caller(t, `"mcp_fx__echo","arguments":{"message":"again"}`, `"text":"again"`)
 	c.roundTrip(t, []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_fx__crash","arguments":{}}}`+"\n"))
 	for _, tc := range []struct{ name, frame, want string }{
 		{"by name", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp_fx__add","arguments":{"a":1,"b":2}}}`, `"_meta":{"ardgate/failure":{"error":"fx: upstream is down`},

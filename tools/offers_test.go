@@ -156,6 +156,25 @@ func TestPromptsAndResourcesStdio(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no resources/updated over stdio")
 	}
+
+	// The server dies; the next call starts it again, subscribed anew
+	// before the call goes on.
+	req.Params.Name, req.Params.Arguments = "mcp_fx__crash", map[string]any{}
+	if res, err := c.CallTool(context.Background(), req); err != nil || !res.IsError {
+		t.Fatalf("crash: %v %v", res, err)
+	}
+	req.Params.Name, req.Params.Arguments = "mcp_fx__touch", map[string]any{"uri": "test://watched-resource"}
+	if res, err := c.CallTool(context.Background(), req); err != nil || firstText(res) != "updated" {
+		t.Fatalf("touch at the server started again: %v %v", res, err)
+	}
+	select {
+	case uri := <-updated:
+		if uri != "test://watched-resource" {
+			t.Fatalf("resources/updated of %q", uri)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no resources/updated from the server started again")
+	}
 }
 
 // checkOffers checks what the fixture attached under each of names
