@@ -1,13 +1,16 @@
 package attach
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
@@ -19,6 +22,7 @@ import (
 // Errors of the task tools.
 var (
 	ErrTaskNotFound = errors.New("no such task in this session")
+	ErrTaskLost     = errors.New("the agent no longer knows the task")
 	ErrNoAgent      = errors.New("no such agent")
 	ErrStoreFull    = errors.New("task store full")
 	ErrTaskFinished = errors.New("the task takes no more messages")
@@ -38,6 +42,9 @@ type TaskView struct {
 	// newest maxMessages that Messages holds.
 	EarlierDropped bool           `json:"earlier_messages_dropped,omitempty"`
 	Artifacts      []TaskArtifact `json:"artifacts"`
+	// Lost says why the agent can no longer tell of the task, which is
+	// then over (Final), as last seen.
+	Lost string `json:"lost,omitempty"`
 }
 
 // TaskMessage is one message of a task, its parts rendered as text.
@@ -55,7 +62,12 @@ type TaskArtifact struct {
 
 // task is one task the session started, bound to the agent that runs it.
 type task struct {
+	// id is the task's id in the session, unique in it (taskStore.add):
+	// remote, the agent's own, unless another task of the session has it
+	// (two agents that both number their tasks 1, 2, …) or it is not fit
+	// to show.
 	id        string
+	remote    string
 	agent     *Attachment
 	contextID string
 	direct    bool // the agent answered with a message: there is no remote task
@@ -64,6 +76,9 @@ type task struct {
 	last *a2a.Task
 	// dropped: messages older than the newest maxMessages were left out.
 	dropped bool
+	// lost says why the agent can no longer tell of the task (it forgot
+	// it, or was detached); a lost task is over.
+	lost string
 
 	// sending is held while a message goes to the task: a second message
 	// goes after the first has, to the task the first left.
@@ -82,6 +97,8 @@ type taskStore struct {
 // DefaultMaxTasks bounds each session's task store.
 const DefaultMaxTasks = 1000
 
+// add keeps t, under an id of its own in the store: t.id, or, when that
+// is taken or not fit to show, one made of it (sessionTaskID).
 func (s *taskStore) add(t *task) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -96,9 +113,36 @@ func (s *taskStore) add(t *task) error {
 		delete(s.byID, s.order[i])
 		s.order = slices.Delete(s.order, i, i+1)
 	}
+	t.id = s.sessionTaskID(t.id, t.agent.Name)
 	s.byID[t.id] = t
 	s.order = append(s.order, t.id)
 	return nil
+}
+
+// maxTaskID bounds an id the session shows for a task; an agent picks its
+// tasks' ids, and one of 200,000 characters went into every listing.
+const maxTaskID = 100
+
+// sessionTaskID is the id the session gives a task whose agent, named
+// agent, calls it remote: remote itself when it is free and fit to show,
+// else "<agent>:<remote>", cleaned and bounded, then with "#2", "#3", …
+// until free. s.mu is held.
+func (s *taskStore) sessionTaskID(remote, agent string) string {
+	id := guard.Text(remote, maxTaskID)
+	if id == "" {
+		id = "task"
+	}
+	if _, taken := s.byID[id]; !taken && id == remote {
+		return id
+	}
+	base := agent + ":" + id
+	id = base
+	for n := 2; ; n++ {
+		if _, taken := s.byID[id]; !taken {
+			return id
+		}
+		id = base + "#" + strconv.Itoa(n)
+	}
 }
 
 // room says whether a task could be added now, so that a spawn is refused
@@ -113,7 +157,8 @@ func (s *taskStore) room() error {
 	return nil
 }
 
-// evictable is the index of the oldest finished task, or -1. s.mu is held.
+// evictable is the index of the oldest finished (or lost) task, or -1.
+// s.mu is held.
 func (s *taskStore) evictable() int {
 	return slices.IndexFunc(s.order, func(id string) bool { return s.byID[id].final() })
 }
@@ -145,6 +190,25 @@ func (s *taskStore) contextOf(contextID string, a *Attachment) string {
 	return other
 }
 
+// agentContext is the context id, as its agent gave it, that the
+// session's tasks show as shown (cleaned and bounded, as task views show
+// ids); shown itself when none does.
+func (s *taskStore) agentContext(shown string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.byID {
+		if t.contextID == shown {
+			return shown
+		}
+	}
+	for _, t := range s.byID {
+		if guard.Text(t.contextID, maxTaskID) == shown {
+			return t.contextID
+		}
+	}
+	return shown
+}
+
 func (s *taskStore) get(id string) (*task, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -168,7 +232,16 @@ func (s *taskStore) all() []*task {
 func (t *task) final() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.last != nil && t.last.Status.State.Terminal()
+	return t.lost != "" || t.last != nil && t.last.Status.State.Terminal()
+}
+
+// lose records that the agent can no longer tell of the task, and why.
+func (t *task) lose(why string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.lost == "" {
+		t.lost = why
+	}
 }
 
 // asking reports whether the task waits for the client: for input, or
@@ -180,8 +253,12 @@ func (t *task) asking() bool {
 }
 
 // apply records a fresh view of the task, bounded; it reports whether
-// anything a caller would see changed.
+// anything a caller would see changed. An answer that is no task, or
+// another task, is not taken.
 func (t *task) apply(next *a2a.Task) bool {
+	if next == nil || !t.direct && next.ID != "" && string(next.ID) != t.remote {
+		return false
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	keepSaid(t.last, next)
@@ -230,13 +307,24 @@ func keepSaid(prev, next *a2a.Task) {
 }
 
 // look asks the agent for the task as it is now and records it; changed
-// says whether anything a caller would see changed.
+// says whether anything a caller would see changed. A task the agent no
+// longer knows is lost.
 func (t *task) look(ctx context.Context, conn *agentConn) (changed bool, err error) {
-	cur, err := conn.client.GetTask(ctx, &a2a.TaskQueryParams{ID: a2a.TaskID(t.id)})
+	cur, err := conn.client.GetTask(ctx, &a2a.TaskQueryParams{ID: a2a.TaskID(t.remote)})
 	if err != nil {
-		return false, err
+		return t.forgotten(err), err
 	}
 	return t.apply(cur), nil
+}
+
+// forgotten loses the task if err is its agent saying it does not know
+// it, and reports whether it did.
+func (t *task) forgotten(err error) bool {
+	if !errors.Is(err, a2a.ErrTaskNotFound) || t.final() {
+		return false
+	}
+	t.lose("the agent no longer knows this task (it may have restarted, or dropped it); what it last said is kept")
+	return true
 }
 
 // isStatus tells whether m is t's status message.
@@ -253,7 +341,7 @@ func (t *task) applyEvent(ev a2a.Event) bool {
 	t.mu.Lock()
 	cur := t.last
 	t.mu.Unlock()
-	next := &a2a.Task{ID: a2a.TaskID(t.id), ContextID: t.contextID}
+	next := &a2a.Task{ID: a2a.TaskID(t.remote), ContextID: t.contextID}
 	if cur != nil {
 		c := *cur
 		next = &c
@@ -262,6 +350,9 @@ func (t *task) applyEvent(ev a2a.Event) bool {
 	case *a2a.Task:
 		next = e
 	case *a2a.TaskStatusUpdateEvent:
+		if e.TaskID != "" && string(e.TaskID) != t.remote {
+			return false // another task's
+		}
 		// The status message a new status replaces joins the history,
 		// unless the agent's snapshot already had it there.
 		if m := next.Status.Message; m != nil && !hasMessage(next.History, m.ID) {
@@ -269,6 +360,9 @@ func (t *task) applyEvent(ev a2a.Event) bool {
 		}
 		next.Status = e.Status
 	case *a2a.TaskArtifactUpdateEvent:
+		if e.Artifact == nil || e.TaskID != "" && string(e.TaskID) != t.remote {
+			return false
+		}
 		next.Artifacts = mergeArtifact(next.Artifacts, e)
 	default:
 		return false
@@ -357,11 +451,13 @@ var (
 func (t *task) view() TaskView {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	v := TaskView{ID: t.id, Agent: t.agent.Name, ContextID: t.contextID, State: string(a2a.TaskStateSubmitted), Messages: []TaskMessage{}, Artifacts: []TaskArtifact{}}
+	v := TaskView{ID: t.id, Agent: t.agent.Name, ContextID: guard.Text(t.contextID, maxTaskID), State: string(a2a.TaskStateSubmitted),
+		Messages: []TaskMessage{}, Artifacts: []TaskArtifact{}, Lost: t.lost, Final: t.lost != ""}
 	if t.last == nil {
 		return v
 	}
-	v.State, v.Final = string(t.last.Status.State), t.last.Status.State.Terminal()
+	v.State = cmp.Or(guard.Text(string(t.last.Status.State), 40), string(a2a.TaskStateUnknown))
+	v.Final = v.Final || t.last.Status.State.Terminal()
 	msgs := slices.Clone(t.last.History)
 	if m := t.last.Status.Message; m != nil && !hasMessage(msgs, m.ID) {
 		msgs = append(msgs, m)
@@ -406,7 +502,7 @@ func partText(p a2a.Part) string {
 		case a2a.FileURI:
 			return fmt.Sprintf("[file %q (%s) at %s]", guard.Text(f.Name, 120), guard.Text(f.MimeType, 80), guard.Text(f.URI, 300))
 		case a2a.FileBytes:
-			return fmt.Sprintf("[file %q (%s), %d bytes inline, not shown]", guard.Text(f.Name, 120), guard.Text(f.MimeType, 80), len(f.Bytes)*3/4)
+			return fmt.Sprintf("[file %q (%s), %d bytes inline, not shown]", guard.Text(f.Name, 120), guard.Text(f.MimeType, 80), len(strings.TrimRight(f.Bytes, "="))*3/4)
 		}
 	}
 	return "[part of an unknown kind]"
@@ -457,11 +553,14 @@ func (s *Session) Spawn(ctx context.Context, agentName, message, contextID strin
 	if err != nil {
 		return TaskView{}, err
 	}
+	if contextID != "" {
+		contextID = s.tasks.agentContext(contextID)
+	}
 	if other := s.tasks.contextOf(contextID, a); other != "" {
 		return TaskView{}, fmt.Errorf("%w: context_id %s is a conversation with %s, not %s; spawn_agent on %s to go on with it, or leave context_id out to begin a new one",
 			ErrOtherContext, contextID, other, a.Name, other)
 	}
-	conn, err := a.agentConn()
+	conn, err := s.agentReached(ctx, a)
 	if err != nil {
 		return TaskView{}, err
 	}
@@ -480,11 +579,12 @@ func (s *Session) Spawn(ctx context.Context, agentName, message, contextID strin
 	t := &task{agent: a}
 	switch r := res.(type) {
 	case *a2a.Task:
-		t.id, t.contextID = string(r.ID), r.ContextID
+		t.remote, t.contextID = string(r.ID), r.ContextID
+		t.id = t.remote
 		t.apply(r)
 	case *a2a.Message:
 		t.id, t.contextID, t.direct = "msg-"+r.ID, r.ContextID, true
-		t.apply(&a2a.Task{ID: a2a.TaskID(t.id), ContextID: r.ContextID,
+		t.apply(&a2a.Task{ContextID: r.ContextID,
 			History: []*a2a.Message{msg, r}, Status: a2a.TaskStatus{State: a2a.TaskStateCompleted}})
 	default:
 		return TaskView{}, fmt.Errorf("%s: the agent answered neither a task nor a message", a.Name)
@@ -492,7 +592,7 @@ func (s *Session) Spawn(ctx context.Context, agentName, message, contextID strin
 	if err := s.tasks.add(t); err != nil {
 		// Filled by spawns running alongside since room said yes.
 		if !t.direct && !t.final() {
-			go cancelTask(conn, t.id)
+			go cancelTask(conn, t.remote)
 		}
 		return TaskView{}, err
 	}
@@ -566,11 +666,11 @@ func (s *Session) wait(ctx context.Context, t *task, timeout time.Duration, onUp
 	}
 	refresh := func(ctx context.Context) error {
 		changed, err := t.look(ctx, conn)
-		if err != nil {
-			return describeA2AError(err)
-		}
 		if changed && onUpdate != nil {
 			onUpdate(t.view())
+		}
+		if err != nil && !errors.Is(err, a2a.ErrTaskNotFound) { // lost: the view says so
+			return describeA2AError(err)
 		}
 		return nil
 	}
@@ -578,7 +678,7 @@ func (s *Session) wait(ctx context.Context, t *task, timeout time.Duration, onUp
 		return t.view(), s.waitError(look, t, err)
 	}
 	if conn.streaming && !settled() {
-		for ev, err := range conn.client.ResubscribeToTask(ctx, &a2a.TaskIDParams{ID: a2a.TaskID(id)}) {
+		for ev, err := range conn.client.ResubscribeToTask(ctx, &a2a.TaskIDParams{ID: a2a.TaskID(t.remote)}) {
 			if err != nil {
 				break // fall back to polling
 			}
@@ -633,7 +733,7 @@ func (s *Session) Reply(ctx context.Context, id, message string, timeout time.Du
 		return t.view(), t.finished()
 	}
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: message})
-	msg.TaskID, msg.ContextID = a2a.TaskID(id), t.contextID
+	msg.TaskID, msg.ContextID = a2a.TaskID(t.remote), t.contextID
 	var res a2a.SendMessageResult
 	var answered string // the question the message answers, if it asked one
 	asking := t.asking()
@@ -726,9 +826,9 @@ func (s *Session) Cancel(ctx context.Context, id string) (v TaskView, asked bool
 	}
 	var cur *a2a.Task
 	if err := s.askAgent(ctx, t.agent, "the cancellation", func(ctx context.Context) (err error) {
-		cur, err = conn.client.CancelTask(ctx, &a2a.TaskIDParams{ID: a2a.TaskID(id)})
+		cur, err = conn.client.CancelTask(ctx, &a2a.TaskIDParams{ID: a2a.TaskID(t.remote)})
 		return err
-	}); err != nil {
+	}); err != nil && !t.forgotten(err) { // lost: the view says so
 		return t.view(), true, err
 	}
 	t.apply(cur)
@@ -776,34 +876,45 @@ func (s *Session) Tasks(ctx context.Context, newest int) (views []TaskView, tota
 // cancelUnfinished cancels, best effort and in parallel, every task of
 // the session still running at agent a (at every agent when a is nil):
 // the session is ending, or a is being detached, after which nothing
-// could cancel them. It returns how many it asked to cancel.
+// could cancel them. It returns how many the agent said it cancelled. A
+// detached agent's tasks that it did not are lost: nothing can tell of
+// them any more, and a store full of them took no new task.
 func (s *Session) cancelUnfinished(a *Attachment) int {
 	var wg sync.WaitGroup
-	n := 0
+	var n atomic.Int32
 	for _, t := range s.tasks.all() {
 		if t.direct || t.final() || a != nil && t.agent != a {
 			continue
 		}
 		conn, err := t.agent.agentConn()
-		if err != nil {
-			continue
+		if err == nil {
+			wg.Go(func() {
+				cur, err := cancelTask(conn, t.remote)
+				if err != nil {
+					t.forgotten(err)
+					return
+				}
+				if t.apply(cur); t.final() { // list_tasks shows what became of it
+					n.Add(1)
+				}
+			})
 		}
-		n++
-		wg.Go(func() {
-			if cur := cancelTask(conn, t.id); cur != nil {
-				t.apply(cur) // list_tasks shows what became of it
-			}
-		})
 	}
 	wg.Wait()
-	return n
+	if a != nil {
+		for _, t := range s.tasks.all() {
+			if t.agent == a && !t.final() {
+				t.lose("its agent " + a.Name + " was detached before it ended; what it last said is kept")
+			}
+		}
+	}
+	return int(n.Load())
 }
 
 // cancelTask asks an agent to cancel a task, best effort, briefly, and
-// returns the task as the agent then tells it, or nil.
-func cancelTask(conn *agentConn, id string) *a2a.Task {
+// returns the task as the agent then tells it.
+func cancelTask(conn *agentConn, id string) (*a2a.Task, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	cur, _ := conn.client.CancelTask(ctx, &a2a.TaskIDParams{ID: a2a.TaskID(id)})
-	return cur
+	return conn.client.CancelTask(ctx, &a2a.TaskIDParams{ID: a2a.TaskID(id)})
 }

@@ -15,7 +15,7 @@ func TestTaskStoreEviction(t *testing.T) {
 	s := taskStore{max: 3}
 	agent := &Attachment{Name: "a"}
 	add := func(id string, state a2a.TaskState) error {
-		tk := &task{id: id, agent: agent}
+		tk := &task{id: id, remote: id, agent: agent}
 		tk.apply(&a2a.Task{ID: a2a.TaskID(id), Status: a2a.TaskStatus{State: state}})
 		return s.add(tk)
 	}
@@ -50,6 +50,59 @@ func TestTaskStoreEviction(t *testing.T) {
 	}
 }
 
+// Two agents that number their tasks alike, and an agent that gives an
+// id twice, get a task each in the session: the later under an id of its
+// own, its agent's name before it; it stayed reachable only as the
+// other's, and evicting the two left a task of none that crashed every
+// spawn after. An id not fit to show gets one too, the agent still asked
+// under its own.
+func TestTaskStoreIDs(t *testing.T) {
+	s := taskStore{max: 4}
+	alpha, beta := &Attachment{Name: "alpha"}, &Attachment{Name: "beta"}
+	add := func(remote string, agent *Attachment, state a2a.TaskState) *task {
+		tk := &task{id: remote, remote: remote, agent: agent}
+		tk.apply(&a2a.Task{ID: a2a.TaskID(remote), Status: a2a.TaskStatus{State: state}})
+		if err := s.add(tk); err != nil {
+			t.Fatal(err)
+		}
+		return tk
+	}
+	long := strings.Repeat("9", 200_000) + "\x1b[2J"
+	for _, c := range []struct {
+		remote string
+		agent  *Attachment
+		want   string
+	}{
+		{"t-1", alpha, "t-1"},
+		{"t-1", beta, "beta:t-1"},
+		{"t-1", beta, "beta:t-1#2"},
+		{"", alpha, "alpha:task"},
+	} {
+		if tk := add(c.remote, c.agent, a2a.TaskStateCompleted); tk.id != c.want || tk.remote != c.remote {
+			t.Errorf("%s's %q: kept as %q (remote %q); want %q", c.agent.Name, c.remote, tk.id, tk.remote, c.want)
+		}
+	}
+	if tk, err := s.get("t-1"); err != nil || tk.agent != alpha {
+		t.Fatalf("t-1 is not alpha's: %v", err)
+	}
+	// Full of finished tasks: each added evicts the oldest, whatever the
+	// ids, until four unfinished ones are kept.
+	for range 4 {
+		tk := add(long, alpha, a2a.TaskStateWorking)
+		if len(tk.id) > len("alpha:")+maxTaskID+len("…#4") || strings.ContainsRune(tk.id, 0x1b) || tk.remote != long {
+			t.Fatalf("an id of %d characters kept as %.40q… (%d), remote %d", len(long), tk.id, len(tk.id), len(tk.remote))
+		}
+	}
+	if err := s.room(); !errors.Is(err, ErrStoreFull) {
+		t.Fatalf("room: %v", err)
+	}
+	for _, tk := range s.all() {
+		if tk == nil {
+			t.Fatal("the store lists a task that is not there")
+		}
+	}
+}
+
 // A task's messages read in the order they were said, each once: the
 // status message a status update replaces joins the history unless the
 // agent's snapshot has it there already (the JavaScript SDK's does), and
@@ -69,14 +122,14 @@ func TestTaskHistory(t *testing.T) {
 	ask, q, bob, step1, step2 := msg("1", a2a.MessageRoleUser, "ask"), msg("2", a2a.MessageRoleAgent, "name?"),
 		msg("3", a2a.MessageRoleUser, "Bob"), msg("4", a2a.MessageRoleAgent, "step 1"), msg("5", a2a.MessageRoleAgent, "step 2")
 
-	streamed := &task{id: "t", agent: &Attachment{Name: "a"}}
+	streamed := &task{id: "t", remote: "t", agent: &Attachment{Name: "a"}}
 	streamed.apply(&a2a.Task{ID: "t", History: []*a2a.Message{ask, step1}, Status: a2a.TaskStatus{State: a2a.TaskStateWorking, Message: step1}})
 	streamed.applyEvent(&a2a.TaskStatusUpdateEvent{TaskID: "t", Status: a2a.TaskStatus{State: a2a.TaskStateWorking, Message: step2}})
 	if got := said(streamed); got != "ask, step 1, step 2" {
 		t.Errorf("a status update after a snapshot holding its message: %s", got)
 	}
 
-	asked := &task{id: "t", agent: &Attachment{Name: "a"}}
+	asked := &task{id: "t", remote: "t", agent: &Attachment{Name: "a"}}
 	asked.apply(&a2a.Task{ID: "t", History: []*a2a.Message{ask}, Status: a2a.TaskStatus{State: a2a.TaskStateInputRequired, Message: q}})
 	asked.apply(&a2a.Task{ID: "t", History: []*a2a.Message{ask, bob}, Status: a2a.TaskStatus{State: a2a.TaskStateWorking}})
 	if got := said(asked); got != "ask, name?, Bob" {
@@ -88,7 +141,7 @@ func TestTaskHistory(t *testing.T) {
 	}
 
 	// a2a-go's agent: the answer in the history before the question.
-	reordered := &task{id: "t", agent: &Attachment{Name: "a"}}
+	reordered := &task{id: "t", remote: "t", agent: &Attachment{Name: "a"}}
 	reordered.apply(&a2a.Task{ID: "t", History: []*a2a.Message{ask}, Status: a2a.TaskStatus{State: a2a.TaskStateInputRequired, Message: q}})
 	// It takes the answer in while the question is still its status...
 	reordered.apply(&a2a.Task{ID: "t", History: []*a2a.Message{ask, bob}, Status: a2a.TaskStatus{State: a2a.TaskStateInputRequired, Message: q}})
@@ -103,7 +156,7 @@ func TestTaskHistory(t *testing.T) {
 		}
 	}
 	// A snapshot with nothing new changes nothing a caller sees.
-	still := &task{id: "t", agent: &Attachment{Name: "a"}}
+	still := &task{id: "t", remote: "t", agent: &Attachment{Name: "a"}}
 	snap := &a2a.Task{ID: "t", History: []*a2a.Message{ask}, Status: a2a.TaskStatus{State: a2a.TaskStateInputRequired, Message: q}}
 	still.apply(snap)
 	if again := *snap; still.apply(&again) {
@@ -115,7 +168,7 @@ func TestTaskHistory(t *testing.T) {
 // artifact chunks its agent streams, with a marker for what it left out.
 // Text streamed in small chunks is joined, and kept whole.
 func TestTaskBounds(t *testing.T) {
-	tk := &task{id: "t", agent: &Attachment{Name: "a"}}
+	tk := &task{id: "t", remote: "t", agent: &Attachment{Name: "a"}}
 	tk.apply(&a2a.Task{ID: "t", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}})
 	var streamed strings.Builder
 	big := strings.Repeat("x", 3000) // two do not fit in one part
@@ -157,7 +210,7 @@ func TestTaskBounds(t *testing.T) {
 		t.Errorf("the view's newest message %q, of %d, earlier ones dropped %v; want step 4999, of %d, true", got, len(v.Messages), v.EarlierDropped, maxMessages)
 	}
 	// A task of few messages says nothing was dropped.
-	few := &task{id: "f", agent: &Attachment{Name: "a"}}
+	few := &task{id: "f", remote: "f", agent: &Attachment{Name: "a"}}
 	few.apply(&a2a.Task{ID: "f", History: []*a2a.Message{a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "hi"})}})
 	if few.view().EarlierDropped {
 		t.Error("a task of one message says earlier ones were dropped")
@@ -171,7 +224,7 @@ func TestTaskBounds(t *testing.T) {
 // what a view shows says how much it left out: an answer of code read as
 // one line, and 300,000 characters were cut to 4,000 with a bare "…".
 func TestTaskText(t *testing.T) {
-	tk := &task{id: "t", agent: &Attachment{Name: "a"}}
+	tk := &task{id: "t", remote: "t", agent: &Attachment{Name: "a"}}
 	answer := "func main() {\n\tprintln(\"hi\")\n}"
 	long := strings.Repeat("x", maxPartText+1000)
 	tk.apply(&a2a.Task{ID: "t", Status: a2a.TaskStatus{State: a2a.TaskStateCompleted,

@@ -5,14 +5,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"net/http"
 	"strings"
 	"sync/atomic"
 
 	"github.com/a2aproject/a2a-go/a2a"
+
+	"github.com/ardgate/ardgate/guard"
 )
 
 // agentClient is what the task tools need from an A2A client. a2a-go's
@@ -54,7 +56,10 @@ func (c *v1Client) call(ctx context.Context, method string, params, out any) err
 		Result json.RawMessage `json:"result"`
 		Error  *v1Error        `json:"error"`
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxCardSize*8)).Decode(&r); err != nil {
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil { // capped (agentHTTP)
+		if errors.Is(err, errAnswerTooLarge) {
+			return fmt.Errorf("%s: %w", method, err)
+		}
 		return fmt.Errorf("%s: malformed response (HTTP %d): %w", method, resp.StatusCode, err)
 	}
 	if r.Error != nil {
@@ -95,12 +100,12 @@ func v1Err(e *v1Error) error {
 
 // Wire shapes of v1.0.
 type v1Part struct {
-	Text      *string        `json:"text,omitempty"`
-	Data      map[string]any `json:"data,omitempty"`
-	URL       string         `json:"url,omitempty"`
-	Raw       string         `json:"raw,omitempty"`
-	Filename  string         `json:"filename,omitempty"`
-	MediaType string         `json:"mediaType,omitempty"`
+	Text      *string         `json:"text,omitempty"`
+	Data      json.RawMessage `json:"data,omitempty"` // any JSON value in v1.0
+	URL       string          `json:"url,omitempty"`
+	Raw       string          `json:"raw,omitempty"`
+	Filename  string          `json:"filename,omitempty"`
+	MediaType string          `json:"mediaType,omitempty"`
 }
 
 type v1Message struct {
@@ -158,7 +163,8 @@ func toV1Message(m *a2a.Message) v1Message {
 		case a2a.TextPart:
 			out.Parts = append(out.Parts, v1Part{Text: &v.Text})
 		case a2a.DataPart:
-			out.Parts = append(out.Parts, v1Part{Data: v.Data})
+			data, _ := json.Marshal(v.Data)
+			out.Parts = append(out.Parts, v1Part{Data: data})
 		}
 	}
 	return out
@@ -170,8 +176,8 @@ func fromV1Parts(parts []v1Part) a2a.ContentParts {
 		switch {
 		case p.Text != nil:
 			out = append(out, a2a.TextPart{Text: *p.Text})
-		case p.Data != nil:
-			out = append(out, a2a.DataPart{Data: p.Data})
+		case len(p.Data) > 0 && string(p.Data) != "null":
+			out = append(out, dataPart(p.Data))
 		case p.URL != "":
 			out = append(out, a2a.FilePart{File: a2a.FileURI{FileMeta: a2a.FileMeta{Name: p.Filename, MimeType: p.MediaType}, URI: p.URL}})
 		case p.Raw != "":
@@ -179,6 +185,18 @@ func fromV1Parts(parts []v1Part) a2a.ContentParts {
 		}
 	}
 	return out
+}
+
+// dataPart is a v1.0 data part as a2a-go holds one, an object: a value of
+// another kind (an array, a string) is put under "value".
+func dataPart(raw json.RawMessage) a2a.DataPart {
+	var obj map[string]any
+	if json.Unmarshal(raw, &obj) == nil {
+		return a2a.DataPart{Data: obj}
+	}
+	var v any
+	_ = json.Unmarshal(raw, &v)
+	return a2a.DataPart{Data: map[string]any{"value": v}}
 }
 
 func fromV1Message(m *v1Message) *a2a.Message {
@@ -192,8 +210,15 @@ func fromV1Message(m *v1Message) *a2a.Message {
 	return &a2a.Message{ID: m.MessageID, ContextID: m.ContextID, TaskID: a2a.TaskID(m.TaskID), Role: role, Parts: fromV1Parts(m.Parts)}
 }
 
-// fromV1State turns TASK_STATE_INPUT_REQUIRED into input-required.
+// fromV1State turns TASK_STATE_INPUT_REQUIRED into input-required; v1.0
+// spells canceled "CANCELLED", and its UNSPECIFIED is v0.3's unknown.
 func fromV1State(s string) a2a.TaskState {
+	switch s {
+	case "TASK_STATE_CANCELLED":
+		return a2a.TaskStateCanceled
+	case "TASK_STATE_UNSPECIFIED":
+		return a2a.TaskStateUnknown
+	}
 	return a2a.TaskState(strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(s, "TASK_STATE_")), "_", "-"))
 }
 
@@ -260,7 +285,7 @@ func (c *v1Client) ResubscribeToTask(ctx context.Context, p *a2a.TaskIDParams) i
 		}
 		defer resp.Body.Close()
 		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 64<<10), maxCardSize*8)
+		sc.Buffer(make([]byte, 64<<10), guard.MaxMessage+len("data: \r\n"))
 		for sc.Scan() {
 			data, ok := strings.CutPrefix(sc.Text(), "data:")
 			if !ok {

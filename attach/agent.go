@@ -3,7 +3,6 @@ package attach
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -164,10 +163,11 @@ func (m *Manager) traced(c agentClient, agent string) agentClient {
 // agentHTTP returns the client for an agent endpoint: the guarded client,
 // its answers capped (capped.go), plus the bearer token of a configured
 // agent at the same origin, sent to that origin only (also across
-// redirects), and the trace context when tracing is on.
+// redirects), the trace context when tracing is on, and the agent's
+// error messages kept (agentErrors).
 func (m *Manager) agentHTTP(endpoint string) *http.Client {
 	c := m.agentClientHTTP(endpoint)
-	c.Transport = m.Tracing.Transport(c.Transport)
+	c.Transport = agentErrors{next: m.Tracing.Transport(c.Transport)}
 	return c
 }
 
@@ -274,25 +274,4 @@ func (m *Manager) CheckAgents(ctx context.Context) {
 		}
 	}
 	wg.Wait()
-}
-
-// describeA2AError turns A2A protocol errors into sentences.
-func describeA2AError(err error) error {
-	switch {
-	case errors.Is(err, a2a.ErrTaskNotFound):
-		return fmt.Errorf("%w: the agent does not know this task (it may have expired)", ErrTaskNotFound)
-	case errors.Is(err, a2a.ErrTaskNotCancelable):
-		return fmt.Errorf("the task can no longer be cancelled (it has finished): %w", err)
-	case errors.Is(err, a2a.ErrUnsupportedOperation):
-		return fmt.Errorf("the agent does not support this operation: %w", err)
-	case errors.Is(err, a2a.ErrUnsupportedContentType):
-		return fmt.Errorf("the agent does not accept this content type: %w", err)
-	}
-	// An agent gone away: a2a-go wraps the dial's error in its request's,
-	// URL and all; the dial's says what happened. A dial the guard
-	// refused is not a down agent.
-	if op, ok := unreachable(err); ok {
-		return fmt.Errorf("%w: the agent cannot be reached (%v); try again once it is back, list_attached_resources shows its state", ErrUpstreamDown, op)
-	}
-	return err
 }

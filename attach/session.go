@@ -103,7 +103,10 @@ type Attachment struct {
 	// is when that was last tried.
 	reach   func(ctx context.Context) (*upstream, []Tool, error)
 	revived time.Time
-	stdio   bool // reach starts a process
+	// reachAgent connects a pinned agent, which spawn_agent reaches again
+	// when it could not at the session's start (Session.agentReached).
+	reachAgent func(ctx context.Context) (*agentConn, error)
+	stdio      bool // reach starts a process
 
 	// release, for a stateless server's shared connection, gives it up
 	// instead of closing it.
@@ -221,10 +224,50 @@ func (a *Attachment) Instructions() string {
 func (a *Attachment) agentConn() (*agentConn, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.agent == nil {
-		return nil, fmt.Errorf("%w: agent %s was detached", ErrUpstreamDown, a.Name)
+	switch {
+	case a.agent != nil:
+		return a.agent, nil
+	case a.failure != "":
+		return nil, fmt.Errorf("%w: agent %s %s", ErrUpstreamDown, a.Name, a.failure)
+	case a.reachAgent != nil:
+		return nil, fmt.Errorf("%w: agent %s is still being reached; try again shortly", ErrUpstreamDown, a.Name)
 	}
-	return a.agent, nil
+	return nil, fmt.Errorf("%w: agent %s was detached", ErrUpstreamDown, a.Name)
+}
+
+// agentReached is a's connection, a pinned agent that could not be
+// reached at the session's start reached now, at most every reviveEvery:
+// it stayed down for the whole session, saying it was detached.
+func (s *Session) agentReached(ctx context.Context, a *Attachment) (*agentConn, error) {
+	conn, err := a.agentConn()
+	a.mu.Lock()
+	failed := err != nil && a.reachAgent != nil && a.failure != ""
+	if !failed || time.Since(a.revived) < reviveEvery {
+		a.mu.Unlock()
+		if failed {
+			err = fmt.Errorf("%w; spawn_agent tries to reach it again, at most every %s", err, reviveEvery)
+		}
+		return conn, err
+	}
+	a.revived = time.Now()
+	a.mu.Unlock()
+	conn, err = a.reachAgent(ctx)
+	if err != nil {
+		a.mu.Lock()
+		a.failure = "could not be reached: " + err.Error()
+		a.mu.Unlock()
+		return nil, fmt.Errorf("%w: agent %s could not be reached: %w; spawn_agent tries again, at most every %s", ErrUpstreamDown, a.Name, err, reviveEvery)
+	}
+	a.mu.Lock()
+	if a.sessionEnded.Load() || a.agent != nil {
+		a.mu.Unlock()
+		conn.close()
+		return a.agentConn()
+	}
+	a.agent, a.Endpoint, a.failure = conn, conn.card.URL, ""
+	a.mu.Unlock()
+	s.m.Log.Info("a pinned agent that could not be reached is up", "session", s.ID, "agent", a.Name)
+	return conn, nil
 }
 
 // PID returns the process id of a stdio upstream, or 0.
@@ -296,12 +339,15 @@ func newSession(m *Manager, id string) *Session {
 	for _, p := range m.Agents {
 		a := &Attachment{URN: "config:agents/" + p.Name, Name: p.Name, Kind: KindA2AAgent, RegistryID: "config", Pinned: true,
 			Endpoint: p.URL, AttachedAt: time.Now(), cardURL: p.URL}
-		s.pin(a, func(ctx context.Context) error {
+		a.reachAgent = func(ctx context.Context) (*agentConn, error) {
 			data, err := m.fetchCard(ctx, p.URL)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			conn, err := m.dialAgent(ctx, data)
+			return m.dialAgent(ctx, data)
+		}
+		s.pin(a, func(ctx context.Context) error {
+			conn, err := a.reachAgent(ctx)
 			if err == nil {
 				a.mu.Lock()
 				a.agent, a.Endpoint = conn, conn.card.URL

@@ -98,6 +98,13 @@ func TestJSAgent(t *testing.T) {
 				// a finished task: cancel_task reports its state, no error
 				t.Fatalf("cancel of a finished task: %s", code)
 			}
+			// v1.0 data may be any JSON value: an array failed every look
+			// at the task, which stayed "submitted".
+			v = s.task(s.call("spawn_agent", map[string]any{"message": "data"}))
+			res = s.call("wait_task", map[string]any{"task_id": v.TaskID})
+			if v = s.task(res); v.State != "completed" || !strings.Contains(string(res.RawStructuredContent), `[data] {\"value\":[{\"id\":1},{\"id\":2}]}`) {
+				t.Fatalf("data: %s", res.RawStructuredContent)
+			}
 		})
 	}
 }

@@ -197,7 +197,10 @@ func (g *Gateway) cancelTask(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		return g.failed(err), nil
 	}
 	out := map[string]any{"task_id": v.ID, "state": v.State, "final": v.Final}
-	if !asked {
+	switch {
+	case v.Lost != "":
+		out["lost"] = v.Lost
+	case !asked:
 		out["note"] = "the task had already ended: nothing was cancelled"
 	}
 	return result(out), nil
@@ -222,6 +225,7 @@ type taskSummary struct {
 	LastMessage *attach.TaskMessage `json:"last_message,omitempty"`
 	Messages    int                 `json:"messages"`
 	Artifacts   int                 `json:"artifacts"`
+	Lost        string              `json:"lost,omitempty"`
 }
 
 func (g *Gateway) listTasks(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -241,7 +245,7 @@ func (g *Gateway) listTasks(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	shown, total := s.att.Tasks(ctx, limit)
 	out := make([]taskSummary, 0, len(shown))
 	for _, v := range shown {
-		sum := taskSummary{ID: v.ID, Agent: v.Agent, ContextID: v.ContextID, State: v.State, Final: v.Final, Messages: len(v.Messages), Artifacts: len(v.Artifacts)}
+		sum := taskSummary{ID: v.ID, Agent: v.Agent, ContextID: v.ContextID, State: v.State, Final: v.Final, Messages: len(v.Messages), Artifacts: len(v.Artifacts), Lost: v.Lost}
 		if n := len(v.Messages); n > 0 {
 			last := v.Messages[n-1]
 			last.Text = guard.Text(last.Text, 300)

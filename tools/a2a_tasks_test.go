@@ -40,12 +40,18 @@ func agentGateway(t *testing.T, allowLocal bool, entries ...registry.Entry) *tes
 // agentGatewayWith is agentGateway with a call timeout.
 func agentGatewayWith(t *testing.T, allowLocal bool, callTimeout time.Duration, entries ...registry.Entry) *testGateway {
 	t.Helper()
+	return agentGatewayPinning(t, allowLocal, callTimeout, nil, entries...)
+}
+
+// agentGatewayPinning is agentGatewayWith with pinned agents.
+func agentGatewayPinning(t *testing.T, allowLocal bool, callTimeout time.Duration, pinned []config.Agent, entries ...registry.Entry) *testGateway {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	hc := (&guard.Dialer{AllowLocal: allowLocal}).Client()
 	m := &attach.Manager{
 		Registries: []registry.Registry{registry.NewLocal("test", registry.NewIndex("test", entries))},
 		HTTP:       hc, AllowTypes: config.DefaultAllowAttachTypes, MaxAttachments: 5, CallTimeout: callTimeout,
-		StartTimeout: 10 * time.Second, Log: log,
+		StartTimeout: 10 * time.Second, Log: log, Agents: pinned,
 	}
 	g := New(m, log, Options{Version: "test"})
 	h := g.NewHTTP(HTTPOptions{})
@@ -94,6 +100,7 @@ type taskView struct {
 		Name  string
 		Parts []string
 	}
+	Lost string
 }
 
 func (s *clientSession) task(res *mcp.CallToolResult) taskView {

@@ -118,6 +118,8 @@ func fromError(err error) *mcp.CallToolResult {
 		return failure("not_implemented", "%s", msg)
 	case errors.Is(err, attach.ErrTaskNotFound):
 		return failure("unknown_task", "%s", msg)
+	case errors.Is(err, attach.ErrTaskLost):
+		return failure("task_lost", "%s", msg)
 	case errors.Is(err, attach.ErrNoAgent):
 		return failure("unknown_agent", "%s", msg)
 	case errors.Is(err, attach.ErrTaskFinished):

@@ -18,6 +18,8 @@
 //                    artifact "hello <name>"
 //   wait          -> WORKING until CancelTask, then CANCELED
 //   fail          -> FAILED with status message "the fixture failed as asked"
+//   data          -> artifact "rows" whose one part is data that is an array
+//                    (v1.0 lets data be any JSON value); COMPLETED
 //   anything else -> Message "unknown command: <word> (use reply|stream|ask|wait|fail)"
 
 import http from 'node:http';
@@ -215,6 +217,28 @@ class FixtureExecutor {
         } finally {
           this.running.delete(taskId);
         }
+        return;
+      }
+      case 'data': {
+        startTask(TaskState.TASK_STATE_SUBMITTED);
+        bus.publish(
+          AgentEvent.artifactUpdate({
+            taskId,
+            contextId,
+            artifact: {
+              artifactId: crypto.randomUUID(),
+              name: 'rows',
+              description: '',
+              parts: [{ content: { $case: 'data', value: [{ id: 1 }, { id: 2 }] }, metadata: undefined, filename: '', mediaType: 'application/json' }],
+              metadata: undefined,
+              extensions: [],
+            },
+            append: false,
+            lastChunk: true,
+            metadata: undefined,
+          })
+        );
+        status(TaskState.TASK_STATE_COMPLETED);
         return;
       }
       case 'fail': {
