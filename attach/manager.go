@@ -3,6 +3,7 @@
 package attach
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -69,6 +70,9 @@ type Manager struct {
 	Deferred bool
 	// StartTimeout bounds starting an upstream (npx may download first).
 	StartTimeout time.Duration
+	// RegistryDeadline bounds each registry's answer to a search or a
+	// lookup; zero means DefaultRegistryDeadline.
+	RegistryDeadline time.Duration
 	// Pinned servers are attached to every session.
 	Pinned []config.Server
 	// Agents are pinned A2A agents; their tokens also serve agents attached
@@ -147,9 +151,7 @@ func (m *Manager) Resolve(ctx context.Context, urn, registryID string) (registry
 	var errs []error
 	var searched []string
 	for _, r := range regs {
-		ctx, span := m.Tracing.Span(ctx, "registry.lookup", tracing.String("registry.id", r.ID()))
-		e, err := r.Lookup(ctx, urn)
-		EndSpan(span, err)
+		e, err := m.lookup(ctx, r, urn)
 		if err == nil {
 			return e, r.ID(), nil
 		}
@@ -179,6 +181,29 @@ func (m *Manager) Resolve(ctx context.Context, urn, registryID string) (registry
 		return registry.Entry{}, "", fmt.Errorf("%w%s", errors.Join(errs...), notIn)
 	}
 	return registry.Entry{}, "", fmt.Errorf("%w (searched %v)", ErrUnknownURN, searched)
+}
+
+// DefaultRegistryDeadline is how long a registry has to answer a search
+// or a lookup, unless Manager.RegistryDeadline says otherwise.
+const DefaultRegistryDeadline = 10 * time.Second
+
+// RegistryWait is how long a registry has to answer a search or a lookup.
+func (m *Manager) RegistryWait() time.Duration {
+	return cmp.Or(m.RegistryDeadline, DefaultRegistryDeadline)
+}
+
+// lookup looks urn up in r, within RegistryWait: a registry that stalled
+// held an attach, asking each registry in turn, for good.
+func (m *Manager) lookup(ctx context.Context, r registry.Registry, urn string) (registry.Entry, error) {
+	ctx, cancel := context.WithTimeout(ctx, m.RegistryWait())
+	defer cancel()
+	ctx, span := m.Tracing.Span(ctx, "registry.lookup", tracing.String("registry.id", r.ID()))
+	e, err := r.Lookup(ctx, urn)
+	EndSpan(span, err)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		err = fmt.Errorf("registry %s did not answer within %s", r.ID(), m.RegistryWait())
+	}
+	return e, err
 }
 
 func (m *Manager) registryIDs() []string { return ids(m.Registries) }

@@ -209,8 +209,8 @@ func TestCancelledOwnToolGetsNoAnswerHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := &attach.Manager{Registries: []registry.Registry{reg}, HTTP: hc, AllowTypes: config.DefaultAllowAttachTypes,
-		MaxAttachments: 1, CallTimeout: time.Minute, StartTimeout: time.Second, Log: quietLog}
-	g := New(m, quietLog, Options{Version: "test", RegistryDeadline: time.Minute})
+		MaxAttachments: 1, CallTimeout: time.Minute, StartTimeout: time.Second, Log: quietLog, RegistryDeadline: time.Minute}
+	g := New(m, quietLog, Options{Version: "test"})
 	h := g.NewHTTP(HTTPOptions{})
 	ts := httptest.NewServer(h)
 	t.Cleanup(func() { _ = h.Shutdown(context.Background()); ts.Close(); g.Close() })

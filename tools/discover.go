@@ -274,7 +274,7 @@ func (g *Gateway) searchAll(ctx context.Context, regs []registry.Registry, q reg
 	for i, r := range regs {
 		wg.Go(func() {
 			// One slow registry does not hold up the others.
-			ctx, cancel := context.WithTimeout(ctx, g.opts.RegistryDeadline)
+			ctx, cancel := context.WithTimeout(ctx, g.manager.RegistryWait())
 			defer cancel()
 			rq := q
 			rq.PageToken = tokens[r.ID()]
@@ -288,7 +288,7 @@ func (g *Gateway) searchAll(ctx context.Context, regs []registry.Registry, q reg
 			}
 			g.metrics.registry.WithLabelValues(r.ID(), result).Observe(time.Since(start).Seconds())
 			if errors.Is(err, context.DeadlineExceeded) {
-				err = fmt.Errorf("registry %s did not answer within %s", r.ID(), g.opts.RegistryDeadline)
+				err = fmt.Errorf("registry %s did not answer within %s", r.ID(), g.manager.RegistryWait())
 			}
 			answers[i] = answer{id: r.ID(), page: page, err: err}
 		})

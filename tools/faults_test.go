@@ -19,8 +19,9 @@ import (
 	"github.com/ardgate/ardgate/registry"
 )
 
-// A registry that never answers costs one deadline: the others' results
-// come back, and the slow one is reported.
+// A registry that never answers costs one deadline, to a discovery and
+// to an attach: the others' results come back, and the slow one is
+// reported.
 func TestRegistryTimeout(t *testing.T) {
 	release := make(chan struct{})
 	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -37,8 +38,8 @@ func TestRegistryTimeout(t *testing.T) {
 		{Identifier: "urn:air:acme.com:mcp:weather", DisplayName: "Weather", Type: config.MediaMCPServerCard, URL: "https://acme.com/w.json"}}))
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	m := &attach.Manager{Registries: []registry.Registry{slow, local}, HTTP: hc, AllowTypes: config.DefaultAllowAttachTypes,
-		MaxAttachments: 1, CallTimeout: time.Second, StartTimeout: time.Second, Log: log}
-	g := New(m, log, Options{Version: "test", RegistryDeadline: 200 * time.Millisecond})
+		MaxAttachments: 1, CallTimeout: time.Second, StartTimeout: time.Second, Log: log, RegistryDeadline: 200 * time.Millisecond}
+	g := New(m, log, Options{Version: "test"})
 	h := g.NewHTTP(HTTPOptions{})
 	ts := httptest.NewServer(h)
 	t.Cleanup(func() { _ = h.Shutdown(context.Background()); ts.Close(); g.Close(); hc.CloseIdleConnections() })
@@ -57,6 +58,12 @@ func TestRegistryTimeout(t *testing.T) {
 	}
 	if len(out.Results) != 1 || len(out.Errors) != 1 || out.Errors[0].RegistryID != "slow" || !strings.Contains(out.Errors[0].Error, "did not answer within 200ms") {
 		t.Fatalf("discover with a hung registry: %+v", out)
+	}
+	// An attach asks each registry in turn, each within the deadline: it
+	// waited on the hung one for good.
+	res = s.call("attach_resource", map[string]any{"urn": "urn:air:acme.com:mcp:elsewhere"})
+	if msg := firstText(res); !res.IsError || !strings.Contains(msg, "registry slow did not answer within 200ms") || !strings.Contains(msg, "it is not in [local]") {
+		t.Fatalf("attach with a hung registry first: %s", msg)
 	}
 }
 

@@ -64,9 +64,6 @@ type Options struct {
 	MaxResultBytes int
 	// Limits are each session's rate limits and loop guard.
 	Limits guard.Limits
-	// RegistryDeadline bounds each registry's answer to one discovery;
-	// zero means 10 s.
-	RegistryDeadline time.Duration
 	// Tracing, when not nil, traces every method and tool handler.
 	Tracing *Tracing
 	// PinnedListWait is how long after a session starts a tools/list
@@ -151,9 +148,6 @@ func (s *session) noticesQueued() bool {
 func New(manager *attach.Manager, log *slog.Logger, opts Options) *Gateway {
 	if opts.MaxResultBytes == 0 {
 		opts.MaxResultBytes = config.DefaultMaxResultBytes
-	}
-	if opts.RegistryDeadline == 0 {
-		opts.RegistryDeadline = 10 * time.Second
 	}
 	if opts.PinnedListWait == 0 {
 		opts.PinnedListWait = config.DefaultPinnedListWait
