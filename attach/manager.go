@@ -73,6 +73,10 @@ type Manager struct {
 	// RegistryDeadline bounds each registry's answer to a search or a
 	// lookup; zero means DefaultRegistryDeadline.
 	RegistryDeadline time.Duration
+	// AllowLocal is allow_local_urls: endpoints may be loopback and
+	// private addresses. HTTP's dialer enforces it; Assess tells of an
+	// endpoint it refuses before the attach (guard.Dialer.CheckHost).
+	AllowLocal bool
 	// Pinned servers are attached to every session.
 	Pinned []config.Server
 	// Agents are pinned A2A agents; their tokens also serve agents attached
@@ -115,6 +119,7 @@ func New(cfg *config.Config, regs []registry.Registry, hc *http.Client, log *slo
 		MaxCallTime:    cfg.MaxCallTime,
 		StartTimeout:   2 * time.Minute,
 		Deferred:       cfg.ToolMode == config.ToolModeDeferred,
+		AllowLocal:     cfg.AllowLocalURLs,
 		Pinned:         cfg.Servers,
 		Agents:         cfg.Agents,
 		Version:        version,
@@ -248,20 +253,34 @@ func (m *Manager) Assess(e *registry.Entry, registryID string) Assessment {
 	}
 	if KindOf(e.Type) == KindA2AAgent {
 		if len(e.Data) == 0 {
-			_, a.Err = guard.CheckURL(e.URL)
+			a.Err = m.checkEndpoint(e.URL)
 		}
 		return a
 	}
 	if len(e.Data) == 0 {
-		_, a.Err = guard.CheckURL(e.URL)
+		a.Err = m.checkEndpoint(e.URL)
 		return a
 	}
 	card, err := decodeCard(e.Data)
+	var plan Plan
 	if err == nil {
-		_, err = planFor(card, registryID, &m.Stdio)
+		plan, err = planFor(card, registryID, &m.Stdio)
+	}
+	if err == nil && plan.Transport != TransportStdio {
+		err = m.checkEndpoint(plan.URL)
 	}
 	a.Err = err
 	return a
+}
+
+// checkEndpoint is what the guard refuses of a URL before any lookup: a
+// remote at localhost was listed attachable, and its attach refused.
+func (m *Manager) checkEndpoint(raw string) error {
+	u, err := guard.CheckURL(raw)
+	if err != nil {
+		return err
+	}
+	return (&guard.Dialer{AllowLocal: m.AllowLocal}).CheckHost(u.Hostname())
 }
 
 func (m *Manager) checkType(mediaType string) error {

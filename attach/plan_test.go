@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/registry"
 )
 
 func TestPlanFor(t *testing.T) {
@@ -93,6 +95,45 @@ func TestEndpointRedacted(t *testing.T) {
 	} {
 		if got := (Plan{Transport: TransportStreamableHTTP, URL: raw}).Endpoint(); got != want {
 			t.Errorf("%s: %s, want %s", raw, got, want)
+		}
+	}
+}
+
+// Discovery says an entry whose endpoint the guard refuses before any
+// lookup is not attachable, and why: remotes at localhost were listed
+// attachable, and their attach refused. A name is not looked up.
+func TestAssessEndpoints(t *testing.T) {
+	remote := func(url string) registry.Entry {
+		return registry.Entry{Identifier: "urn:air:a.example:mcp:x", DisplayName: "x", Type: config.MediaMCPServerCard,
+			Data: []byte(`{"remotes":[{"type":"streamable-http","url":"` + url + `"}]}`)}
+	}
+	card := func(url string) registry.Entry {
+		return registry.Entry{Identifier: "urn:air:a.example:mcp:x", DisplayName: "x", Type: config.MediaMCPServerCard, URL: url}
+	}
+	agent := func(url string) registry.Entry {
+		return registry.Entry{Identifier: "urn:air:a.example:agent:x", DisplayName: "x", Type: config.MediaA2AAgentCard, URL: url}
+	}
+	for _, c := range []struct {
+		name       string
+		e          registry.Entry
+		allowLocal bool
+		want       string // "" for attachable
+	}{
+		{"a remote at localhost", remote("http://localhost:8080/mcp"), false, "localhost always means this machine"},
+		{"a remote at loopback", remote("http://127.0.0.1:8080/mcp"), false, "loopback, private or link-local"},
+		{"a remote at a private address", remote("http://10.1.2.3/mcp"), false, "loopback, private or link-local"},
+		{"a remote at a name", remote("https://mcp.a.example/mcp"), false, ""},
+		{"a remote at localhost, allowed", remote("http://localhost:8080/mcp"), true, ""},
+		{"a card at localhost", card("http://localhost/card.json"), false, "localhost always means this machine"},
+		{"an agent at a metadata address, allowed local", agent("http://169.254.169.254/"), true, "cloud metadata address"},
+	} {
+		m := &Manager{AllowTypes: config.DefaultAllowAttachTypes, AllowLocal: c.allowLocal}
+		err := m.Assess(&c.e, "builtin").Err
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v; want attachable", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v; want %q", c.name, err, c.want)
 		}
 	}
 }

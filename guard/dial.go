@@ -35,11 +35,8 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 	if err != nil {
 		return nil, err
 	}
-	if numericSpelling(host) {
-		return nil, refuse("ssrf", "%q is an IP address in an unusual spelling", host)
-	}
-	if name := strings.TrimSuffix(strings.ToLower(host), "."); !d.AllowLocal && (name == "localhost" || strings.HasSuffix(name, ".localhost")) {
-		return nil, refuse("ssrf", "%s always means this machine (allow_local_urls is off)", host)
+	if err := d.CheckHost(host); err != nil {
+		return nil, err
 	}
 	var ips []netip.Addr
 	if ip, err := netip.ParseAddr(host); err == nil {
@@ -106,6 +103,23 @@ func embeddedIPv4(ip netip.Addr) (netip.Addr, bool) {
 		return netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]}), true
 	}
 	return ip, false
+}
+
+// CheckHost refuses what a host name or address says of itself, before
+// any lookup: an IP address in an unusual spelling, a localhost name, an
+// address CheckIP refuses. A name that passes may still resolve to one it
+// refuses (DialContext checks that).
+func (d *Dialer) CheckHost(host string) error {
+	if numericSpelling(host) {
+		return refuse("ssrf", "%q is an IP address in an unusual spelling", host)
+	}
+	if name := strings.TrimSuffix(strings.ToLower(host), "."); !d.AllowLocal && (name == "localhost" || strings.HasSuffix(name, ".localhost")) {
+		return refuse("ssrf", "%s always means this machine (allow_local_urls is off)", host)
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return d.CheckIP(ip)
+	}
+	return nil
 }
 
 // CheckIP refuses addresses an outgoing connection must not reach.
