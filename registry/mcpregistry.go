@@ -57,8 +57,10 @@ type serverResponse struct {
 // Search implements Registry. The registry's own search matches server
 // names only, so one natural-language query becomes up to three name
 // searches, one per most specific word, made in parallel; their pages are
-// merged, ranked here with the same BM25F scoring as local catalogs, and
-// filtered here. The page token carries each word's cursor.
+// merged, ranked here with the same BM25F scoring as local catalogs,
+// filtered here, and cut to the page's size. The page token carries each
+// word's cursor: a later page goes on from where each list stopped, and
+// what a page fetched past its size is not shown again.
 func (m *MCPRegistry) Search(ctx context.Context, q Query) (Page, error) {
 	size := q.PageSize
 	if size == 0 {
@@ -137,19 +139,29 @@ func (m *MCPRegistry) Search(ctx context.Context, q Query) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	// Entries the text does not match at all still came back from the
-	// registry's own search: keep them, after the ranked ones.
+	// An entry the text does not match came back from the registry's own
+	// search all the same: kept, after the ranked ones, when a word is in
+	// its server's own name ("kube" in mcp-kubernetes), which the ranking
+	// does not see; not when a word matched its namespace only ("github"
+	// matches every io.github.* server).
 	for _, e := range entries {
-		if !slices.ContainsFunc(ranked, func(r Result) bool { return r.Identifier == e.Identifier }) {
+		if !slices.ContainsFunc(ranked, func(r Result) bool { return r.Identifier == e.Identifier }) && namedBy(e, words) {
 			ranked = append(ranked, Result{Entry: e, Source: m.base.String()})
 		}
 	}
-	page := Page{Results: ranked}
+	page := Page{Results: ranked[:min(size, len(ranked))]} // three words' lists answered three times page_size
 	if len(next) > 0 {
 		tok, _ := json.Marshal(next)
 		page.PageToken = base64.RawURLEncoding.EncodeToString(tok)
 	}
 	return page, nil
+}
+
+// namedBy reports whether e's server's own name (its URN's last segment)
+// holds one of words, or words are the listing's ("").
+func namedBy(e Entry, words []string) bool {
+	name := strings.ToLower(e.Identifier[strings.LastIndex(e.Identifier, ":")+1:])
+	return slices.ContainsFunc(words, func(w string) bool { return strings.Contains(name, w) })
 }
 
 // searchWords picks up to n words to send as name searches: the longest,

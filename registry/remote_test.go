@@ -296,8 +296,10 @@ func TestMCPRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	p, err := m.Search(ctx, Query{Text: "github issues", PageSize: 5})
-	if err != nil || len(p.Results) == 0 {
+	// Three words' name searches answered three times the page's size;
+	// cut to it. Eight servers have "cloud" in their names, 198 "server".
+	p, err := m.Search(ctx, Query{Text: "cloud server", PageSize: 3})
+	if err != nil || len(p.Results) != 3 {
 		t.Fatalf("search: %v %+v", err, p)
 	}
 	for _, r := range p.Results {
@@ -308,9 +310,15 @@ func TestMCPRegistry(t *testing.T) {
 	if p.PageToken == "" {
 		t.Fatal("no cursor for a search with more results")
 	}
-	p2, err := m.Search(ctx, Query{Text: "github issues", PageSize: 5, PageToken: p.PageToken})
+	p2, err := m.Search(ctx, Query{Text: "cloud server", PageSize: 3, PageToken: p.PageToken})
 	if err != nil || len(p2.Results) == 0 || p2.Results[0].Identifier == p.Results[0].Identifier {
 		t.Fatalf("second page: %v %+v", err, p2)
+	}
+	// "github" is in the namespace of every io.github.* server, which the
+	// registry's name search matches: none of them is about GitHub issues,
+	// and none is listed.
+	if p, err := m.Search(ctx, Query{Text: "github issues", PageSize: 5}); err != nil || len(p.Results) != 0 {
+		t.Fatalf("github issues: %v %+v", err, p.Results)
 	}
 	e, err := m.Lookup(ctx, "urn:air:21st-dev.github.io:mcp:magic-mcp")
 	if err != nil || e.DisplayName == "" {
