@@ -48,8 +48,13 @@ async function call(client, name, args) {
 // outputSchema: the gateway's failure must reach the model. The SDK checks
 // structuredContent against the schema even in an error result, and threw
 // "Structured content does not match the tool's output schema" while the
-// gateway's failure body was there; the body is in _meta instead.
+// gateway's failure body was there; the body is in _meta instead. The
+// next call after a crash starts the server again: it is crashed twice, so
+// that the call comes within 5 s of that start, and finds it down.
 async function downWithSchema(client) {
+  await client.callTool({ name: 'mcp_fixture__crash', arguments: {} });
+  const again = await client.callTool({ name: 'mcp_fixture__add', arguments: { a: 1, b: 2 } });
+  if (again.isError || again.structuredContent?.sum !== 3) fail(`mcp_fixture__add, its server started again: ${JSON.stringify(again)}`);
   await client.callTool({ name: 'mcp_fixture__crash', arguments: {} });
   const res = await client.callTool({ name: 'mcp_fixture__add', arguments: { a: 1, b: 2 } });
   if (!res.isError || !text(res).includes('upstream is down')) fail(`mcp_fixture__add, its server down: ${JSON.stringify(res)}`);
