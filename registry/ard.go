@@ -72,7 +72,7 @@ func (a *ARD) Search(ctx context.Context, q Query) (Page, error) {
 	}
 	page, err := decodeSearch(data, a.base.String())
 	if err != nil {
-		return Page{}, fmt.Errorf("registry %s: %w", a.id, err)
+		return Page{}, a.malformed(fmt.Errorf("registry %s: %w", a.id, err))
 	}
 	kept := page.Results[:0]
 	for _, r := range page.Results {

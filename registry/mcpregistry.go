@@ -104,7 +104,7 @@ func (m *MCPRegistry) Search(ctx context.Context, q Query) (Page, error) {
 			data, err := m.do(ctx, http.MethodGet, "/v0.1/servers", params, nil)
 			if err == nil {
 				if uerr := json.Unmarshal(data, &answers[i].list); uerr != nil {
-					err = fmt.Errorf("registry %s: malformed server list: %w", m.id, uerr)
+					err = m.malformed(fmt.Errorf("registry %s: malformed server list: %w", m.id, uerr))
 				}
 			}
 			answers[i].err = err
@@ -118,7 +118,9 @@ func (m *MCPRegistry) Search(ctx context.Context, q Query) (Page, error) {
 	var errs []error
 	for i, a := range answers {
 		if a.err != nil {
-			errs = append(errs, a.err)
+			if !slices.ContainsFunc(errs, func(e error) bool { return e.Error() == a.err.Error() }) {
+				errs = append(errs, a.err) // each word's search failed alike: said once
+			}
 			continue
 		}
 		for _, s := range a.list.Servers {
@@ -131,7 +133,7 @@ func (m *MCPRegistry) Search(ctx context.Context, q Query) (Page, error) {
 			next[words[i]] = c
 		}
 	}
-	if len(errs) == len(answers) && len(errs) > 0 {
+	if !slices.ContainsFunc(answers, func(a answer) bool { return a.err == nil }) {
 		return Page{}, errors.Join(errs...)
 	}
 	m.remember(entries)

@@ -176,6 +176,11 @@ func (r *remote) do(ctx context.Context, method, path string, query url.Values, 
 			if !retryable || attempt >= r.retries {
 				return nil, last
 			}
+			if retryAfter > maxBackoff {
+				// Asked to wait longer than a search would: said now, not
+				// after waiting the deadline out ("did not answer").
+				return nil, fmt.Errorf("%w; it asks to be asked again in %s", last, retryAfter)
+			}
 			wait := retryAfter
 			if wait == 0 {
 				wait = time.Duration(200<<attempt)*time.Millisecond + time.Duration(rand.IntN(100))*time.Millisecond
@@ -274,16 +279,25 @@ func retryAfter(v string) time.Duration {
 }
 
 // record notes a round trip's outcome for Health. A registry answering
-// 4xx is reachable; only transport failures and 5xx count against it.
+// 4xx is well (an unknown URN, a query it refused), but for 401 and 403,
+// which every request would get; transport failures and 5xx count
+// against it, and so does an answer that could not be read (malformed).
 func (r *remote) record(err error) {
 	var se *StatusError
-	ok := err == nil || errors.As(err, &se) && se.Status < 500
+	ok := err == nil || errors.As(err, &se) && se.Status < 500 && se.Status != http.StatusUnauthorized && se.Status != http.StatusForbidden
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.last = HostHealth{Host: r.base.String(), OK: ok, CheckedAt: time.Now()}
 	if !ok {
 		r.last.Error = err.Error()
 	}
+}
+
+// malformed records that an answer the registry gave could not be read,
+// and returns err.
+func (r *remote) malformed(err error) error {
+	r.record(err)
+	return err
 }
 
 // Health reports the latest round trip; a registry not asked yet is

@@ -366,3 +366,39 @@ func TestMCPRegistryDropsInactive(t *testing.T) {
 		t.Fatalf("%v %+v", err, p.Results)
 	}
 }
+
+// gateway_health tells what a registry's answers were: one that answered
+// 401, 403 or what could not be read was listed well, though every search
+// failed. A registry asking to be asked again later than a search waits
+// says so at once; it was waited out and read "did not answer".
+func TestRegistryHealthTellsFailures(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name    string
+		reply   http.HandlerFunc
+		healthy bool
+		says    string
+	}{
+		{"an answer", jsonReply(200, `{"results":[]}`), true, ""},
+		{"a query refused", jsonReply(400, `{"errorCode":"bad","message":"no"}`), true, "no"},
+		{"401", jsonReply(401, `{"errorCode":"unauthorized","message":"a token is needed"}`), false, "a token is needed"},
+		{"403", jsonReply(403, `{"errorCode":"forbidden","message":"not you"}`), false, "not you"},
+		{"HTML", jsonReply(200, `<html>hello</html>`), false, "malformed search response"},
+		{"empty", jsonReply(200, ``), false, "malformed search response"},
+		{"503, again in two minutes", jsonReply(503, `{"errorCode":"down","message":"down for maintenance"}`, "Retry-After", "120"), false, "it asks to be asked again in 2m0s"},
+	} {
+		ts, _ := quirkServer(t, c.reply)
+		a := newTestARD(t, ts.URL)
+		start := time.Now()
+		_, err := a.Search(ctx, Query{Text: "weather"})
+		if c.says != "" && (err == nil || !strings.Contains(err.Error(), c.says)) || c.says == "" && err != nil {
+			t.Errorf("%s: search: %v; want %q", c.name, err, c.says)
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("%s: the search took %v", c.name, took)
+		}
+		if h := a.Health()[0]; h.OK != c.healthy {
+			t.Errorf("%s: health %+v; want ok %v", c.name, h, c.healthy)
+		}
+	}
+}
