@@ -212,10 +212,18 @@ func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 			out.Results = append(out.Results, g.describe(r, ans.id))
 		}
 		for _, ref := range ans.page.Referrals {
-			out.Referrals = append(out.Referrals, referral{URN: ref.Identifier, DisplayName: guard.Text(ref.DisplayName, maxNameRunes), URL: ref.URL, RegistryID: ans.id})
+			// Registry data: a referral to what is no http(s) registry
+			// ("javascript:…") is not passed on, nor one given twice.
+			r := referral{URN: ref.Identifier, DisplayName: guard.Text(ref.DisplayName, maxNameRunes), URL: ref.URL, RegistryID: ans.id}
+			if _, err := guard.CheckURL(ref.URL); err == nil && !slices.Contains(out.Referrals, r) {
+				out.Referrals = append(out.Referrals, r)
+			}
 		}
-		if ans.page.PageToken != "" {
-			next[ans.id] = ans.page.PageToken
+		switch t := ans.page.PageToken; {
+		case len(t) > maxRegistryToken:
+			out.Note += fmt.Sprintf(" Registry %s gave a page token of over %d bytes: its later pages are not asked for.", ans.id, maxRegistryToken)
+		case t != "":
+			next[ans.id] = t
 		}
 	}
 	if len(out.Errors) == len(answers) && len(answers) > 0 {
@@ -256,6 +264,10 @@ func joinErrors(errs []registryError) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// maxRegistryToken bounds a registry's page token, which the gateway's
+// own page token carries: one of 10,000 characters made it 13 KB.
+const maxRegistryToken = 2048
 
 // Referrals are followed only so far.
 const maxReferralDepth = 2

@@ -227,3 +227,47 @@ func TestEmptyResultsSayWhatNext(t *testing.T) {
 		t.Fatalf("tool_search with no match: %v %s", err, res.RawStructuredContent)
 	}
 }
+
+// A registry's referrals and page token are its own data: a referral to
+// what is no http(s) registry is not passed on, one given twice is given
+// once, and a page token of 10,000 characters, which made the gateway's
+// own 13 KB, ends that registry's pages, saying so.
+func TestDiscoverHostileRegistryData(t *testing.T) {
+	ref := func(url string) string {
+		return `{"identifier":"urn:air:acme.com:registry:r","displayName":"R","type":"application/ard-registry+json","url":"` + url + `"}`
+	}
+	hostile := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"results":[{"identifier":"urn:air:weather.example:mcp:forecast","displayName":"Remote weather","type":"application/mcp-server-card+json","url":"https://weather.example/card.json","description":"weather","score":50}],`+
+			`"referrals":[`+ref("https://r.example/search")+`,`+ref("https://r.example/search")+`,`+ref("javascript:alert(1)")+`],"pageToken":"`+strings.Repeat("p", 10000)+`"}`)
+	}))
+	t.Cleanup(hostile.Close)
+	hc := (&guard.Dialer{AllowLocal: true}).Client()
+	reg, err := registry.NewARD("hostile", hostile.URL, "", registry.RemoteOptions{HTTP: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &attach.Manager{Registries: []registry.Registry{reg}, HTTP: hc, AllowTypes: config.DefaultAllowAttachTypes, MaxAttachments: 5,
+		CallTimeout: time.Second, StartTimeout: time.Second, Log: quietLog}
+	g := New(m, quietLog, Options{Version: "test"})
+	h := g.NewHTTP(HTTPOptions{})
+	ts := httptest.NewServer(h)
+	t.Cleanup(func() { _ = h.Shutdown(t.Context()); ts.Close(); g.Close(); hc.CloseIdleConnections() })
+	s := (&testGateway{g: g, h: h, url: ts.URL + "/mcp"}).connect(t)
+	res := s.call("discover_resources", map[string]any{"text": "weather"})
+	var out struct {
+		Count     int
+		Referrals []struct{ URL string }
+		PageToken string `json:"page_token"`
+		Note      string
+	}
+	if err := json.Unmarshal(res.RawStructuredContent, &out); err != nil || res.IsError {
+		t.Fatalf("discover: %s", firstText(res))
+	}
+	if out.Count != 1 || len(out.Referrals) != 1 || out.Referrals[0].URL != "https://r.example/search" {
+		t.Errorf("results %d, referrals %+v; want 1, and the one http(s) referral once", out.Count, out.Referrals)
+	}
+	if out.PageToken != "" || !strings.Contains(out.Note, "Registry hostile gave a page token of over 2048 bytes") {
+		t.Errorf("page token of %d bytes; note %q", len(out.PageToken), out.Note)
+	}
+}
