@@ -37,6 +37,16 @@ func describeA2AError(err error) error {
 	return said
 }
 
+// AgentError is a failure of an attached agent's, naming it: what went
+// wrong talking to the agent, not in the call's arguments.
+type AgentError struct {
+	URN string // the agent's attachment's
+	Err error
+}
+
+func (e *AgentError) Error() string { return e.Err.Error() }
+func (e *AgentError) Unwrap() error { return e.Err }
+
 // maxAgentError bounds the text of an agent's error that a tool result
 // carries: a2a-go puts a whole answer it could not read in its error,
 // 16 MB of it once.

@@ -615,9 +615,9 @@ func (s *Session) askAgent(ctx context.Context, a *Attachment, what string, do f
 	case err == nil:
 		return nil
 	case parent.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return errNoAnswer(a, what, timeout)
+		return &AgentError{URN: a.URN, Err: errNoAnswer(a, what, timeout)}
 	}
-	return fmt.Errorf("%s: %w", a.Name, describeA2AError(err))
+	return &AgentError{URN: a.URN, Err: fmt.Errorf("%s: %w", a.Name, describeA2AError(err))}
 }
 
 // Wait waits up to timeout for a task to finish or to need input,
@@ -707,7 +707,7 @@ func (s *Session) waitError(ctx context.Context, t *task, err error) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return nil // the view says the task is still running
 	}
-	return fmt.Errorf("task %s on %s: %w", t.id, t.agent.Name, err)
+	return &AgentError{URN: t.agent.URN, Err: fmt.Errorf("task %s on %s: %w", t.id, t.agent.Name, err)}
 }
 
 // Reply continues a task (one that asked for input) in its context, then

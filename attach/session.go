@@ -256,7 +256,7 @@ func (s *Session) agentReached(ctx context.Context, a *Attachment) (*agentConn, 
 		a.mu.Lock()
 		a.failure = "could not be reached: " + err.Error()
 		a.mu.Unlock()
-		return nil, fmt.Errorf("%w: agent %s could not be reached: %w; spawn_agent tries again, at most every %s", ErrUpstreamDown, a.Name, err, reviveEvery)
+		return nil, &AgentError{URN: a.URN, Err: fmt.Errorf("%w: agent %s could not be reached: %w; spawn_agent tries again, at most every %s", ErrUpstreamDown, a.Name, err, reviveEvery)}
 	}
 	a.mu.Lock()
 	if a.sessionEnded.Load() || a.agent != nil {

@@ -171,6 +171,10 @@ func TestAgentErrorsAsTheAgentSaidThem(t *testing.T) {
 			t.Errorf("%s: %.300q (%d bytes)", c.message, msg, len(msg))
 		}
 	}
+	// An operator sees them too, by the agent's URN, as a proxied call's.
+	if m := tg.metrics(t); !strings.Contains(m, `ardgate_upstream_errors_total{code="upstream_error",urn="urn:air:agents.test:agent:scripted"} 3`) {
+		t.Errorf("the agent's failures are not counted:\n%s", m)
+	}
 }
 
 // A task its agent no longer knows (it restarted) is lost: waited on, it

@@ -45,7 +45,7 @@ func newMetrics(m *attach.Manager) *metrics {
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ardgate_tool_call_duration_seconds",
 			Help: "Tool call latency.", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}, []string{"tool"}),
 		upstream: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ardgate_upstream_errors_total",
-			Help: "Failed proxied calls by the URN of the attachment (\"(detached)\" once gone) and error code."}, []string{"urn", "code"}),
+			Help: "Failed proxied calls, and task tools failed by their agents, by the URN of the attachment (\"(detached)\" once gone) and error code."}, []string{"urn", "code"}),
 		registry: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ardgate_registry_request_duration_seconds",
 			Help: "Registry search latency by registry and result.", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}, []string{"registry", "result"}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ardgate_refusals_total",
