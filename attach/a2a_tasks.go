@@ -645,13 +645,11 @@ func (s *Session) wait(ctx context.Context, t *task, timeout time.Duration, onUp
 	}
 	// The first look is made whatever the timeout, within the agent's
 	// call timeout: a wait of 0 asks for the task as it is now, not as the
-	// gateway last saw it.
-	look := ctx
-	if at := s.timeout(t.agent); at > timeout {
-		var cancel context.CancelFunc
-		look, cancel = context.WithTimeout(ctx, at)
-		defer cancel()
-	}
+	// gateway last saw it. Every look is bounded so: an agent that does
+	// not answer one is said not to, where the wait went on, or ended, with
+	// the task as last seen, saying nothing.
+	at := s.timeout(t.agent)
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	settled := func() bool {
@@ -664,18 +662,25 @@ func (s *Session) wait(ctx context.Context, t *task, timeout time.Duration, onUp
 		}
 		return answered == "" || t.statusMessageID() != answered
 	}
-	refresh := func(ctx context.Context) error {
-		changed, err := t.look(ctx, conn)
+	// refresh looks at the task within the agent's timeout, from within
+	// (the first look's parent, else the wait's).
+	refresh := func(within context.Context) error {
+		look, cancel := context.WithTimeout(within, at)
+		defer cancel()
+		changed, err := t.look(look, conn)
 		if changed && onUpdate != nil {
 			onUpdate(t.view())
 		}
-		if err != nil && !errors.Is(err, a2a.ErrTaskNotFound) { // lost: the view says so
-			return describeA2AError(err)
+		switch {
+		case err == nil, errors.Is(err, a2a.ErrTaskNotFound): // lost: the view says so
+			return nil
+		case within.Err() == nil && errors.Is(look.Err(), context.DeadlineExceeded):
+			return &AgentError{URN: t.agent.URN, Err: fmt.Errorf("%w; task %s is shown as last seen, %s", errNoAnswer(t.agent, "the look at task "+id, at), id, t.view().State)}
 		}
-		return nil
+		return describeA2AError(err)
 	}
-	if err := refresh(look); err != nil {
-		return t.view(), s.waitError(look, t, err)
+	if err := refresh(parent); err != nil {
+		return t.view(), s.waitError(parent, t, err)
 	}
 	if conn.streaming && !settled() {
 		for ev, err := range conn.client.ResubscribeToTask(ctx, &a2a.TaskIDParams{ID: a2a.TaskID(t.remote)}) {
