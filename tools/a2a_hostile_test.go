@@ -281,3 +281,24 @@ func TestAgentDoesNotAnswerALook(t *testing.T) {
 		}
 	}
 }
+
+// A listing of tasks whose agent answers no look at them is bounded as a
+// whole, not a look at a time: each look waited out the call timeout, 8
+// at a time, and 100 such tasks took 13 minutes to list.
+func TestListTasksOfAnAgentThatDoesNotAnswer(t *testing.T) {
+	t.Parallel() // it waits 10 s
+	agent := newScriptedAgent(t)
+	tg := agentGatewayWith(t, true, time.Minute, agentEntry("urn:air:agents.test:agent:scripted", agent.URL+a2afixture.CardPath))
+	s := tg.connect(t)
+	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:scripted"}); res.IsError {
+		t.Fatalf("attach: %s", firstText(res))
+	}
+	for range 9 { // two rounds of eight looks
+		s.task(s.call("spawn_agent", map[string]any{"message": "hang"}))
+	}
+	start := time.Now()
+	res := s.call("list_tasks", map[string]any{})
+	if took := time.Since(start); res.IsError || took > 15*time.Second || !strings.Contains(firstText(res), `"count":9`) {
+		t.Fatalf("list_tasks took %v: %s", took, firstText(res))
+	}
+}
