@@ -26,7 +26,10 @@ type Stdio struct {
 // CheckRegistry refuses launching entries from registries not in
 // AllowFrom.
 func (p *Stdio) CheckRegistry(registryID string) error {
-	if !slices.Contains(p.AllowFrom, registryID) {
+	switch {
+	case len(p.AllowFrom) == 0:
+		return refuse("stdio.allow_from", "entries from registry %q may not start local processes; stdio.allow_from lets no registry", registryID)
+	case !slices.Contains(p.AllowFrom, registryID):
 		return refuse("stdio.allow_from", "entries from registry %q may not start local processes; only %v may", registryID, p.AllowFrom)
 	}
 	return nil

@@ -70,7 +70,8 @@ func TestStdioCheckRegistry(t *testing.T) {
 		})
 	}
 	t.Run("empty policy refuses all", func(t *testing.T) {
-		wantRefusal(t, (&guard.Stdio{}).CheckRegistry("builtin"), "stdio.allow_from")
+		// Saying so: it read "only [] may".
+		wantRefusal(t, (&guard.Stdio{}).CheckRegistry("builtin"), "stdio.allow_from", "stdio.allow_from lets no registry")
 	})
 }
 
