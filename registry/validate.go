@@ -104,6 +104,14 @@ func ValidateCatalog(data []byte) []string {
 				seen[key] = i
 			}
 		}
+		// The schema asks only that it be there; the loaders drop an entry
+		// whose name is blank, and validate said nothing of it.
+		if name, ok := e["displayName"]; ok {
+			var dn string
+			if json.Unmarshal(name, &dn) == nil && strings.TrimSpace(dn) == "" {
+				out = append(out, at+": displayName is blank; the catalog loaders leave such an entry out")
+			}
+		}
 		rawURL, hasURL := e["url"]
 		_, hasData := e["data"]
 		var u, typ string

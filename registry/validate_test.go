@@ -208,6 +208,8 @@ func TestValidateRules(t *testing.T) {
 			[][]string{{"$.entries[1] (URN:AI:ACME.com:mcp:a): identifier duplicates $.entries[0]"}}},
 		{"duplicates each name the first", head + ok1 + `,` + ok1 + `,` + ok1 + tail,
 			[][]string{{"$.entries[1] (urn:air:acme.com:mcp:a): identifier duplicates $.entries[0]"}, {"$.entries[2] (urn:air:acme.com:mcp:a): identifier duplicates $.entries[0]"}}},
+		{"blank displayName, which the loaders drop", head + `{"identifier": "urn:air:acme.com:mcp:a", "displayName": " ", "type": "t", "url": "https://a.example/u"}` + tail,
+			[][]string{{"$.entries[0] (urn:air:acme.com:mcp:a): displayName is blank"}}},
 		{"several problems in one entry", head + `{"identifier": "urn:air:acme.com:mcp:a", "type": 1}` + tail,
 			[][]string{{"displayName"}, {".type"}, {"neither url nor data"}}},
 	}
