@@ -44,7 +44,7 @@ type Session struct {
 	m      *Manager
 	ctx    context.Context // ends at Close: cancels attaches in flight
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // attaches in flight and pinned starts
+	wg     sync.WaitGroup // attaches in flight, pinned starts and their retries
 	pins   []func()       // pinned starts, until Start runs them
 
 	// listed is closed once every pinned server whose tools are listed has
@@ -382,36 +382,91 @@ func (s *Session) pin(a *Attachment, start func(ctx context.Context) error) {
 				}
 			}()
 		}
-		ctx, cancel := context.WithTimeout(s.ctx, s.m.StartTimeout)
-		defer cancel()
-		err := start(ctx)
-		if s.OnPinned != nil && s.ctx.Err() == nil {
-			s.OnPinned(a, err)
+		if s.startPinned(a, start, false) != nil && a.Kind == KindMCPServer {
+			s.retryPinned(a, start)
 		}
-		if err != nil {
-			a.mu.Lock()
-			a.failure = err.Error()
-			if !errors.Is(err, ErrStartFailed) { // which says so already
-				a.failure = "did not start: " + a.failure
-			}
-			a.mu.Unlock()
-			level := slog.LevelError
-			if s.ctx.Err() != nil || s.OnPinned != nil {
-				// The session ended while it started, or OnPinned's
-				// owner says it.
-				level = slog.LevelDebug
-			}
-			s.m.Log.Log(context.Background(), level, "pinned attachment did not start", "session", s.ID, "name", a.Name, "err", err)
-		}
-		s.mu.Lock()
-		closed := s.closed
-		s.mu.Unlock()
-		if closed {
-			a.close() // Close ran while we were starting
-			return
-		}
-		s.changed()
 	})
+}
+
+// startPinned starts a pinned attachment, records how that went, and
+// says so; again is set for a start after one that failed (retryPinned),
+// which is only told when it succeeds.
+func (s *Session) startPinned(a *Attachment, start func(ctx context.Context) error, again bool) error {
+	ctx, cancel := context.WithTimeout(s.ctx, s.m.StartTimeout)
+	defer cancel()
+	err := start(ctx)
+	if s.OnPinned != nil && s.ctx.Err() == nil && (err == nil || !again) {
+		s.OnPinned(a, err)
+	}
+	a.mu.Lock()
+	a.failure = ""
+	if err != nil {
+		a.failure = err.Error()
+		if !errors.Is(err, ErrStartFailed) { // which says so already
+			a.failure = "did not start: " + a.failure
+		}
+	}
+	a.mu.Unlock()
+	if err != nil {
+		level := slog.LevelError
+		if s.ctx.Err() != nil || s.OnPinned != nil || again {
+			// The session ended while it started, OnPinned's owner
+			// says it, or it was said at the first start.
+			level = slog.LevelDebug
+		}
+		s.m.Log.Log(context.Background(), level, "pinned attachment did not start", "session", s.ID, "name", a.Name, "err", err)
+	} else if again {
+		s.m.Log.Info("a pinned server that did not start is up", "session", s.ID, "name", a.Name)
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	switch {
+	case closed:
+		a.close() // Close ran while we were starting
+	case err == nil || !again: // a start that failed again changed nothing
+		s.changed()
+	}
+	return err
+}
+
+// Pinned servers that did not start are started again, pinnedRetry after
+// the first start, then at twice the wait each time, up to
+// pinnedRetryMost, while the session lasts: one not up as the session
+// began (a local server started after the IDE, a download that failed)
+// stayed out of it for good, its tools never listed, so no call could
+// start it again.
+const (
+	pinnedRetry     = 5 * time.Second
+	pinnedRetryMost = 5 * time.Minute
+)
+
+// retryPinned starts a, a pinned server that did not start, again until
+// it does or the session ends.
+func (s *Session) retryPinned(a *Attachment, start func(ctx context.Context) error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.wg.Add(1) // before Close waits: s.closed is false
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTimer(pinnedRetry)
+		defer t.Stop()
+		for wait := pinnedRetry; ; wait = min(2*wait, pinnedRetryMost) {
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-t.C:
+			}
+			if s.startPinned(a, start, true) == nil {
+				return
+			}
+			t.Reset(min(2*wait, pinnedRetryMost))
+		}
+	}()
 }
 
 // Start begins attaching the session's pinned servers and agents, in the

@@ -402,6 +402,32 @@ func TestRemoteRevived(t *testing.T) {
 	}
 }
 
+// A pinned server that is not up when a session starts (a local server
+// started after the IDE) is started again in the background, after 5 s
+// and then less and less often, and its tools come once it is up, with
+// tools/list_changed: it stayed out of the session for good, and no call
+// could bring it, its tools never listed.
+func TestPinnedStartedLater(t *testing.T) {
+	t.Parallel() // it waits 5 s
+	up := newRestartable(t)
+	up.stop()
+	tg := newGatewayWith(t, 10*time.Second, Options{Version: "test"}, HTTPOptions{}, []config.Server{{Name: "late", URL: up.url()}})
+	s := tg.connect(t)
+	for l := ""; !strings.Contains(l, `"status":"down"`); time.Sleep(20 * time.Millisecond) {
+		if l = firstText(s.call("list_attached_resources", map[string]any{})); strings.Contains(l, `"status":"up"`) {
+			t.Fatalf("before it is up: %s", l)
+		}
+	}
+	up.start()
+	waitPinned(t, s, "mcp_late__echo")
+	if l := firstText(s.call("list_attached_resources", map[string]any{})); !strings.Contains(l, `"status":"up"`) {
+		t.Errorf("once it is up: %s", l)
+	}
+	if n := s.count(mcp.MethodNotificationToolsListChanged); n == 0 {
+		t.Error("no tools/list_changed when its tools came")
+	}
+}
+
 // A server's hostile lists of prompts and resources: the items that name
 // themselves are served, the others left out, a list that is not one
 // lost alone, and an error answering one list (no templates) costs the
