@@ -134,8 +134,10 @@ var launchers = map[string]struct {
 }
 
 // placeholder matches values a registry left for a person to fill in:
-// ${input:x}, a {variable} template, <x>.
-var placeholder = regexp.MustCompile(`\$\{[^}]*\}|\{[A-Za-z_][A-Za-z0-9_]*\}|^<[^>]*>$`)
+// ${input:x}, a {variable} template, <x>, $VARIABLE, your-x or YOUR_X
+// (the MCP Registry's seed has "--apiClientId your-atlas-client-id" and
+// "--directory $REPOSITORY_DIRECTORY", which were passed as they were).
+var placeholder = regexp.MustCompile(`\$\{[^}]*\}|\{[A-Za-z_][A-Za-z0-9_]*\}|^<[^>]*>$|<[a-z_]+>|\$[A-Z][A-Z0-9_]*|(?i)(^|[^a-z0-9])your[-_]`)
 
 // planFor picks how to reach the server a card describes: a streamable
 // HTTP remote first, then SSE, then a local stdio package. Candidates that
@@ -225,14 +227,23 @@ func packagePlan(pk pkg, registryID string, stdio *guard.Stdio) (Plan, error) {
 		if v == "" {
 			v = a.Default
 		}
+		name := a.Name
+		if flag, rest, ok := strings.Cut(strings.TrimSpace(a.Name), " "); ok && a.Type == "named" {
+			// "--directory <path>" as the name and again as the value (the
+			// seed's shape): the flag, then its value, once.
+			name = flag
+			if strings.TrimSpace(v) == strings.TrimSpace(a.Name) {
+				v = strings.TrimSpace(rest)
+			}
+		}
 		if v == "" || placeholder.MatchString(v) {
 			if a.IsRequired {
-				return Plan{}, fmt.Errorf("%s: needs argument %s, which ardgate cannot fill in", where, firstNonEmpty(a.Name, a.ValueHint, "(unnamed)"))
+				return Plan{}, fmt.Errorf("%s: needs argument %s, which ardgate cannot fill in", where, firstNonEmpty(name, a.ValueHint, "(unnamed)"))
 			}
 			continue
 		}
-		if a.Type == "named" && a.Name != "" {
-			args = append(args, a.Name)
+		if a.Type == "named" && name != "" {
+			args = append(args, name)
 		}
 		args = append(args, v)
 	}
