@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // Index is an in-memory BM25F search index over catalog entries. Build it
@@ -269,7 +270,12 @@ func (ix *Index) rank(q Query, k int) (hits []hit, ranked bool, err error) {
 	var ideal float64
 	n := float64(len(ix.docs))
 	for _, t := range terms {
-		list := ix.postings[t]
+		list, weight := ix.postings[t], 1.0
+		if len(list) == 0 {
+			if near := ix.nearest(t); near != "" {
+				list, weight = ix.postings[near], typoWeight
+			}
+		}
 		idf := math.Log(1 + (n-float64(len(list))+0.5)/(float64(len(list))+0.5))
 		ideal += idf * (bm25K1 + 1)
 		for _, p := range list {
@@ -277,7 +283,7 @@ func (ix *Index) rank(q Query, k int) (hits []hit, ranked bool, err error) {
 				touched = append(touched, p.doc)
 			}
 			tf := float64(p.tf)
-			scores[p.doc] += float32(idf * tf * (bm25K1 + 1) / (tf + bm25K1))
+			scores[p.doc] += float32(weight * idf * tf * (bm25K1 + 1) / (tf + bm25K1))
 		}
 	}
 	for _, d := range touched {
@@ -295,6 +301,104 @@ func (ix *Index) rank(q Query, k int) (hits []hit, ranked bool, err error) {
 		return cmp.Compare(ix.docs[a.doc].entry.Identifier, ix.docs[b.doc].entry.Identifier)
 	})
 	return hits, true, nil
+}
+
+// typoWeight is what a query term the index does not hold counts for when
+// it is taken as a term it does hold, one or two letters off ("filesytem"
+// for filesystem): less than the term itself would.
+const typoWeight = 0.7
+
+// nearest is the term the index holds that t, which it does not, is most
+// likely a misspelling of: one edit away (a letter left out, added,
+// changed, or two swapped), two for a term of eight letters or more, the
+// one in the most entries, then the first in order; "" for none, and for
+// terms shorter than four letters, too short to tell a typo from another
+// word. It reads the whole vocabulary, but only for a term that matched
+// nothing, and compares only terms of its first letter.
+func (ix *Index) nearest(t string) string {
+	n := utf8.RuneCountInString(t)
+	if n < 4 {
+		return ""
+	}
+	most := 1
+	if n >= 8 {
+		most = 2
+	}
+	best, bestDist := "", most+1
+	for term, list := range ix.postings {
+		// Few typos fall on the first letter: a term that begins
+		// otherwise, but for the first two swapped, is not compared.
+		if term[0] != t[0] && !(len(term) > 1 && term[0] == t[1] && term[1] == t[0]) {
+			continue
+		}
+		if d := utf8.RuneCountInString(term) - n; d > most || -d > most {
+			continue
+		}
+		d := editDistance(t, term, most)
+		if d > most {
+			continue
+		}
+		if d < bestDist || d == bestDist && (len(list) > len(ix.postings[best]) || len(list) == len(ix.postings[best]) && term < best) {
+			best, bestDist = term, d
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance of a and b
+// (Levenshtein, and two neighbours swapped counting one), or most+1 once
+// it is sure to be more than most, or when either is over maxTypoTerm
+// runes. It allocates nothing: it runs on every term of the index of a
+// length near a query term's that matched nothing.
+func editDistance(a, b string, most int) int {
+	var ra, rb [maxTypoTerm]rune
+	na, okA := runesOf(a, &ra)
+	nb, okB := runesOf(b, &rb)
+	if !okA || !okB {
+		return most + 1
+	}
+	var rows [3][maxTypoTerm + 1]int
+	prev2, prev, cur := &rows[0], &rows[1], &rows[2]
+	for j := 0; j <= nb; j++ {
+		prev[j] = j
+	}
+	prevLow := 0
+	for i := 1; i <= na; i++ {
+		cur[0] = i
+		low := cur[0]
+		for j := 1; j <= nb; j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+			low = min(low, cur[j])
+		}
+		if low > most && prevLow > most { // a swap reaches back two rows
+			return most + 1
+		}
+		prevLow = low
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[nb]
+}
+
+// maxTypoTerm is the longest term editDistance compares.
+const maxTypoTerm = 40
+
+// runesOf puts s's runes in buf; ok is false when they do not fit.
+func runesOf(s string, buf *[maxTypoTerm]rune) (n int, ok bool) {
+	for _, r := range s {
+		if n == len(buf) {
+			return n, false
+		}
+		buf[n] = r
+		n++
+	}
+	return n, true
 }
 
 // sortFirst puts the k smallest hits by order, sorted, at the front of

@@ -763,3 +763,48 @@ func BenchmarkNewIndex(b *testing.B) {
 		NewIndex("bench", entries)
 	}
 }
+
+// A word the index does not hold is taken as one it does, an edit or two
+// away, at less weight: "filesytem", "databse" and "slak" found nothing.
+// Short words and words the index holds are left alone.
+func TestSearchTypos(t *testing.T) {
+	ix := NewIndex("test", []Entry{
+		{Identifier: "urn:air:a.example:mcp:fs", DisplayName: "Filesystem", Type: "t", URL: "https://a.example/fs", Description: "read and write files on disk"},
+		{Identifier: "urn:air:a.example:mcp:db", DisplayName: "Postgres", Type: "t", URL: "https://a.example/db", Description: "query a database"},
+		{Identifier: "urn:air:a.example:mcp:chat", DisplayName: "Slack", Type: "t", URL: "https://a.example/chat", Description: "send messages to channels"},
+		{Identifier: "urn:air:a.example:mcp:k8s", DisplayName: "Kubernetes", Type: "t", URL: "https://a.example/k8s", Description: "manage clusters"},
+	})
+	for _, c := range []struct{ text, want string }{
+		{"filesytem", "urn:air:a.example:mcp:fs"},   // a letter left out
+		{"databse", "urn:air:a.example:mcp:db"},     // and stemmed
+		{"slakc", "urn:air:a.example:mcp:chat"},     // two swapped
+		{"kuberentes", "urn:air:a.example:mcp:k8s"}, // swapped, in a long word
+		{"postgrez", "urn:air:a.example:mcp:db"},    // two off its stem, postgr
+	} {
+		res, err := ix.Match(Query{Text: c.text})
+		if err != nil || len(res) == 0 || res[0].Identifier != c.want {
+			t.Errorf("%q: %v %+v; want %s first", c.text, err, res, c.want)
+		}
+	}
+	exact, _ := ix.Match(Query{Text: "filesystem"})
+	typo, _ := ix.Match(Query{Text: "filesytem"})
+	if len(exact) == 0 || len(typo) == 0 || typo[0].Score >= exact[0].Score {
+		t.Errorf("a typo scored %v, the word %v; want less", typo, exact)
+	}
+	for _, text := range []string{"sla", "xyzzyplugh", "postgresql"} {
+		if res, _ := ix.Match(Query{Text: text}); len(res) != 0 {
+			t.Errorf("%q matched %+v", text, res)
+		}
+	}
+	for _, c := range []struct {
+		a, b string
+		most int
+		want int
+	}{
+		{"abc", "abc", 1, 0}, {"abc", "acb", 1, 1}, {"abc", "ab", 1, 1}, {"abc", "xyz", 1, 2}, {"kitten", "sitting", 2, 3}, {"ca", "abc", 2, 3}, // a swap, then an insertion between, is not one edit (optimal string alignment)
+	} {
+		if got := editDistance(c.a, c.b, c.most); got != c.want {
+			t.Errorf("editDistance(%q, %q, %d) = %d; want %d", c.a, c.b, c.most, got, c.want)
+		}
+	}
+}
