@@ -169,8 +169,8 @@ const maxCancelledEarly = 64
 // asking records request id of the server's, of method, while its answer
 // is on its way, cancel stopping it, and returns what forgets it; ok is
 // false, and nothing recorded, when maxRelaying wait already. A request
-// the server cancelled before it got here is stopped at once. While it
-// waits, the server's calls are held (clock.go).
+// the server cancelled before it got here is stopped at once. While a
+// sampling or an elicitation waits, the server's calls are held (clock.go).
 func (u *upstream) asking(id mcp.RequestId, method string, cancel func()) (forget func(), ok bool) {
 	key, err := json.Marshal(id)
 	if err != nil {
@@ -188,7 +188,13 @@ func (u *upstream) asking(id mcp.RequestId, method string, cancel func()) (forge
 	early := u.cancelledEarly[string(key)]
 	delete(u.cancelledEarly, string(key))
 	u.mu.Unlock()
-	u.waiting.begin()
+	// A sampling or an elicitation may take a person's while, which the
+	// server's calls wait out; roots/list is the client's to answer at
+	// once, and a server asking for roots often held its calls for good.
+	holds := method != string(mcp.MethodListRoots)
+	if holds {
+		u.waiting.begin()
+	}
 	if early {
 		cancel()
 	}
@@ -196,7 +202,9 @@ func (u *upstream) asking(id mcp.RequestId, method string, cancel func()) (forge
 		u.mu.Lock()
 		delete(u.relaying, string(key))
 		u.mu.Unlock()
-		u.waiting.end()
+		if holds {
+			u.waiting.end()
+		}
 	}, true
 }
 

@@ -63,6 +63,7 @@ func (l callLimits) within(ctx context.Context, p *Progress, w *clientWait) (con
 	return ctx, func() {
 		c.mu.Lock()
 		c.t.Stop()
+		c.stopped = true // a fire under way does not set it again
 		c.mu.Unlock()
 		cancel(context.Canceled)
 	}
@@ -113,14 +114,18 @@ type callClock struct {
 	wait   *clientWait // nil when the server cannot ask the client
 	cancel context.CancelCauseFunc
 
-	mu sync.Mutex // the timer may fire before AfterFunc has returned it
-	t  *time.Timer
+	mu      sync.Mutex // the timer may fire before AfterFunc has returned it
+	t       *time.Timer
+	stopped bool // the call has ended
 }
 
 // set lets the call run d more.
 func (c *callClock) set(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.stopped {
+		return
+	}
 	if c.t == nil {
 		c.t = time.AfterFunc(d, c.fire)
 		return
@@ -158,8 +163,11 @@ func (w *clientWait) hold(now time.Time, timeout time.Duration, end time.Time) t
 	if w == nil || !now.Before(end) {
 		return time.Time{}
 	}
+	// asking before answered: end stores answered before it lowers
+	// asking, so an answer that ends the asking is seen.
+	asking := w.asking.Load() > 0
 	d := time.Unix(0, w.answered.Load()).Add(timeout)
-	if w.asking.Load() > 0 {
+	if asking {
 		d = now.Add(timeout)
 	}
 	switch {

@@ -200,13 +200,15 @@ func (m *Manager) RegistryWait() time.Duration {
 // lookup looks urn up in r, within RegistryWait: a registry that stalled
 // held an attach, asking each registry in turn, for good.
 func (m *Manager) lookup(ctx context.Context, r registry.Registry, urn string) (registry.Entry, error) {
-	ctx, cancel := context.WithTimeout(ctx, m.RegistryWait())
+	lctx, cancel := context.WithTimeout(ctx, m.RegistryWait())
 	defer cancel()
-	ctx, span := m.Tracing.Span(ctx, "registry.lookup", tracing.String("registry.id", r.ID()))
-	e, err := r.Lookup(ctx, urn)
+	lctx, span := m.Tracing.Span(lctx, "registry.lookup", tracing.String("registry.id", r.ID()))
+	e, err := r.Lookup(lctx, urn)
 	EndSpan(span, err)
-	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-		err = fmt.Errorf("registry %s did not answer within %s", r.ID(), m.RegistryWait())
+	if err != nil && ctx.Err() == nil && errors.Is(lctx.Err(), context.DeadlineExceeded) {
+		// Its own deadline, not the caller's; what it wraps still tells a
+		// registry's failure (registry.ErrUnreachable).
+		err = fmt.Errorf("registry %s did not answer within %s: %w", r.ID(), m.RegistryWait(), err)
 	}
 	return e, err
 }

@@ -79,7 +79,9 @@ type Attachment struct {
 	Kind       string
 	MediaType  string
 	RegistryID string
-	Endpoint   string
+	// endpoint is where it is reached (Endpoint); a pinned agent's
+	// changes once its card is read. Guarded by mu.
+	endpoint   string
 	Pinned     bool
 	AttachedAt time.Time
 	// Deferred attachments' tools are not listed; tool_search finds them.
@@ -264,10 +266,18 @@ func (s *Session) agentReached(ctx context.Context, a *Attachment) (*agentConn, 
 		conn.close()
 		return a.agentConn()
 	}
-	a.agent, a.Endpoint, a.failure = conn, conn.card.URL, ""
+	a.agent, a.endpoint, a.failure = conn, conn.card.URL, ""
 	a.mu.Unlock()
 	s.m.Log.Info("a pinned agent that could not be reached is up", "session", s.ID, "agent", a.Name)
 	return conn, nil
+}
+
+// Endpoint says where a is reached: a stdio server's command line, a
+// remote's or an agent's URL (redacted).
+func (a *Attachment) Endpoint() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.endpoint
 }
 
 // PID returns the process id of a stdio upstream, or 0.
@@ -312,7 +322,7 @@ func newSession(m *Manager, id string) *Session {
 			a.Deferred = p.ToolMode == config.ToolModeDeferred
 		}
 		plan := m.pinnedPlan(p)
-		a.Endpoint = plan.Endpoint()
+		a.endpoint = plan.Endpoint()
 		connect := func(ctx context.Context) (*upstream, []Tool, error) { return s.connect(ctx, a, plan, nil) }
 		switch {
 		case p.Stateless:
@@ -338,7 +348,7 @@ func newSession(m *Manager, id string) *Session {
 	}
 	for _, p := range m.Agents {
 		a := &Attachment{URN: "config:agents/" + p.Name, Name: p.Name, Kind: KindA2AAgent, RegistryID: "config", Pinned: true,
-			Endpoint: p.URL, AttachedAt: time.Now(), cardURL: p.URL}
+			endpoint: p.URL, AttachedAt: time.Now(), cardURL: p.URL}
 		a.reachAgent = func(ctx context.Context) (*agentConn, error) {
 			data, err := m.fetchCard(ctx, p.URL)
 			if err != nil {
@@ -350,7 +360,7 @@ func newSession(m *Manager, id string) *Session {
 			conn, err := a.reachAgent(ctx)
 			if err == nil {
 				a.mu.Lock()
-				a.agent, a.Endpoint = conn, conn.card.URL
+				a.agent, a.endpoint = conn, conn.card.URL
 				a.mu.Unlock()
 			}
 			return err
@@ -382,7 +392,8 @@ func (s *Session) pin(a *Attachment, start func(ctx context.Context) error) {
 				}
 			}()
 		}
-		if s.startPinned(a, start, false) != nil && a.Kind == KindMCPServer {
+		// A server the guard refuses is refused again: not retried.
+		if err := s.startPinned(a, start, false); err != nil && a.Kind == KindMCPServer && !errors.Is(err, guard.ErrRefused) {
 			s.retryPinned(a, start)
 		}
 	})
@@ -671,7 +682,7 @@ func (s *Session) Attach(ctx context.Context, req Request) (a *Attachment, alrea
 	}
 	s.atts = append(s.atts, a)
 	s.mu.Unlock()
-	s.m.Log.Debug("attached", "session", s.ID, "urn", key, "name", name, "endpoint", a.Endpoint, "tools", len(a.Tools()))
+	s.m.Log.Debug("attached", "session", s.ID, "urn", key, "name", name, "endpoint", a.Endpoint(), "tools", len(a.Tools()))
 	s.changed()
 	return a, false, nil
 }
@@ -708,7 +719,7 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 			return nil, err
 		}
 		return &Attachment{URN: urn, Name: name, Kind: KindA2AAgent, MediaType: e.Type, RegistryID: regID,
-			Endpoint: conn.card.URL, AttachedAt: time.Now(), agent: conn, cardURL: e.URL}, nil
+			endpoint: conn.card.URL, AttachedAt: time.Now(), agent: conn, cardURL: e.URL}, nil
 	}
 	progress("fetching card")
 	card, err := s.m.card(ctx, &e)
@@ -719,7 +730,7 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 	if err != nil {
 		return nil, err
 	}
-	a := &Attachment{URN: urn, Name: name, Kind: KindMCPServer, MediaType: e.Type, RegistryID: regID, Endpoint: plan.Endpoint(),
+	a := &Attachment{URN: urn, Name: name, Kind: KindMCPServer, MediaType: e.Type, RegistryID: regID, endpoint: plan.Endpoint(),
 		AttachedAt: time.Now(), Deferred: s.m.Deferred}
 	a.reach = func(ctx context.Context) (*upstream, []Tool, error) { return s.connect(ctx, a, plan, nil) }
 	a.stdio = plan.Transport == TransportStdio
@@ -980,15 +991,17 @@ func (s *Session) run(ctx context.Context, att *Attachment, what string, progres
 	if up == nil {
 		return fmt.Errorf("%s is still starting; try again shortly", att.Name)
 	}
-	limits := s.limits(att)
-	start := time.Now()
-	ctx, cancel := limits.within(ctx, progress, up.clientWait())
-	defer cancel()
 	if up.downReason() != "" {
+		// Before the call's clock: a start is bounded by start_timeout,
+		// and one slower than call_timeout never came back.
 		if fresh := s.revive(ctx, att, up); fresh != nil {
 			up = fresh
 		}
 	}
+	limits := s.limits(att)
+	start := time.Now()
+	ctx, cancel := limits.within(ctx, progress, up.clientWait())
+	defer cancel()
 	err := do(ctx, up, what)
 	var out error
 	if context.Cause(ctx) == errOutOfTime {
@@ -1013,12 +1026,18 @@ const reviveEvery = 5 * time.Second
 func (s *Session) revive(ctx context.Context, att *Attachment, up *upstream) *upstream {
 	att.mu.Lock()
 	reach := att.reach
-	if reach == nil || att.up != up || up.downReason() == detachedReason || time.Since(att.revived) < reviveEvery {
+	if reach == nil || att.up != up || up.downReason() == detachedReason || att.sessionEnded.Load() || time.Since(att.revived) < reviveEvery {
 		att.mu.Unlock()
 		return nil
 	}
 	att.revived = time.Now()
 	att.mu.Unlock()
+	// Within start_timeout, as an attach is, and no longer than the
+	// session: a process started after Close returned was never ended.
+	ctx, cancel := context.WithTimeout(ctx, s.m.StartTimeout)
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
 	fresh, tools, err := reach(ctx)
 	if err != nil {
 		s.m.Log.Debug("a server that went down could not be started or reached again", "session", s.ID, "upstream", att.Name, "err", err)

@@ -243,6 +243,23 @@ func TestPinnedAgentReachedLater(t *testing.T) {
 	late := &httptest.Server{Listener: ln, Config: &http.Server{Handler: mux}}
 	late.Start()
 	t.Cleanup(late.Close)
+	// Listed meanwhile, as a client may: the agent's endpoint changes as
+	// it is reached (-race saw the listing read it unguarded).
+	listing := make(chan struct{})
+	defer func() { <-listing }()
+	stopListing := make(chan struct{})
+	defer close(stopListing)
+	go func() {
+		defer close(listing)
+		for {
+			select {
+			case <-stopListing:
+				return
+			default:
+				s.call("list_attached_resources", map[string]any{})
+			}
+		}
+	}()
 	var v taskView
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(250 * time.Millisecond) {
 		res = s.call("spawn_agent", map[string]any{"agent": "late", "message": "hi"})

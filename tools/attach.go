@@ -58,7 +58,7 @@ type attachResult struct {
 // ended as status (attached, already_attached, pinned), or with err: the
 // URN as it is kept, what became of it, and what runs.
 func (g *Gateway) auditAttached(s *session, a *attach.Attachment, status string, err error) {
-	g.audit("attach", s.att.ID, a.URN, err, "status", status, "name", a.Name, "kind", a.Kind, "registry", a.RegistryID, "endpoint", a.Endpoint, "pid", a.PID())
+	g.audit("attach", s.att.ID, a.URN, err, "status", status, "name", a.Name, "kind", a.Kind, "registry", a.RegistryID, "endpoint", a.Endpoint(), "pid", a.PID())
 }
 
 // instructionsNote labels a server's instructions as what they are.
@@ -103,7 +103,7 @@ func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	}
 	g.auditAttached(s, att, status, nil)
 	g.metrics.attaches.WithLabelValues(att.Kind, status).Inc()
-	out := attachResult{Status: status, Kind: att.Kind, Name: att.Name, URN: att.URN, RegistryID: att.RegistryID, Endpoint: att.Endpoint,
+	out := attachResult{Status: status, Kind: att.Kind, Name: att.Name, URN: att.URN, RegistryID: att.RegistryID, Endpoint: att.Endpoint(),
 		Skills: att.Skills(), Protocol: att.Protocol(), Instructions: att.Instructions()}
 	switch {
 	case already && !att.NamedAs(a.Name):
@@ -208,7 +208,7 @@ func (g *Gateway) list(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 		prompts, resources, templates := a.OfferCounts()
 		out.Attachments = append(out.Attachments, listedAttachment{
 			URN: a.URN, Name: a.Name, Kind: a.Kind, MediaType: a.MediaType, RegistryID: a.RegistryID,
-			Endpoint: a.Endpoint, Status: status, WhyDown: guard.Text(why, 1000), ToolsCount: len(a.Tools()),
+			Endpoint: a.Endpoint(), Status: status, WhyDown: guard.Text(why, 1000), ToolsCount: len(a.Tools()),
 			PromptsCount: prompts, ResourcesCount: resources, TemplatesCount: templates,
 			OnlyTools: a.Only, PID: a.PID(), Protocol: a.Protocol(),
 			Pinned: a.Pinned, AttachedAt: a.AttachedAt.UTC().Format(time.RFC3339),

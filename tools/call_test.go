@@ -72,3 +72,17 @@ func TestFailureFitsOutputSchema(t *testing.T) {
 		}
 	}
 }
+
+// A stdio server that died, and starts slower than call_timeout, is
+// started again by the next call all the same: the start ran on the
+// call's clock, and such a server never came back.
+func TestRevivedSlowerThanCallTimeout(t *testing.T) {
+	m := pinnedFixture(buildFixture(t), time.Second)
+	m.Pinned[0].Args = append(m.Pinned[0].Args, "--start-delay=1500ms")
+	c := rawStdio(t, New(m, quietLog, Options{Version: "test"}))
+	c.caller(t, `"mcp_fx__echo","arguments":{"message":"up"}`, `"text":"up"`)
+	c.roundTrip(t, []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_fx__crash","arguments":{}}}`+"\n"))
+	if got := c.roundTrip(t, []byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":"again"}}}`+"\n")); !bytes.Contains(got, []byte(`"text":"again"`)) {
+		t.Fatalf("the call after the crash: %s", got)
+	}
+}

@@ -215,7 +215,7 @@ func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 			// Registry data: a referral to what is no http(s) registry
 			// ("javascript:…") is not passed on, nor one given twice.
 			r := referral{URN: ref.Identifier, DisplayName: guard.Text(ref.DisplayName, maxNameRunes), URL: ref.URL, RegistryID: ans.id}
-			if _, err := guard.CheckURL(ref.URL); err == nil && !slices.Contains(out.Referrals, r) {
+			if _, err := guard.CheckURL(ref.URL); err == nil && !slices.ContainsFunc(out.Referrals, func(o referral) bool { return o.URN == r.URN && o.URL == r.URL }) {
 				out.Referrals = append(out.Referrals, r)
 			}
 		}
