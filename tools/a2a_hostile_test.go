@@ -46,6 +46,19 @@ func newScriptedAgent(t *testing.T) *scriptedAgent {
 	return a
 }
 
+// scriptedSession is a session of a gateway with one scripted agent
+// attached as "scripted", its requests bounded by callTimeout.
+func scriptedSession(t *testing.T, callTimeout time.Duration) (*scriptedAgent, *testGateway, *clientSession) {
+	t.Helper()
+	agent := newScriptedAgent(t)
+	tg := agentGatewayWith(t, true, callTimeout, agentEntry("urn:air:agents.test:agent:scripted", agent.URL+a2afixture.CardPath))
+	s := tg.connect(t)
+	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:scripted"}); res.IsError {
+		t.Fatalf("attach: %s", firstText(res))
+	}
+	return agent, tg, s
+}
+
 func (a *scriptedAgent) serve(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		ID     json.RawMessage `json:"id"`
@@ -158,12 +171,7 @@ func TestAgentsNumberingTasksAlike(t *testing.T) {
 // read "server error", data of another kind failed the whole answer, and
 // 300,000 characters with terminal escapes went through as they were.
 func TestAgentErrorsAsTheAgentSaidThem(t *testing.T) {
-	agent := newScriptedAgent(t)
-	tg := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:scripted", agent.URL+a2afixture.CardPath))
-	s := tg.connect(t)
-	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:scripted"}); res.IsError {
-		t.Fatalf("attach: %s", firstText(res))
-	}
+	_, tg, s := scriptedSession(t, 10*time.Second)
 	for _, c := range []struct{ message, want string }{
 		{"quota", "scripted: quota exceeded: try again in 60 seconds"},
 		{"detail", "the agent is busy"},
@@ -186,12 +194,7 @@ func TestAgentErrorsAsTheAgentSaidThem(t *testing.T) {
 // store that only cancel_task could free. An answer about another task
 // is not taken for this one's.
 func TestAgentForgetsTasks(t *testing.T) {
-	agent := newScriptedAgent(t)
-	tg := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:scripted", agent.URL+a2afixture.CardPath))
-	s := tg.connect(t)
-	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:scripted"}); res.IsError {
-		t.Fatalf("attach: %s", firstText(res))
-	}
+	agent, _, s := scriptedSession(t, 10*time.Second)
 	wrong := s.task(s.call("spawn_agent", map[string]any{"message": "wrongid"}))
 	if v := s.task(s.call("wait_task", map[string]any{"task_id": wrong.TaskID, "timeout_seconds": 1})); v.State != "working" || v.Final {
 		t.Errorf("a task whose agent answers about another: %+v", v)
@@ -280,12 +283,7 @@ func TestPinnedAgentReachedLater(t *testing.T) {
 // last state seen, saying nothing, after its whole wait, and its first
 // look had no bound when the wait was longer than the call timeout.
 func TestAgentDoesNotAnswerALook(t *testing.T) {
-	agent := newScriptedAgent(t)
-	tg := agentGatewayWith(t, true, 300*time.Millisecond, agentEntry("urn:air:agents.test:agent:scripted", agent.URL+a2afixture.CardPath))
-	s := tg.connect(t)
-	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:scripted"}); res.IsError {
-		t.Fatalf("attach: %s", firstText(res))
-	}
+	_, _, s := scriptedSession(t, 300*time.Millisecond)
 	v := s.task(s.call("spawn_agent", map[string]any{"message": "hang"}))
 	for _, wait := range []int{0, 5} {
 		start := time.Now()
@@ -304,12 +302,7 @@ func TestAgentDoesNotAnswerALook(t *testing.T) {
 // at a time, and 100 such tasks took 13 minutes to list.
 func TestListTasksOfAnAgentThatDoesNotAnswer(t *testing.T) {
 	t.Parallel() // it waits 10 s
-	agent := newScriptedAgent(t)
-	tg := agentGatewayWith(t, true, time.Minute, agentEntry("urn:air:agents.test:agent:scripted", agent.URL+a2afixture.CardPath))
-	s := tg.connect(t)
-	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:scripted"}); res.IsError {
-		t.Fatalf("attach: %s", firstText(res))
-	}
+	_, _, s := scriptedSession(t, time.Minute)
 	for range 9 { // two rounds of eight looks
 		s.task(s.call("spawn_agent", map[string]any{"message": "hang"}))
 	}

@@ -127,7 +127,8 @@ class FixtureExecutor {
           metadata: undefined,
         })
       );
-    const artifact = (name, txt) =>
+    // artifact publishes an artifact of one part: text, or the part given.
+    const artifact = (name, txtOrPart) =>
       bus.publish(
         AgentEvent.artifactUpdate({
           taskId,
@@ -136,7 +137,7 @@ class FixtureExecutor {
             artifactId: crypto.randomUUID(),
             name,
             description: '',
-            parts: [textPart(txt)],
+            parts: [typeof txtOrPart === 'string' ? textPart(txtOrPart) : txtOrPart],
             metadata: undefined,
             extensions: [],
           },
@@ -221,23 +222,7 @@ class FixtureExecutor {
       }
       case 'data': {
         startTask(TaskState.TASK_STATE_SUBMITTED);
-        bus.publish(
-          AgentEvent.artifactUpdate({
-            taskId,
-            contextId,
-            artifact: {
-              artifactId: crypto.randomUUID(),
-              name: 'rows',
-              description: '',
-              parts: [{ content: { $case: 'data', value: [{ id: 1 }, { id: 2 }] }, metadata: undefined, filename: '', mediaType: 'application/json' }],
-              metadata: undefined,
-              extensions: [],
-            },
-            append: false,
-            lastChunk: true,
-            metadata: undefined,
-          })
-        );
+        artifact('rows', { content: { $case: 'data', value: [{ id: 1 }, { id: 2 }] }, metadata: undefined, filename: '', mediaType: 'application/json' });
         status(TaskState.TASK_STATE_COMPLETED);
         return;
       }
