@@ -144,18 +144,24 @@ func TestPromptsAndResourcesStdio(t *testing.T) {
 		t.Fatalf("subscribe: %v", err)
 	}
 	req := mcp.CallToolRequest{}
-	req.Params.Name, req.Params.Arguments = "mcp_fx__touch", map[string]any{"uri": "test://watched-resource"}
-	if res, err := c.CallTool(context.Background(), req); err != nil || firstText(res) != "updated" {
-		t.Fatalf("touch: %v %v", res, err)
-	}
-	select {
-	case uri := <-updated:
-		if uri != "test://watched-resource" {
-			t.Fatalf("resources/updated of %q", uri)
+	// touch has the server say the resource changed, and the client
+	// hears it.
+	touch := func(when string) {
+		t.Helper()
+		req.Params.Name, req.Params.Arguments = "mcp_fx__touch", map[string]any{"uri": "test://watched-resource"}
+		if res, err := c.CallTool(context.Background(), req); err != nil || firstText(res) != "updated" {
+			t.Fatalf("touch %s: %v %v", when, res, err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no resources/updated over stdio")
+		select {
+		case uri := <-updated:
+			if uri != "test://watched-resource" {
+				t.Fatalf("resources/updated of %q %s", uri, when)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no resources/updated over stdio %s", when)
+		}
 	}
+	touch("subscribed")
 
 	// The server dies; the next call starts it again, subscribed anew
 	// before the call goes on.
@@ -163,18 +169,7 @@ func TestPromptsAndResourcesStdio(t *testing.T) {
 	if res, err := c.CallTool(context.Background(), req); err != nil || !res.IsError {
 		t.Fatalf("crash: %v %v", res, err)
 	}
-	req.Params.Name, req.Params.Arguments = "mcp_fx__touch", map[string]any{"uri": "test://watched-resource"}
-	if res, err := c.CallTool(context.Background(), req); err != nil || firstText(res) != "updated" {
-		t.Fatalf("touch at the server started again: %v %v", res, err)
-	}
-	select {
-	case uri := <-updated:
-		if uri != "test://watched-resource" {
-			t.Fatalf("resources/updated of %q", uri)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no resources/updated from the server started again")
-	}
+	touch("at the server started again")
 }
 
 // checkOffers checks what the fixture attached under each of names
