@@ -64,7 +64,7 @@ func (e agentSaid) Unwrap() error { return e.err }
 // servers send) and drops its message: "quota exceeded: try again in 60
 // seconds" from an agent on another SDK read "server error". The message
 // is put in data.error where that holds no text; data that is no object,
-// which a2a-go could not decode at all, is put there too.
+// which a2a-go could not decode at all, is kept as data.detail.
 type agentErrors struct{ next http.RoundTripper }
 
 func (a agentErrors) RoundTrip(r *http.Request) (*http.Response, error) {
