@@ -273,7 +273,7 @@ func (s *Session) agentReached(ctx context.Context, a *Attachment) (*agentConn, 
 }
 
 // Endpoint says where a is reached: a stdio server's command line, a
-// remote's or an agent's URL (redacted).
+// remote's URL (redacted), or an agent's.
 func (a *Attachment) Endpoint() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
