@@ -33,14 +33,21 @@ type progressReport struct {
 	token mcp.ProgressToken
 	total int // 0 when not known
 
-	mu    sync.Mutex
-	step  int // the last step reported
-	beats int // since it
-	msg   string
-	since time.Time
-	timer *time.Timer
-	ended bool
+	mu      sync.Mutex
+	step    int // the last step reported
+	beats   int // since it
+	msg     string
+	since   time.Time
+	sent    time.Time // when a step was last sent
+	pending bool      // the step is to be sent when the timer fires
+	timer   *time.Timer
+	ended   bool
 }
+
+// minUpdate is the least time between two reports of a task's updates
+// that leave its state as it was: an agent that streams a status every
+// 100 ms had ten notifications a second sent to the client.
+const minUpdate = 250 * time.Millisecond
 
 // reportProgress returns the progress report of the request, or nil when
 // the client gave no progress token. Call stop when the operation ends.
@@ -52,32 +59,54 @@ func (g *Gateway) reportProgress(ctx context.Context, req mcp.CallToolRequest, t
 }
 
 // report reports step with msg, and beats while it lasts.
-func (p *progressReport) report(step int, msg string) {
+func (p *progressReport) report(step int, msg string) { p.update(step, msg, true) }
+
+// update is report, but for a step that need not go out at once (now is
+// false): it goes no sooner than minUpdate after the last, the latest of
+// those that came meanwhile.
+func (p *progressReport) update(step int, msg string, now bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.ended {
 		return
 	}
 	p.step, p.beats, p.msg, p.since = step, 0, msg, time.Now()
+	if wait := minUpdate - time.Since(p.sent); !now && wait > 0 {
+		p.pending = true
+		p.armIn(wait)
+		return
+	}
+	p.pending = false
+	p.sent = time.Now()
 	p.send(float64(step), msg)
 	p.arm()
 }
 
 // arm sets the next beat; p.mu is held.
-func (p *progressReport) arm() {
+func (p *progressReport) arm() { p.armIn(p.g.opts.ProgressBeat) }
+
+// armIn sets the timer to fire in d; p.mu is held.
+func (p *progressReport) armIn(d time.Duration) {
 	if p.timer == nil {
-		p.timer = time.AfterFunc(p.g.opts.ProgressBeat, p.beat)
+		p.timer = time.AfterFunc(d, p.beat)
 	} else {
-		p.timer.Reset(p.g.opts.ProgressBeat)
+		p.timer.Reset(d)
 	}
 }
 
-// beat reports the step again: step + k/(k+1) after k beats, which rises
-// and stays below the next step however many beats come.
+// beat sends a step held back (update), or reports the step again: step
+// + k/(k+1) after k beats, which rises and stays below the next step
+// however many beats come.
 func (p *progressReport) beat() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.ended {
+		return
+	}
+	if p.pending {
+		p.pending, p.sent = false, time.Now()
+		p.send(float64(p.step), p.msg)
+		p.arm()
 		return
 	}
 	p.beats++
@@ -131,13 +160,14 @@ func (p *progressReport) tasks() func(attach.TaskView) {
 	p.msg, p.since = "waiting", time.Now()
 	p.arm()
 	p.mu.Unlock()
-	n := 0
+	n, state := 0, ""
 	return func(v attach.TaskView) {
 		n++
 		msg := v.State
 		if len(v.Messages) > 0 {
 			msg += ": " + v.Messages[len(v.Messages)-1].Text
 		}
-		p.report(n, msg)
+		p.update(n, msg, v.State != state) // a new state goes at once
+		state = v.State
 	}
 }
