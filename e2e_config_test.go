@@ -51,7 +51,7 @@ func TestPinnedServers(t *testing.T) {
 		}
 	}
 	p, b := l.Attachments[byName["pinned"]], l.Attachments[byName["broken"]]
-	if !p.Pinned || p.Status != "up" || p.URN != "config:servers/pinned" {
+	if !p.Pinned || p.Status != "up" || p.URN != "config:servers/pinned" || p.MediaType != "application/mcp-server-card+json" {
 		t.Fatalf("pinned: %+v", p)
 	}
 	if b.Status != "down" || !strings.Contains(b.WhyDown, "exiting at start") {

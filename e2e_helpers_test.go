@@ -387,6 +387,7 @@ type listing struct {
 		URN, Name, Kind, Status, Endpoint string
 		WhyDown                           string `json:"why_down"`
 		RegistryID                        string `json:"registry_id"`
+		MediaType                         string `json:"media_type"`
 		ToolsCount                        int    `json:"tools_count"`
 		PID                               int
 		Pinned                            bool

@@ -314,7 +314,7 @@ func newSession(m *Manager, id string) *Session {
 	s := &Session{ID: id, m: m, ctx: ctx, cancel: cancel, inflight: map[string]chan struct{}{}, reserved: map[string]bool{},
 		tasks: taskStore{max: DefaultMaxTasks}}
 	for _, p := range m.Pinned {
-		a := &Attachment{URN: PinnedURN(p.Name), Name: p.Name, Kind: KindMCPServer, RegistryID: "config", Pinned: true, AttachedAt: time.Now()}
+		a := &Attachment{URN: PinnedURN(p.Name), Name: p.Name, Kind: KindMCPServer, MediaType: config.MediaMCPServerCard, RegistryID: "config", Pinned: true, AttachedAt: time.Now()}
 		a.Timeout, _ = time.ParseDuration(p.Timeout) // validated by config
 		a.Only = p.Tools
 		a.Deferred = m.Deferred
@@ -347,7 +347,7 @@ func newSession(m *Manager, id string) *Session {
 		})
 	}
 	for _, p := range m.Agents {
-		a := &Attachment{URN: "config:agents/" + p.Name, Name: p.Name, Kind: KindA2AAgent, RegistryID: "config", Pinned: true,
+		a := &Attachment{URN: "config:agents/" + p.Name, Name: p.Name, Kind: KindA2AAgent, MediaType: config.MediaA2AAgentCard, RegistryID: "config", Pinned: true,
 			endpoint: p.URL, AttachedAt: time.Now(), cardURL: p.URL}
 		a.reachAgent = func(ctx context.Context) (*agentConn, error) {
 			data, err := m.fetchCard(ctx, p.URL)
