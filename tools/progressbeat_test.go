@@ -97,12 +97,7 @@ func TestProgressBeats(t *testing.T) {
 // 250 ms (a new state at once): ten progress notifications a second went
 // to the client, 995 in one wait.
 func TestTaskProgressCoalesced(t *testing.T) {
-	agent := a2afixture.Start(t)
-	tg := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:helper", agent.URL+a2afixture.CardPath))
-	s := tg.connect(t)
-	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:helper"}); res.IsError {
-		t.Fatalf("attach: %s", firstText(res))
-	}
+	s := helperAttached(t)
 	const steps = 40 // 1.2 s of them
 	v := s.task(s.call("spawn_agent", map[string]any{"message": fmt.Sprint("stream ", steps)}))
 	if v = s.task(s.callWithToken("wait_task", map[string]any{"task_id": v.TaskID, "timeout_seconds": 10}, "c")); v.State != "completed" {
