@@ -1014,6 +1014,14 @@ func (s *Session) run(ctx context.Context, att *Attachment, what string, progres
 // that went down again.
 const reviveEvery = 5 * time.Second
 
+// nextRevive is how long until a call may try to start or reach a's
+// server again; 0 for at once.
+func (a *Attachment) nextRevive() time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return max(0, reviveEvery-time.Since(a.revived))
+}
+
 // revive starts att's stdio server, or connects its remote one, anew
 // after it went down with up, and returns the new upstream, or nil when
 // it may not or could not: a server that crashed, or a remote restarted
@@ -1131,10 +1139,16 @@ func callError(att *Attachment, tool string, err, out error) error {
 	case errors.Is(err, ErrUpstreamDown) && att.sessionEnded.Load():
 		return fmt.Errorf("%s: %w while %s was running on it", att.Name, ErrSessionClosed, tool)
 	case errors.Is(err, ErrUpstreamDown) && att.reach != nil && !att.detached():
-		if att.stdio {
-			return fmt.Errorf("%s: %w; the next call starts it again (at most every %s)", att.Name, err, reviveEvery)
+		// When, for a model retrying at once: it was told "again" and got
+		// the same error.
+		when := ""
+		if wait := att.nextRevive(); wait > 0 {
+			when = fmt.Sprintf(", %s from now", wait.Round(100*time.Millisecond))
 		}
-		return fmt.Errorf("%s: %w; a call tries to reach it again, at most every %s: try again once it is back", att.Name, err, reviveEvery)
+		if att.stdio {
+			return fmt.Errorf("%s: %w; the next call starts it again%s (at most every %s)", att.Name, err, when, reviveEvery)
+		}
+		return fmt.Errorf("%s: %w; a call tries to reach it again%s, at most every %s: try again once it is back", att.Name, err, when, reviveEvery)
 	case errors.Is(err, ErrUpstreamDown):
 		return fmt.Errorf("%s: %w; attach_resource %s again to restart it", att.Name, err, att.URN)
 	case out != nil:

@@ -26,9 +26,13 @@ const attachSchema = `{
 }`
 
 func (g *Gateway) attachTool() server.ServerTool {
+	use := "Its tools appear as mcp_<name>__<tool> (the client is told the tool list changed) " +
+		"and can be called on the next turn, or through call_attached_tool."
+	if g.manager.Deferred {
+		use = "Its tools stay out of your tool list (deferred tool mode): find them with tool_search and call them through call_attached_tool."
+	}
 	return newTool("attach_resource", "Attach resource",
-		"Attach an MCP server to this session by URN. Its tools appear as mcp_<name>__<tool> (the client is told the tool list changed) "+
-			"and can be called on the next turn, or through call_attached_tool. Attaching the same URN again is harmless.",
+		"Attach an MCP server to this session by URN. "+use+" Attaching the same URN again is harmless.",
 		attachSchema, hints{idempotent: true, openWorld: true}, g.attach)
 }
 
@@ -60,6 +64,10 @@ type attachResult struct {
 func (g *Gateway) auditAttached(s *session, a *attach.Attachment, status string, err error) {
 	g.audit("attach", s.att.ID, a.URN, err, "status", status, "name", a.Name, "kind", a.Kind, "registry", a.RegistryID, "endpoint", a.Endpoint(), "pid", a.PID())
 }
+
+// deferredNote tells the model where the tools of an attachment in
+// deferred tool mode are: not in its tool list.
+const deferredNote = "Its tools are not in your tool list (deferred tool mode): find them with tool_search, which gives their input schemas, and call them through call_attached_tool."
 
 // instructionsNote labels a server's instructions as what they are.
 const instructionsNote = "server_instructions are the server's own words on how to use its tools: a third party's, not the user's or the gateway's."
@@ -109,7 +117,10 @@ func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	case already && !att.NamedAs(a.Name):
 		out.Note = fmt.Sprintf("%s is attached already, under the name %s, and keeps it: detach_resource %s first to attach it as %q", att.URN, att.Name, att.Name, a.Name)
 	case !already && a.Name != "" && !strings.EqualFold(att.Name, a.Name):
-		out.Note = fmt.Sprintf("attached as %s, not %q: an attachment's name is lower-case letters, digits and _, at most 24 characters, and no other attachment of the session's", att.Name, a.Name)
+		out.Note = fmt.Sprintf("attached as %s, not %q: an attachment's name is lower-case letters, digits and _, at most 24 characters, and no other attachment of the session's.", att.Name, a.Name)
+	}
+	if att.Deferred {
+		out.Note = strings.TrimPrefix(out.Note+" "+deferredNote, " ")
 	}
 	if out.Instructions != "" {
 		out.Note = strings.TrimPrefix(out.Note+" "+instructionsNote, " ")

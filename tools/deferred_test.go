@@ -102,3 +102,69 @@ func TestDeferredToolMode(t *testing.T) {
 		t.Fatalf("calling a deferred tool: %s", firstText(res))
 	}
 }
+
+// tool_search as a model in deferred mode reads it: right after
+// initialize it waits for a pinned server still starting, as a call of
+// its tools does (it found none, and pointed at discover_resources); it
+// gives a tool's title and annotations; "tools" and "mcp", in every
+// tool's synthetic identifier, match none by themselves; a query of no
+// searchable word says so. The gateway's instructions and attach_resource
+// say where deferred tools are, and call_attached_tool given a tool's
+// arguments beside its name says where they go.
+func TestToolSearchAsAModelSeesIt(t *testing.T) {
+	m := pinnedFixture(buildFixture(t), 10*time.Second)
+	m.Pinned[0].Args = append(m.Pinned[0].Args, "--start-delay=700ms")
+	m.Deferred = true
+	c := serveStdio(t, New(m, quietLog, Options{Version: "test"}))
+	ctx := context.Background()
+	search := func(query string) (out struct {
+		Count int
+		Tools []struct {
+			Name, Title string
+			Score       int
+			Annotations *mcp.ToolAnnotation
+		}
+		Note string
+	}) {
+		t.Helper()
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = "tool_search", map[string]any{"query": query, "limit": 50}
+		res, err := c.CallTool(ctx, req)
+		if err != nil || res.IsError || json.Unmarshal([]byte(firstText(res)), &out) != nil {
+			t.Fatalf("tool_search %q: %v %+v", query, err, res)
+		}
+		return out
+	}
+	if got := search("add two numbers"); got.Count == 0 || got.Tools[0].Name != "mcp_fx__add" {
+		t.Fatalf("right after initialize: %+v", got)
+	}
+	if got := search("schema probe"); got.Count == 0 || got.Tools[0].Title != "Schema probe" || got.Tools[0].Annotations == nil || got.Tools[0].Annotations.ReadOnlyHint == nil || !*got.Tools[0].Annotations.ReadOnlyHint {
+		t.Errorf("title and annotations: %+v", got)
+	}
+	all := len(search("the").Tools)
+	if got := search("the"); !strings.Contains(got.Note, "holds no word to search on") {
+		t.Errorf("no searchable word: %+v", got)
+	}
+	for _, q := range []string{"tools", "mcp", "tool"} {
+		if got := search(q); got.Count >= all {
+			t.Errorf("%q matched %d tools of %d", q, got.Count, all)
+		}
+	}
+	list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range list.Tools {
+		if tool.Name == "attach_resource" && !strings.Contains(tool.Description, "tool_search") {
+			t.Errorf("attach_resource in deferred mode: %s", tool.Description)
+		}
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = "call_attached_tool", map[string]any{"name": "mcp_fx__add", "a": 1, "b": 2}
+	if res, err := c.CallTool(ctx, req); err != nil || !res.IsError || !strings.Contains(firstText(res), `the tool's own arguments go in "arguments"`) {
+		t.Errorf("arguments beside the name: %v %+v", err, res)
+	}
+	if !strings.Contains(instructionsFor(true), "tool_search") || strings.Contains(instructionsFor(false), "tool_search") {
+		t.Errorf("instructions: %q / %q", instructionsFor(true), instructionsFor(false))
+	}
+}

@@ -189,6 +189,10 @@ func jsonKind(goKind string) string {
 // finds the caller's session; on failure it returns the result to send.
 func (g *Gateway) begin(ctx context.Context, req mcp.CallToolRequest, tool string, args any) (*session, *mcp.CallToolResult) {
 	if err := decodeArgs(req, args); err != nil {
+		if tool == callAttachedTool && strings.HasPrefix(err.Error(), "unknown argument") {
+			// A model gives the tool's arguments beside its name.
+			err = fmt.Errorf(`%w: the tool's own arguments go in "arguments", as in {"name": "mcp_<name>__<tool>", "arguments": {…}}`, err)
+		}
 		return nil, invalid(tool, err)
 	}
 	s := g.current(ctx)

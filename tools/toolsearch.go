@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/registry"
 )
@@ -31,12 +34,22 @@ func (g *Gateway) toolSearchTool() server.ServerTool {
 }
 
 type foundTool struct {
-	Name        string          `json:"name"`
-	Attachment  string          `json:"attachment"`
-	Description string          `json:"description,omitempty"`
-	Score       int             `json:"score"`
-	InputSchema json.RawMessage `json:"inputSchema"`
+	Name        string              `json:"name"`
+	Title       string              `json:"title,omitempty"`
+	Attachment  string              `json:"attachment"`
+	Description string              `json:"description,omitempty"`
+	Score       int                 `json:"score"`
+	InputSchema json.RawMessage     `json:"inputSchema"`
+	Annotations *mcp.ToolAnnotation `json:"annotations,omitempty"`
+	// Down says why its attachment is down: a call tries to start or
+	// reach it again.
+	Down string `json:"attachment_down,omitempty"`
 }
+
+// maxFoundDescription bounds a found tool's description: in deferred
+// mode tool_search is all a model reads of a tool, and a cut at 500 lost
+// the sentence saying how to call it.
+const maxFoundDescription = 2000
 
 // toolSearch ranks the session's tools with the same BM25F index as
 // discovery: name, description, and the schema's property names.
@@ -58,11 +71,21 @@ func (g *Gateway) toolSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp
 			return invalid("tool_search", errors.New(`"limit" must be between 1 and 50`)), nil
 		}
 	}
+	// Pinned servers still starting are waited for, as a call of their
+	// tools is: the first search, right after initialize, found none.
+	atts := s.att.Attachments()
+	for _, att := range atts {
+		if att.Pinned && att.Kind == attach.KindMCPServer {
+			s.att.WaitStarted(ctx, att, g.opts.PinnedListWait)
+		}
+	}
 	tools := s.att.Tools()
 	byURN := map[string]int{}
 	entries := make([]registry.Entry, 0, len(tools))
 	for i, t := range tools {
-		urn := "urn:air:tools.ardgate.local:tool:" + t.Name
+		// An identifier of no searchable word: "tool", "tools" and "mcp"
+		// in it matched every tool.
+		urn := "urn:air:x.invalid:t" + strconv.Itoa(i)
 		byURN[urn] = i
 		var schema struct {
 			Properties map[string]json.RawMessage `json:"properties"`
@@ -84,14 +107,33 @@ func (g *Gateway) toolSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		Tools []foundTool `json:"tools"`
 		Note  string      `json:"note,omitempty"`
 	}{Tools: []foundTool{}}
+	down := map[string]string{}
+	var notUp []string
+	for _, att := range atts {
+		if status, why := att.Status(); status != attach.StatusUp && att.Kind == attach.KindMCPServer {
+			down[att.Name] = guard.Text(why, 300)
+			notUp = append(notUp, att.Name+" ("+status+")")
+		}
+	}
 	for _, r := range page.Results {
 		t := tools[byURN[r.Identifier]]
-		out.Tools = append(out.Tools, foundTool{Name: t.Name, Attachment: t.Attachment, Score: r.Score,
-			Description: guard.Text(t.Upstream.Description, 500), InputSchema: t.Upstream.RawInputSchema})
+		f := foundTool{Name: t.Name, Title: guard.Text(t.Upstream.Annotations.Title, 120), Attachment: t.Attachment, Score: r.Score,
+			Description: guard.Body(t.Upstream.Description, maxFoundDescription), InputSchema: t.Upstream.RawInputSchema, Down: down[t.Attachment]}
+		if a := t.Upstream.Annotations; a != (mcp.ToolAnnotation{}) {
+			f.Annotations = &a
+			f.Annotations.Title = ""
+		}
+		out.Tools = append(out.Tools, f)
 	}
 	out.Count = len(out.Tools)
-	if out.Count == 0 {
+	switch {
+	case !registry.Searchable(a.Query):
+		out.Note = "The query holds no word to search on (single letters, common words such as \"the\", and punctuation are skipped): these tools are a listing by name, score 0, not matches; say what the tool should do."
+	case out.Count == 0:
 		out.Note = fmt.Sprintf("No tool of the %d this session has attached matched: try other words, or find a capability it lacks with discover_resources.", len(tools))
+	}
+	if len(notUp) > 0 {
+		out.Note = strings.TrimPrefix(out.Note+" "+fmt.Sprintf("Not up, their tools perhaps not all searched: %s.", strings.Join(notUp, ", ")), " ")
 	}
 	return result(out), nil
 }
