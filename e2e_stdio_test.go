@@ -381,7 +381,8 @@ func TestStdioBadInput(t *testing.T) {
 			t.Fatalf("the start again was not logged:\n%s", g.stderr.String())
 		}
 		g.fails("mcp_fixture__crash", map[string]any{}, "upstream_down")
-		if msg := g.fails("mcp_fixture__echo", map[string]any{"message": "x"}, "upstream_down"); !strings.Contains(msg, "the next call starts it again") {
+		// Saying when, for a model that would try again at once.
+		if msg := g.fails("mcp_fixture__echo", map[string]any{"message": "x"}, "upstream_down"); !regexp.MustCompile(`the next call starts it again, [0-9.]+s from now \(at most every 5s\)`).MatchString(msg) {
 			t.Fatalf("a call within 5 s: %q", msg)
 		}
 
