@@ -642,6 +642,28 @@ func TestMaxSessions(t *testing.T) {
 	if res := first.call("gateway_health", map[string]any{}); res.IsError {
 		t.Fatalf("a session open meanwhile: %s", firstText(res))
 	}
+	// An initialize that names a session, or holds the stateless
+	// protocol's _meta key anywhere, opens a session all the same at
+	// mcp-go's server: it is refused alike (fifty went past a cap of 3).
+	for _, c := range []struct{ name, header, body string }{
+		{"naming a session", first.c.GetSessionId(), `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`},
+		{"the stateless key in clientInfo", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"io.modelcontextprotocol/protocolVersion","version":"1"}}}`},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, tg.url, strings.NewReader(c.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if c.header != "" {
+			req.Header.Set("Mcp-Session-Id", c.header)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || tg.g.open.Load() != 2 {
+			t.Errorf("an initialize %s at max_sessions: %s, %d sessions open", c.name, resp.Status, tg.g.open.Load())
+		}
+	}
 	// /healthz stays ok for the sessions open, and says it takes no more.
 	health := func() (int, bool) {
 		resp, err := http.Get(strings.TrimSuffix(tg.url, "/mcp") + "/healthz")

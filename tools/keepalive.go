@@ -303,7 +303,7 @@ func (c *keptConn) serve() bool {
 		// No deadline on the body, as net/http's server sets none.
 		_ = c.conn.SetReadDeadline(time.Time{})
 	}
-	s, ok := c.h.inPlace(req)
+	s, ok := c.h.inPlace(req, c.conn.LocalAddr())
 	if !ok {
 		return c.handBack()
 	}
@@ -348,9 +348,10 @@ func (c *keptConn) taken() {
 	}
 }
 
-// inPlace checks r as net/http's server, the guard and the fast path
-// would, and returns its session when the gateway may answer it itself.
-func (h *HTTP) inPlace(r *http.Request) (*session, bool) {
+// inPlace checks r, come to local, as net/http's server, the guard and
+// the fast path would, and returns its session when the gateway may
+// answer it itself.
+func (h *HTTP) inPlace(r *http.Request, local net.Addr) (*session, bool) {
 	if r.Method != http.MethodPost || r.URL.Path != "/mcp" || r.ProtoMajor != 1 || r.ProtoMinor != 1 || r.Close {
 		return nil, false
 	}
@@ -371,7 +372,7 @@ func (h *HTTP) inPlace(r *http.Request) (*session, bool) {
 			}
 		}
 	}
-	if !h.originOK(r) || !h.authorized(r) {
+	if rebound(r.Host, local) || !h.originOK(r) || !h.authorized(r) {
 		return nil, false
 	}
 	// Whatever the fast path would not answer goes back, to wind the

@@ -223,6 +223,9 @@ func TestKeptConnectionHandsBack(t *testing.T) {
 			return strings.Replace(c.request(call, auth), "Host: "+c.host+"\r\n", "", 1)
 		}},
 		{"two Hosts", func(c *rawConn) string { return c.request(call, auth, "Host: other.example") }},
+		{"a Host not loopback (DNS rebinding)", func(c *rawConn) string {
+			return strings.Replace(c.request(call, auth), "Host: "+c.host+"\r\n", "Host: evil.example:80\r\n", 1)
+		}},
 		{"bad header value", func(c *rawConn) string { return c.request(call, auth, "X-Bad: a\x01b") }},
 		{"bad request line", func(c *rawConn) string { return "NOT HTTP\r\n\r\n" }},
 		{"head over 1 MiB", func(c *rawConn) string {
@@ -235,6 +238,9 @@ func TestKeptConnectionHandsBack(t *testing.T) {
 			fresh := dialRaw(t, tg, sid)
 			fresh.send(tc.raw(fresh))
 			wantCode, wantBody := fresh.answer()
+			if strings.Contains(tc.name, "rebinding") && wantCode != http.StatusForbidden {
+				t.Fatalf("a call under a Host not loopback: %d %q; want 403", wantCode, trim(wantBody))
+			}
 			// ...and on a kept one.
 			kept := dialRaw(t, tg, sid)
 			kept.send(kept.request(callBody(100, "mcp_remote__echo", "take it"), auth))

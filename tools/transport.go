@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"runtime"
 	"slices"
@@ -451,6 +452,10 @@ func (h *HTTP) Shutdown(ctx context.Context) error {
 // and the body cap.
 func (h *HTTP) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr); rebound(r.Host, local) {
+			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
+			return
+		}
 		if !h.originOK(r) {
 			http.Error(w, "Forbidden: Origin "+r.Header.Get("Origin")+" may not use this gateway", http.StatusForbidden)
 			return
@@ -564,6 +569,13 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 			w.WriteHeader(http.StatusAccepted) // as for any response posted
 			return
 		}
+		if string(m.Method) == `"initialize"` && h.refuseNewSession(w) {
+			// Whatever else it carries: mcp-go's server opens a session
+			// for any initialize, one naming a session id or holding the
+			// stateless protocol's _meta key too, and those went past
+			// max_sessions and the drain.
+			return
+		}
 		if r.Header.Get(server.HeaderKeySessionID) == "" && h.refuseSessionless(w, r, m, body) {
 			return
 		}
@@ -608,6 +620,16 @@ func (h *HTTP) refuseSessionless(w http.ResponseWriter, r *http.Request, m messa
 		refuse(w, http.StatusBadRequest, notJSONRefusal)
 	case string(m.Method) != `"initialize"`:
 		http.Error(w, noSessionID, http.StatusBadRequest)
+	default:
+		return false
+	}
+	return true
+}
+
+// refuseNewSession answers an initialize with 503 while the gateway
+// drains or is at max_sessions, and reports whether it did.
+func (h *HTTP) refuseNewSession(w http.ResponseWriter) bool {
+	switch {
 	case h.g.draining.Load():
 		http.Error(w, "Service Unavailable: the gateway is shutting down; connect to another or try again later", http.StatusServiceUnavailable)
 	case h.g.open.Load() >= h.maxSessions:
@@ -829,15 +851,30 @@ func originAllowed(origin, host string) bool {
 	if err != nil || u.Host == "" {
 		return false
 	}
-	if strings.EqualFold(u.Host, host) {
+	return strings.EqualFold(u.Host, host) || loopbackHost(u.Host)
+}
+
+// rebound tells a request that came to a loopback address under a Host
+// that is not one: a page whose name was made to resolve to 127.0.0.1
+// (DNS rebinding) driving a browser at the gateway. mcp-go's server
+// refuses such a request, but only those it answers: the calls, lists
+// and cancellations the gateway answers itself went through.
+func rebound(host string, local net.Addr) bool {
+	return local != nil && loopbackHost(local.String()) && !loopbackHost(host)
+}
+
+// loopbackHost tells whether addr, a host or host:port, is localhost or a
+// loopback address.
+func loopbackHost(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = strings.Trim(addr, "[]")
+	}
+	if strings.EqualFold(host, "localhost") {
 		return true
 	}
-	name := u.Hostname()
-	if strings.EqualFold(name, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(name)
-	return ip != nil && ip.IsLoopback()
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // healthz says the gateway is up, or draining (503): a load balancer's
