@@ -252,19 +252,20 @@ func TestServerToolsOnDemand(t *testing.T) {
 
 	// A method spelled with escapes is the same method to the server, and
 	// a member named in another case the same member (encoding/json takes
-	// the last of them).
-	for i, frame := range []string{
-		`{"jsonrpc":"2.0","id":%d,"method":"tools\/call","params":{"name":"mcp_remote__echo","arguments":{"message":"spelled"}}}`,
-		`{"jsonrpc":"2.0","id":%d,"method":"\u0074ools/call","params":{"name":"mcp_remote__echo","arguments":{"message":"spelled"}}}`,
-		`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"list_attached_resources","Name":"mcp_remote__echo","arguments":{"message":"spelled"}}}`,
-		`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"list_attached_resources"},"Params":{"name":"mcp_remote__echo","arguments":{"message":"spelled"}}}`,
+	// the last of them); but a call's name spelt twice is refused, as the
+	// door and the server could read two tools in it.
+	for i, c := range []struct{ frame, want string }{
+		{`{"jsonrpc":"2.0","id":%d,"method":"tools\/call","params":{"name":"mcp_remote__echo","arguments":{"message":"spelled"}}}`, `"text":"spelled"`},
+		{`{"jsonrpc":"2.0","id":%d,"method":"\u0074ools/call","params":{"name":"mcp_remote__echo","arguments":{"message":"spelled"}}}`, `"text":"spelled"`},
+		{`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"list_attached_resources","Name":"mcp_remote__echo","arguments":{"message":"spelled"}}}`, `"code":-32602`},
+		{`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"list_attached_resources"},"Params":{"name":"mcp_remote__echo","arguments":{"message":"spelled"}}}`, `"text":"spelled"`},
 	} {
 		s := tg.connect(t)
 		attachRemote(t, s)
-		c := dialRaw(t, tg, s.c.GetSessionId())
-		c.send(c.request(fmt.Sprintf(frame, i)))
-		if code, body := c.answer(); code != http.StatusOK || !strings.Contains(body, `"text":"spelled"`) {
-			t.Errorf("%s: %d %s", frame, code, body)
+		raw := dialRaw(t, tg, s.c.GetSessionId())
+		raw.send(raw.request(fmt.Sprintf(c.frame, i)))
+		if code, body := raw.answer(); code != http.StatusOK || !strings.Contains(body, c.want) {
+			t.Errorf("%s: %d %s; want %s", c.frame, code, body, c.want)
 		}
 	}
 }
