@@ -613,3 +613,22 @@ func TestKeptConnectionIdle(t *testing.T) {
 	}
 	busy.echo(4, "still open") // within the timeout of its last answer
 }
+
+// A request whose body stalls once its head is in is cut at BodyTimeout:
+// it held its connection and a goroutine for good (still open after six
+// minutes), and a shutdown its whole drain. The deadline is lifted once
+// the body is in: a call that takes longer is served.
+func TestStalledBody(t *testing.T) {
+	tg, _, sid := keptGateway(t, HTTPOptions{BodyTimeout: 300 * time.Millisecond})
+	stalled := dialRaw(t, tg, sid)
+	full := stalled.request(callBody(1, "mcp_remote__echo", "x"))
+	stalled.send(full[:len(full)-10]) // the head and most of the body
+	if !stalled.closed(3 * time.Second) {
+		t.Fatal("a stalled body's connection is still open")
+	}
+	slow := dialRaw(t, tg, sid)
+	slow.send(slow.request(slowBody(2, 800)))
+	if code, body := slow.answer(); code != http.StatusOK || !strings.Contains(body, `"id":2`) {
+		t.Fatalf("a call longer than the body's timeout: %d %s", code, body)
+	}
+}

@@ -345,6 +345,7 @@ type HTTP struct {
 	authToken     string
 	idleTTL       time.Duration
 	headerTimeout time.Duration
+	bodyTimeout   time.Duration
 	connTimeout   time.Duration // IdleConnTimeout
 	maxSessions   int64
 	versions      []string // the protocol versions offered
@@ -370,6 +371,9 @@ type HTTPOptions struct {
 	// same (IdleTimeout). An open event stream is a request in progress,
 	// not an idle connection.
 	IdleConnTimeout time.Duration
+	// BodyTimeout bounds the reading of a request's body once its head
+	// is in; zero means DefaultBodyTimeout.
+	BodyTimeout time.Duration
 	// MaxSessions caps the sessions open at once: a request that would
 	// open one more (one without a session id) is refused with 503 until
 	// one ends. Zero means config.DefaultMaxSessions.
@@ -390,6 +394,11 @@ const DefaultIdleConnTimeout = 2 * time.Minute
 // head once it has started it.
 const DefaultReadHeaderTimeout = 10 * time.Second
 
+// DefaultBodyTimeout is the time a client has to send a request's body
+// once its head is in: a body that stalled held its connection and a
+// goroutine for good, and a shutdown its whole drain.
+const DefaultBodyTimeout = time.Minute
+
 // NewHTTP builds the HTTP handler.
 //
 // Sessions: mcp-go's newest protocol (2026-07-28) is stateless, with no
@@ -407,6 +416,9 @@ func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 	if opt.IdleConnTimeout == 0 {
 		opt.IdleConnTimeout = DefaultIdleConnTimeout
 	}
+	if opt.BodyTimeout == 0 {
+		opt.BodyTimeout = DefaultBodyTimeout
+	}
 	if opt.MaxSessions == 0 {
 		opt.MaxSessions = config.DefaultMaxSessions
 	}
@@ -417,7 +429,7 @@ func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 		}
 	}
 	h := &HTTP{g: g, authToken: opt.AuthToken, mux: http.NewServeMux(), idleTTL: opt.IdleTTL, headerTimeout: opt.ReadHeaderTimeout,
-		connTimeout: opt.IdleConnTimeout, maxSessions: int64(opt.MaxSessions)}
+		connTimeout: opt.IdleConnTimeout, bodyTimeout: opt.BodyTimeout, maxSessions: int64(opt.MaxSessions)}
 	h.kept.idle = opt.IdleConnTimeout
 	h.versions = legacy
 	h.ids = &sessionIDs{}
@@ -533,7 +545,15 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 			http.Error(w, "Method Not Allowed: /mcp takes POST (messages), GET (a session's event stream) and DELETE (the end of a session)", http.StatusMethodNotAllowed)
 			return
 		}
+		// The body within bodyTimeout; the deadline is lifted once it is
+		// in, so that what follows (an answer streamed for minutes, the
+		// server's watch for the client leaving) is not cut by it.
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(h.bodyTimeout))
 		body, err := readBody(r)
+		if err == nil { // else the connection is done for: net/http would read out the rest
+			_ = rc.SetReadDeadline(time.Time{})
+		}
 		if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
 			refuse(w, http.StatusRequestEntityTooLarge, tooLargeRefusal)
 			return
