@@ -299,15 +299,30 @@ func (c *keptConn) serve() bool {
 		}
 		return c.handBack()
 	}
-	if deadline {
-		// No deadline on the body, as net/http's server sets none.
-		_ = c.conn.SetReadDeadline(time.Time{})
-	}
 	s, ok := c.h.inPlace(req, c.conn.LocalAddr())
 	if !ok {
+		if deadline {
+			_ = c.conn.SetReadDeadline(time.Time{})
+		}
 		return c.handBack()
 	}
+	// A body not read with the head has bodyTimeout to come, as on
+	// net/http's connections (fast); one that stalled held the
+	// connection for good.
+	if rest := req.ContentLength - int64(c.br.Buffered()); rest > 0 {
+		deadline = true
+		_ = c.conn.SetReadDeadline(time.Now().Add(c.h.bodyTimeout))
+	} else if deadline {
+		_ = c.conn.SetReadDeadline(time.Time{})
+		deadline = false
+	}
 	body, err := readBody(req)
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		return false // closed, no answer
+	}
+	if deadline {
+		_ = c.conn.SetReadDeadline(time.Time{})
+	}
 	if err != nil {
 		return c.handBack()
 	}

@@ -626,6 +626,17 @@ func TestStalledBody(t *testing.T) {
 	if !stalled.closed(3 * time.Second) {
 		t.Fatal("a stalled body's connection is still open")
 	}
+	// On a connection the gateway serves itself, alike.
+	kept := keptRaw(t, tg, sid)
+	served := tg.h.kept.served.Load()
+	full = kept.request(callBody(3, "mcp_remote__echo", "x"))
+	kept.send(full[:len(full)-10])
+	if !kept.closed(3 * time.Second) {
+		t.Fatal("a stalled body's kept connection is still open")
+	}
+	if got := tg.h.kept.served.Load(); got != served {
+		t.Fatalf("the stalled request was answered in place: %d", got-served)
+	}
 	slow := dialRaw(t, tg, sid)
 	slow.send(slow.request(slowBody(2, 800)))
 	if code, body := slow.answer(); code != http.StatusOK || !strings.Contains(body, `"id":2`) {
