@@ -153,20 +153,25 @@ func TestUnknownSessionRefusedHTTP(t *testing.T) {
 	}
 	// A protocol version never agreed is refused first, before the
 	// gateway's own answers at the door (an unknown tool was answered 200).
-	for _, body := range []string{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope","arguments":{}}}`, ping} {
-		req, _ := http.NewRequest(http.MethodPost, tg.url, strings.NewReader(body))
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Mcp-Session-Id", live)
-		req.Header.Set("MCP-Protocol-Version", "1999-01-01")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(got), "Unsupported protocol version: 1999-01-01") {
-			t.Errorf("%s in version 1999-01-01: %d %s", body, resp.StatusCode, got)
+	// So is one that sorts after the stateless version without being one
+	// ("abc", "2027-01-01"): it was passed on, and got mcp-go's words on
+	// a _meta field the client never sent.
+	for _, version := range []string{"1999-01-01", "abc", "2027-01-01"} {
+		for _, body := range []string{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope","arguments":{}}}`, ping} {
+			req, _ := http.NewRequest(http.MethodPost, tg.url, strings.NewReader(body))
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Mcp-Session-Id", live)
+			req.Header.Set("MCP-Protocol-Version", version)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(got), "Unsupported protocol version: "+version) {
+				t.Errorf("%s in version %s: %d %s", body, version, resp.StatusCode, got)
+			}
 		}
 	}
 	// A GET of the live session that takes no event stream is refused at

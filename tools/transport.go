@@ -513,7 +513,7 @@ func (h *HTTP) authorized(r *http.Request) bool {
 // server's path once, which winds that clock.
 func (h *HTTP) fast(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if v := r.Header.Get(mcp.HeaderProtocolVersion); v != "" && !slices.Contains(h.versions, v) && !mcp.IsModernProtocol(v) {
+		if v := r.Header.Get(mcp.HeaderProtocolVersion); v != "" && !slices.Contains(h.versions, v) && !(mcp.IsModernProtocol(v) && mcp.IsValidProtocolVersion(v)) {
 			// First, as the spec asks and mcp-go's server does: the
 			// gateway's own answers at the door (refusals of unknown
 			// tools, levels) came back 200 in a version never agreed.
