@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -189,10 +187,7 @@ func TestClientRequestsEverything(t *testing.T) {
 	t.Run("http client without an event stream", func(t *testing.T) {
 		// It is waited for up to pinned_list_wait: the client may open
 		// it just after initializing.
-		short := filepath.Join(t.TempDir(), "ardgate.json")
-		if err := os.WriteFile(short, []byte(`{"pinned_list_wait": "1s"}`), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		short := writeConfig(t, map[string]any{"pinned_list_wait": "1s"})
 		url, _ := startHTTP(t, env(false), "--config", short)
 		c := clientSide{asked: make(chan string, 64)}
 		g := connectHTTP(t, url, client.WithSamplingHandler(c))
@@ -241,12 +236,8 @@ func TestClientRequestsEverything(t *testing.T) {
 // cancelled at the client, and its late answer dropped.
 func TestClientRequestsRaw(t *testing.T) {
 	needNPX(t)
-	cfg := filepath.Join(t.TempDir(), "ardgate.json")
-	data, _ := json.Marshal(map[string]any{"call_timeout": "3s", "max_call_time": "6s",
+	cfg := writeConfig(t, map[string]any{"call_timeout": "3s", "max_call_time": "6s",
 		"servers": []any{map[string]any{"name": "everything", "command": "npx", "args": []string{"-y", "@modelcontextprotocol/server-everything@2026.8.31"}}}})
-	if err := os.WriteFile(cfg, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	g := startRawClient(t, env(false), `{"roots":{"listChanged":true},"sampling":{}}`, "--config", cfg)
 	// The pinned server starts now and asks for roots at once; the client
 	// has not said it is initialized.

@@ -154,18 +154,10 @@ func pinned(name, url string) map[string]any {
 	return map[string]any{"allow_local_urls": true, "servers": []any{map[string]any{"name": name, "url": url}}}
 }
 
-// writeConfig writes cfg to a config file and returns its path.
+// writeConfig writes cfg to a config file of its own and returns its path.
 func writeConfig(t *testing.T, cfg map[string]any) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "ardgate.json")
-	data, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeJSON(t, filepath.Join(t.TempDir(), "ardgate.json"), cfg)
 }
 
 // startEverythingHTTP runs npm server-everything over streamable HTTP
