@@ -251,7 +251,7 @@ func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 		out.Note += fmt.Sprintf(" Nothing matched in %s: describe what the capability does in other words (not a product's name), drop filters, or name another registry_id (gateway_health lists them).", strings.Join(searched, ", "))
 	}
 	if !registry.Searchable(a.Text) {
-		out.Note += " The text holds no word the catalogs search on (single letters, common words such as \"the\", and punctuation are skipped): results are a listing by name, score 0, not matches; describe the capability in words."
+		out.Note += " The text holds no word the catalogs search on " + skippedWords + ": results are a listing by name, score 0, not matches; describe the capability in words."
 	}
 	out.PageToken = encodeTokens(next)
 	return result(out), nil
@@ -264,6 +264,10 @@ func joinErrors(errs []registryError) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// skippedWords says which words a search skips, in the notes of
+// discover_resources and tool_search on a text of none else.
+const skippedWords = `(single letters, common words such as "the", and punctuation are skipped)`
 
 // maxRegistryToken bounds a registry's page token, which the gateway's
 // own page token carries: one of 10,000 characters made it 13 KB.

@@ -128,7 +128,7 @@ func (g *Gateway) toolSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	out.Count = len(out.Tools)
 	switch {
 	case !registry.Searchable(a.Query):
-		out.Note = "The query holds no word to search on (single letters, common words such as \"the\", and punctuation are skipped): these tools are a listing by name, score 0, not matches; say what the tool should do."
+		out.Note = "The query holds no word to search on " + skippedWords + ": these tools are a listing by name, score 0, not matches; say what the tool should do."
 	case out.Count == 0:
 		out.Note = fmt.Sprintf("No tool of the %d this session has attached matched: try other words, or find a capability it lacks with discover_resources.", len(tools))
 	}
