@@ -791,3 +791,18 @@ func TestAttachAgainUnderAnotherName(t *testing.T) {
 		t.Fatalf("attach as \"Bad Name!\": %+v %v", out, err)
 	}
 }
+
+// A drain whose last call ends as its context does (a second signal at
+// that moment) cut no call, and says none was cut.
+func TestDrainEndingAsTheLastCallDoes(t *testing.T) {
+	tg := newGateway(t, time.Second)
+	tg.g.running.Add(1) // a call running
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(25*time.Millisecond, func() {
+		tg.g.running.Add(-1) // it ends, and the drain's time with it
+		cancel()
+	})
+	if err := tg.g.Drain(ctx); err != nil {
+		t.Fatalf("drain: %v", err)
+	}
+}
