@@ -347,6 +347,7 @@ type HTTP struct {
 	headerTimeout time.Duration
 	bodyTimeout   time.Duration
 	connTimeout   time.Duration // IdleConnTimeout
+	heartbeat     time.Duration // StreamHeartbeat
 	maxSessions   int64
 	versions      []string // the protocol versions offered
 	ids           *sessionIDs
@@ -378,6 +379,10 @@ type HTTPOptions struct {
 	// open one more (one without a session id) is refused with 503 until
 	// one ends. Zero means config.DefaultMaxSessions.
 	MaxSessions int
+	// StreamHeartbeat is how long a session's GET stream may stay quiet
+	// before a comment is written on it (heartbeat.go); zero means
+	// DefaultStreamHeartbeat, and a negative value writes none.
+	StreamHeartbeat time.Duration
 }
 
 // HTTPOptionsFrom returns the options cfg sets.
@@ -422,6 +427,9 @@ func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 	if opt.MaxSessions == 0 {
 		opt.MaxSessions = config.DefaultMaxSessions
 	}
+	if opt.StreamHeartbeat == 0 {
+		opt.StreamHeartbeat = DefaultStreamHeartbeat
+	}
 	var legacy []string
 	for _, v := range mcp.ValidProtocolVersions {
 		if !mcp.IsModernProtocol(v) {
@@ -429,7 +437,8 @@ func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 		}
 	}
 	h := &HTTP{g: g, authToken: opt.AuthToken, mux: http.NewServeMux(), idleTTL: opt.IdleTTL, headerTimeout: opt.ReadHeaderTimeout,
-		connTimeout: opt.IdleConnTimeout, bodyTimeout: opt.BodyTimeout, maxSessions: int64(opt.MaxSessions)}
+		connTimeout: opt.IdleConnTimeout, bodyTimeout: opt.BodyTimeout, maxSessions: int64(opt.MaxSessions),
+		heartbeat: opt.StreamHeartbeat}
 	h.kept.idle = opt.IdleConnTimeout
 	h.versions = legacy
 	h.ids = &sessionIDs{}
@@ -537,6 +546,11 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 				s.streams.Add(1) // a session listening is not idle
 				defer s.streams.Add(-1)
 				s.streamed.fire()
+			}
+			if r.Method == http.MethodGet {
+				hw, stop := h.beating(w)
+				defer stop()
+				w = hw
 			}
 			next.ServeHTTP(requestWriter{w}, r)
 			return
@@ -826,6 +840,17 @@ func (h *heldWriter) Unwrap() http.ResponseWriter {
 		return *w
 	}
 	return nil
+}
+
+// beating returns w, a GET's, with heartbeats on its event stream, and
+// the func that ends them, to be called before the request's handler
+// returns.
+func (h *HTTP) beating(w http.ResponseWriter) (http.ResponseWriter, func()) {
+	if h.heartbeat < 0 {
+		return w, func() {}
+	}
+	hb := newHeartbeatWriter(w, h.heartbeat)
+	return hb, hb.stop
 }
 
 // fastEligible checks what the server would check of a POST before a call:
