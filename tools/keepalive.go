@@ -337,7 +337,7 @@ func (c *keptConn) serve() bool {
 		return c.write(f)
 	}
 	c.taken()
-	stream := newProgressStream(call, &c.events, c.h.g.log)
+	stream := newProgressStream(&call, req.Header.Get("Accept"), &c.events, c.h.g.log)
 	f, gone, cancelled := c.call(s, call, stream, req.Header)
 	if cancelled {
 		c.h.kept.served.Add(1)

@@ -73,8 +73,14 @@ type eventOut interface {
 }
 
 // newProgressStream returns the stream for call's answer, or nil when
-// the client asked for no progress.
-func newProgressStream(call callFrame, out eventOut, log *slog.Logger) *progressStream {
+// the client asked for no progress. A client whose Accept takes no event
+// stream (accept, the header) is answered in JSON: call's progress token
+// is dropped, and the upstream not asked for progress no answer could
+// carry.
+func newProgressStream(call *callFrame, accept string, out eventOut, log *slog.Logger) *progressStream {
+	if call.Progress != nil && !acceptsEventStream(accept) {
+		call.Progress = nil
+	}
 	if call.Progress == nil {
 		return nil
 	}

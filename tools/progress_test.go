@@ -472,3 +472,39 @@ func TestProgressGivesTime(t *testing.T) {
 		})
 	}
 }
+
+// A fast call with a progress token from a client whose Accept takes no
+// event stream is answered in JSON, on net/http's connections and on the
+// ones the gateway serves itself (the second request on a connection),
+// its upstream not asked for progress; one that takes a stream gets the
+// progress.
+func TestProgressOnlyWhereAccepted(t *testing.T) {
+	up := newRecordingUpstream(t)
+	tg := newGateway(t, 10*time.Second, remoteEntry(fastURN, up.URL))
+	s := tg.connect(t)
+	if res := s.call("attach_resource", map[string]any{"urn": fastURN, "name": "up"}); res.IsError {
+		t.Fatal(firstText(res))
+	}
+	for accept, stream := range map[string]bool{"application/json": false, "application/json;q=0.9, text/event-stream": true, "": true} {
+		for i := range 2 { // net/http's connection, then the gateway's
+			req, _ := http.NewRequest(http.MethodPost, tg.url, strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp_up__slow","arguments":{"ms":160},"_meta":{"progressToken":"t"}}}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Mcp-Session-Id", s.c.GetSessionId())
+			if accept != "" {
+				req.Header.Set("Accept", accept)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			ct := resp.Header.Get("Content-Type")
+			progress := strings.Contains(string(body), "notifications/progress")
+			if stream != (ct == "text/event-stream") || stream != progress || !strings.Contains(string(body), "slept 160ms") {
+				t.Errorf("Accept %q, request %d: %s %q", accept, i, ct, body)
+			}
+		}
+	}
+	http.DefaultClient.CloseIdleConnections()
+}

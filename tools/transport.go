@@ -702,7 +702,7 @@ func (h *HTTP) refuseUnknownSession(w http.ResponseWriter, r *http.Request) bool
 func (h *HTTP) fastAnswer(w http.ResponseWriter, r *http.Request, s *session, body []byte) bool {
 	if c, ok := h.g.fastCall(s, body); ok {
 		out := &responseEvents{w: w}
-		stream := newProgressStream(c, out, h.g.log)
+		stream := newProgressStream(&c, r.Header.Get("Accept"), out, h.g.log)
 		ctx, cancel := context.WithCancelCause(r.Context())
 		f := h.g.serveFast(ctx, cancel, s, c, stream, r.Header)
 		cancelled := cancelledByClient(ctx)
