@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -242,14 +243,22 @@ func TestStdioFixtureEndToEnd(t *testing.T) {
 
 	// The child sees PATH and nothing else of the gateway's environment.
 	var envOut struct {
-		Env  []string
-		Pgid int
+		Env   []string
+		Pgid  int
+		Cwd   string
+		InCwd []string `json:"in_cwd"`
 	}
 	decode(t, g.call("mcp_fixture__env", map[string]any{}), &envOut)
 	for _, kv := range envOut.Env {
 		if !strings.HasPrefix(kv, "PATH=") {
 			t.Errorf("child environment leaks %q", kv)
 		}
+	}
+	// It runs in an empty directory of its own, not the gateway's (where
+	// a project's .npmrc would choose what npx fetches), gone once it
+	// has exited.
+	if here, _ := os.Getwd(); envOut.Cwd == "" || envOut.Cwd == here || len(envOut.InCwd) > 0 || !strings.HasPrefix(filepath.Base(envOut.Cwd), "ardgate-run-") {
+		t.Errorf("the child runs in %q, holding %v (the gateway in %s)", envOut.Cwd, envOut.InCwd, here)
 	}
 	pid := g.pidOf("fixture")
 	if envOut.Pgid != pid {
@@ -268,6 +277,9 @@ func TestStdioFixtureEndToEnd(t *testing.T) {
 	waitGroupGone(t, pid, 5*time.Second)
 	if slices.ContainsFunc(g.toolNames(), func(n string) bool { return strings.HasPrefix(n, "mcp_fixture__") }) {
 		t.Fatalf("fixture tools still listed after detach")
+	}
+	if _, err := os.Stat(envOut.Cwd); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the child's directory %s after detach: %v", envOut.Cwd, err)
 	}
 }
 

@@ -28,6 +28,14 @@ type Plan struct {
 	Program string
 	Args    []string
 	Env     []string
+	// OwnDir runs the child in an empty directory of its own, removed
+	// once it has exited: what lies where the gateway was started (a
+	// project's .npmrc, uv.toml or a package tarball) must not choose
+	// what npx or uvx fetch and run, nor what one launched server leaves
+	// in its directory what the next runs. Launches of registry entries
+	// have it; pinned servers run where the gateway runs, as the
+	// operator's command may expect.
+	OwnDir bool
 	// URL and Headers describe a remote.
 	URL     string
 	Headers map[string]string
@@ -259,7 +267,7 @@ func packagePlan(pk pkg, registryID string, stdio *guard.Stdio) (Plan, error) {
 	if len(missing) > 0 {
 		return Plan{}, fmt.Errorf("%s: needs environment variables %s; the operator must set them and list them in stdio.env", where, strings.Join(missing, ", "))
 	}
-	return Plan{Transport: TransportStdio, Program: l.program, Args: args, Env: env}, nil
+	return Plan{Transport: TransportStdio, Program: l.program, Args: args, Env: env, OwnDir: true}, nil
 }
 
 func firstNonEmpty(ss ...string) string {

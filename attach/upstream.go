@@ -258,14 +258,26 @@ func (u *upstream) startProcess(plan Plan) (*pipeTransport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("launch %s: %w", plan.Program, err)
 	}
+	if plan.OwnDir {
+		if cmd.Dir, err = os.MkdirTemp("", "ardgate-run-"); err != nil {
+			return nil, fmt.Errorf("launch %s: its directory: %w", plan.Program, err)
+		}
+	}
+	removeDir := func() {
+		if cmd.Dir != "" {
+			_ = os.RemoveAll(cmd.Dir)
+		}
+	}
 	inR, inW, err := os.Pipe()
 	if err != nil {
+		removeDir()
 		return nil, err
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		inR.Close()
 		inW.Close()
+		removeDir()
 		return nil, err
 	}
 	u.stderr = &tail{max: 4 << 10}
@@ -276,6 +288,7 @@ func (u *upstream) startProcess(plan Plan) (*pipeTransport, error) {
 		inW.Close()
 		outR.Close()
 		outW.Close()
+		removeDir()
 		return nil, fmt.Errorf("launch %s: %w", plan.Program, err)
 	}
 	inR.Close() // the child's ends; ours are inW and outR
@@ -285,6 +298,7 @@ func (u *upstream) startProcess(plan Plan) (*pipeTransport, error) {
 	u.exited = make(chan struct{})
 	go func() {
 		err := cmd.Wait() // stderr copied to its end
+		removeDir()
 		why := "the process exited"
 		if err != nil {
 			why = "the process " + describeExit(err)

@@ -166,7 +166,7 @@ func New(name string) *server.MCPServer {
 	), crash)
 
 	s.AddTool(mcp.NewTool("env",
-		mcp.WithDescription("Returns the process environment, pid, process group and argv."),
+		mcp.WithDescription("Returns the process environment, pid, process group, argv, working directory and the names in it."),
 	), env)
 
 	s.AddTool(mcp.NewTool("spawn_child",
@@ -462,11 +462,20 @@ func env(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	}
 	vars := os.Environ()
 	slices.Sort(vars)
+	cwd, _ := os.Getwd()
+	var inCwd []string
+	if entries, err := os.ReadDir("."); err == nil {
+		for _, e := range entries {
+			inCwd = append(inCwd, e.Name())
+		}
+	}
 	return mcp.NewToolResultStructuredOnly(map[string]any{
-		"env":  vars,
-		"pid":  os.Getpid(),
-		"pgid": pgid,
-		"args": os.Args,
+		"env":    vars,
+		"pid":    os.Getpid(),
+		"pgid":   pgid,
+		"args":   os.Args,
+		"cwd":    cwd,
+		"in_cwd": inCwd,
 	}), nil
 }
 
