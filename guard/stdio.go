@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -62,6 +63,10 @@ var packageRules = sync.OnceValue(func() map[string]struct{ name, version *regex
 	}
 })
 
+// archiveSuffixes end the names that npx and uvx take for a file to
+// install (npm-package-arg's and uv's rules), not a package to fetch.
+var archiveSuffixes = []string{".tgz", ".tar", ".tar.gz", ".whl", ".zip", ".tar.bz2", ".tar.xz"}
+
 // CheckPackage refuses identifiers and versions that break their registry
 // type's naming rules. An empty version is allowed (latest).
 func CheckPackage(registryType, identifier, version string) error {
@@ -74,6 +79,11 @@ func CheckPackage(registryType, identifier, version string) error {
 	}
 	if version != "" && !rule.version.MatchString(version) {
 		return refuse("stdio.package", "%q is not a valid %s version", version, registryType)
+	}
+	for _, s := range []string{identifier, version} {
+		if slices.ContainsFunc(archiveSuffixes, func(suffix string) bool { return strings.HasSuffix(strings.ToLower(s), suffix) }) {
+			return refuse("stdio.package", "%q names an archive file, which the launcher would install from disk, not a %s package", s, registryType)
+		}
 	}
 	return nil
 }

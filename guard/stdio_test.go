@@ -149,6 +149,18 @@ func TestCheckPackage(t *testing.T) {
 		{"npm", "github:user/repo", "", false},
 		{"npm", "git+https://x.example.com/r.git", "", false},
 		{"npm", "foo@1.0.0", "", false},
+		// Archive files, which npx and uvx install from disk.
+		{"npm", "evil.tgz", "", false},
+		{"npm", "evil.TAR", "", false},
+		{"npm", "@scope/evil.tar.gz", "", false},
+		{"npm", "good", "evil.tgz", false},
+		{"pypi", "evil.whl", "", false},
+		{"pypi", "evil.tar.gz", "", false},
+		{"pypi", "evil.zip", "", false},
+		{"pypi", "good", "1.0.tar.gz", false},
+		{"npm", "tgz", "", true},
+		{"pypi", "zipp", "", true},
+		{"npm", "socket.io", "4.7.5", true},
 		{"npm", "JSONStream", "", true}, // legacy upper-case names exist
 		{"npm", "_private", "", false},
 		{"npm", "", "", false},
