@@ -58,17 +58,22 @@ func LoadCatalogFile(path string) (entries []Entry, skipped []string, err error)
 	if err != nil {
 		return nil, nil, err
 	}
-	return loadCatalog(data, path)
+	return loadCatalog(data, path, true)
 }
 
-// LoadCatalogBytes is LoadCatalogFile for a document already in memory;
-// relative nested catalogs resolve against dir.
-func LoadCatalogBytes(data []byte, dir string) (entries []Entry, skipped []string, err error) {
-	return loadCatalog(data, filepath.Join(dir, "catalog.json"))
+// LoadCatalogBytes is LoadCatalogFile for a document not read from a file
+// (the builtin catalog, one a host published), named name in what it
+// says. Its nested catalogs must be inline: a path in a document fetched
+// from a host would have the gateway read its own files (and publish
+// them as the host's entries, or read its stdin for /dev/stdin).
+func LoadCatalogBytes(data []byte, name string) (entries []Entry, skipped []string, err error) {
+	return loadCatalog(data, name, false)
 }
 
-func loadCatalog(data []byte, path string) ([]Entry, []string, error) {
-	entries, skipped, err := flattenCatalog(data, path, 0)
+// loadCatalog flattens the catalog data, read from the file at path
+// when fromFile is set, else named path.
+func loadCatalog(data []byte, path string, fromFile bool) ([]Entry, []string, error) {
+	entries, skipped, err := flattenCatalog(data, path, fromFile, 0)
 	if err != nil {
 		return nil, skipped, err
 	}
@@ -100,7 +105,7 @@ func Unseen(entries []Entry, seen map[string]Entry) (kept []Entry, again []strin
 	return kept, again
 }
 
-func flattenCatalog(data []byte, path string, depth int) ([]Entry, []string, error) {
+func flattenCatalog(data []byte, path string, fromFile bool, depth int) ([]Entry, []string, error) {
 	c, bad, err := ParseCatalog(data)
 	if err != nil {
 		return nil, nil, fmt.Errorf("catalog %s: %w", path, err)
@@ -124,12 +129,12 @@ func flattenCatalog(data []byte, path string, depth int) ([]Entry, []string, err
 			skipped = append(skipped, fmt.Sprintf("%s: nested deeper than %d catalogs", where, MaxNestingDepth))
 			continue
 		}
-		nested, nestedPath, err := nestedCatalog(&e, path)
+		nested, nestedPath, err := nestedCatalog(&e, path, fromFile)
 		if err != nil {
 			skipped = append(skipped, fmt.Sprintf("%s: %v", where, err))
 			continue
 		}
-		sub, subSkipped, err := flattenCatalog(nested, nestedPath, depth+1)
+		sub, subSkipped, err := flattenCatalog(nested, nestedPath, fromFile, depth+1)
 		skipped = append(skipped, subSkipped...)
 		if err != nil {
 			skipped = append(skipped, fmt.Sprintf("%s: %v", where, err))
@@ -141,15 +146,18 @@ func flattenCatalog(data []byte, path string, depth int) ([]Entry, []string, err
 }
 
 // nestedCatalog returns the document of a nested catalog entry: inline
-// data, or a file path relative to the parent catalog. Remote nested
-// catalogs are fetched by the registries that can reach the network.
-func nestedCatalog(e *Entry, parent string) ([]byte, string, error) {
+// data, or, in a catalog read from the file at parent (fromFile), a file
+// path relative to it. Remote nested catalogs are not fetched.
+func nestedCatalog(e *Entry, parent string, fromFile bool) ([]byte, string, error) {
 	if len(e.Data) > 0 {
 		return e.Data, parent + "#" + e.Identifier, nil
 	}
 	ref := e.URL
-	if strings.HasPrefix(ref, "http://") || strings.HasPrefix(ref, "https://") {
-		return nil, "", fmt.Errorf("remote nested catalog %s is not fetched from a local catalog file", ref)
+	switch {
+	case strings.HasPrefix(ref, "http://") || strings.HasPrefix(ref, "https://"):
+		return nil, "", fmt.Errorf("remote nested catalog %.200q is not fetched: nest it inline", ref)
+	case !fromFile:
+		return nil, "", fmt.Errorf("nested catalog %.200q is not inline: only a catalog file may nest one by path", ref)
 	}
 	ref = strings.TrimPrefix(ref, "file://")
 	if !filepath.IsAbs(ref) {

@@ -135,14 +135,34 @@ func TestLoadCatalogNested(t *testing.T) {
 		t.Fatalf("entries\n%v\nwant\n%v", got, want)
 	}
 
-	// LoadCatalogBytes resolves relative nested catalogs against dir.
-	data, err := os.ReadFile(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fromBytes, skipped, err := LoadCatalogBytes(data, dir)
-	if err != nil || len(skipped) > 0 || !slices.Equal(entryIDs(fromBytes), want) {
+	// A document not read from a file (one a well-known host published)
+	// nests inline catalogs only: its paths, relative, absolute or
+	// file://, are not read, and each is said; so are /dev/stdin (which
+	// would read the gateway's own input) and a remote one.
+	data := catalogDoc(
+		leaf("urn:air:t.example:x:top"),
+		nestedRef("urn:air:t.example:c:child", "sub/child.json"),
+		nestedRef("urn:air:t.example:c:abs", abs),
+		nestedRef("urn:air:t.example:c:fileurl", "file://"+fileURL),
+		nestedInline("urn:air:t.example:c:inline", inner),
+		leaf("urn:air:t.example:x:bottom"),
+		nestedRef("urn:air:t.example:c:stdin", "/dev/stdin"),
+		nestedRef("urn:air:t.example:c:remote", "http://127.0.0.1:1/c.json"),
+	)
+	fromBytes, skipped, err := LoadCatalogBytes([]byte(data), "http://127.0.0.1:1")
+	wantInline := []string{"urn:air:t.example:x:top", "urn:air:t.example:x:inline-leaf", "urn:air:t.example:x:inline-inline", "urn:air:t.example:x:bottom"}
+	if err != nil || !slices.Equal(entryIDs(fromBytes), wantInline) {
 		t.Fatalf("LoadCatalogBytes: %v %q %v", err, skipped, entryIDs(fromBytes))
+	}
+	var said []string
+	for _, s := range skipped {
+		switch {
+		case strings.Contains(s, "is not inline: only a catalog file may nest one by path"), strings.Contains(s, "is not fetched: nest it inline"):
+			said = append(said, s[strings.Index(s, "(")+1:strings.Index(s, ")")])
+		}
+	}
+	if want := []string{"urn:air:t.example:c:child", "urn:air:t.example:c:abs", "urn:air:t.example:c:fileurl", "urn:air:t.example:c:inline-ref", "urn:air:t.example:c:stdin", "urn:air:t.example:c:remote"}; !slices.Equal(said, want) {
+		t.Fatalf("skipped %q", skipped)
 	}
 }
 

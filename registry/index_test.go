@@ -18,7 +18,7 @@ const corpusPath = "../../shared/corpus/mcp-servers-catalog.json"
 
 func builtinIndex(t testing.TB) *Index {
 	t.Helper()
-	entries, skipped, err := LoadCatalogBytes(BuiltinCatalog(), ".")
+	entries, skipped, err := LoadCatalogBytes(BuiltinCatalog(), "builtin")
 	if err != nil || len(skipped) > 0 {
 		t.Fatalf("builtin catalog: %v %q", err, skipped)
 	}

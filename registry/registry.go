@@ -116,7 +116,7 @@ func Open(rc config.Registry, o OpenOptions) (Registry, error) {
 		source := "catalog:" + filepath.Base(rc.Path)
 		if rc.Path == "" {
 			source = "builtin:ai-catalog.json"
-			entries, skipped, err = LoadCatalogBytes(builtinCatalog, ".")
+			entries, skipped, err = LoadCatalogBytes(builtinCatalog, "builtin")
 		} else {
 			entries, skipped, err = LoadCatalogFile(rc.Path)
 		}

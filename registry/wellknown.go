@@ -169,7 +169,7 @@ func fetchHost(ctx context.Context, h *remote) ([]Entry, error) {
 	catalog, err := firstFound(ctx, h, "/.well-known/ai-catalog.json", "/.well-known/ard.json")
 	switch {
 	case err == nil:
-		list, skipped, err := LoadCatalogBytes(catalog, ".")
+		list, skipped, err := LoadCatalogBytes(catalog, h.base.String())
 		if err != nil {
 			problems = append(problems, err.Error())
 		}
