@@ -468,6 +468,40 @@ func TestPosterRedirect(t *testing.T) {
 	}
 }
 
+// The configured headers (a token among them) go to the server's own
+// origin only: a call it redirects to another origin (here another port)
+// reaches it without them. net/http carried them along, Authorization too
+// to another port of the same host.
+func TestPosterRedirectElsewhere(t *testing.T) {
+	var got atomic.Pointer[http.Header]
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := r.Header.Clone()
+		got.Store(&h)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"a":1}}`)
+	}))
+	defer elsewhere.Close()
+	var mine atomic.Int64
+	mover := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Api-Key") == "secret" && r.Header.Get("Authorization") == "Bearer tok" {
+			mine.Add(1)
+		}
+		http.Redirect(w, r, elsewhere.URL+"/mcp", http.StatusTemporaryRedirect)
+	}))
+	defer mover.Close()
+	p := posterTo(t, mover.URL+"/mcp", map[string]string{"X-Api-Key": "secret", "Authorization": "Bearer tok"}, "", nil)
+	resp, err := p.call(context.Background(), "int64:1", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`))
+	if err != nil || string(resp.Result) != `{"a":1}` {
+		t.Fatalf("the redirected call: %v, %v", resp, err)
+	}
+	if h := got.Load(); h == nil || h.Get("X-Api-Key") != "" || h.Get("Authorization") != "" {
+		t.Errorf("the other origin got the server's headers: %v", h)
+	}
+	if mine.Load() == 0 {
+		t.Error("the server itself never got its headers")
+	}
+}
+
 // A server that answers with something other than HTTP, or breaks off,
 // gives an error that says so, and the poster goes on.
 func TestPosterHostileServer(t *testing.T) {

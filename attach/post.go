@@ -38,9 +38,8 @@ import (
 // an event stream carrying notifications, requests from the server, and
 // the response.
 type poster struct {
-	url     string
-	client  *http.Client
-	headers map[string]string
+	url    string
+	client *http.Client // sends the configured headers to url's origin only
 	// pool, for a plain-http server, holds the connections its calls are
 	// sent on by the poster itself (http1.go); nil sends them through
 	// client. host, target and headerLines are the request's parts.
@@ -67,7 +66,10 @@ type poster struct {
 func newPoster(plan Plan, hc *http.Client, cs *conns, session func() string, notify func(mcp.JSONRPCNotification),
 	serve func(context.Context, transport.JSONRPCRequest) *transport.JSONRPCResponse) *poster {
 	closed, cancel := context.WithCancel(context.Background())
-	p := &poster{url: plan.URL, client: hc, headers: plan.Headers, session: session, notify: notify, serve: serve, closed: closed, cancel: cancel,
+	// The client sends the configured headers (a token) to the server's
+	// origin only: set on each request, a redirect elsewhere carried them
+	// along.
+	p := &poster{url: plan.URL, client: withHeaders(hc, plan.URL, plan.Headers), session: session, notify: notify, serve: serve, closed: closed, cancel: cancel,
 		answering: newAnswering()}
 	u, err := url.Parse(plan.URL)
 	if err != nil || !plainHeaders(plan.Headers) {
@@ -263,9 +265,6 @@ func (p *poster) do(ctx context.Context, req request) (*http.Response, error) {
 	}
 	if req.lastEventID != "" {
 		r.Header.Set("Last-Event-ID", req.lastEventID)
-	}
-	for k, v := range p.headers {
-		r.Header.Set(k, v)
 	}
 	for k, v := range p.trace.header(ctx) {
 		r.Header[k] = v
