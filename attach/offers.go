@@ -150,6 +150,7 @@ func (u *upstream) listOffers(ctx context.Context) {
 func (u *upstream) listAll(ctx context.Context, method, member, key string) ([]offer, error) {
 	var out []offer
 	var cursor mcp.Cursor
+	size := 0
 	for page := 0; page < maxOffers; page++ {
 		params := map[string]any{}
 		if cursor != "" {
@@ -162,6 +163,9 @@ func (u *upstream) listAll(ctx context.Context, method, member, key string) ([]o
 		items, next, err := listPage(res, member)
 		if err == nil {
 			err = guard.ScanCheckedArray(items, func(raw []byte) {
+				if size += len(raw); size > maxListBytes {
+					return
+				}
 				if name := memberString(raw, key); name != "" {
 					out = append(out, offer{key: unique.Make(name).Value(), raw: unique.Make(string(raw))})
 				} else {
@@ -174,6 +178,9 @@ func (u *upstream) listAll(ctx context.Context, method, member, key string) ([]o
 		}
 		if len(out) > maxOffers {
 			return nil, fmt.Errorf("%s: more than %d items", method, maxOffers)
+		}
+		if size > maxListBytes {
+			return nil, fmt.Errorf("%s: its items take more than %d MiB", method, maxListBytes>>20)
 		}
 		if next == "" || next == cursor {
 			return out, nil

@@ -500,6 +500,13 @@ const maxInstructions = 2000
 // maxTools bounds how many tools one upstream may declare.
 const maxTools = 1000
 
+// maxListBytes bounds the definitions of one upstream's list (its tools,
+// its prompts, …) together, as it encodes them: within the count and the
+// cap on a message, a server of 30 pages of one tool of 8 MiB each took
+// the gateway to 1.4 GB and sent its client a listing of 250 MB. The
+// largest real servers list some hundreds of KiB.
+const maxListBytes = 4 << 20
+
 // listTools returns the upstream's tools with their whole input and output
 // schemas. mcp.Tool's schema struct keeps only a few keywords, so the
 // listing is read raw and the schemas kept as bytes.
@@ -513,6 +520,7 @@ func (u *upstream) listTools(ctx context.Context) (tools []*Definition, err erro
 		}
 	}()
 	var cursor mcp.Cursor
+	size := 0
 	for page := 0; ; page++ {
 		params := map[string]any{}
 		if cursor != "" {
@@ -535,6 +543,9 @@ func (u *upstream) listTools(ctx context.Context) (tools []*Definition, err erro
 			return nil, fmt.Errorf("tools/list: malformed result: %w", err)
 		}
 		err = guard.ScanCheckedArray(list, func(raw []byte) {
+			if size += len(raw); size > maxListBytes {
+				return
+			}
 			t, key, err := u.defs.take(raw)
 			if err != nil {
 				u.log.Warn("upstream tool left out", "err", err)
@@ -548,6 +559,9 @@ func (u *upstream) listTools(ctx context.Context) (tools []*Definition, err erro
 		}
 		if len(tools) > maxTools {
 			return nil, fmt.Errorf("tools/list: more than %d tools", maxTools)
+		}
+		if size > maxListBytes {
+			return nil, fmt.Errorf("tools/list: its tools' definitions take more than %d MiB", maxListBytes>>20)
 		}
 		if next == "" || next == cursor {
 			return tools, nil

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -162,6 +163,55 @@ func TestEndlessToolListing(t *testing.T) {
 	}
 	if n := pages.Load(); n != 1000 {
 		t.Errorf("%d pages asked for, want 1000", n)
+	}
+}
+
+// A server's definitions are bounded in bytes, not only in count: tools
+// of 1 MiB each, a page each, past 4 MiB refuse the attach with a
+// sentence, after no more pages than the cap takes; prompts as large lose
+// their list alone, the tools attached. Each page is within the cap on a
+// message, and the count within 1,000: 30 such pages took the gateway to
+// 1.4 GB and gave its client a listing of 250 MB.
+func TestListingsOverTheirBytes(t *testing.T) {
+	desc := strings.Repeat("d", 1<<20)
+	var pages atomic.Int64
+	// page is the page after cursor of a list of kind: an item of 1 MiB,
+	// the list ending after 8 of them.
+	page := func(kind, cursor string) string {
+		n, _ := strconv.Atoi(strings.TrimPrefix(cursor, "c"))
+		pages.Add(1)
+		next := fmt.Sprintf("c%d", n+1)
+		if n == 7 {
+			next = ""
+		}
+		return fmt.Sprintf(`{%q:[{"name":"t%d","description":%q,"inputSchema":{"type":"object"}}],"nextCursor":%q}`, kind, n, desc, next)
+	}
+	_, res := attachAt(t, rawToolsUpstream(t, func(cursor string) string { return page("tools", cursor) }).URL)
+	if !res.IsError || !strings.Contains(firstText(res), "its tools' definitions take more than 4 MiB") {
+		t.Errorf("attach of a server of 8 tools of 1 MiB: %s", guard.Text(firstText(res), 300))
+	}
+	if n := pages.Load(); n != 4 { // each a little over 1 MiB
+		t.Errorf("%d pages read, want 4", n)
+	}
+
+	up := rawUpstream(t, `{"tools":{},"prompts":{}}`, func(method, cursor string) string {
+		switch method {
+		case "tools/list":
+			return `"result":{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`
+		case "prompts/list":
+			return `"result":` + page("prompts", cursor)
+		}
+		return ""
+	})
+	s, res := attachAt(t, up.URL)
+	if res.IsError {
+		t.Fatalf("attach: %s", guard.Text(firstText(res), 300))
+	}
+	if got := promptNames(t, s.c); len(got) != 0 {
+		t.Errorf("prompts listed: %v", got)
+	}
+	if res := s.call("mcp_remote__echo", map[string]any{}); res.IsError {
+		t.Errorf("the tool beside them: %s", firstText(res))
 	}
 }
 
