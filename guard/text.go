@@ -77,17 +77,21 @@ func Body(s string, max int) string {
 }
 
 // isHidden reports runes that can hide or reorder text: C0/C1 controls,
-// bidi embeddings, overrides and isolates, zero-width characters, and tag
-// characters.
+// every format character (bidi embeddings, overrides and isolates,
+// zero-width characters, the soft hyphen, invisible operators, tag
+// characters: Unicode's Cf), variation selectors (a payload can be spelled
+// in them, one byte each, after any visible character), and characters
+// that show as nothing (the combining grapheme joiner, the Hangul and
+// Khmer fillers).
 func isHidden(r rune) bool {
 	switch {
-	case unicode.IsControl(r):
+	case unicode.IsControl(r), unicode.Is(unicode.Cf, r):
 		return true
-	case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069, r == 0x200E, r == 0x200F, r == 0x061C:
+	case r >= 0xFE00 && r <= 0xFE0F, r >= 0xE0100 && r <= 0xE01EF, r >= 0x180B && r <= 0x180F:
 		return true
-	case r >= 0x200B && r <= 0x200D, r == 0x2060, r == 0xFEFF:
+	case r == 0x034F, r == 0x115F, r == 0x1160, r == 0x3164, r == 0xFFA0, r == 0x17B4, r == 0x17B5:
 		return true
-	case r >= 0xE0000 && r <= 0xE007F:
+	case r >= 0xE0000 && r <= 0xE007F: // tags, unassigned ones too
 		return true
 	}
 	return false
