@@ -78,24 +78,31 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 }
 
 var (
-	metadataAddrs = []netip.Addr{netip.MustParseAddr("169.254.169.254"), netip.MustParseAddr("fd00:ec2::254"), netip.MustParseAddr("100.100.100.200")}
+	// Where clouds hand out a machine's or a task's credentials: the
+	// metadata services of AWS (IPv4 and IPv6), GCP, Azure and Oracle
+	// (169.254.169.254), Alibaba's, AWS ECS's task credentials, EKS Pod
+	// Identity's agent (IPv4 and IPv6), and Azure's WireServer, which sits
+	// at a public address.
+	metadataAddrs = []netip.Addr{netip.MustParseAddr("169.254.169.254"), netip.MustParseAddr("fd00:ec2::254"), netip.MustParseAddr("100.100.100.200"),
+		netip.MustParseAddr("169.254.170.2"), netip.MustParseAddr("169.254.170.23"), netip.MustParseAddr("fd00:ec2::23"), netip.MustParseAddr("168.63.129.16")}
 	localPrefixes = mustPrefixes("127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16",
 		"100.64.0.0/10", "::1/128", "fc00::/7", "fe80::/10", "fec0::/10")
 	neverPrefixes = mustPrefixes("0.0.0.0/8", "192.0.0.0/24", "192.0.2.0/24", "198.18.0.0/15", "198.51.100.0/24",
 		"203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4", "::/128", "ff00::/8", "2001:db8::/32", "::/96",
 		"64:ff9b:1::/48") // local-use NAT64: its mapping is the site's own
 	nat64     = netip.MustParsePrefix("64:ff9b::/96")
+	siit      = netip.MustParsePrefix("::ffff:0:0:0/96") // IPv4-translated (RFC 2765)
 	sixToFour = netip.MustParsePrefix("2002::/16")
 	teredo    = netip.MustParsePrefix("2001::/32")
 )
 
 // embeddedIPv4 returns the IPv4 address an IPv6 transition address
-// carries, which is where packets really go: NAT64 (last 32 bits), 6to4
+// carries, which is where packets really go: NAT64 and SIIT (last 32 bits), 6to4
 // (bits 16–48), Teredo (the client address, last 32 bits inverted).
 func embeddedIPv4(ip netip.Addr) (netip.Addr, bool) {
 	b := ip.As16()
 	switch {
-	case nat64.Contains(ip):
+	case nat64.Contains(ip), siit.Contains(ip):
 		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
 	case sixToFour.Contains(ip):
 		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true

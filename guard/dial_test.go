@@ -67,6 +67,15 @@ func TestCheckIP(t *testing.T) {
 		{"169.254.169.254", refused, refused},
 		{"fd00:ec2::254", refused, refused},
 		{"100.100.100.200", refused, refused},
+		{"169.254.170.2", refused, refused},  // ECS task credentials
+		{"169.254.170.23", refused, refused}, // EKS Pod Identity
+		{"fd00:ec2::23", refused, refused},
+		{"168.63.129.16", refused, refused}, // Azure WireServer, a public address
+		{"168.63.129.17", ok, ok},
+		// SIIT's IPv4-translated form.
+		{"::ffff:0:7f00:1", refused, ok},
+		{"::ffff:0:a9fe:a9fe", refused, refused},
+		{"::ffff:0:5db8:d822", ok, ok},
 		// Unspecified, "this network", reserved, documentation.
 		{"0.0.0.0", refused, refused},
 		{"0.1.2.3", refused, refused},
