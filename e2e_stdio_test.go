@@ -273,8 +273,22 @@ func TestStdioFixtureEndToEnd(t *testing.T) {
 	if !slices.Contains(proctest.GroupMembers(pid), child.ChildPID) {
 		t.Fatalf("grandchild %d not in group %d", child.ChildPID, pid)
 	}
+	// One that left the group (setsid, as browsers are started) goes too.
+	var escaped struct {
+		ChildPID int `json:"child_pid"`
+	}
+	decode(t, g.call("mcp_fixture__spawn_child", map[string]any{"own_session": true}), &escaped)
+	if slices.Contains(proctest.GroupMembers(pid), escaped.ChildPID) || !proctest.Alive(escaped.ChildPID) {
+		t.Fatalf("the grandchild %d that left the group: in it, or not running", escaped.ChildPID)
+	}
 	g.ok("detach_resource", map[string]any{"name": "fixture"}, nil)
 	waitGroupGone(t, pid, 5*time.Second)
+	for deadline := time.Now().Add(5 * time.Second); proctest.Alive(escaped.ChildPID); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(escaped.ChildPID, syscall.SIGKILL)
+			t.Fatalf("the grandchild %d that left the group outlived the detach", escaped.ChildPID)
+		}
+	}
 	if slices.ContainsFunc(g.toolNames(), func(n string) bool { return strings.HasPrefix(n, "mcp_fixture__") }) {
 		t.Fatalf("fixture tools still listed after detach")
 	}

@@ -1071,6 +1071,12 @@ func (u *upstream) close() {
 	u.listed = nil
 	u.mu.Unlock()
 	u.defs.drop(listed)
+	var tree []guard.Proc
+	if u.cmd != nil {
+		// Seen while the server runs, before its stdin closes: a process
+		// that left its group (setsid) is found only as its descendant.
+		tree = guard.Descendants(u.cmd.Process.Pid)
+	}
 	if u.post != nil {
 		u.post.close() // its calls in flight end, as mcp-go's do on Close
 	}
@@ -1092,6 +1098,7 @@ func (u *upstream) close() {
 	}
 	// The leader may be gone while children it left behind still run.
 	_ = guard.KillGroup(pid)
+	guard.KillProcs(tree)
 	<-u.exited
 	_ = u.stdout.Close()
 }

@@ -170,7 +170,8 @@ func New(name string) *server.MCPServer {
 	), env)
 
 	s.AddTool(mcp.NewTool("spawn_child",
-		mcp.WithDescription("Starts `sleep 300` in the server's process group and returns its pid."),
+		mcp.WithDescription("Starts `sleep 300` in the server's process group, or with own_session in a session (and group) of its own, as browsers are started, and returns its pid."),
+		mcp.WithBoolean("own_session"),
 	), spawnChild)
 
 	s.AddTool(mcp.NewTool("big",
@@ -479,11 +480,15 @@ func env(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	}), nil
 }
 
-func spawnChild(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func spawnChild(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	// No Setpgid: the grandchild must share the fixture's process group so
-	// tests can check that the gateway kills the whole group. Its stdio is
-	// /dev/null, so it does not hold the fixture's pipes open.
+	// tests can check that the gateway kills the whole group, unless asked
+	// to leave it. Its stdio is /dev/null, so it does not hold the
+	// fixture's pipes open.
 	cmd := exec.Command("sleep", "300")
+	if own, _ := req.GetArguments()["own_session"].(bool); own {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	if err := cmd.Start(); err != nil {
 		return mcp.NewToolResultError("spawn_child could not start `sleep 300`: " + err.Error() + "."), nil
 	}

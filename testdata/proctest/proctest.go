@@ -37,3 +37,14 @@ func GroupMembers(pgid int) []int {
 	}
 	return out
 }
+
+// Alive reports whether pid is a live process (not a zombie).
+func Alive(pid int) bool {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(data), ')')
+	f := strings.Fields(string(data[i+1:]))
+	return i >= 0 && len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
