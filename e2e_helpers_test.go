@@ -56,9 +56,10 @@ func TestMain(m *testing.M) {
 
 // gateway is one running ardgate process, or one HTTP session to one.
 type gateway struct {
-	t      *testing.T
-	c      *client.Client
-	stderr *syncBuffer
+	t       *testing.T
+	c       *client.Client
+	stderr  *syncBuffer
+	version string // the protocol version the client negotiated
 
 	mu    sync.Mutex
 	notes []mcp.JSONRPCNotification // every notification received
@@ -182,6 +183,13 @@ func startStdio(t *testing.T, environ []string, args ...string) *gateway {
 // of the server's requests.
 func startStdioClient(t *testing.T, environ []string, opts []client.ClientOption, args ...string) *gateway {
 	t.Helper()
+	return startStdioAs(t, environ, append([]client.ClientOption{client.WithProtocolVersion(mcp.ProtocolVersion20251125)}, opts...), args...)
+}
+
+// startStdioAs is startStdioClient with the client's options alone: with
+// none, mcp-go's default client, which tries the stateless protocol first.
+func startStdioAs(t *testing.T, environ []string, opts []client.ClientOption, args ...string) *gateway {
+	t.Helper()
 	g := &gateway{t: t, stderr: &syncBuffer{}}
 	tr := transport.NewStdioWithOptions(gatewayBin, nil, append([]string{"serve"}, args...),
 		transport.WithCommandFunc(func(_ context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
@@ -190,7 +198,7 @@ func startStdioClient(t *testing.T, environ []string, opts []client.ClientOption
 			cmd.Stderr = g.stderr
 			return cmd, nil
 		}))
-	g.connect(tr, append([]client.ClientOption{client.WithProtocolVersion(mcp.ProtocolVersion20251125)}, opts...)...)
+	g.connect(tr, opts...)
 	t.Cleanup(func() {
 		_ = g.c.Close()
 		if t.Failed() {
@@ -217,9 +225,11 @@ func (g *gateway) connect(tr transport.Interface, opts ...client.ClientOption) {
 	})
 	req := mcp.InitializeRequest{}
 	req.Params.ClientInfo = mcp.Implementation{Name: "ardgate-e2e", Version: "1"}
-	if _, err := g.c.Initialize(ctx, req); err != nil {
+	res, err := g.c.Initialize(ctx, req)
+	if err != nil {
 		g.t.Fatalf("initialize: %v", err)
 	}
+	g.version = res.ProtocolVersion
 }
 
 // call calls a tool and returns its result; transport failures fail the

@@ -313,6 +313,44 @@ func assertJSONEqual(t *testing.T, got, want json.RawMessage) {
 	}
 }
 
+// Over stdio the gateway serves the protocol versions with sessions, as
+// over HTTP: mcp-go's default client, which tries the stateless protocol
+// (2026-07-28) first, learns so and negotiates down to 2025-11-25, and gets
+// the pinned servers at once. Served statelessly, it never sent
+// initialize, so the pinned servers never started; each tools/list took
+// 10 s and listed none of their tools, and a call of one never came back.
+// A request of the stateless protocol gets the error naming the versions
+// served, under its id.
+func TestStdioStatelessClientNegotiatesDown(t *testing.T) {
+	cfg := writeConfig(t, map[string]any{"servers": []any{map[string]any{"name": "fx", "command": fixtureBin, "args": []string{"--transport=stdio"}}}})
+	g := startStdioAs(t, env(false, "ARDGATE_CONFIG="+cfg), nil)
+	if g.version != mcp.ProtocolVersion20251125 {
+		t.Fatalf("negotiated %q", g.version)
+	}
+	start := time.Now()
+	if !slices.Contains(g.toolNames(), "mcp_fx__echo") || time.Since(start) > 5*time.Second {
+		t.Fatalf("the pinned server's tools in %s: %v", time.Since(start), g.toolNames())
+	}
+	if res := g.call("mcp_fx__echo", map[string]any{"message": "hi"}); text(res) != "hi" {
+		t.Fatalf("echo: %q", text(res))
+	}
+
+	raw := startRaw(t, env(false))
+	meta := map[string]any{"_meta": map[string]any{mcp.MetaKeyProtocolVersion: mcp.ProtocolVersion20260728, mcp.MetaKeyClientInfo: map[string]any{"name": "raw", "version": "1"}, mcp.MetaKeyClientCapabilities: map[string]any{}}}
+	params, _ := json.Marshal(meta)
+	for _, method := range []string{"server/discover", "tools/list"} {
+		raw.send(`{"jsonrpc":"2.0","id":"s-1","method":"` + method + `","params":` + string(params) + `}`)
+		m := raw.response()
+		e, _ := m["error"].(map[string]any)
+		data, _ := e["data"].(map[string]any)
+		supported, _ := data["supported"].([]any)
+		if m["id"] != "s-1" || e["code"] != float64(mcp.UNSUPPORTED_PROTOCOL_VERSION) || len(supported) == 0 || slices.Contains(supported, any(mcp.ProtocolVersion20260728)) || !slices.Contains(supported, any(mcp.ProtocolVersion20251125)) {
+			t.Errorf("%s in the stateless protocol: %v", method, m)
+		}
+	}
+	raw.end()
+}
+
 // Bad input of every kind gets a clear isError result, and the same
 // session goes on working after each.
 func TestStdioBadInput(t *testing.T) {

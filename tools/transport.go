@@ -150,6 +150,8 @@ func (r *stdioReader) take(ctx context.Context, line []byte, held *guard.Batch) 
 	switch {
 	case isBatch(line):
 		r.refuse(held, batchRefusal)
+	case bytes.Contains(line, metaKeyProtocolVersion) && r.refuseStateless(line, held):
+		// a request of the stateless protocol, on no path
 	case len(line) == 0 || r.fast(ctx, line, held):
 		// nothing read, or answered on the fast path
 	case r.atDoor(line, held):
@@ -430,21 +432,15 @@ func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 	if opt.StreamHeartbeat == 0 {
 		opt.StreamHeartbeat = DefaultStreamHeartbeat
 	}
-	var legacy []string
-	for _, v := range mcp.ValidProtocolVersions {
-		if !mcp.IsModernProtocol(v) {
-			legacy = append(legacy, v)
-		}
-	}
 	h := &HTTP{g: g, authToken: opt.AuthToken, mux: http.NewServeMux(), idleTTL: opt.IdleTTL, headerTimeout: opt.ReadHeaderTimeout,
 		connTimeout: opt.IdleConnTimeout, bodyTimeout: opt.BodyTimeout, maxSessions: int64(opt.MaxSessions),
 		heartbeat: opt.StreamHeartbeat}
 	h.kept.idle = opt.IdleConnTimeout
-	h.versions = legacy
+	h.versions = sessionVersions()
 	h.ids = &sessionIDs{}
 	h.streamable = server.NewStreamableHTTPServer(g.mcp,
 		server.WithSessionIdManager(h.ids), // not WithStateful: it keeps every ended id
-		server.WithStreamableHTTPProtocolVersions(legacy...),
+		server.WithStreamableHTTPProtocolVersions(h.versions...),
 		server.WithSessionIdleTTL(opt.IdleTTL),
 		server.WithEventStore(newEventStore(256, 16<<20, 256<<20, 2*time.Minute)),
 		server.WithStreamableHTTPLogger(g.log),
