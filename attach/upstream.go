@@ -646,6 +646,16 @@ func decodeTool(raw json.RawMessage) (mcp.Tool, error) {
 		return mcp.Tool{}, errors.New("tool without a name")
 	}
 	tool := t.Tool
+	// The gateway relays no MCP tasks (mcp-go's server would answer a
+	// task-augmented call with a task of its own that ends at once, and
+	// no tasks/get): a tool that requires one cannot be served, and one
+	// that may take one is listed as one called plainly.
+	if tool.Execution != nil {
+		if tool.Execution.TaskSupport == mcp.TaskSupportRequired {
+			return mcp.Tool{}, fmt.Errorf("tool %s: it requires an MCP task (taskSupport \"required\"), and the gateway relays none", t.Name)
+		}
+		tool.Execution = nil
+	}
 	tool.RawInputSchema = t.InputSchema
 	if len(tool.RawInputSchema) == 0 || string(tool.RawInputSchema) == "null" {
 		tool.RawInputSchema = json.RawMessage(`{"type":"object"}`)

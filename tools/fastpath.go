@@ -21,7 +21,7 @@ import (
 // client wrote them, and the result comes back as the upstream wrote it.
 //
 // Only calls that need nothing else take it: a proxied tool listed for
-// the session that does not require a task, an id, arguments that are an
+// the session, an id, arguments that are an
 // object, and no other parameters (a task-augmented call takes the
 // server's path). A progress
 // token in _meta is relayed (progress.go); the rest of _meta goes no
@@ -70,8 +70,7 @@ func (g *Gateway) fastCall(s *session, frame []byte) (c callFrame, ok bool) {
 	}
 	var via string
 	tool, known := findTool(*tools, name)
-	// A tool that requires a task is refused as the server refuses it.
-	known = known && tool.listed && !tool.needsTask
+	known = known && tool.listed
 	if !known && string(name) == `"`+callAttachedTool+`"` {
 		via = callAttachedTool
 		tool, args, known = calledThrough(*tools, args)

@@ -835,26 +835,41 @@ func TestFastPathCallAttachedTool(t *testing.T) {
 	}
 }
 
-// A tool whose definition requires a task is called without one as the
-// server calls it: refused, where the upstream would not be asked. Through
-// call_attached_tool, which calls the upstream on both paths, it is
-// called.
+// The gateway relays no MCP tasks: a tool that requires one is left out
+// (it was listed, and a call with a task got a task of mcp-go's that ended
+// at once, with no tasks/get), and one that may take one is listed without
+// its execution member, called plainly, on the fast path.
 func TestFastPathTaskRequired(t *testing.T) {
 	up := rawToolsUpstream(t, func(string) string {
 		return `{"tools":[{"name":"needs_task","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}},
+			{"name":"may_task","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"}},
 			{"name":"plain","inputSchema":{"type":"object"}}]}`
 	})
 	s, res := attachAt(t, up.URL)
 	if res.IsError {
 		t.Fatalf("attach: %s", firstText(res))
 	}
-	req := mcp.CallToolRequest{}
-	req.Params.Name, req.Params.Arguments = "mcp_remote__needs_task", map[string]any{}
-	if res, err := s.c.CallTool(context.Background(), req); err == nil || !strings.Contains(err.Error(), "requires task augmentation") {
-		t.Errorf("a call without a task: %v %+v", err, res)
+	list, err := s.c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if res := s.call("call_attached_tool", map[string]any{"name": "mcp_remote__needs_task", "arguments": map[string]any{}}); firstText(res) != "ok" {
-		t.Errorf("through call_attached_tool: %s", firstText(res))
+	var names []string
+	for _, tool := range list.Tools {
+		if strings.HasPrefix(tool.Name, "mcp_remote__") {
+			names = append(names, tool.Name)
+			if tool.Execution != nil {
+				t.Errorf("%s listed with %+v", tool.Name, tool.Execution)
+			}
+		}
+	}
+	if !slices.Equal(names, []string{"mcp_remote__may_task", "mcp_remote__plain"}) {
+		t.Errorf("listed: %v", names)
+	}
+	if res := s.call("call_attached_tool", map[string]any{"name": "mcp_remote__needs_task", "arguments": map[string]any{}}); !res.IsError {
+		t.Errorf("the tool that needs a task, through call_attached_tool: %s", firstText(res))
+	}
+	if res := s.call("mcp_remote__may_task", map[string]any{}); firstText(res) != "ok" {
+		t.Errorf("the tool that may take a task: %s", firstText(res))
 	}
 	if res := s.call("mcp_remote__plain", map[string]any{}); firstText(res) != "ok" {
 		t.Errorf("the plain tool: %s", firstText(res))

@@ -308,9 +308,6 @@ func (g *Gateway) current(ctx context.Context) *session {
 type toolRef struct {
 	name   string // the exposed name: a call's name is then this string, not a copy of the frame's bytes
 	listed bool   // in tools/list; a deferred tool is called through call_attached_tool
-	// needsTask: its definition requires a task (taskSupport "required"),
-	// and the server refuses a call of it without one.
-	needsTask bool
 	// outputSchema: its definition declares one (fitFailure).
 	outputSchema bool
 }
@@ -323,9 +320,7 @@ func (g *Gateway) sync(s *session) {
 	defer s.syncMu.Unlock()
 	tools := map[string]toolRef{}
 	for _, t := range s.att.Tools() {
-		exe := t.Upstream.Execution
-		tools[t.Name] = toolRef{name: t.Name, needsTask: exe != nil && exe.TaskSupport == mcp.TaskSupportRequired,
-			outputSchema: len(t.Upstream.RawOutputSchema) > 0 || t.Upstream.OutputSchema.Type != ""}
+		tools[t.Name] = toolRef{name: t.Name, outputSchema: len(t.Upstream.RawOutputSchema) > 0 || t.Upstream.OutputSchema.Type != ""}
 	}
 	want := s.att.ListedTools()
 	slices.SortFunc(want, func(a, b attach.Tool) int { return strings.Compare(a.Name, b.Name) })
