@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/ardgate/ardgate/guard"
@@ -111,6 +112,23 @@ func (g *Gateway) fastList(s *session, line []byte) (f frame, ok bool) {
 	b = append(b, "]}"...)
 	g.metrics.fastLists.Inc()
 	return frame{id: string(id), result: b}, true
+}
+
+// onePage refuses a list request with a cursor or params of its own: the
+// gateway's lists have no pages.
+const onePage = "this gateway lists all of them in one page: send the list request without a cursor or other params"
+
+// toolsListRefusal answers frame when it is a tools/list with a cursor
+// or params of its own, which the gateway's lists, one page, never give
+// (prompts/list and the others are refused so in offers.go). mcp-go's
+// server read a cursor as a tool's name in base64 and listed the tools
+// after it, or said "illegal base64 data at input byte 4".
+func toolsListRefusal(frame []byte) []byte {
+	id, method, params, ok := request(frame)
+	if !ok || !bytes.Equal(method, toolsListMethod) || !guard.ObjectOrAbsent(params) || onlyMeta(params, true) {
+		return nil
+	}
+	return message{Message: guard.Message{ID: id}}.refusedAs(mcp.INVALID_PARAMS, onePage)
 }
 
 // onlyMeta tells whether a request's params are absent or an object with

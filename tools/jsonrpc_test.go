@@ -63,6 +63,13 @@ var paramRefusals = func() (out []struct{ frame, want string }) {
 	for _, f := range initsRefused {
 		out = append(out, struct{ frame, want string }{f, initRefused})
 	}
+	// A tools/list cursor the gateway never gave: mcp-go's server read it
+	// as a tool's name in base64 and listed the tools after it ("Zm9v":
+	// "foo"), or said "illegal base64 data at input byte 4".
+	for _, params := range []string{`{"cursor":"Zm9v"}`, `{"cursor":"bogus"}`, `{"cursor":5}`, `{"limit":2}`} {
+		out = append(out, struct{ frame, want string }{`{"jsonrpc":"2.0","id":25,"method":"tools/list","params":` + params + `}`,
+			`{"jsonrpc":"2.0","id":25,"error":{"code":-32602,"message":"` + onePage + `"}}`})
+	}
 	return out
 }()
 

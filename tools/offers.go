@@ -117,7 +117,7 @@ func (g *Gateway) offerRun(s *session, line []byte) (run func(context.Context) [
 		return g.forwardOffer(s, m, method, params), m, method, params, true
 	}
 	if !onlyMeta(params, true) {
-		return refusal(m, "this gateway lists all of them in one page: send the list request without a cursor or other params"), m, method, params, true
+		return refusal(m, onePage), m, method, params, true
 	}
 	return func(ctx context.Context) []byte {
 		s.att.WaitPinned(ctx, g.opts.PinnedListWait) // as tools/list does: a client lists once

@@ -170,6 +170,8 @@ func (g *Gateway) paramsRefusal(s *session, frame []byte) []byte {
 		return g.callRefusal(s, frame)
 	case bytes.Contains(frame, setLevelMethod):
 		return levelRefusal(frame)
+	case bytes.Contains(frame, toolsListMethod):
+		return toolsListRefusal(frame)
 	}
 	return nil
 }
