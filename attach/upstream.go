@@ -850,8 +850,11 @@ func (c *rawStart) failed(err error) {
 	// process to be reaped.
 	go func() {
 		if errors.Is(err, ErrTimeout) || errors.Is(err, context.Canceled) {
+			// Said before the server hears of it: its requests to the
+			// client, which the saying names, end with the call.
+			out := c.outOfTime(err)
 			c.u.cancelRequest(err.Error(), rawID(c.key))
-			c.finish(nil, err, nil)
+			c.end(nil, err, out, nil)
 			return
 		}
 		c.finish(nil, c.u.failure(transport.NewError(err)), nil)
@@ -859,11 +862,20 @@ func (c *rawStart) failed(err error) {
 }
 
 func (c *rawStart) finish(res json.RawMessage, err error, b *guard.Batch) {
-	c.forgetProgress()
-	var out error
-	if errors.Is(err, ErrTimeout) {
-		out = c.limits.outOfTime(c.att, c.tool, time.Since(c.start), c.progress)
+	c.end(res, err, c.outOfTime(err), b)
+}
+
+// outOfTime says how the call ran out of time, when err says it did.
+func (c *rawStart) outOfTime(err error) error {
+	if !errors.Is(err, ErrTimeout) {
+		return nil
 	}
+	return c.limits.outOfTime(c.att, c.tool, time.Since(c.start), c.progress)
+}
+
+// end ends the call with res or err, out saying how it ran out of time.
+func (c *rawStart) end(res json.RawMessage, err, out error, b *guard.Batch) {
+	c.forgetProgress()
 	c.done(res, callError(c.att, c.tool, err, out), b)
 }
 

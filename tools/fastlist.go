@@ -125,7 +125,7 @@ const onePage = "this gateway lists all of them in one page: send the list reque
 // after it, or said "illegal base64 data at input byte 4".
 func toolsListRefusal(frame []byte) []byte {
 	id, method, params, ok := request(frame)
-	if !ok || !bytes.Equal(method, toolsListMethod) || !guard.ObjectOrAbsent(params) || onlyMeta(params, true) {
+	if !ok || jsonString(method) != string(mcp.MethodToolsList) || !guard.ObjectOrAbsent(params) || onlyMeta(params, true) {
 		return nil
 	}
 	return message{Message: guard.Message{ID: id}}.refusedAs(mcp.INVALID_PARAMS, onePage)

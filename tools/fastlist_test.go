@@ -75,8 +75,8 @@ func listResult(t *testing.T, body string) json.RawMessage {
 // Over HTTP, a plain tools/list is answered on the fast path with what the
 // server's path answers, byte for byte: with a large server attached, on a
 // connection net/http serves and on one the gateway keeps, and once the
-// server is detached again. A listing with a cursor or another parameter
-// takes the server's path.
+// server is detached again. A listing of the method spelled with an
+// escape takes the server's path.
 func TestFastListMatchesServer(t *testing.T) {
 	const urn = "urn:air:ardgate.test:mcp:lister"
 	tg := newGateway(t, 10*time.Second, remoteEntry(urn, listingUpstream(t)))
@@ -98,9 +98,9 @@ func TestFastListMatchesServer(t *testing.T) {
 		t.Helper()
 		c := dialRaw(t, tg, s.c.GetSessionId())
 		fast0, server0, kept0 := count(m.fastLists), count(m.serverLists), tg.h.kept.served.Load()
-		slow, _ := list(c, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":1}}`)
+		slow, _ := list(c, `{"jsonrpc":"2.0","id":1,"method":"tools\/list"}`)
 		if count(m.serverLists) != server0+1 || count(m.fastLists) != fast0 {
-			t.Fatal("a listing with another parameter did not take the server's path")
+			t.Fatal("a listing of the method spelled with an escape did not take the server's path")
 		}
 		var tools struct{ Tools []mcp.Tool }
 		if err := json.Unmarshal(slow, &tools); err != nil || len(tools.Tools) != want {
@@ -122,7 +122,8 @@ func TestFastListMatchesServer(t *testing.T) {
 		if n := tg.h.kept.served.Load() - kept0; n != 2 {
 			t.Fatalf("%d listings answered on a kept connection, want the 2 after the first", n)
 		}
-		// A cursor, and a _meta the server refuses, take the server's path.
+		// A cursor is refused, and a _meta the server refuses takes the
+		// server's path.
 		for i, params := range []string{`{"cursor":"bWNw"}`, `{"_meta":5}`, `{"_meta":"m"}`, `null`, `[]`} {
 			c.send(c.request(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":%s}`, 5+i, params)))
 			if resp, answer := c.response(); count(m.fastLists) != fast0+3 || resp.Header.Get("Content-Type") == "application/json" && !strings.Contains(answer, `"error"`) {
@@ -152,7 +153,7 @@ func TestFastListStdio(t *testing.T) {
 	t.Cleanup(m.HTTP.CloseIdleConnections) // after the session's end
 	g := New(m, quietLog, Options{Version: "test", PinnedListWait: 10 * time.Second})
 	c := rawStdio(t, g)
-	first := listResult(t, string(c.roundTrip(t, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":1}}`+"\n"))))
+	first := listResult(t, string(c.roundTrip(t, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools\/list"}`+"\n"))))
 	if !bytes.Contains(first, []byte(`"mcp_lister__named"`)) {
 		t.Fatalf("the first listing, which waits for the pinned server, lacks its tools: %.300s", first)
 	}

@@ -67,8 +67,10 @@ var paramRefusals = func() (out []struct{ frame, want string }) {
 	// as a tool's name in base64 and listed the tools after it ("Zm9v":
 	// "foo"), or said "illegal base64 data at input byte 4".
 	for _, params := range []string{`{"cursor":"Zm9v"}`, `{"cursor":"bogus"}`, `{"cursor":5}`, `{"limit":2}`} {
-		out = append(out, struct{ frame, want string }{`{"jsonrpc":"2.0","id":25,"method":"tools/list","params":` + params + `}`,
-			`{"jsonrpc":"2.0","id":25,"error":{"code":-32602,"message":"` + onePage + `"}}`})
+		for _, method := range []string{`"tools/list"`, `"tools\/list"`} {
+			out = append(out, struct{ frame, want string }{`{"jsonrpc":"2.0","id":25,"method":` + method + `,"params":` + params + `}`,
+				`{"jsonrpc":"2.0","id":25,"error":{"code":-32602,"message":"` + onePage + `"}}`})
+		}
 	}
 	return out
 }()

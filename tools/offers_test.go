@@ -425,7 +425,7 @@ func TestOfferCancelledHTTP(t *testing.T) {
 }
 
 // A list the server fails to give when it is listed again (its answer over
-// the 10 MiB cap) stays as it was; the others are listed anew.
+// the 4 MiB a list may take) stays as it was; the others are listed anew.
 func TestOfferListKeptOnFailure(t *testing.T) {
 	const urn = "urn:air:ardgate.test:mcp:one"
 	tg := newGateway(t, 20*time.Second, remoteEntry(urn, upstream(t).URL))
@@ -434,9 +434,10 @@ func TestOfferListKeptOnFailure(t *testing.T) {
 		t.Fatalf("attach: %s", firstText(res))
 	}
 	before := s.count(mcp.MethodNotificationPromptsListChanged)
-	// A resource whose URI and name hold 6 MB each: the server's list of
-	// resources is over the cap, its list of prompts (one name) is not.
-	if res := s.call("mcp_one__offer", map[string]any{"name": strings.Repeat("n", 6<<20)}); res.IsError {
+	// A resource whose URI and name hold 3 MiB each: the server's list of
+	// resources is over the 4 MiB a list may take, its list of prompts
+	// (one name) is not.
+	if res := s.call("mcp_one__offer", map[string]any{"name": strings.Repeat("n", 3<<20)}); res.IsError {
 		t.Fatalf("offer: %s", firstText(res))
 	}
 	waitNote(t, s, mcp.MethodNotificationPromptsListChanged, before+1)

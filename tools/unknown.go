@@ -170,7 +170,7 @@ func (g *Gateway) paramsRefusal(s *session, frame []byte) []byte {
 		return g.callRefusal(s, frame)
 	case bytes.Contains(frame, setLevelMethod):
 		return levelRefusal(frame)
-	case bytes.Contains(frame, toolsListMethod):
+	case bytes.Contains(frame, []byte("list")): // "tools\/list" too
 		return toolsListRefusal(frame)
 	}
 	return nil
