@@ -42,10 +42,17 @@ type clientRequests struct {
 	caps  mcp.ClientCapabilities
 	relay Relay
 	// wait bounds the wait for the client's answer, as a call is bounded
-	// (max_call_time): a client that never answers, or is not listening,
-	// does not hold the request for good.
+	// (max_call_time), and relayLinger more: a client that never answers,
+	// or is not listening, does not hold the request for good, and a call
+	// that runs out of time meanwhile, asked a moment before the request,
+	// still finds it asking when it says what held it.
 	wait time.Duration
 }
+
+// relayLinger is how much longer than a call a request of its server's
+// waits for the client; a server told of its call's end cancels its
+// request before then.
+const relayLinger = time.Second
 
 // SetClient records the capabilities the session's client declared, of
 // which roots, sampling and elicitation are declared to its servers
@@ -57,7 +64,7 @@ func (s *Session) SetClient(caps mcp.ClientCapabilities, relay Relay) {
 		c = &clientRequests{
 			caps:  mcp.ClientCapabilities{Roots: caps.Roots, Sampling: caps.Sampling, Elicitation: caps.Elicitation},
 			relay: relay,
-			wait:  s.m.maxCallTime(),
+			wait:  s.m.maxCallTime() + relayLinger,
 		}
 	}
 	s.mu.Lock()
