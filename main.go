@@ -32,13 +32,15 @@ import (
 // it, the module version or VCS revision from the build info is used.
 var version = ""
 
-const usage = `usage:
-  ardgate                                  same as: ardgate serve
-  ardgate serve [--transport stdio|http] [--addr 127.0.0.1:7333] [--config FILE] [--catalog FILE]...
-  ardgate registry serve --catalog FILE... [--addr 127.0.0.1:7334] [--source URL]
-  ardgate catalog validate FILE...
-  ardgate catalog export
-  ardgate version`
+const (
+	usageServe = `ardgate serve [--transport stdio|http] [--addr 127.0.0.1:7333] [--config FILE] [--catalog FILE]...
+                [--log-level debug|info|warn|error] [--log-format text|json] [--otel-endpoint URL]`
+	usageRegistry = `ardgate registry serve --catalog FILE [--catalog FILE]... [--addr 127.0.0.1:7334] [--source URL]
+                         [--log-level debug|info|warn|error] [--log-format text|json]`
+	usageCatalog = `ardgate catalog validate FILE...
+  ardgate catalog export`
+	usage = "usage:\n  ardgate                                  same as: ardgate serve\n  " + usageServe + "\n  " + usageRegistry + "\n  " + usageCatalog + "\n  ardgate version"
+)
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -50,6 +52,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case len(args) > 0 && isHelp(args[0]):
 		// Not serve's flags alone: they say nothing of the other commands.
 		cmd = "help"
+	case len(args) > 0 && (args[0] == "--version" || args[0] == "-version"):
+		cmd = "version"
 	case len(args) > 0 && args[0] != "" && args[0][0] != '-':
 		cmd, args = args[0], args[1:]
 	}
@@ -59,12 +63,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "catalog":
 		return catalog(args, stdout, stderr)
 	case "registry":
-		if len(args) == 0 || args[0] != "serve" {
-			fmt.Fprintf(stderr, "usage: ardgate registry serve --catalog FILE... [--addr 127.0.0.1:7334] [--source URL]\n")
+		switch {
+		case len(args) > 0 && isHelp(args[0]):
+			fmt.Fprintln(stdout, "usage: "+usageRegistry)
+			return 0
+		case len(args) == 0 || args[0] != "serve":
+			fmt.Fprintln(stderr, "usage: "+usageRegistry)
 			return 2
 		}
 		return registryServe(args[1:], stderr)
 	case "version":
+		if len(args) > 0 && isHelp(args[0]) {
+			fmt.Fprintln(stdout, "usage: ardgate version")
+			return 0
+		}
 		fmt.Fprintln(stdout, "ardgate", buildVersion())
 		return 0
 	case "help":
@@ -223,8 +235,26 @@ func registryServe(args []string, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return parseFailed(err)
 	}
+	if fs.NArg() > 0 {
+		// "--catalog a.json b.json": b.json and every flag after it were
+		// dropped without a word.
+		fmt.Fprintf(stderr, "ardgate registry serve: unexpected argument %q (give each catalog its own --catalog)\n", fs.Arg(0))
+		return 2
+	}
 	if len(catalogs) == 0 {
 		fmt.Fprintln(stderr, "ardgate registry serve: give at least one --catalog FILE")
+		return 2
+	}
+	var level slog.Level
+	switch u, err := url.Parse(*source); {
+	case level.UnmarshalText([]byte(*logLevel)) != nil:
+		fmt.Fprintf(stderr, "ardgate registry serve: --log-level %q is not debug, info, warn or error\n", *logLevel)
+		return 2
+	case *logFormat != "text" && *logFormat != "json":
+		fmt.Fprintf(stderr, "ardgate registry serve: --log-format %q is not text or json\n", *logFormat)
+		return 2
+	case *source != "" && (err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == ""):
+		fmt.Fprintf(stderr, "ardgate registry serve: --source %q is not an http(s) URL\n", *source)
 		return 2
 	}
 	log := newLogger(&config.Config{LogLevel: *logLevel, LogFormat: *logFormat}, stderr)
@@ -258,12 +288,12 @@ func registryServe(args []string, stderr io.Writer) int {
 }
 
 func catalog(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, usage)
+	switch {
+	case len(args) == 0:
+		fmt.Fprintln(stderr, "usage:\n  "+usageCatalog)
 		return 2
-	}
-	if isHelp(args[0]) {
-		fmt.Fprintln(stdout, usage)
+	case isHelp(args[0]) || len(args) > 1 && isHelp(args[1]):
+		fmt.Fprintln(stdout, "usage:\n  "+usageCatalog)
 		return 0
 	}
 	switch args[0] {
@@ -299,7 +329,7 @@ func catalog(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	fmt.Fprintf(stderr, "ardgate catalog: unknown command %q\n%s\n", args[0], usage)
+	fmt.Fprintf(stderr, "ardgate catalog: unknown command %q\nusage:\n  %s\n", args[0], usageCatalog)
 	return 2
 }
 
