@@ -18,15 +18,17 @@ type ARD struct {
 }
 
 // NewARD returns a client for the ARD registry at baseURL. federation is
-// sent with every search (auto, referrals or none; default none: this
-// gateway follows referrals itself, and only to registries it knows).
+// sent with every search (auto, referrals or none; default referrals:
+// the registry forwards the search nowhere, and names the registries it
+// knows of, which this gateway follows itself, only to those it knows;
+// none asks for no referral, so follow_referrals had nothing to follow).
 func NewARD(id, baseURL, federation string, o RemoteOptions) (*ARD, error) {
 	r, err := newRemote(id, baseURL, o)
 	if err != nil {
 		return nil, err
 	}
 	if federation == "" {
-		federation = "none"
+		federation = "referrals"
 	}
 	return &ARD{remote: r, federation: federation}, nil
 }

@@ -149,6 +149,8 @@ func TestARDQuirks(t *testing.T) {
 }
 
 // Only the fields the API defines are sent; glob filters stay here.
+// federation is referrals unless configured: the gateway follows
+// referrals itself.
 func TestARDSendsOnlySpecifiedFields(t *testing.T) {
 	type spec struct {
 		Query struct {
@@ -170,7 +172,7 @@ func TestARDSendsOnlySpecifiedFields(t *testing.T) {
 		jsonReply(200, `{"results":[`+oneEntry+`,"tags":["kubernetes-ops"],"score":9},`+
 			strings.Replace(oneEntry, "weather", "other", 1)+`,"tags":["x"],"score":8}],"pageToken":"p2"}`)(w, r)
 	})
-	a, _ := NewARD("reg", ts.URL+"/api/v1/", "referrals", RemoteOptions{HTTP: &http.Client{}})
+	a, _ := NewARD("reg", ts.URL+"/api/v1/", "", RemoteOptions{HTTP: &http.Client{}}) // referrals, by default
 	p, err := a.Search(context.Background(), Query{Text: "kube", Filter: map[string][]string{"type": {"application/mcp-server-card+json"}, "tags": {"kubernetes-*"}}, PageSize: 5, PageToken: "p1"})
 	if err != nil {
 		t.Fatal(err)
