@@ -6,9 +6,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func writeJSON(t *testing.T, path string, v any) string {
@@ -138,5 +140,31 @@ func TestGuardRefusalsEndToEnd(t *testing.T) {
 	msg = g2.fails("discover_resources", map[string]any{"text": "anything", "registry_id": "huge"}, "refused")
 	if !strings.Contains(msg, "refused by size_limit") {
 		t.Errorf("over-size registry response: %q", msg)
+	}
+}
+
+// A server pinned at a loopback address (a sidecar beside the gateway, or a
+// cluster's service at a private one) is reached without allow_local_urls:
+// the operator configured that address. A registry's entry at another
+// loopback address is still refused at dial, as is the pinned server's
+// port named by a registry entry under another name.
+func TestOwnAddressesWithoutAllowLocal(t *testing.T) {
+	pinnedURL := startFixtureHTTP(t)
+	other := startFixtureHTTP(t)
+	cfg := writeConfig(t, map[string]any{
+		"registries": []any{map[string]any{"id": "team", "kind": "catalog", "path": catalogWithRemote(t, other)}},
+		"servers":    []any{map[string]any{"name": "side", "url": pinnedURL}},
+	})
+	g := startStdio(t, env(true), "--config", cfg)
+	for deadline := time.Now().Add(10 * time.Second); !slices.Contains(g.toolNames(), "mcp_side__echo"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pinned loopback server never came up: %+v", g.list())
+		}
+	}
+	if got := text(g.call("mcp_side__echo", map[string]any{"message": "beside"})); got != "beside" {
+		t.Fatalf("echo: %q", got)
+	}
+	if msg := g.fails("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:remote-fixture"}, "refused"); !strings.Contains(msg, "allow_local_urls is off") {
+		t.Fatalf("a registry's loopback remote: %q", msg)
 	}
 }

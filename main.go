@@ -147,7 +147,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 
 	// One guarded client makes every outgoing request.
-	hc := (&guard.Dialer{AllowLocal: cfg.AllowLocalURLs}).Client()
+	hc := (&guard.Dialer{AllowLocal: cfg.AllowLocalURLs, Own: cfg.OwnAddrs()}).Client()
 	// Registries hear the trace context of a search (when tracing is on).
 	upstreamTracing := tr.Upstream()
 	rhc := *hc

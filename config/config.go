@@ -8,6 +8,10 @@ package config
 
 import (
 	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -228,6 +232,43 @@ func (c *Config) RegistryByID(id string) (Registry, bool) {
 		}
 	}
 	return Registry{}, false
+}
+
+// OwnAddrs lists the addresses ("host:port", the host in lower case) of
+// the URLs the operator configured: pinned servers and agents, ard and
+// mcp-registry registries, well-known hosts. The gateway reaches them
+// wherever they are (guard.Dialer.Own); what their answers name is
+// checked as any address.
+func (c *Config) OwnAddrs() []string {
+	urls := []string{}
+	for _, s := range c.Servers {
+		urls = append(urls, s.URL)
+	}
+	for _, a := range c.Agents {
+		urls = append(urls, a.URL)
+	}
+	for _, r := range c.Registries {
+		urls = append(append(urls, r.URL), r.Hosts...)
+	}
+	var out []string
+	for _, raw := range urls {
+		u, err := url.Parse(raw)
+		if raw == "" || err != nil || u.Hostname() == "" {
+			continue
+		}
+		port := u.Port()
+		switch {
+		case port != "":
+		case u.Scheme == "https":
+			port = "443"
+		default:
+			port = "80"
+		}
+		if addr := net.JoinHostPort(strings.ToLower(u.Hostname()), port); !slices.Contains(out, addr) {
+			out = append(out, addr)
+		}
+	}
+	return out
 }
 
 // fieldError names the offending field in a message a person can act on.

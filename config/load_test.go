@@ -1034,3 +1034,17 @@ func TestTokenValues(t *testing.T) {
 		}
 	}
 }
+
+// The operator's own addresses: every configured URL's host and port, the
+// scheme's port when it names none, the host in lower case, each once.
+func TestOwnAddrs(t *testing.T) {
+	c := &config.Config{
+		Servers:    []config.Server{{Name: "a", URL: "http://LocalHost:8080/mcp"}, {Name: "b", Command: "npx"}, {Name: "c", URL: "https://mcp.svc.cluster/mcp"}},
+		Agents:     []config.Agent{{Name: "d", URL: "http://[::1]:9000"}, {Name: "e", URL: "http://localhost:8080/.well-known/agent-card.json"}},
+		Registries: []config.Registry{{ID: "builtin", Kind: config.KindCatalog}, {ID: "r", Kind: config.KindARD, URL: "http://127.0.0.1:7334/api"}, {ID: "w", Kind: config.KindWellKnown, Hosts: []string{"http://agents.internal"}}},
+	}
+	want := []string{"localhost:8080", "mcp.svc.cluster:443", "[::1]:9000", "127.0.0.1:7334", "agents.internal:80"}
+	if got := c.OwnAddrs(); !slices.Equal(got, want) {
+		t.Fatalf("OwnAddrs() = %v, want %v", got, want)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -20,6 +21,14 @@ type Dialer struct {
 	// AllowLocal permits loopback, private and link-local targets, for
 	// local testing. Cloud metadata addresses stay refused.
 	AllowLocal bool
+	// Own lists the addresses ("host:port", as a dial names them) that
+	// the operator configured: a pinned server, agent or registry beside
+	// the gateway (on localhost, or a cluster's service at a private
+	// address) is reached without AllowLocal, which would open every
+	// address a registry names too. Only the address as configured: a
+	// redirect elsewhere is checked as any dial. Cloud metadata addresses
+	// stay refused.
+	Own []string
 	// LookupIP resolves a host name; nil means net.DefaultResolver.
 	LookupIP func(ctx context.Context, host string) ([]netip.Addr, error)
 	// Connect is the last step, the connect itself, with an address
@@ -35,7 +44,8 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 	if err != nil {
 		return nil, err
 	}
-	if err := d.CheckHost(host); err != nil {
+	local := d.AllowLocal || slices.Contains(d.Own, strings.ToLower(addr))
+	if err := d.checkHost(host, local); err != nil {
 		return nil, err
 	}
 	var ips []netip.Addr
@@ -58,7 +68,7 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 	// One forbidden answer refuses the name: a round-robin mix of public
 	// and private addresses is a rebinding trick, not an accident.
 	for _, ip := range ips {
-		if err := d.CheckIP(ip); err != nil {
+		if err := checkIP(ip, local); err != nil {
 			return nil, fmt.Errorf("%s (%s): %w", host, ip, err)
 		}
 	}
@@ -116,21 +126,27 @@ func embeddedIPv4(ip netip.Addr) (netip.Addr, bool) {
 // any lookup: an IP address in an unusual spelling, a localhost name, an
 // address CheckIP refuses. A name that passes may still resolve to one it
 // refuses (DialContext checks that).
-func (d *Dialer) CheckHost(host string) error {
+func (d *Dialer) CheckHost(host string) error { return d.checkHost(host, d.AllowLocal) }
+
+// checkHost is CheckHost, local addresses allowed when local is set.
+func (d *Dialer) checkHost(host string, local bool) error {
 	if numericSpelling(host) {
 		return refuse("ssrf", "%q is an IP address in an unusual spelling", host)
 	}
-	if name := strings.TrimSuffix(strings.ToLower(host), "."); !d.AllowLocal && (name == "localhost" || strings.HasSuffix(name, ".localhost")) {
+	if name := strings.TrimSuffix(strings.ToLower(host), "."); !local && (name == "localhost" || strings.HasSuffix(name, ".localhost")) {
 		return refuse("ssrf", "%s always means this machine (allow_local_urls is off)", host)
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
-		return d.CheckIP(ip)
+		return checkIP(ip, local)
 	}
 	return nil
 }
 
 // CheckIP refuses addresses an outgoing connection must not reach.
-func (d *Dialer) CheckIP(ip netip.Addr) error {
+func (d *Dialer) CheckIP(ip netip.Addr) error { return checkIP(ip, d.AllowLocal) }
+
+// checkIP is CheckIP, local addresses allowed when local is set.
+func checkIP(ip netip.Addr, local bool) error {
 	if !ip.IsValid() {
 		return refuse("ssrf", "no valid address")
 	}
@@ -150,7 +166,7 @@ func (d *Dialer) CheckIP(ip netip.Addr) error {
 			return refuse("ssrf", "%s is in reserved range %s", ip, p)
 		}
 	}
-	if d.AllowLocal {
+	if local {
 		return nil
 	}
 	for _, p := range localPrefixes {

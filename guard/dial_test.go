@@ -680,3 +680,37 @@ func TestEmbeddedIPv4(t *testing.T) {
 		}
 	}
 }
+
+// The addresses the operator configured are reached wherever they are,
+// without AllowLocal, and only as configured: another port of the same
+// host, another name for it, and a metadata address stay refused.
+func TestDialOwnAddresses(t *testing.T) {
+	names := map[string][]string{
+		"localhost":       {"127.0.0.1"},
+		"mcp.svc.cluster": {"10.0.0.7"},
+		"meta.test":       {"169.254.169.254"},
+	}
+	own := []string{"127.0.0.1:7334", "localhost:8080", "mcp.svc.cluster:80", "meta.test:80", "[::1]:9000"}
+	for _, tt := range []struct {
+		addr    string
+		connect string // "" for refused
+	}{
+		{"127.0.0.1:7334", "tcp 127.0.0.1:7334"},
+		{"localhost:8080", "tcp 127.0.0.1:8080"},
+		{"mcp.svc.cluster:80", "tcp 10.0.0.7:80"},
+		{"[::1]:9000", "tcp [::1]:9000"},
+		{"127.0.0.1:7335", ""},      // another port
+		{"localhost:7334", ""},      // another name
+		{"mcp.svc.cluster:443", ""}, // another port of a name
+		{"meta.test:80", ""},        // metadata, however configured
+		{"10.0.0.7:80", ""},         // what the name resolves to, by address
+	} {
+		rec := &recorder{}
+		d := &guard.Dialer{Own: own, LookupIP: newResolver(names).lookup, Connect: rec.connect}
+		_, err := d.DialContext(context.Background(), "tcp", tt.addr)
+		got := strings.Join(rec.got(), ",")
+		if got != tt.connect || tt.connect == "" && !errors.Is(err, guard.ErrRefused) {
+			t.Errorf("%s: connect saw %q, err %v; want %q", tt.addr, got, err, tt.connect)
+		}
+	}
+}
