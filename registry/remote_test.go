@@ -391,6 +391,11 @@ func TestRegistryHealthTellsFailures(t *testing.T) {
 	} {
 		ts, _ := quirkServer(t, c.reply)
 		a := newTestARD(t, ts.URL)
+		// Before its first search, it is said not to be asked yet, not
+		// to have failed.
+		if b, err := json.Marshal(a.Health()[0]); err != nil || !strings.Contains(string(b), `"not_checked_yet":true`) || strings.Contains(string(b), `"ok"`) || strings.Contains(string(b), "0001-01-01") {
+			t.Errorf("%s: health before a search: %s %v", c.name, b, err)
+		}
 		start := time.Now()
 		_, err := a.Search(ctx, Query{Text: "weather"})
 		if c.says != "" && (err == nil || !strings.Contains(err.Error(), c.says)) || c.says == "" && err != nil {
@@ -401,6 +406,9 @@ func TestRegistryHealthTellsFailures(t *testing.T) {
 		}
 		if h := a.Health()[0]; h.OK != c.healthy {
 			t.Errorf("%s: health %+v; want ok %v", c.name, h, c.healthy)
+		}
+		if b, _ := json.Marshal(a.Health()[0]); !strings.Contains(string(b), fmt.Sprintf(`"ok":%v`, c.healthy)) || !strings.Contains(string(b), `"checked_at":"`) || strings.Contains(string(b), "not_checked_yet") {
+			t.Errorf("%s: health after a search: %s", c.name, b)
 		}
 	}
 }

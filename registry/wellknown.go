@@ -40,7 +40,26 @@ type HostHealth struct {
 	// host, whose size a search does not tell.
 	Entries   *int      `json:"entries,omitempty"`
 	Error     string    `json:"error,omitempty"`
-	CheckedAt time.Time `json:"checked_at"`
+	CheckedAt time.Time `json:"checked_at"` // zero: not asked yet
+}
+
+// MarshalJSON says a host not asked yet is so, not that it failed: a
+// registry listed "ok": false, "checked_at": "0001-01-01T00:00:00Z" until
+// its first search.
+func (h HostHealth) MarshalJSON() ([]byte, error) {
+	type plain HostHealth
+	out := struct {
+		plain
+		OK         *bool      `json:"ok,omitempty"`
+		CheckedAt  *time.Time `json:"checked_at,omitempty"`
+		NotChecked bool       `json:"not_checked_yet,omitempty"`
+	}{plain: plain(h)}
+	if h.CheckedAt.IsZero() {
+		out.NotChecked = true
+	} else {
+		out.OK, out.CheckedAt = &h.OK, &h.CheckedAt
+	}
+	return json.Marshal(out)
 }
 
 // NewWellKnown returns a registry over hosts (origins such as
