@@ -86,6 +86,9 @@ func ValidateCatalog(data []byte) []string {
 			if isOneOf || strings.Contains(leaf.SchemaURL, "/oneOf/") || isPattern && len(leaf.InstanceLocation) == 3 && leaf.InstanceLocation[2] == "identifier" {
 				continue
 			}
+			if extra, ok := leaf.ErrorKind.(*kind.AdditionalProperties); ok {
+				slices.Sort(extra.Properties) // named in map order: a line differed from run to run
+			}
 			out = append(out, fmt.Sprintf("%s: %s", where(leaf.InstanceLocation), leaf.ErrorKind.LocalizedString(printer)))
 		}
 	}

@@ -235,3 +235,18 @@ func TestValidateRules(t *testing.T) {
 		})
 	}
 }
+
+// The same catalog gives the same lines, in the same order, every run:
+// properties not allowed were named in map order.
+func TestValidateDeterministic(t *testing.T) {
+	doc := `{"specVersion":"1.0","zeta":1,"alpha":2,"mid":3,"beta":4,"entries":[{"identifier":"urn:air:a.example:mcp:x","displayName":"x","type":"t","url":"https://a.example/x","q":1,"b":2,"k":3}]}`
+	first := strings.Join(ValidateCatalog([]byte(doc)), "\n")
+	if !strings.Contains(first, "'alpha', 'beta', 'mid', 'zeta'") {
+		t.Fatalf("properties not in order: %s", first)
+	}
+	for range 20 {
+		if again := strings.Join(ValidateCatalog([]byte(doc)), "\n"); again != first {
+			t.Fatalf("a second run differs:\n%s\n%s", first, again)
+		}
+	}
+}
