@@ -115,7 +115,7 @@ func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		Skills: att.Skills(), Protocol: att.Protocol(), Instructions: att.Instructions()}
 	switch {
 	case already && !att.NamedAs(a.Name):
-		out.Note = fmt.Sprintf("%s is attached already, under the name %s, and keeps it: detach_resource %s first to attach it as %q", att.URN, att.Name, att.Name, a.Name)
+		out.Note = fmt.Sprintf("%s is attached already, under the name %s, and keeps it: detach_resource %s first to attach it as %q.", att.URN, att.Name, att.Name, a.Name)
 	case !already && a.Name != "" && !strings.EqualFold(att.Name, a.Name):
 		out.Note = fmt.Sprintf("attached as %s, not %q: an attachment's name is lower-case letters, digits and _, at most 24 characters, and no other attachment of the session's.", att.Name, a.Name)
 	}

@@ -770,7 +770,7 @@ func TestAttachAgainUnderAnotherName(t *testing.T) {
 		{"", ""},
 		{"Remote", ""}, // the name it has, as names are written
 		{"", ""},
-		{"other", `is attached already, under the name remote, and keeps it: detach_resource remote first to attach it as "other"`},
+		{"other", `is attached already, under the name remote, and keeps it: detach_resource remote first to attach it as "other".`},
 	} {
 		var out struct{ Status, Name, Note string }
 		args := map[string]any{"urn": urn}
