@@ -145,10 +145,16 @@ func TestToolSearchAsAModelSeesIt(t *testing.T) {
 	if got := search("the"); !strings.Contains(got.Note, "holds no word to search on") {
 		t.Errorf("no searchable word: %+v", got)
 	}
-	for _, q := range []string{"tools", "mcp", "tool"} {
-		if got := search(q); got.Count >= all {
-			t.Errorf("%q matched %d tools of %d", q, got.Count, all)
+	// Words that every tool is are not searched on: asked what tools it
+	// has, a model gets them all, said to be a listing; "tools" matched
+	// none, and before that every tool, alike.
+	for _, q := range []string{"tools", "mcp", "tool", "what tools do I have?"} {
+		if got := search(q); got.Count != all || !strings.Contains(got.Note, "listing by name") || got.Tools[0].Score != 0 {
+			t.Errorf("%q: %d tools of %d, note %q", q, got.Count, all, got.Note)
 		}
+	}
+	if got := search("add tool"); got.Count == 0 || got.Tools[0].Name != "mcp_fx__add" || strings.Contains(got.Note, "listing") {
+		t.Errorf("a query with a word to search on besides: %+v", got)
 	}
 	list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -50,6 +51,11 @@ type foundTool struct {
 // mode tool_search is all a model reads of a tool, and a cut at 500 lost
 // the sentence saying how to call it.
 const maxFoundDescription = 2000
+
+// everyTool matches the words that say of every tool what it is, which
+// a query does not search on: "what tools do I have" matched none, where
+// "the" listed them all.
+var everyTool = regexp.MustCompile(`(?i)\b(tools?|mcp)\b`)
 
 // toolSearch ranks the session's tools with the same BM25F index as
 // discovery: name, description, and the schema's property names.
@@ -98,7 +104,8 @@ func (g *Gateway) toolSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		entries = append(entries, registry.Entry{Identifier: urn, DisplayName: t.Upstream.Name + " " + t.Upstream.Title,
 			Type: "tool", URL: "-", Description: t.Upstream.Description, Tags: []string{t.Attachment}, Capabilities: props})
 	}
-	page, err := registry.NewIndex("session", entries).Search(registry.Query{Text: a.Query, PageSize: limit})
+	query := everyTool.ReplaceAllString(a.Query, " ")
+	page, err := registry.NewIndex("session", entries).Search(registry.Query{Text: query, PageSize: limit})
 	if err != nil {
 		return fromError(err), nil
 	}
@@ -127,8 +134,8 @@ func (g *Gateway) toolSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	}
 	out.Count = len(out.Tools)
 	switch {
-	case !registry.Searchable(a.Query):
-		out.Note = "The query holds no word to search on " + skippedWords + ": these tools are a listing by name, score 0, not matches; say what the tool should do."
+	case !registry.Searchable(query):
+		out.Note = "The query holds no word to search on " + skippedWords + `, nor "tool", "tools" or "mcp", which every tool is: these tools are a listing by name, score 0, not matches; say what the tool should do.`
 	case out.Count == 0:
 		out.Note = fmt.Sprintf("No tool of the %d this session has attached matched: try other words, or find a capability it lacks with discover_resources.", len(tools))
 	}
