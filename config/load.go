@@ -784,8 +784,11 @@ func (c *Config) validate() []error {
 		}
 	}
 	for i, l := range c.Stdio.Launchers {
-		if l == "" || strings.ContainsAny(l, " \t\n;|&$`") {
-			add(fmt.Sprintf("stdio.launchers[%d]", i), "%q is not a program name", l)
+		// The launcher of a package is its registry type's (npm: npx,
+		// PyPI: uvx); the list says which of them may run. "bash" was
+		// taken without a word, and launched nothing.
+		if !slices.Contains(DefaultLaunchers, l) {
+			add(fmt.Sprintf("stdio.launchers[%d]", i), "%q is not a launcher of packages: the list names which of %s may run", l, strings.Join(DefaultLaunchers, " and "))
 		}
 	}
 	for i, v := range c.Stdio.Env {

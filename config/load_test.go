@@ -428,6 +428,7 @@ func TestLoadValidation(t *testing.T) {
 		{"stdio.launchers shell", `{"stdio": {"launchers": ["npx", "sh -c"]}}`, "stdio.launchers[1]"},
 		{"stdio.launchers empty", `{"stdio": {"launchers": [""]}}`, "stdio.launchers[0]"},
 		{"stdio.launchers metachar", `{"stdio": {"launchers": ["npx;id"]}}`, "stdio.launchers[0]"},
+		{"stdio.launchers not a package launcher", `{"stdio": {"launchers": ["uvx", "bash"]}}`, "stdio.launchers[1]"},
 		{"stdio.env", `{"stdio": {"env": ["HOME", "A=B"]}}`, "stdio.env[1]"},
 		{"server needs command or url", `{"servers": [{"name": "files"}]}`, "servers[0]"},
 		{"server name with __", `{"servers": [{"name": "a__b", "command": "x"}]}`, "servers[0].name"},
