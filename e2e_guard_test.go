@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -163,6 +164,10 @@ func TestOwnAddressesWithoutAllowLocal(t *testing.T) {
 	}
 	if got := text(g.call("mcp_side__echo", map[string]any{"message": "beside"})); got != "beside" {
 		t.Fatalf("echo: %q", got)
+	}
+	// Its audit line has no pid: a remote has none (it said pid=0).
+	if line := regexp.MustCompile(`audit=attach session=stdio target=config:servers/side .*`).FindString(g.stderr.String()); line == "" || strings.Contains(line, "pid=") {
+		t.Errorf("the pinned remote's audit line: %q", line)
 	}
 	if msg := g.fails("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:remote-fixture"}, "refused"); !strings.Contains(msg, "allow_local_urls is off") {
 		t.Fatalf("a registry's loopback remote: %q", msg)

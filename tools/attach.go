@@ -62,7 +62,11 @@ type attachResult struct {
 // ended as status (attached, already_attached, pinned), or with err: the
 // URN as it is kept, what became of it, and what runs.
 func (g *Gateway) auditAttached(s *session, a *attach.Attachment, status string, err error) {
-	g.audit("attach", s.att.ID, a.URN, err, "status", status, "name", a.Name, "kind", a.Kind, "registry", a.RegistryID, "endpoint", a.Endpoint(), "pid", a.PID())
+	attrs := []any{"status", status, "name", a.Name, "kind", a.Kind, "registry", a.RegistryID, "endpoint", a.Endpoint()}
+	if pid := a.PID(); pid != 0 { // a process's; a remote has none
+		attrs = append(attrs, "pid", pid)
+	}
+	g.audit("attach", s.att.ID, a.URN, err, attrs...)
 }
 
 // deferredNote tells the model where the tools of an attachment in
