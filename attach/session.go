@@ -951,7 +951,7 @@ func (s *Session) Call(ctx context.Context, name string, args any, meta *mcp.Met
 	}
 	var res *mcp.CallToolResult
 	err := s.call(ctx, name, progress, func(ctx context.Context, up *upstream, tool string) (err error) {
-		res, err = up.call(ctx, tool, args, progress)
+		res, err = up.call(ctx, tool, args, meta, progress)
 		return err
 	})
 	return res, err
@@ -960,12 +960,13 @@ func (s *Session) Call(ctx context.Context, name string, args any, meta *mcp.Met
 // CallRaw is Call for the gateway's fast path: the arguments go to the
 // upstream as the client sent them, and its result comes back as the JSON
 // it sent, so nothing is decoded into structures and encoded again on
-// the way through. progress, when not nil, hears the upstream's progress
-// on the call.
-func (s *Session) CallRaw(ctx context.Context, name string, args json.RawMessage, progress *Progress) (json.RawMessage, error) {
+// the way through. meta, the client's _meta as it sent it (an object, or
+// nil), goes on but for the members the gateway sets. progress, when not
+// nil, hears the upstream's progress on the call.
+func (s *Session) CallRaw(ctx context.Context, name string, args, meta json.RawMessage, progress *Progress) (json.RawMessage, error) {
 	var res json.RawMessage
 	err := s.call(ctx, name, progress, func(ctx context.Context, up *upstream, tool string) (err error) {
-		res, err = up.callRaw(ctx, tool, args, progress)
+		res, err = up.callRaw(ctx, tool, args, meta, progress)
 		return err
 	})
 	return res, err
@@ -1091,12 +1092,12 @@ func (s *Session) revive(ctx context.Context, att *Attachment, up *upstream) *up
 // guard.FrameWriter). A nil b writes it now. progress, when not nil,
 // hears the upstream's progress until done is called. StartRaw takes no
 // context, and so makes no trace span: a traced call takes CallRaw.
-func (s *Session) StartRaw(name string, args json.RawMessage, progress *Progress, b *guard.Batch, done RawDone) (stop func(cause error), ok bool) {
+func (s *Session) StartRaw(name string, args, meta json.RawMessage, progress *Progress, b *guard.Batch, done RawDone) (stop func(cause error), ok bool) {
 	att, up, tool, limits := s.target(name)
 	if up == nil {
 		return nil, false
 	}
-	return up.startRaw(att, tool, args, progress, limits, b, done)
+	return up.startRaw(att, tool, args, meta, progress, limits, b, done)
 }
 
 // RawDone hears how a call that StartRaw started ended, once: its result

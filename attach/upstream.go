@@ -694,19 +694,27 @@ func mayAnnotateHeaders(schema []byte) bool {
 	return false
 }
 
-// call forwards one tool call. progress, when not nil, hears the
-// upstream's progress on the call.
-func (u *upstream) call(ctx context.Context, tool string, args any, progress *Progress) (*mcp.CallToolResult, error) {
+// call forwards one tool call, with the client's _meta, meta (nil for
+// none). progress, when not nil, hears the upstream's progress on the
+// call.
+func (u *upstream) call(ctx context.Context, tool string, args any, meta *mcp.Meta, progress *Progress) (*mcp.CallToolResult, error) {
 	if why := u.downReason(); why != "" {
 		return nil, fmt.Errorf("%w: %s", ErrUpstreamDown, why)
 	}
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool
 	req.Params.Arguments = args
+	if meta != nil && len(meta.AdditionalFields) > 0 {
+		// The client's, but its progress token: the gateway's own goes.
+		req.Params.Meta = &mcp.Meta{AdditionalFields: maps.Clone(meta.AdditionalFields)}
+	}
 	if progress != nil {
 		tok, forget := u.relayProgress(progress)
 		defer forget()
-		req.Params.Meta = &mcp.Meta{ProgressToken: tok}
+		if req.Params.Meta == nil {
+			req.Params.Meta = &mcp.Meta{}
+		}
+		req.Params.Meta.ProgressToken = tok
 	}
 	res, err := u.client.CallTool(ctx, req)
 	if err != nil {
@@ -755,12 +763,13 @@ func (u *upstream) relayProgress(p *Progress) (tok string, forget func()) {
 // callRaw forwards one tool call with the arguments as the client sent
 // them and returns the upstream's result as it sent it: the transport
 // decodes the reply frame once, and nothing else decodes or encodes it.
-// progress, when not nil, hears the upstream's progress on the call.
-func (u *upstream) callRaw(ctx context.Context, tool string, args json.RawMessage, progress *Progress) (res json.RawMessage, err error) {
+// meta is the client's _meta (rawCall). progress, when not nil, hears
+// the upstream's progress on the call.
+func (u *upstream) callRaw(ctx context.Context, tool string, args, meta json.RawMessage, progress *Progress) (res json.RawMessage, err error) {
 	if why := u.downReason(); why != "" {
 		return nil, fmt.Errorf("%w: %s", ErrUpstreamDown, why)
 	}
-	c := u.rawCall(tool, args)
+	c := u.rawCall(tool, args, meta)
 	if progress != nil {
 		var forget func()
 		c.progress, forget = u.relayProgress(progress)
@@ -798,11 +807,11 @@ func (u *upstream) callRaw(ctx context.Context, tool string, args json.RawMessag
 // pipe reader's bytes, valid only until done returns. stop ends the call
 // early with cause. A request refused because the server has stopped
 // reading (guard.ErrBacklog) ends at once, through done.
-func (u *upstream) startRaw(att *Attachment, tool string, args json.RawMessage, progress *Progress, limits callLimits, b *guard.Batch, done RawDone) (stop func(cause error), ok bool) {
+func (u *upstream) startRaw(att *Attachment, tool string, args, meta json.RawMessage, progress *Progress, limits callLimits, b *guard.Batch, done RawDone) (stop func(cause error), ok bool) {
 	if u.pipe == nil || u.downReason() != "" {
 		return nil, false
 	}
-	call := u.rawCall(tool, args)
+	call := u.rawCall(tool, args, meta)
 	c := &rawStart{u: u, att: att, key: call.key, tool: tool, limits: limits, progress: progress, start: time.Now(), done: done}
 	if progress != nil {
 		// c.key, not call's: a closure over call would move it to the
@@ -895,16 +904,20 @@ type rawCall struct {
 	args     json.RawMessage // nil when the client sent none
 	progress string          // the progress token the upstream gets; "" for none
 	trace    map[string]any  // the _meta members carrying the trace context; nil for none
+	// client is the client's _meta, an object, as it sent it: the
+	// upstream gets its members but those the gateway sets (progressToken,
+	// and the trace context when the gateway traces); nil for none.
+	client json.RawMessage
 }
 
 // rawKeyPrefix starts the key of every raw call's id, "ardgate-<n>" (the
 // client numbers its requests 1, 2, …); the id follows "string:".
 const rawKeyPrefix = "string:"
 
-func (u *upstream) rawCall(tool string, args json.RawMessage) rawCall {
+func (u *upstream) rawCall(tool string, args, meta json.RawMessage) rawCall {
 	var b [48]byte
 	key := strconv.AppendUint(append(b[:0], rawKeyPrefix+"ardgate-"...), u.rawIDs.Add(1), 10)
-	return rawCall{key: string(key), tool: tool, args: args}
+	return rawCall{key: string(key), tool: tool, args: args, client: meta}
 }
 
 func (c rawCall) requestID() mcp.RequestId { return rawID(c.key) }
@@ -923,16 +936,31 @@ func (c rawCall) request() transport.JSONRPCRequest {
 }
 
 // meta is the call's _meta: its progress token and trace context, if it
-// has them.
+// has them, and the client's other members.
 func (c rawCall) meta() *mcp.Meta {
-	if c.progress == "" && c.trace == nil {
+	if c.progress == "" && c.trace == nil && c.client == nil {
 		return nil
 	}
-	m := &mcp.Meta{AdditionalFields: c.trace}
+	m := &mcp.Meta{AdditionalFields: map[string]any{}}
+	c.clientMeta(func(name string, value []byte) { m.AdditionalFields[name] = json.RawMessage(value) })
+	maps.Copy(m.AdditionalFields, c.trace)
 	if c.progress != "" {
 		m.ProgressToken = c.progress
 	}
 	return m
+}
+
+// clientMeta calls member with each member of the client's _meta that
+// the upstream gets: not progressToken, nor what the trace context sets.
+func (c rawCall) clientMeta(member func(name string, value []byte)) {
+	if c.client == nil {
+		return
+	}
+	_ = guard.ScanCheckedObject(c.client, func(name, value []byte) { // checked with the client's frame
+		if _, traced := c.trace[string(name)]; string(name) != "progressToken" && !traced {
+			member(string(name), value)
+		}
+	})
 }
 
 // appendLine appends the call's frame, as encoding/json writes request(),
@@ -955,7 +983,7 @@ func (c rawCall) appendHead(b []byte) []byte {
 	b = append(b, c.key[len(rawKeyPrefix):]...)
 	b = append(b, `","method":"tools/call","params":{"name":`...)
 	b = appendJSONString(b, c.tool)
-	if c.progress != "" || c.trace != nil {
+	if c.progress != "" || c.trace != nil || c.client != nil {
 		b = c.appendMeta(append(b, `,"_meta":{`...))
 	}
 	if c.args != nil {
@@ -964,8 +992,9 @@ func (c rawCall) appendHead(b []byte) []byte {
 	return b
 }
 
-// appendMeta appends the members of the call's _meta, in the order of
-// their names, as encoding/json writes a map.
+// appendMeta appends the members of the call's _meta: the gateway's, in
+// the order of their names, as encoding/json writes a map, then the
+// client's, in its order.
 func (c rawCall) appendMeta(b []byte) []byte {
 	start := len(b)
 	if c.progress != "" { // the gateway's token needs no escaping either
@@ -979,13 +1008,19 @@ func (c rawCall) appendMeta(b []byte) []byte {
 		v, _ := json.Marshal(c.trace[k]) // strings, from the propagator
 		b = append(b, v...)
 	}
+	c.clientMeta(func(name string, value []byte) {
+		if len(b) > start {
+			b = append(b, ',')
+		}
+		b = append(append(appendJSONString(b, name), ':'), value...)
+	})
 	return append(b, '}')
 }
 
 // line is the call's frame in a buffer of its size: the text around the
 // id, name, arguments and progress token is under 128 bytes.
 func (c rawCall) line() []byte {
-	return c.appendLine(make([]byte, 0, 128+len(c.key)+len(c.tool)+len(c.args)+len(c.progress)))
+	return c.appendLine(make([]byte, 0, 128+len(c.key)+len(c.tool)+len(c.args)+len(c.progress)+len(c.client)))
 }
 
 // appendJSONString appends s as encoding/json writes a string. Tool names

@@ -24,8 +24,8 @@ import (
 // the session, an id, arguments that are an
 // object, and no other parameters (a task-augmented call takes the
 // server's path). A progress
-// token in _meta is relayed (progress.go); the rest of _meta goes no
-// further, as on the server's path. What every call passes still
+// token in _meta is relayed (progress.go); the rest of _meta goes on to
+// the upstream as the client wrote it, as on the server's path. What every call passes still
 // applies: the drain, the rate limit, the call timeout, the result cap,
 // metrics, the same error results, and with tracing on the same spans
 // (tracing.go).
@@ -38,6 +38,10 @@ type callFrame struct {
 	Name      string          // the session's string for the tool's name
 	Arguments json.RawMessage // a slice of the frame; nil when absent or null
 	Progress  json.RawMessage // the JSON of the progress token, a copy; nil for none
+	// Meta is the call's _meta, a slice of the frame, when it holds more
+	// than a progress token: the upstream gets its other members. nil
+	// for none.
+	Meta json.RawMessage
 	// Via is call_attached_tool when the client called Name through it;
 	// the call is admitted, counted and traced under that name then.
 	Via string
@@ -175,9 +179,9 @@ func callMembers(obj []byte) (name, args, meta []byte, other bool) {
 }
 
 // readMeta reads what the fast path uses of a call's _meta: the progress
-// token, and the trace context (SEP-414: string values, as the server
-// reads them). false: meta is not an object, or the token neither a
-// string nor a number.
+// token, the trace context (SEP-414: string values, as the server reads
+// them), and whether it holds members to pass on. false: meta is not an
+// object, or the token neither a string nor a number.
 func (c *callFrame) readMeta(meta []byte) bool {
 	if meta == nil || string(meta) == "null" {
 		return true
@@ -186,16 +190,22 @@ func (c *callFrame) readMeta(meta []byte) bool {
 		return false
 	}
 	var token []byte
+	others := false
 	_ = guard.ScanObject(meta, func(name, value []byte) { // checked with the frame
 		switch string(name) {
 		case "progressToken":
 			token = value
+			return
 		case "traceparent":
 			c.TraceParent = jsonString(value)
 		case "tracestate":
 			c.TraceState = jsonString(value)
 		}
+		others = true
 	})
+	if others {
+		c.Meta = meta
+	}
 	if token == nil || string(token) == "null" {
 		return true
 	}
@@ -257,7 +267,7 @@ func (g *Gateway) serveFast(ctx context.Context, cancel context.CancelCauseFunc,
 		return f
 	}
 	s.fast.add(c.ID, stopCause(cancel))
-	raw, err := s.att.CallRaw(ctx, c.Name, c.Arguments, c.progress(notify))
+	raw, err := s.att.CallRaw(ctx, c.Name, c.Arguments, c.Meta, c.progress(notify))
 	s.fast.remove(c.ID)
 	f := g.fastResult(ctx, s, c, a, raw, err)
 	trace.end(f)

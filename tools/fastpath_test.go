@@ -559,7 +559,7 @@ func TestFastPathStdioUpstream(t *testing.T) {
 
 	// This upstream takes the path without a goroutine.
 	got := make(chan string, 1)
-	stop, ok := g.stdio.Load().att.StartRaw("mcp_fx__echo", json.RawMessage(`{"message":"started"}`), nil, nil, func(raw json.RawMessage, err error, _ *guard.Batch) {
+	stop, ok := g.stdio.Load().att.StartRaw("mcp_fx__echo", json.RawMessage(`{"message":"started"}`), nil, nil, nil, func(raw json.RawMessage, err error, _ *guard.Batch) {
 		got <- fmt.Sprint(string(raw), err)
 	})
 	if !ok {

@@ -232,7 +232,7 @@ func TestStartRawProgress(t *testing.T) {
 		mu.Unlock()
 	}}
 	var before int // progress heard before the result
-	_, ok := g.stdio.Load().att.StartRaw("mcp_fx__slow", json.RawMessage(`{"ms":180}`), progress, nil, func(raw json.RawMessage, err error, _ *guard.Batch) {
+	_, ok := g.stdio.Load().att.StartRaw("mcp_fx__slow", json.RawMessage(`{"ms":180}`), nil, progress, nil, func(raw json.RawMessage, err error, _ *guard.Batch) {
 		mu.Lock()
 		before = len(heard)
 		mu.Unlock()

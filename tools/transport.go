@@ -206,18 +206,19 @@ func (r *stdioReader) fast(ctx context.Context, line []byte, held *guard.Batch) 
 	r.inFlight.add(c.ID, sc)
 	progress := c.progress(r)
 	if trace == nil { // a traced call runs in the context that holds its spans, below
-		if stop, ok := s.att.StartRaw(c.Name, c.Arguments, progress, held, sc.finish); ok {
+		if stop, ok := s.att.StartRaw(c.Name, c.Arguments, c.Meta, progress, held, sc.finish); ok {
 			sc.started(stop)
 			return true
 		}
 	}
-	// The arguments are a slice of the frame, which the call outlives.
-	sc.c.Arguments = bytes.Clone(c.Arguments)
+	// The arguments and _meta are slices of the frame, which the call
+	// outlives.
+	sc.c.Arguments, sc.c.Meta = bytes.Clone(c.Arguments), bytes.Clone(c.Meta)
 	callCtx, cancel := context.WithCancelCause(traced)
 	sc.started(cancel)
 	go func() {
 		defer cancel(nil)
-		raw, err := s.att.CallRaw(callCtx, c.Name, sc.c.Arguments, progress)
+		raw, err := s.att.CallRaw(callCtx, c.Name, sc.c.Arguments, sc.c.Meta, progress)
 		sc.finish(raw, err, nil)
 	}()
 	return true

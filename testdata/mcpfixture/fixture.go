@@ -37,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -164,6 +165,19 @@ func New(name string) *server.MCPServer {
 			"Only meaningful when the fixture runs as a separate process: "+
 			"in-process it kills the test binary."),
 	), crash)
+
+	s.AddTool(mcp.NewTool("meta",
+		mcp.WithDescription("Returns the _meta the call came with, its progress token included."),
+	), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		meta := map[string]any{}
+		if m := req.Params.Meta; m != nil {
+			maps.Copy(meta, m.AdditionalFields)
+			if m.ProgressToken != nil {
+				meta["progressToken"] = m.ProgressToken
+			}
+		}
+		return mcp.NewToolResultStructuredOnly(map[string]any{"meta": meta}), nil
+	})
 
 	s.AddTool(mcp.NewTool("env",
 		mcp.WithDescription("Returns the process environment, pid, process group, argv, working directory and the names in it."),
