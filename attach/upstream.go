@@ -1008,13 +1008,33 @@ func (c rawCall) appendMeta(b []byte) []byte {
 		v, _ := json.Marshal(c.trace[k]) // strings, from the propagator
 		b = append(b, v...)
 	}
-	c.clientMeta(func(name string, value []byte) {
-		if len(b) > start {
-			b = append(b, ',')
-		}
-		b = append(append(appendJSONString(b, name), ':'), value...)
-	})
+	if c.client != nil {
+		m := metaAppender{b: b, comma: len(b) > start, trace: c.trace}
+		_ = guard.ScanCheckedObject(c.client, m.member) // checked with the client's frame
+		b = m.b
+	}
 	return append(b, '}')
+}
+
+// metaAppender appends the members of a client's _meta that the upstream
+// gets (rawCall.clientMeta), each after a comma when one came before. A
+// type, not a closure over the buffer: that put every call's frame
+// buffer on the heap, _meta or not (an allocation more per call).
+type metaAppender struct {
+	b     []byte
+	comma bool
+	trace map[string]any
+}
+
+func (m *metaAppender) member(name, value []byte) {
+	if _, traced := m.trace[string(name)]; string(name) == "progressToken" || traced {
+		return
+	}
+	if m.comma {
+		m.b = append(m.b, ',')
+	}
+	m.comma = true
+	m.b = append(append(appendJSONString(m.b, string(name)), ':'), value...)
 }
 
 // line is the call's frame in a buffer of its size: the text around the

@@ -218,7 +218,9 @@ func (r *stdioReader) fast(ctx context.Context, line []byte, held *guard.Batch) 
 	sc.started(cancel)
 	go func() {
 		defer cancel(nil)
-		raw, err := s.att.CallRaw(callCtx, c.Name, sc.c.Arguments, sc.c.Meta, progress)
+		// sc's copy, not c: a closure over c, larger than 128 bytes, put
+		// it on the heap on every call, this way taken or not.
+		raw, err := s.att.CallRaw(callCtx, sc.c.Name, sc.c.Arguments, sc.c.Meta, progress)
 		sc.finish(raw, err, nil)
 	}()
 	return true
