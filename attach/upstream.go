@@ -1082,6 +1082,19 @@ type rawCallParams struct {
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
 
+// clientGone says why a call was cancelled when nothing said more: its
+// client's connection or session ended ("context canceled").
+const clientGone = "its client went away: the connection or the session ended"
+
+// CancelReason says why a call was cancelled with cause, the cause of its
+// context or its error.
+func CancelReason(cause error) string {
+	if cause == nil || cause == context.Canceled {
+		return clientGone
+	}
+	return cause.Error()
+}
+
 // cancelRequest tells a stdio server that the caller gave up on a request,
 // as mcp-go's client does for its own requests: over stdio a
 // notifications/cancelled is the only way to stop the work. Over HTTP the
@@ -1089,6 +1102,9 @@ type rawCallParams struct {
 func (u *upstream) cancelRequest(reason string, id mcp.RequestId) {
 	if u.cmd == nil {
 		return
+	}
+	if reason == context.Canceled.Error() { // CancelReason, from a string
+		reason = clientGone
 	}
 	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
 		Method: string(mcp.MethodNotificationCancelled),

@@ -59,10 +59,10 @@ func (g *Gateway) callFailed(ctx context.Context, s *session, name string, err e
 		return failure("shutting_down", "the call to %s was cut: the gateway is shutting down, and the time it gave running calls ran out; reconnect and try again", name)
 	}
 	if ctx.Err() != nil {
-		return failure("cancelled", "the call to %s was cancelled: %v", name, context.Cause(ctx))
+		return failure("cancelled", "the call to %s was cancelled: %s", name, attach.CancelReason(context.Cause(ctx)))
 	}
 	if errors.Is(err, context.Canceled) { // a fast call over stdio, stopped by the client
-		return failure("cancelled", "the call to %s was cancelled: %v", name, err)
+		return failure("cancelled", "the call to %s was cancelled: %s", name, attach.CancelReason(err))
 	}
 	out := g.failed(err)
 	var f failureBody

@@ -265,3 +265,33 @@ func TestServerCallForgottenAfterReuse(t *testing.T) {
 		t.Fatal("a request was not forgotten")
 	}
 }
+
+// A client that goes away mid-call (its connection closed) has the call
+// cancelled upstream with a reason that says so: the server read
+// "context canceled".
+func TestClientGoneReason(t *testing.T) {
+	pinned := []config.Server{{Name: "fx", Command: buildFixture(t), Args: []string{"--transport=stdio"}}}
+	tg := newGatewayWith(t, 10*time.Second, Options{Version: "test"}, HTTPOptions{}, pinned)
+	s := tg.connect(t)
+	waitPinned(t, s, "mcp_fx__echo")
+	ctx, hangUp := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, tg.url, strings.NewReader(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"mcp_fx__slow","arguments":{"ms":30000}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", s.c.GetSessionId())
+	time.AfterFunc(300*time.Millisecond, hangUp)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatal("the call answered before the client hung up")
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		heard := firstText(s.call("mcp_fx__cancellations", map[string]any{}))
+		if strings.Contains(heard, "its client went away") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the reasons the server heard: %q", heard)
+		}
+	}
+	http.DefaultClient.CloseIdleConnections()
+}
