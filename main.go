@@ -147,7 +147,8 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 
 	// One guarded client makes every outgoing request.
-	hc := (&guard.Dialer{AllowLocal: cfg.AllowLocalURLs, Own: cfg.OwnAddrs()}).Client()
+	dialer := &guard.Dialer{AllowLocal: cfg.AllowLocalURLs, Own: cfg.OwnAddrs()}
+	hc := dialer.Client()
 	// Registries hear the trace context of a search (when tracing is on).
 	upstreamTracing := tr.Upstream()
 	rhc := *hc
@@ -165,7 +166,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	manager := attach.New(cfg, regs, hc, log, buildVersion())
-	manager.ClientOptions, manager.Tracing = tr.ClientOptions(), upstreamTracing
+	manager.ClientOptions, manager.Tracing, manager.Dialer = tr.ClientOptions(), upstreamTracing, dialer
 	go manager.Run(ctx) // agent health checks
 	gw := tools.New(manager, log, tools.Options{
 		Version:        buildVersion(),

@@ -73,10 +73,11 @@ type Manager struct {
 	// RegistryDeadline bounds each registry's answer to a search or a
 	// lookup; zero means DefaultRegistryDeadline.
 	RegistryDeadline time.Duration
-	// AllowLocal is allow_local_urls: endpoints may be loopback and
-	// private addresses. HTTP's dialer enforces it; Assess tells of an
-	// endpoint it refuses before the attach (guard.Dialer.CheckHost).
-	AllowLocal bool
+	// Dialer is HTTP's dialer (allow_local_urls, the operator's own
+	// addresses): Assess tells of an endpoint its first step refuses
+	// before the attach (guard.Dialer.CheckAddr). nil checks as a dialer
+	// of no options does.
+	Dialer *guard.Dialer
 	// Pinned servers are attached to every session.
 	Pinned []config.Server
 	// Agents are pinned A2A agents; their tokens also serve agents attached
@@ -119,7 +120,6 @@ func New(cfg *config.Config, regs []registry.Registry, hc *http.Client, log *slo
 		MaxCallTime:    cfg.MaxCallTime,
 		StartTimeout:   2 * time.Minute,
 		Deferred:       cfg.ToolMode == config.ToolModeDeferred,
-		AllowLocal:     cfg.AllowLocalURLs,
 		Pinned:         cfg.Servers,
 		Agents:         cfg.Agents,
 		Version:        version,
@@ -282,7 +282,11 @@ func (m *Manager) checkEndpoint(raw string) error {
 	if err != nil {
 		return err
 	}
-	return (&guard.Dialer{AllowLocal: m.AllowLocal}).CheckHost(u.Hostname())
+	d := m.Dialer
+	if d == nil {
+		d = &guard.Dialer{}
+	}
+	return d.CheckAddr(config.DialAddr(u))
 }
 
 func (m *Manager) checkType(mediaType string) error {

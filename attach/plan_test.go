@@ -109,7 +109,8 @@ func TestEndpointRedacted(t *testing.T) {
 
 // Discovery says an entry whose endpoint the guard refuses before any
 // lookup is not attachable, and why: remotes at localhost were listed
-// attachable, and their attach refused. A name is not looked up.
+// attachable, and their attach refused. A name is not looked up. An
+// address of the operator's own is attachable, as its dial passes.
 func TestAssessEndpoints(t *testing.T) {
 	remote := func(url string) registry.Entry {
 		return registry.Entry{Identifier: "urn:air:a.example:mcp:x", DisplayName: "x", Type: config.MediaMCPServerCard,
@@ -134,8 +135,15 @@ func TestAssessEndpoints(t *testing.T) {
 		{"a remote at localhost, allowed", remote("http://localhost:8080/mcp"), true, ""},
 		{"a card at localhost", card("http://localhost/card.json"), false, "localhost always means this machine"},
 		{"an agent at a metadata address, allowed local", agent("http://169.254.169.254/"), true, "cloud metadata address"},
+		// The operator's own addresses, as the dialer reaches them.
+		{"a remote at an address of the operator's", remote("http://127.0.0.1:7334/mcp"), false, ""},
+		{"a remote at localhost, the operator's", remote("http://LOCALHOST:9090/mcp"), false, ""},
+		{"a card at the operator's https host, default port", card("https://mcp.internal/card.json"), false, ""},
+		{"a remote at another port of it", remote("http://127.0.0.1:7335/mcp"), false, "loopback, private or link-local"},
+		{"a remote at its host, the default port", remote("http://localhost/mcp"), false, "localhost always means this machine"},
 	} {
-		m := &Manager{AllowTypes: config.DefaultAllowAttachTypes, AllowLocal: c.allowLocal}
+		own := []string{"127.0.0.1:7334", "localhost:9090", "mcp.internal:443"}
+		m := &Manager{AllowTypes: config.DefaultAllowAttachTypes, Dialer: &guard.Dialer{AllowLocal: c.allowLocal, Own: own}}
 		err := m.Assess(&c.e, "builtin").Err
 		switch {
 		case c.want == "" && err != nil:

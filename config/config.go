@@ -256,19 +256,26 @@ func (c *Config) OwnAddrs() []string {
 		if raw == "" || err != nil || u.Hostname() == "" {
 			continue
 		}
-		port := u.Port()
-		switch {
-		case port != "":
-		case u.Scheme == "https":
-			port = "443"
-		default:
-			port = "80"
-		}
-		if addr := net.JoinHostPort(strings.ToLower(u.Hostname()), port); !slices.Contains(out, addr) {
+		if addr := DialAddr(u); !slices.Contains(out, addr) {
 			out = append(out, addr)
 		}
 	}
 	return out
+}
+
+// DialAddr is the address a request to u dials, "host:port", as an HTTP
+// client names it: the scheme's port when u gives none, the host in lower
+// case.
+func DialAddr(u *url.URL) string {
+	port := u.Port()
+	switch {
+	case port != "":
+	case u.Scheme == "https":
+		port = "443"
+	default:
+		port = "80"
+	}
+	return net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 // fieldError names the offending field in a message a person can act on.

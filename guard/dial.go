@@ -40,14 +40,11 @@ type Dialer struct {
 // DialContext resolves, checks and connects. It has the signature of
 // http.Transport.DialContext.
 func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
+	if err := d.CheckAddr(addr); err != nil {
 		return nil, err
 	}
-	local := d.AllowLocal || slices.Contains(d.Own, strings.ToLower(addr))
-	if err := d.checkHost(host, local); err != nil {
-		return nil, err
-	}
+	host, port, _ := net.SplitHostPort(addr) // CheckAddr split it
+	local := d.local(addr)
 	var ips []netip.Addr
 	if ip, err := netip.ParseAddr(host); err == nil {
 		ips = []netip.Addr{ip}
@@ -120,6 +117,23 @@ func embeddedIPv4(ip netip.Addr) (netip.Addr, bool) {
 		return netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]}), true
 	}
 	return ip, false
+}
+
+// CheckAddr refuses what an address to dial ("host:port") says of
+// itself, before any lookup, as DialContext's first step does: its host
+// (CheckHost), unless it is one of Own.
+func (d *Dialer) CheckAddr(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	return d.checkHost(host, d.local(addr))
+}
+
+// local tells whether addr may be a local address: AllowLocal, or one of
+// Own.
+func (d *Dialer) local(addr string) bool {
+	return d.AllowLocal || slices.Contains(d.Own, strings.ToLower(addr))
 }
 
 // CheckHost refuses what a host name or address says of itself, before
