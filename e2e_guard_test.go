@@ -147,14 +147,18 @@ func TestGuardRefusalsEndToEnd(t *testing.T) {
 // A server pinned at a loopback address (a sidecar beside the gateway, or a
 // cluster's service at a private one) is reached without allow_local_urls:
 // the operator configured that address. A registry's entry at another
-// loopback address is still refused at dial, as is the pinned server's
-// port named by a registry entry under another name.
+// loopback address is still refused, and so is one at the pinned server's
+// own address: what a registry names goes through a dialer that knows no
+// address of the operator's (with one dialer for both, it was attached).
 func TestOwnAddressesWithoutAllowLocal(t *testing.T) {
 	pinnedURL := startFixtureHTTP(t)
 	other := startFixtureHTTP(t)
 	cfg := writeConfig(t, map[string]any{
-		"registries": []any{map[string]any{"id": "team", "kind": "catalog", "path": catalogWithRemote(t, other)}},
-		"servers":    []any{map[string]any{"name": "side", "url": pinnedURL}},
+		"registries": []any{
+			map[string]any{"id": "team", "kind": "catalog", "path": catalogWithRemote(t, other)},
+			map[string]any{"id": "same", "kind": "catalog", "path": catalogWithRemote(t, pinnedURL)},
+		},
+		"servers": []any{map[string]any{"name": "side", "url": pinnedURL}},
 	})
 	g := startStdio(t, env(true), "--config", cfg)
 	for deadline := time.Now().Add(10 * time.Second); !slices.Contains(g.toolNames(), "mcp_side__echo"); time.Sleep(50 * time.Millisecond) {
@@ -169,7 +173,9 @@ func TestOwnAddressesWithoutAllowLocal(t *testing.T) {
 	if line := regexp.MustCompile(`audit=attach session=stdio target=config:servers/side .*`).FindString(g.stderr.String()); line == "" || strings.Contains(line, "pid=") {
 		t.Errorf("the pinned remote's audit line: %q", line)
 	}
-	if msg := g.fails("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:remote-fixture"}, "refused"); !strings.Contains(msg, "allow_local_urls is off") {
-		t.Fatalf("a registry's loopback remote: %q", msg)
+	for _, reg := range []string{"team", "same"} {
+		if msg := g.fails("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:remote-fixture", "registry_id": reg}, "refused"); !strings.Contains(msg, "allow_local_urls is off") {
+			t.Fatalf("a loopback remote of registry %s: %q", reg, msg)
+		}
 	}
 }

@@ -146,13 +146,17 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		log.Info("tracing on: exporting spans over OTLP/HTTP", "otel_endpoint", u.Redacted())
 	}
 
-	// One guarded client makes every outgoing request.
-	dialer := &guard.Dialer{AllowLocal: cfg.AllowLocalURLs, Own: cfg.OwnAddrs()}
+	// Guarded clients make every outgoing request: one for what the
+	// operator configured (registries, pinned servers and agents), which
+	// reaches the operator's own addresses, and one for all a registry
+	// names, which does not.
+	dialer := &guard.Dialer{AllowLocal: cfg.AllowLocalURLs}
 	hc := dialer.Client()
+	ohc := (&guard.Dialer{AllowLocal: cfg.AllowLocalURLs, Own: cfg.OwnAddrs()}).Client()
 	// Registries hear the trace context of a search (when tracing is on).
 	upstreamTracing := tr.Upstream()
-	rhc := *hc
-	rhc.Transport = upstreamTracing.Transport(hc.Transport)
+	rhc := *ohc
+	rhc.Transport = upstreamTracing.Transport(ohc.Transport)
 	regs, err := registry.OpenAll(cfg.Registries, registry.OpenOptions{HTTP: &rhc, Log: log})
 	if err != nil {
 		fmt.Fprintln(stderr, "ardgate:", err)
@@ -166,7 +170,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	manager := attach.New(cfg, regs, hc, log, buildVersion())
-	manager.ClientOptions, manager.Tracing, manager.Dialer = tr.ClientOptions(), upstreamTracing, dialer
+	manager.ClientOptions, manager.Tracing, manager.Dialer, manager.OwnHTTP = tr.ClientOptions(), upstreamTracing, dialer, ohc
 	go manager.Run(ctx) // agent health checks
 	gw := tools.New(manager, log, tools.Options{
 		Version:        buildVersion(),

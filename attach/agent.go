@@ -42,22 +42,22 @@ func (m *Manager) agentCard(ctx context.Context, e *registry.Entry) ([]byte, err
 	if len(e.Data) > 0 {
 		return e.Data, nil
 	}
-	return m.fetchCard(ctx, e.URL)
+	return m.fetchCard(ctx, e.URL, false)
 }
 
 // fetchCard fetches a card from url; a bare origin is looked up at the
-// well-known paths.
-func (m *Manager) fetchCard(ctx context.Context, url string) ([]byte, error) {
+// well-known paths. own: the operator configured url (client).
+func (m *Manager) fetchCard(ctx context.Context, url string, own bool) ([]byte, error) {
 	u, err := guard.CheckURL(url)
 	if err != nil {
 		return nil, err
 	}
 	if u.Path != "" && u.Path != "/" {
-		return m.fetchLimited(ctx, url, maxCardSize)
+		return m.fetchLimited(ctx, m.client(own), url, maxCardSize)
 	}
 	var last error
 	for _, p := range agentCardPaths {
-		data, err := m.fetchLimited(ctx, strings.TrimSuffix(url, "/")+p, maxCardSize)
+		data, err := m.fetchLimited(ctx, m.client(own), strings.TrimSuffix(url, "/")+p, maxCardSize)
 		if err == nil {
 			return data, nil
 		}
@@ -69,7 +69,8 @@ func (m *Manager) fetchCard(ctx context.Context, url string) ([]byte, error) {
 // dialAgent validates a card and builds the client for it. It speaks A2A
 // v0.3 JSON-RPC through the guarded client; a card that offers only v1.0
 // interfaces, or no JSON-RPC, is refused with the versions it offers.
-func (m *Manager) dialAgent(ctx context.Context, data []byte) (*agentConn, error) {
+// own: the operator configured the agent (client).
+func (m *Manager) dialAgent(ctx context.Context, data []byte, own bool) (*agentConn, error) {
 	var card a2a.AgentCard
 	if err := json.Unmarshal(data, &card); err != nil {
 		return nil, notAttachable("the agent card is malformed: %v", err)
@@ -98,7 +99,7 @@ func (m *Manager) dialAgent(ctx context.Context, data []byte) (*agentConn, error
 			}
 		}
 		if card.URL == "" && v1URL != "" {
-			return m.dialV1(&card, v1URL)
+			return m.dialV1(&card, v1URL, own)
 		}
 		if card.URL == "" {
 			return nil, fmt.Errorf("%w: the agent offers only %s; ardgate speaks A2A JSON-RPC v0.3 and v1.0", ErrNotImplemented, strings.Join(offered, ", "))
@@ -131,7 +132,7 @@ func (m *Manager) dialAgent(ctx context.Context, data []byte) (*agentConn, error
 	}
 	client, err := a2aclient.NewFromEndpoints(ctx, ifaces,
 		a2aclient.WithDefaultsDisabled(),
-		a2aclient.WithJSONRPCTransport(m.agentHTTP(card.URL)),
+		a2aclient.WithJSONRPCTransport(m.agentHTTP(card.URL, own)),
 		a2aclient.WithConfig(a2aclient.Config{Polling: true}))
 	if err != nil {
 		return nil, fmt.Errorf("connect to agent %s: %w", card.Name, err)
@@ -140,7 +141,7 @@ func (m *Manager) dialAgent(ctx context.Context, data []byte) (*agentConn, error
 }
 
 // dialV1 connects to an agent through its v1.0 JSON-RPC interface.
-func (m *Manager) dialV1(card *a2a.AgentCard, endpoint string) (*agentConn, error) {
+func (m *Manager) dialV1(card *a2a.AgentCard, endpoint string, own bool) (*agentConn, error) {
 	if card.Name == "" {
 		return nil, notAttachable("the agent card has no name")
 	}
@@ -148,7 +149,7 @@ func (m *Manager) dialV1(card *a2a.AgentCard, endpoint string) (*agentConn, erro
 		return nil, err
 	}
 	card.URL = endpoint
-	return &agentConn{card: card, client: m.traced(&v1Client{url: endpoint, http: m.agentHTTP(endpoint)}, card.Name),
+	return &agentConn{card: card, client: m.traced(&v1Client{url: endpoint, http: m.agentHTTP(endpoint, own)}, card.Name),
 		streaming: card.Capabilities.Streaming, protocol: "1.0"}, nil
 }
 
@@ -165,23 +166,23 @@ func (m *Manager) traced(c agentClient, agent string) agentClient {
 // agent at the same origin, sent to that origin only (also across
 // redirects), the trace context when tracing is on, and the agent's
 // error messages kept (agentErrors).
-func (m *Manager) agentHTTP(endpoint string) *http.Client {
-	c := m.agentClientHTTP(endpoint)
+func (m *Manager) agentHTTP(endpoint string, own bool) *http.Client {
+	c := m.agentClientHTTP(endpoint, m.client(own))
 	c.Transport = agentErrors{next: m.Tracing.Transport(c.Transport)}
 	return c
 }
 
-func (m *Manager) agentClientHTTP(endpoint string) *http.Client {
+func (m *Manager) agentClientHTTP(endpoint string, hc *http.Client) *http.Client {
 	u, err := url.Parse(endpoint)
 	if err != nil {
-		return capped(m.HTTP, nil)
+		return capped(hc, nil)
 	}
 	for _, a := range m.Agents {
 		au, err := url.Parse(a.URL)
 		if err != nil || a.Token == "" || !sameOrigin(au, u) {
 			continue
 		}
-		c := *m.HTTP
+		c := *hc
 		next := c.Transport
 		if next == nil {
 			next = http.DefaultTransport
@@ -189,7 +190,7 @@ func (m *Manager) agentClientHTTP(endpoint string) *http.Client {
 		c.Transport = bearerFor{origin: u, token: a.Token, next: next}
 		return capped(&c, nil)
 	}
-	return capped(m.HTTP, nil)
+	return capped(hc, nil)
 }
 
 // bearerFor adds a bearer token to requests for one origin only.
@@ -255,7 +256,7 @@ func (m *Manager) CheckAgents(ctx context.Context) {
 	for _, s := range m.Sessions() {
 		for _, a := range s.Attachments() {
 			a.mu.Lock()
-			check := a.agent != nil && a.cardURL != ""
+			check, own := a.agent != nil && a.cardURL != "", a.Pinned
 			a.mu.Unlock()
 			if !check {
 				continue
@@ -263,7 +264,7 @@ func (m *Manager) CheckAgents(ctx context.Context) {
 			wg.Go(func() {
 				ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 				defer cancel()
-				_, err := m.fetchCard(ctx, a.cardURL)
+				_, err := m.fetchCard(ctx, a.cardURL, own)
 				a.mu.Lock()
 				a.unwell = ""
 				if err != nil {

@@ -16,6 +16,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/ardgate/ardgate/config"
 )
 
 // The proxied calls to a plain-http upstream (http://, mostly a sidecar or
@@ -34,10 +36,19 @@ import (
 // Every connection is dialled the way the guarded client dials.
 
 // conns keeps the idle connections of the fast path, a pool per host:port
-// shared by every session calling there. Its zero value is ready.
+// and dialer shared by every session calling there. Its zero value is
+// ready.
 type conns struct {
 	mu    sync.Mutex
-	pools map[string]*connPool
+	pools map[poolKey]*connPool
+}
+
+// poolKey names a pool: its address, and the transport whose dialer it
+// dials with. A connection the operator's dialer opened (Manager.OwnHTTP)
+// is never handed to a call to what a registry named at the same address.
+type poolKey struct {
+	t    *http.Transport
+	addr string
 }
 
 // connPool is the idle connections to one host:port. The one used last
@@ -45,6 +56,7 @@ type conns struct {
 // connections it opened fall idle and go, instead of each being kept in
 // use by turns.
 type connPool struct {
+	key   poolKey
 	addr  string
 	dial  func(ctx context.Context, network, addr string) (net.Conn, error)
 	owner *conns
@@ -74,19 +86,16 @@ func (cs *conns) acquire(hc *http.Client, u *url.URL) *connPool {
 	if u.Scheme != "http" || !ok || t.DialContext == nil || t.Proxy != nil {
 		return nil
 	}
-	addr := u.Host
-	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), "80")
-	}
+	key := poolKey{t: t, addr: config.DialAddr(u)}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	p := cs.pools[addr]
+	p := cs.pools[key]
 	if p == nil {
 		if cs.pools == nil {
-			cs.pools = map[string]*connPool{}
+			cs.pools = map[poolKey]*connPool{}
 		}
-		p = &connPool{addr: addr, dial: t.DialContext, owner: cs}
-		cs.pools[addr] = p
+		p = &connPool{key: key, addr: key.addr, dial: t.DialContext, owner: cs}
+		cs.pools[key] = p
 	}
 	p.refs++
 	return p
@@ -100,7 +109,7 @@ func (p *connPool) release() {
 	p.refs--
 	last := p.refs == 0
 	if last {
-		delete(cs.pools, p.addr)
+		delete(cs.pools, p.key)
 	}
 	cs.mu.Unlock()
 	if last {

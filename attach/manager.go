@@ -53,8 +53,14 @@ type Manager struct {
 	Stdio guard.Stdio
 	// Trust is the trust gate every entry passes before it is attached.
 	Trust guard.Trust
-	// HTTP makes every outgoing request (cards, remote MCP servers).
+	// HTTP makes every outgoing request (cards, remote MCP servers and
+	// agents) but those to what the operator configured.
 	HTTP *http.Client
+	// OwnHTTP makes the requests to the pinned servers and agents, through
+	// a dialer that reaches the operator's own addresses
+	// (guard.Dialer.Own): what a registry names, or a redirect from a
+	// server it names, goes through HTTP, which does not. nil means HTTP.
+	OwnHTTP *http.Client
 	// AllowTypes lists the attachable media types.
 	AllowTypes []string
 	// MaxAttachments caps a session's non-pinned attachments.
@@ -322,20 +328,29 @@ func (m *Manager) card(ctx context.Context, e *registry.Entry) (*serverCard, err
 	if len(e.Data) > 0 {
 		return decodeCard(e.Data)
 	}
-	data, err := m.fetchLimited(ctx, e.URL, maxCardSize)
+	data, err := m.fetchLimited(ctx, m.HTTP, e.URL, maxCardSize)
 	if err != nil {
 		return nil, fmt.Errorf("fetch server card: %w", err)
 	}
 	return decodeCard(data)
 }
 
-func (m *Manager) fetch(ctx context.Context, url string) ([]byte, error) {
-	return m.fetchLimited(ctx, url, maxAttestationSize)
+// client is the client for what the operator configured when own is
+// set (OwnHTTP), else HTTP.
+func (m *Manager) client(own bool) *http.Client {
+	if own && m.OwnHTTP != nil {
+		return m.OwnHTTP
+	}
+	return m.HTTP
 }
 
-// fetchLimited GETs url through the guarded client, refusing bodies over
-// limit bytes.
-func (m *Manager) fetchLimited(ctx context.Context, url string, limit int64) ([]byte, error) {
+func (m *Manager) fetch(ctx context.Context, url string) ([]byte, error) {
+	return m.fetchLimited(ctx, m.HTTP, url, maxAttestationSize)
+}
+
+// fetchLimited GETs url through hc, a guarded client, refusing bodies
+// over limit bytes.
+func (m *Manager) fetchLimited(ctx context.Context, hc *http.Client, url string, limit int64) ([]byte, error) {
 	if _, err := guard.CheckURL(url); err != nil {
 		return nil, err
 	}
@@ -345,7 +360,7 @@ func (m *Manager) fetchLimited(ctx context.Context, url string, limit int64) ([]
 	if err != nil {
 		return nil, err
 	}
-	resp, err := m.HTTP.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, err
 	}

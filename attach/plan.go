@@ -36,6 +36,9 @@ type Plan struct {
 	// have it; pinned servers run where the gateway runs, as the
 	// operator's command may expect.
 	OwnDir bool
+	// Own: the operator configured it (a pinned server), so it is reached
+	// through the operator's client (Manager.OwnHTTP).
+	Own bool
 	// URL and Headers describe a remote.
 	URL     string
 	Headers map[string]string

@@ -109,8 +109,9 @@ func TestEndpointRedacted(t *testing.T) {
 
 // Discovery says an entry whose endpoint the guard refuses before any
 // lookup is not attachable, and why: remotes at localhost were listed
-// attachable, and their attach refused. A name is not looked up. An
-// address of the operator's own is attachable, as its dial passes.
+// attachable, and their attach refused. A name is not looked up. It
+// checks with the Manager's Dialer: one that knows an address (Own) lets
+// it pass, as its dial would.
 func TestAssessEndpoints(t *testing.T) {
 	remote := func(url string) registry.Entry {
 		return registry.Entry{Identifier: "urn:air:a.example:mcp:x", DisplayName: "x", Type: config.MediaMCPServerCard,

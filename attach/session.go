@@ -350,11 +350,11 @@ func newSession(m *Manager, id string) *Session {
 		a := &Attachment{URN: "config:agents/" + p.Name, Name: p.Name, Kind: KindA2AAgent, MediaType: config.MediaA2AAgentCard, RegistryID: "config", Pinned: true,
 			endpoint: p.URL, AttachedAt: time.Now(), cardURL: p.URL}
 		a.reachAgent = func(ctx context.Context) (*agentConn, error) {
-			data, err := m.fetchCard(ctx, p.URL)
+			data, err := m.fetchCard(ctx, p.URL, true)
 			if err != nil {
 				return nil, err
 			}
-			return m.dialAgent(ctx, data)
+			return m.dialAgent(ctx, data, true)
 		}
 		s.pin(a, func(ctx context.Context) error {
 			conn, err := a.reachAgent(ctx)
@@ -574,7 +574,7 @@ func (m *Manager) pinnedPlan(p config.Server) Plan {
 			}
 			headers["Authorization"] = "Bearer " + p.Token
 		}
-		return Plan{Transport: TransportStreamableHTTP, URL: p.URL, Headers: headers}
+		return Plan{Transport: TransportStreamableHTTP, URL: p.URL, Headers: headers, Own: true}
 	}
 	return Plan{Transport: TransportStdio, Program: p.Command, Args: p.Args, Env: m.Stdio.Env(p.Env)}
 }
@@ -714,7 +714,7 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 		if err != nil {
 			return nil, err
 		}
-		conn, err := s.m.dialAgent(ctx, data)
+		conn, err := s.m.dialAgent(ctx, data, false)
 		if err != nil {
 			return nil, err
 		}

@@ -116,7 +116,7 @@ const upstreamProtocol = mcp.LATEST_LEGACY_PROTOCOL_VERSION
 // "initialising" once the handshake is sent: for an npx or uvx package,
 // the wait that follows includes fetching it.
 func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progress func(string), requests *clientRequests) (*upstream, error) {
-	hc := m.HTTP
+	hc := m.client(plan.Own)
 	u := &upstream{log: log, progress: map[string]func(mcp.JSONRPCNotification){}, trace: m.Tracing, defs: &m.tools, requests: requests}
 	var t transport.Interface
 	switch plan.Transport {

@@ -237,8 +237,8 @@ func (c *Config) RegistryByID(id string) (Registry, bool) {
 // OwnAddrs lists the addresses ("host:port", the host in lower case) of
 // the URLs the operator configured: pinned servers and agents, ard and
 // mcp-registry registries, well-known hosts. The gateway reaches them
-// wherever they are (guard.Dialer.Own); what their answers name is
-// checked as any address.
+// wherever they are, through a client of their own (guard.Dialer.Own);
+// what their answers name goes through one that checks it as any address.
 func (c *Config) OwnAddrs() []string {
 	urls := []string{}
 	for _, s := range c.Servers {

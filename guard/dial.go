@@ -27,7 +27,10 @@ type Dialer struct {
 	// address) is reached without AllowLocal, which would open every
 	// address a registry names too. Only the address as configured: a
 	// redirect elsewhere is checked as any dial. Cloud metadata addresses
-	// stay refused.
+	// stay refused. A Dialer with Own is for the requests to what the
+	// operator configured alone: it cannot tell who named an address, so
+	// what a registry names, and where a server it names redirects, goes
+	// through one without.
 	Own []string
 	// LookupIP resolves a host name; nil means net.DefaultResolver.
 	LookupIP func(ctx context.Context, host string) ([]netip.Addr, error)
