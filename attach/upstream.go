@@ -48,6 +48,7 @@ type upstream struct {
 	waiting clientWait
 
 	cmd    *exec.Cmd     // nil for remotes
+	leader guard.Proc    // cmd's process, as it started
 	exited chan struct{} // closed once a stdio child has exited and been reaped
 	stdout io.Closer     // our end of the child's stdout
 	stderr *tail
@@ -294,6 +295,7 @@ func (u *upstream) startProcess(plan Plan) (*pipeTransport, error) {
 	inR.Close() // the child's ends; ours are inW and outR
 	outW.Close()
 	u.cmd = cmd
+	u.leader, _ = guard.Find(cmd.Process.Pid)
 	u.stdout = outR
 	u.exited = make(chan struct{})
 	go func() {
@@ -1166,9 +1168,14 @@ func (u *upstream) close() {
 	u.defs.drop(listed)
 	var tree []guard.Proc
 	if u.cmd != nil {
-		// Seen while the server runs, before its stdin closes: a process
-		// that left its group (setsid) is found only as its descendant.
-		tree = guard.Descendants(u.cmd.Process.Pid)
+		select {
+		case <-u.exited: // reaped: its pid may be another's now
+		default:
+			// Seen while the server runs, before its stdin closes: a
+			// process that left its group (setsid) is found only as its
+			// descendant.
+			tree = guard.Descendants(u.leader)
+		}
 	}
 	if u.post != nil {
 		u.post.close() // its calls in flight end, as mcp-go's do on Close

@@ -20,12 +20,23 @@ type Proc struct {
 	Start uint64 // clock ticks after boot (/proc/PID/stat, field 22)
 }
 
-// Descendants returns the processes below pid, children first, as far as
-// /proc shows them (none where it does not).
-func Descendants(pid int) []Proc {
+// Find returns the process pid as /proc shows it now; false when it is
+// gone.
+func Find(pid int) (Proc, bool) {
+	start, ok := startTime(pid)
+	return Proc{PID: pid, Start: start}, ok
+}
+
+// Descendants returns the processes below root, children first, as far
+// as /proc shows them; none when root is no longer the process it was
+// (its pid given to another since).
+func Descendants(root Proc) []Proc {
+	if start, ok := startTime(root.PID); !ok || start != root.Start {
+		return nil
+	}
 	var out []Proc
-	queue := children(pid)
-	seen := map[int]bool{pid: true}
+	queue := children(root.PID)
+	seen := map[int]bool{root.PID: true}
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
