@@ -71,6 +71,9 @@ var paramRefusals = func() (out []struct{ frame, want string }) {
 			out = append(out, struct{ frame, want string }{`{"jsonrpc":"2.0","id":25,"method":` + method + `,"params":` + params + `}`,
 				`{"jsonrpc":"2.0","id":25,"error":{"code":-32602,"message":"` + onePage + `"}}`})
 		}
+		// Params of another case, which the server reads as params.
+		out = append(out, struct{ frame, want string }{`{"jsonrpc":"2.0","id":25,"method":"tools/list","Params":` + params + `}`,
+			`{"jsonrpc":"2.0","id":25,"error":{"code":-32602,"message":"` + onePage + `"}}`})
 	}
 	return out
 }()
