@@ -209,7 +209,7 @@ func TestPipeTransportSkipsWhatItCannotRoute(t *testing.T) {
 func TestRawCallLine(t *testing.T) {
 	u := &upstream{}
 	trace := map[string]any{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tracestate": "k=v"}
-	const clientMeta = `{"progressToken":"theirs","zeta":{"v":[1]},"traceparent":"00-client-01","app/key":"x\"y"}`
+	const clientMeta = `{"progressToken":"theirs","zeta":{"v":[1]},"traceparent":"00-client-01","tracestate":"client=1","app/key":"x\"y"}`
 	for _, c := range []struct {
 		tool, args, progress string
 		trace                map[string]any
@@ -226,6 +226,7 @@ func TestRawCallLine(t *testing.T) {
 		{"echo", `{"message":"hi"}`, "ardgate-progress-9", trace, ""},
 		{"echo", `{"message":"hi"}`, "", nil, clientMeta},
 		{"echo", `{"message":"hi"}`, "ardgate-progress-10", trace, clientMeta},
+		{"echo", `{"message":"hi"}`, "", map[string]any{"traceparent": trace["traceparent"]}, clientMeta}, // the client's tracestate goes too
 		{"no_args", ``, "ardgate-progress-11", nil, `{"progressToken":"theirs"}`},
 	} {
 		var args, meta json.RawMessage
@@ -266,9 +267,9 @@ func TestRawCallLine(t *testing.T) {
 			switch {
 			case m["progressToken"] != nilIfEmpty(c.progress):
 				t.Errorf("progressToken sent: %v, want the gateway's %q", m["progressToken"], c.progress)
-			case c.trace == nil && strings.Contains(c.meta, "traceparent") && m["traceparent"] != "00-client-01",
-				c.trace != nil && m["traceparent"] != c.trace["traceparent"]:
-				t.Errorf("traceparent sent: %v", m["traceparent"])
+			case c.trace == nil && strings.Contains(c.meta, "traceparent") && (m["traceparent"] != "00-client-01" || m["tracestate"] != "client=1"),
+				c.trace != nil && (m["traceparent"] != c.trace["traceparent"] || m["tracestate"] != c.trace["tracestate"]):
+				t.Errorf("trace context sent: %v %v", m["traceparent"], m["tracestate"])
 			case strings.Contains(c.meta, "zeta") && (m["app/key"] != `x"y` || m["zeta"] == nil):
 				t.Errorf("the client's members: %v", m)
 			}

@@ -953,17 +953,23 @@ func (c rawCall) meta() *mcp.Meta {
 }
 
 // clientMeta calls member with each member of the client's _meta that
-// the upstream gets: not progressToken, nor what the trace context sets.
+// the upstream gets: not progressToken, nor the trace context when the
+// gateway puts its own.
 func (c rawCall) clientMeta(member func(name string, value []byte)) {
 	if c.client == nil {
 		return
 	}
 	_ = guard.ScanCheckedObject(c.client, func(name, value []byte) { // checked with the client's frame
-		if _, traced := c.trace[string(name)]; string(name) != "progressToken" && !traced {
+		if string(name) != "progressToken" && (c.trace == nil || !isTraceKey(string(name))) {
 			member(string(name), value)
 		}
 	})
 }
+
+// isTraceKey tells whether a _meta member carries trace context: the
+// client's goes, all of it, where the gateway puts its own (a client's
+// tracestate beside the gateway's traceparent would mix two traces).
+func isTraceKey(name string) bool { return name == "traceparent" || name == "tracestate" }
 
 // appendLine appends the call's frame, as encoding/json writes request(),
 // put together around the argument bytes: encoding/json would check them
@@ -1029,7 +1035,7 @@ type metaAppender struct {
 }
 
 func (m *metaAppender) member(name, value []byte) {
-	if _, traced := m.trace[string(name)]; string(name) == "progressToken" || traced {
+	if string(name) == "progressToken" || m.trace != nil && isTraceKey(string(name)) {
 		return
 	}
 	if m.comma {

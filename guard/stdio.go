@@ -65,7 +65,8 @@ var packageRules = sync.OnceValue(func() map[string]struct{ name, version *regex
 
 // archiveSuffixes end the names that npx and uvx take for a file to
 // install (npm-package-arg's and uv's rules), not a package to fetch.
-var archiveSuffixes = []string{".tgz", ".tar", ".tar.gz", ".whl", ".zip", ".tar.bz2", ".tar.xz"}
+var archiveSuffixes = []string{".tgz", ".tar", ".tar.gz", ".whl", ".zip", ".tar.bz2", ".tbz", ".tar.xz", ".txz",
+	".tar.zst", ".tar.lz", ".tlz", ".tar.lzma"}
 
 // CheckPackage refuses identifiers and versions that break their registry
 // type's naming rules. An empty version is allowed (latest).

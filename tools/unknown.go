@@ -97,64 +97,6 @@ func listed(names []string) string {
 	return strings.Join(names, ", ")
 }
 
-// sessionVersions are the protocol versions the gateway serves: those
-// with sessions. The stateless protocol (2026-07-28) has none to hang a
-// session's attachments, pinned servers and tasks on; its clients learn
-// so (server/discover, or an error naming the versions served) and
-// negotiate down.
-func sessionVersions() []string {
-	var out []string
-	for _, v := range mcp.ValidProtocolVersions {
-		if !mcp.IsModernProtocol(v) {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// metaKeyProtocolVersion is the _meta key that makes a request one of
-// the stateless protocol.
-var metaKeyProtocolVersion = []byte(mcp.MetaKeyProtocolVersion)
-
-// refuseStateless answers frame, read from a stdio client, when it is a
-// request of the stateless protocol (its params' _meta names a version of
-// it), with the error that names the versions served, as over HTTP, and
-// reports whether it did. mcp-go's stdio server served it, on no session:
-// an mcp-go client that chose that protocol never got the pinned servers,
-// started at initialize, nor a tools/list sooner than in 10 s.
-func (r *stdioReader) refuseStateless(frame []byte, held *guard.Batch) bool {
-	msg := statelessRefusal(readMessage(frame))
-	if msg != nil {
-		r.refuse(held, msg)
-	}
-	return msg != nil
-}
-
-// statelessRefusal is the error answering m when it is a request of the
-// stateless protocol, or nil.
-func statelessRefusal(m message) []byte {
-	if !m.request() || idRefusal(m.ID) != nil || !guard.IsObject(m.Params) {
-		return nil
-	}
-	var p struct {
-		Meta map[string]any `json:"_meta"`
-	}
-	if json.Unmarshal(m.Params, &p) != nil {
-		return nil
-	}
-	v, _ := p.Meta[mcp.MetaKeyProtocolVersion].(string)
-	if !mcp.IsModernProtocol(v) {
-		return nil
-	}
-	e := mcp.UnsupportedProtocolVersionError{Version: v, Supported: sessionVersions()}.JSONRPCError()
-	e.ID = mcp.NewRequestId(json.RawMessage(m.ID)) // as the client sent it
-	b, err := json.Marshal(e)
-	if err != nil {
-		return nil
-	}
-	return b
-}
-
 // paramsRefusal answers frame, on its way to the MCP server, when it is a
 // request whose params the gateway refuses (a tools/call, callRefusal; a
 // logging/setLevel, levelRefusal; an initialize, initRefusal), and
