@@ -109,14 +109,15 @@ func TestLoadCatalogNested(t *testing.T) {
 		// A relative path inside inline data resolves against the file
 		// holding the data.
 		nestedRef("urn:air:t.example:c:inline-ref", "sub/child.json"))
-	root := writeFile(t, dir, "root.json", catalogDoc(
+	rootEntries := []string{
 		leaf("urn:air:t.example:x:top"),
 		nestedRef("urn:air:t.example:c:child", "sub/child.json"),
 		nestedRef("urn:air:t.example:c:abs", abs),
 		nestedRef("urn:air:t.example:c:fileurl", "file://"+fileURL),
 		nestedInline("urn:air:t.example:c:inline", inner),
 		leaf("urn:air:t.example:x:bottom"),
-	))
+	}
+	root := writeFile(t, dir, "root.json", catalogDoc(rootEntries...))
 	entries, skipped, err := LoadCatalogFile(root)
 	if err != nil || len(skipped) > 0 {
 		t.Fatalf("%v %q", err, skipped)
@@ -139,16 +140,9 @@ func TestLoadCatalogNested(t *testing.T) {
 	// nests inline catalogs only: its paths, relative, absolute or
 	// file://, are not read, and each is said; so are /dev/stdin (which
 	// would read the gateway's own input) and a remote one.
-	data := catalogDoc(
-		leaf("urn:air:t.example:x:top"),
-		nestedRef("urn:air:t.example:c:child", "sub/child.json"),
-		nestedRef("urn:air:t.example:c:abs", abs),
-		nestedRef("urn:air:t.example:c:fileurl", "file://"+fileURL),
-		nestedInline("urn:air:t.example:c:inline", inner),
-		leaf("urn:air:t.example:x:bottom"),
+	data := catalogDoc(append(rootEntries,
 		nestedRef("urn:air:t.example:c:stdin", "/dev/stdin"),
-		nestedRef("urn:air:t.example:c:remote", "http://127.0.0.1:1/c.json"),
-	)
+		nestedRef("urn:air:t.example:c:remote", "http://127.0.0.1:1/c.json"))...)
 	fromBytes, skipped, err := LoadCatalogBytes([]byte(data), "http://127.0.0.1:1")
 	wantInline := []string{"urn:air:t.example:x:top", "urn:air:t.example:x:inline-leaf", "urn:air:t.example:x:inline-inline", "urn:air:t.example:x:bottom"}
 	if err != nil || !slices.Equal(entryIDs(fromBytes), wantInline) {
