@@ -11,24 +11,28 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/config"
 )
 
 // A session's quiet GET stream carries a comment every StreamHeartbeat,
 // so that a proxy cutting idle connections leaves it open; comments come
-// only between events (here an attach's list_changed notices), and a
-// negative StreamHeartbeat writes none. mcp-go's client, listening on its
-// GET stream through the comments, still hears a notification.
+// only between events (here the list_changed notices of a pinned server
+// that comes up while no request is open, so that they go on the GET
+// stream), and a negative StreamHeartbeat writes none. mcp-go's client,
+// listening on its GET stream through the comments, still hears a
+// notification.
 func TestStreamHeartbeat(t *testing.T) {
-	up := newRecordingUpstream(t)
+	pinned := []config.Server{{Name: "late", Command: buildFixture(t), Args: []string{"--transport=stdio", "--start-delay=300ms"}}}
 	for _, every := range []time.Duration{100 * time.Millisecond, -1} {
-		tg := newGatewayWith(t, 10*time.Second, Options{Version: "test"}, HTTPOptions{StreamHeartbeat: every}, nil, remoteEntry(fastURN, up.URL))
+		tg := newGatewayWith(t, 10*time.Second, Options{Version: "test"}, HTTPOptions{StreamHeartbeat: every}, pinned)
 		cs := tg.connect(t)
 		sid := cs.c.GetSessionId()
 
 		req, _ := http.NewRequest(http.MethodGet, tg.url, nil)
 		req.Header.Set("Accept", "text/event-stream")
 		req.Header.Set("Mcp-Session-Id", sid)
-		ctx, stopGET := context.WithTimeout(context.Background(), 550*time.Millisecond)
+		ctx, stopGET := context.WithTimeout(context.Background(), 700*time.Millisecond)
 		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
 		if err != nil {
 			t.Fatal(err)
@@ -38,10 +42,6 @@ func TestStreamHeartbeat(t *testing.T) {
 			b, _ := io.ReadAll(resp.Body) // until the context ends it
 			get <- string(b)
 		}()
-		time.Sleep(250 * time.Millisecond)
-		if res := cs.call("attach_resource", map[string]any{"urn": fastURN, "name": "up"}); res.IsError {
-			t.Fatal(firstText(res))
-		}
 		got := <-get
 		stopGET()
 		resp.Body.Close()
@@ -56,8 +56,8 @@ func TestStreamHeartbeat(t *testing.T) {
 			}
 			continue
 		}
-		if beats < 3 {
-			t.Errorf("every %s: %d comments in 550 ms: %q", every, beats, got)
+		if beats < 4 {
+			t.Errorf("every %s: %d comments in 700 ms: %q", every, beats, got)
 		}
 		// Each comment stands between events: the text around it is
 		// whole events.
@@ -67,11 +67,8 @@ func TestStreamHeartbeat(t *testing.T) {
 			}
 		}
 
+		// Its pinned server comes up 300 ms on, after comments.
 		ls := tg.connect(t, transport.WithContinuousListening())
-		time.Sleep(350 * time.Millisecond) // comments on its stream
-		if res := ls.call("attach_resource", map[string]any{"urn": fastURN, "name": "up"}); res.IsError {
-			t.Fatal(firstText(res))
-		}
 		for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 			ls.mu.Lock()
 			heard := slices.ContainsFunc(ls.notes, func(n mcp.JSONRPCNotification) bool { return n.Method == "notifications/tools/list_changed" })
