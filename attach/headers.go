@@ -1,8 +1,11 @@
 package attach
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
+
+	"github.com/mark3labs/mcp-go/server"
 )
 
 // originHeaders sends a remote server's configured headers (its token
@@ -17,20 +20,45 @@ type originHeaders struct {
 	headers map[string]string
 }
 
-// withHeaders returns hc sending headers to the origin of serverURL.
+// withHeaders returns hc sending headers to the origin of serverURL. A
+// request redirected to another origin goes without the session's own
+// headers either (its id, protocol version, last event id) and without a
+// Referer, which net/http copies or sets on a redirect.
 func withHeaders(hc *http.Client, serverURL string, headers map[string]string) *http.Client {
 	u, err := url.Parse(serverURL)
-	if len(headers) == 0 || err != nil {
+	if err != nil {
 		return hc
 	}
+	origin := u.Scheme + "://" + u.Host
 	c := *hc
-	next := c.Transport
-	if next == nil {
-		next = http.DefaultTransport
+	if len(headers) > 0 {
+		next := c.Transport
+		if next == nil {
+			next = http.DefaultTransport
+		}
+		c.Transport = originHeaders{next: next, origin: origin, headers: headers}
 	}
-	c.Transport = originHeaders{next: next, origin: u.Scheme + "://" + u.Host, headers: headers}
+	check := c.CheckRedirect
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if req.URL.Scheme+"://"+req.URL.Host != origin {
+			for _, h := range sessionHeaders {
+				req.Header.Del(h)
+			}
+		}
+		if check == nil && len(via) >= 10 { // net/http's own policy, which a CheckRedirect replaces
+			return errors.New("stopped after 10 redirects")
+		}
+		if check == nil {
+			return nil
+		}
+		return check(req, via)
+	}
 	return &c
 }
+
+// sessionHeaders are the headers of a request that belong to its server's
+// session, and the Referer that names the server's URL.
+var sessionHeaders = []string{server.HeaderKeySessionID, server.HeaderKeyProtocolVersion, "Last-Event-ID", "Referer"}
 
 func (o originHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.URL.Scheme+"://"+r.URL.Host != o.origin {

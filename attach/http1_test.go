@@ -470,8 +470,8 @@ func TestPosterRedirect(t *testing.T) {
 
 // The configured headers (a token among them) go to the server's own
 // origin only: a call it redirects to another origin (here another port)
-// reaches it without them. net/http carried them along, Authorization too
-// to another port of the same host.
+// reaches it without them, nor the session's id or a Referer. net/http
+// carried them along, Authorization too to another port of the same host.
 func TestPosterRedirectElsewhere(t *testing.T) {
 	var got atomic.Pointer[http.Header]
 	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -489,12 +489,12 @@ func TestPosterRedirectElsewhere(t *testing.T) {
 		http.Redirect(w, r, elsewhere.URL+"/mcp", http.StatusTemporaryRedirect)
 	}))
 	defer mover.Close()
-	p := posterTo(t, mover.URL+"/mcp", map[string]string{"X-Api-Key": "secret", "Authorization": "Bearer tok"}, "", nil)
+	p := posterTo(t, mover.URL+"/mcp", map[string]string{"X-Api-Key": "secret", "Authorization": "Bearer tok"}, "s-1", nil)
 	resp, err := p.call(context.Background(), "int64:1", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`))
 	if err != nil || string(resp.Result) != `{"a":1}` {
 		t.Fatalf("the redirected call: %v, %v", resp, err)
 	}
-	if h := got.Load(); h == nil || h.Get("X-Api-Key") != "" || h.Get("Authorization") != "" {
+	if h := got.Load(); h == nil || h.Get("X-Api-Key") != "" || h.Get("Authorization") != "" || h.Get("Mcp-Session-Id") != "" || h.Get("Referer") != "" {
 		t.Errorf("the other origin got the server's headers: %v", h)
 	}
 	if mine.Load() == 0 {
