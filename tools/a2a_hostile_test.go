@@ -138,11 +138,7 @@ func TestAgentsNumberingTasksAlike(t *testing.T) {
 		agentEntry("urn:air:agents.test:agent:alpha", alpha.URL+a2afixture.CardPath),
 		agentEntry("urn:air:agents.test:agent:beta", beta.URL+a2afixture.CardPath))
 	s := tg.connect(t)
-	for _, urn := range []string{"urn:air:agents.test:agent:alpha", "urn:air:agents.test:agent:beta"} {
-		if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
-			t.Fatalf("attach %s: %s", urn, firstText(res))
-		}
-	}
+	s.attach("urn:air:agents.test:agent:alpha", "urn:air:agents.test:agent:beta")
 	a := s.task(s.call("spawn_agent", map[string]any{"agent": "alpha", "message": "hi"}))
 	b := s.task(s.call("spawn_agent", map[string]any{"agent": "beta", "message": "hi"}))
 	if a.TaskID != "t-1" || b.TaskID != "beta:t-1" {

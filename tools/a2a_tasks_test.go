@@ -426,11 +426,7 @@ func TestContextOfAnotherAgent(t *testing.T) {
 	card := agent.URL + "/.well-known/agent-card.json"
 	tg := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:helper", card), agentEntry("urn:air:agents.test:agent:other", card))
 	s := tg.connect(t)
-	for _, urn := range []string{"urn:air:agents.test:agent:helper", "urn:air:agents.test:agent:other"} {
-		if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
-			t.Fatal(firstText(res))
-		}
-	}
+	s.attach("urn:air:agents.test:agent:helper", "urn:air:agents.test:agent:other")
 	v := s.task(s.call("spawn_agent", map[string]any{"agent": "helper", "message": "reply one"}))
 	if v.ContextID == "" {
 		t.Fatalf("no context: %+v", v)
@@ -641,11 +637,7 @@ func TestDetachCancelsAgentTasks(t *testing.T) {
 		agentEntry("urn:air:agents.test:agent:helper", agent.URL+a2afixture.CardPath),
 		agentEntry("urn:air:agents.test:agent:other", other.URL+a2afixture.CardPath))
 	s := tg.connect(t)
-	for _, urn := range []string{"urn:air:agents.test:agent:helper", "urn:air:agents.test:agent:other"} {
-		if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
-			t.Fatalf("attach %s: %s", urn, firstText(res))
-		}
-	}
+	s.attach("urn:air:agents.test:agent:helper", "urn:air:agents.test:agent:other")
 	var ids []string
 	for range 2 {
 		ids = append(ids, s.task(s.call("spawn_agent", map[string]any{"agent": "helper", "message": "wait"})).TaskID)
@@ -708,11 +700,7 @@ func TestTaskToolArguments(t *testing.T) {
 	agent := a2afixture.Start(t)
 	s := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:helper", agent.URL+a2afixture.CardPath),
 		remoteEntry("urn:air:ardgate.test:mcp:remote", upstream(t).URL)).connect(t)
-	for _, urn := range []string{"urn:air:agents.test:agent:helper", "urn:air:ardgate.test:mcp:remote"} {
-		if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
-			t.Fatalf("attach: %s", firstText(res))
-		}
-	}
+	s.attach("urn:air:agents.test:agent:helper", "urn:air:ardgate.test:mcp:remote")
 	done := s.task(s.call("spawn_agent", map[string]any{"agent": "helper", "message": "reply hi"}))
 	for _, tc := range []struct {
 		tool string

@@ -131,6 +131,17 @@ func (s *clientSession) post(url, body string) (*http.Response, error) {
 	return http.DefaultClient.Do(req)
 }
 
+// attach attaches each of urns to the session, failing the test at a
+// refusal.
+func (s *clientSession) attach(urns ...string) {
+	s.t.Helper()
+	for _, urn := range urns {
+		if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
+			s.t.Fatalf("attach %s: %s", urn, firstText(res))
+		}
+	}
+}
+
 func (s *clientSession) call(name string, args any) *mcp.CallToolResult {
 	s.t.Helper()
 	req := mcp.CallToolRequest{}
