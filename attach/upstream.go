@@ -960,16 +960,20 @@ func (c rawCall) clientMeta(member func(name string, value []byte)) {
 		return
 	}
 	_ = guard.ScanCheckedObject(c.client, func(name, value []byte) { // checked with the client's frame
-		if string(name) != "progressToken" && (c.trace == nil || !isTraceKey(string(name))) {
+		if passesOn(string(name), c.trace != nil) {
 			member(string(name), value)
 		}
 	})
 }
 
-// isTraceKey tells whether a _meta member carries trace context: the
-// client's goes, all of it, where the gateway puts its own (a client's
-// tracestate beside the gateway's traceparent would mix two traces).
-func isTraceKey(name string) bool { return name == "traceparent" || name == "tracestate" }
+// passesOn tells whether the client's _meta member name goes on to the
+// upstream: not progressToken, for which the gateway's own goes, nor,
+// when the gateway puts its own trace context (traced), the client's, all
+// of it (a client's tracestate beside the gateway's traceparent would mix
+// two traces).
+func passesOn(name string, traced bool) bool {
+	return name != "progressToken" && !(traced && (name == "traceparent" || name == "tracestate"))
+}
 
 // appendLine appends the call's frame, as encoding/json writes request(),
 // put together around the argument bytes: encoding/json would check them
@@ -1017,7 +1021,7 @@ func (c rawCall) appendMeta(b []byte) []byte {
 		b = append(b, v...)
 	}
 	if c.client != nil {
-		m := metaAppender{b: b, comma: len(b) > start, trace: c.trace}
+		m := metaAppender{b: b, comma: len(b) > start, traced: c.trace != nil}
 		_ = guard.ScanCheckedObject(c.client, m.member) // checked with the client's frame
 		b = m.b
 	}
@@ -1029,13 +1033,13 @@ func (c rawCall) appendMeta(b []byte) []byte {
 // type, not a closure over the buffer: that put every call's frame
 // buffer on the heap, _meta or not (an allocation more per call).
 type metaAppender struct {
-	b     []byte
-	comma bool
-	trace map[string]any
+	b      []byte
+	comma  bool
+	traced bool // the gateway puts its own trace context
 }
 
 func (m *metaAppender) member(name, value []byte) {
-	if string(name) == "progressToken" || m.trace != nil && isTraceKey(string(name)) {
+	if !passesOn(string(name), m.traced) {
 		return
 	}
 	if m.comma {
