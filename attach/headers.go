@@ -16,7 +16,7 @@ import (
 // redirect to another origin gets none of them.
 type originHeaders struct {
 	next    http.RoundTripper
-	origin  string
+	origin  *url.URL // the server's URL, whose origin gets the headers
 	headers map[string]string
 }
 
@@ -29,18 +29,17 @@ func withHeaders(hc *http.Client, serverURL string, headers map[string]string) *
 	if err != nil {
 		return hc
 	}
-	origin := u.Scheme + "://" + u.Host
 	c := *hc
 	if len(headers) > 0 {
 		next := c.Transport
 		if next == nil {
 			next = http.DefaultTransport
 		}
-		c.Transport = originHeaders{next: next, origin: origin, headers: headers}
+		c.Transport = originHeaders{next: next, origin: u, headers: headers}
 	}
 	check := c.CheckRedirect
 	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if req.URL.Scheme+"://"+req.URL.Host != origin {
+		if !sameOrigin(req.URL, u) {
 			for _, h := range sessionHeaders {
 				req.Header.Del(h)
 			}
@@ -61,7 +60,7 @@ func withHeaders(hc *http.Client, serverURL string, headers map[string]string) *
 var sessionHeaders = []string{server.HeaderKeySessionID, server.HeaderKeyProtocolVersion, "Last-Event-ID", "Referer"}
 
 func (o originHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.URL.Scheme+"://"+r.URL.Host != o.origin {
+	if !sameOrigin(r.URL, o.origin) {
 		return o.next.RoundTrip(r)
 	}
 	r = r.Clone(r.Context()) // a RoundTripper leaves its request as it came
