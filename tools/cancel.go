@@ -6,12 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -385,14 +387,22 @@ func serverCallOf(ctx context.Context) *serverCall {
 
 // trackServerCall records m, when it is a request, as a call of session s
 // that the server answers, until done is called, and gives the server the
-// call's writer (callWriter).
-func trackServerCall(s *session, w http.ResponseWriter, r *http.Request, m message) (http.ResponseWriter, *http.Request, func()) {
+// call's writer (callWriter). An answer still to come after every
+// becomes an event stream, with a comment every every while quiet, when
+// the client takes one (every > 0).
+func trackServerCall(s *session, w http.ResponseWriter, r *http.Request, m message, every time.Duration) (http.ResponseWriter, *http.Request, func()) {
 	if !m.request() {
 		return w, r, func() {}
 	}
 	id := string(m.ID)
 	c := &serverCall{}
 	c.w = &callWriter{ResponseWriter: w, call: c}
+	if every > 0 && acceptsEventStream(r.Header.Get("Accept")) {
+		c.w.mu.Lock() // the first beat may come before the timer is set
+		c.w.pace = newPace(every)
+		c.w.timer = time.AfterFunc(every, c.w.beat)
+		c.w.mu.Unlock()
+	}
 	s.fast.add(id, c)
 	r = r.WithContext(context.WithValue(r.Context(), serverCallKey{}, c))
 	return c.w, r, func() {
@@ -403,12 +413,17 @@ func trackServerCall(s *session, w http.ResponseWriter, r *http.Request, m messa
 
 // callWriter is the response writer of a serverCall. It drops the answer
 // once the call is cancelled, and writes the call's own notifications
-// (serverCall.notify) on its stream, which they begin when the server has
-// not: the server's headers then come too late, and its answer, meant as
-// JSON, is written as the stream's last event.
+// (serverCall.notify) and comments on a quiet answer (beat) on its stream,
+// which they begin when the server has not: the server's headers then
+// come too late, and its answer, meant as JSON, is written as the stream's
+// last event. The server sets its headers in a map of its own, handed on
+// when it writes its head: a stream begun meanwhile, from another
+// goroutine, would otherwise race it for net/http's.
 type callWriter struct {
 	http.ResponseWriter
 	call *serverCall
+
+	header http.Header // the server's, made by Header
 
 	mu sync.Mutex // the server's writes and the call's own events
 	// empty: the answer was to be JSON, and the request ends instead as an
@@ -418,7 +433,27 @@ type callWriter struct {
 	// call's own events; json: the server, after them, meant to answer
 	// in JSON.
 	streaming, ours, json bool
+	headed                bool // the server wrote its head
 	ended                 bool // the server is done with the request
+	pace                  pace
+	timer                 *time.Timer // of the beats; nil for none
+}
+
+// Header is the server's header map.
+func (w *callWriter) Header() http.Header {
+	if w.header == nil {
+		w.header = http.Header{}
+	}
+	return w.header
+}
+
+// begin begins the call's event stream.
+func (w *callWriter) begin() {
+	h := w.ResponseWriter.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.ResponseWriter.WriteHeader(http.StatusOK)
+	w.streaming, w.ours = true, true
 }
 
 // event writes msg as an event of the call's stream, beginning it if
@@ -431,27 +466,59 @@ func (w *callWriter) event(msg []byte) bool {
 		return true
 	}
 	if !w.streaming {
-		h := w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		w.ResponseWriter.WriteHeader(http.StatusOK)
-		w.streaming, w.ours = true, true
+		w.begin()
 	}
-	_, _ = w.ResponseWriter.Write(slices.Concat(sseMessage, msg, []byte("\n\n")))
+	ev := slices.Concat(sseMessage, msg, []byte("\n\n"))
+	_, _ = w.ResponseWriter.Write(ev)
+	w.pace.wrote(ev)
 	w.flush()
 	return true
+}
+
+// beat begins the call's event stream, when the server has begun no
+// answer, and writes a comment on it when one is due; then it arms the
+// next.
+func (w *callWriter) beat() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended || w.empty || w.call.cancelled.Load() || w.headed && !w.streaming {
+		return // answered, or being answered in JSON
+	}
+	if !w.streaming {
+		w.begin()
+	} else if wait := w.pace.wait(); wait > 0 {
+		w.timer.Reset(wait)
+		return
+	}
+	if comment(w.ResponseWriter) != nil {
+		return // the client is gone: the server finds out itself
+	}
+	w.pace.wrote(heartbeatComment)
+	w.timer.Reset(w.pace.every)
 }
 
 // end marks the request done with: what the call sends after goes nowhere.
 func (w *callWriter) end() {
 	w.mu.Lock()
 	w.ended = true
+	if w.timer != nil {
+		w.timer.Stop()
+	}
 	w.mu.Unlock()
 }
 
 func (w *callWriter) WriteHeader(code int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.writeHeader(code)
+}
+
+// writeHeader writes the server's head, unless the stream is begun.
+func (w *callWriter) writeHeader(code int) {
+	if w.headed {
+		return
+	}
+	w.headed = true
 	h := w.Header()
 	if w.ours {
 		w.json = h.Get("Content-Type") == "application/json"
@@ -463,6 +530,7 @@ func (w *callWriter) WriteHeader(code int) {
 		w.empty = true
 	}
 	w.streaming = h.Get("Content-Type") == "text/event-stream"
+	maps.Copy(w.ResponseWriter.Header(), h)
 	w.ResponseWriter.WriteHeader(code)
 }
 
@@ -473,6 +541,7 @@ var sseMessage = []byte("event: message\ndata: ")
 func (w *callWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.writeHeader(http.StatusOK)
 	if w.empty {
 		return len(p), nil
 	}
@@ -486,6 +555,7 @@ func (w *callWriter) Write(p []byte) (int, error) {
 	if data, ok := bytes.CutPrefix(p, sseMessage); ok && w.call.drops(data) {
 		return len(p), nil
 	}
+	w.pace.wrote(p)
 	return w.ResponseWriter.Write(p)
 }
 

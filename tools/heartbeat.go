@@ -8,13 +8,17 @@ import (
 	"time"
 )
 
-// A session's GET stream stays open for the session's life, quiet for
-// minutes between notifications. Proxies and load balancers in front of
-// the gateway cut connections idle for a while (nginx's proxy_read_timeout
-// and many load balancers: 60 s), and the client, its stream gone, misses
-// what comes until it opens another. So a stream that carried nothing for
-// StreamHeartbeat gets an SSE comment, which every client's event parser
-// skips.
+// An event stream may stay quiet for minutes: a session's GET stream
+// between notifications, the answer to a call its server works on without
+// a word. Proxies and load balancers in front of the gateway cut
+// connections idle for a while (nginx's proxy_read_timeout and many load
+// balancers: 60 s), and the client, its stream gone, misses what comes
+// until it opens another, or loses the call's answer for good. So a
+// stream that carried nothing for StreamHeartbeat gets an SSE comment,
+// which every client's event parser skips; and the answer to a request
+// (a proxied call, wait_task, attach_resource) still to come after that
+// long becomes an event stream, when the client takes one, so that it can
+// carry them.
 
 // DefaultStreamHeartbeat is how long an event stream stays quiet before
 // the gateway writes a comment on it: under the 30 s that the shortest
@@ -25,33 +29,73 @@ const DefaultStreamHeartbeat = 25 * time.Second
 // colon, then the blank line that ends it.
 var heartbeatComment = []byte(": keep-alive\n\n")
 
+// pace tells when an event stream is due a comment: once it was quiet
+// for every, and only between events (mcp-go may write an event's id line
+// and the rest apart). Its owner's lock guards it.
+type pace struct {
+	every   time.Duration
+	last    time.Time // of the last write
+	between bool      // the last write ended an event
+}
+
+// newPace returns the pace of a stream begun now.
+func newPace(every time.Duration) pace {
+	return pace{every: every, last: time.Now(), between: true}
+}
+
+// wrote records a write of p.
+func (p *pace) wrote(b []byte) {
+	p.last = time.Now()
+	if len(b) > 0 {
+		p.between = bytes.HasSuffix(b, []byte("\n\n"))
+	}
+}
+
+// wait is how long to wait before a comment is due, 0 when it is now.
+func (p *pace) wait() time.Duration {
+	switch quiet := time.Since(p.last); {
+	case quiet < p.every:
+		return p.every - quiet
+	case !p.between:
+		return p.every // an event half written: its rest is on its way
+	}
+	return 0
+}
+
+// comment writes heartbeatComment on w and flushes it.
+func comment(w http.ResponseWriter) error {
+	if _, err := w.Write(heartbeatComment); err != nil {
+		return err
+	}
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	return nil
+}
+
 // heartbeatWriter writes heartbeatComment on its response, if it is an
-// event stream, whenever nothing was written on it for every. It writes
-// only between events (mcp-go may write an event's id line and the rest
-// apart), and never after stop.
+// event stream, at the pace of its writes, and never after stop.
 type heartbeatWriter struct {
 	http.ResponseWriter
-	every time.Duration
 
 	mu      sync.Mutex
+	pace    pace
 	timer   *time.Timer // set once the response is an event stream
-	between bool        // the last write ended an event
-	last    time.Time   // of the last write
 	stopped bool
 }
 
 // newHeartbeatWriter returns w with heartbeats every every; stop must be
 // called before the request's handler returns.
 func newHeartbeatWriter(w http.ResponseWriter, every time.Duration) *heartbeatWriter {
-	return &heartbeatWriter{ResponseWriter: w, every: every, between: true}
+	return &heartbeatWriter{ResponseWriter: w, pace: newPace(every)}
 }
 
 func (h *heartbeatWriter) WriteHeader(code int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if code == http.StatusOK && h.timer == nil && !h.stopped && isEventStream(h.Header().Get("Content-Type")) {
-		h.last = time.Now()
-		h.timer = time.AfterFunc(h.every, h.beat)
+		h.pace.last = time.Now()
+		h.timer = time.AfterFunc(h.pace.every, h.beat)
 	}
 	h.ResponseWriter.WriteHeader(code)
 }
@@ -59,10 +103,7 @@ func (h *heartbeatWriter) WriteHeader(code int) {
 func (h *heartbeatWriter) Write(p []byte) (int, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.last = time.Now()
-	if len(p) > 0 {
-		h.between = bytes.HasSuffix(p, []byte("\n\n"))
-	}
+	h.pace.wrote(p)
 	return h.ResponseWriter.Write(p)
 }
 
@@ -78,30 +119,22 @@ func (h *heartbeatWriter) Flush() {
 // Unwrap gives http.ResponseController the writer beneath.
 func (h *heartbeatWriter) Unwrap() http.ResponseWriter { return h.ResponseWriter }
 
-// beat writes the comment if the stream was quiet for every, and arms
-// the next for every after the stream's last write.
+// beat writes the comment when it is due, and arms the next.
 func (h *heartbeatWriter) beat() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stopped {
 		return
 	}
-	switch quiet := time.Since(h.last); {
-	case quiet < h.every:
-		h.timer.Reset(h.every - quiet)
-		return
-	case !h.between:
-		h.timer.Reset(h.every) // an event half written: its rest is on its way
+	if wait := h.pace.wait(); wait > 0 {
+		h.timer.Reset(wait)
 		return
 	}
-	if _, err := h.ResponseWriter.Write(heartbeatComment); err != nil {
+	if comment(h.ResponseWriter) != nil {
 		return // the client is gone: the handler finds out itself
 	}
-	if f, ok := h.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-	h.last = time.Now()
-	h.timer.Reset(h.every)
+	h.pace.wrote(heartbeatComment)
+	h.timer.Reset(h.pace.every)
 }
 
 // stop ends the beats; none is written once it returns.

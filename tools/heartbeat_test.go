@@ -2,8 +2,11 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -11,8 +14,10 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/ardgate/ardgate/config"
+	"github.com/ardgate/ardgate/testdata/mcpfixture"
 )
 
 // A session's quiet GET stream carries a comment every StreamHeartbeat,
@@ -82,4 +87,119 @@ func TestStreamHeartbeat(t *testing.T) {
 		}
 	}
 	http.DefaultClient.CloseIdleConnections()
+}
+
+// quietAnswer checks body, the answer to call id as an event stream: at
+// least min comments, each between events, notifications only besides,
+// and the result holding want as the last event.
+func quietAnswer(t *testing.T, resp *http.Response, body string, id, min int, want string) {
+	t.Helper()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("a call quiet for a while answered as %q: %s; want an event stream with comments", ct, trim(body))
+	}
+	if beats := strings.Count(body, ": keep-alive\n\n"); beats < min {
+		t.Errorf("%d comments, want at least %d: %q", beats, min, body)
+	}
+	parts := strings.Split(strings.TrimSuffix(body, "\n\n"), "\n\n")
+	for i, p := range parts {
+		if p == ": keep-alive" && i < len(parts)-1 {
+			continue
+		}
+		if strings.HasPrefix(p, "id: ") {
+			_, p, _ = strings.Cut(p, "\n")
+		}
+		data, ok := strings.CutPrefix(p, "event: message\ndata: ")
+		var msg struct {
+			ID     json.RawMessage
+			Method string
+		}
+		if !ok || strings.Contains(data, "\n") || json.Unmarshal([]byte(data), &msg) != nil {
+			t.Fatalf("part %d of the answer is %q; want a comment or one event", i, p)
+		}
+		if i < len(parts)-1 && (msg.ID != nil || !strings.HasPrefix(msg.Method, "notifications/")) {
+			t.Errorf("before the result: %q; want comments and notifications only", p)
+		}
+		if i == len(parts)-1 && (string(msg.ID) != fmt.Sprint(id) || !strings.Contains(data, `"result":`) || !strings.Contains(data, want)) {
+			t.Fatalf("the last event is %q; want the result of call %d, holding %s", trim(p), id, want)
+		}
+	}
+}
+
+// The answer to a call quiet for StreamHeartbeat becomes an event stream,
+// when the client takes one, with a comment at that pace, and the result
+// as its last event: on the fast path through net/http's server and on a
+// kept connection, and on the server's path (an attach_resource whose
+// server is slow to start). A proxy
+// cutting connections idle for 60 s no longer cuts a long call's answer.
+// A client that takes JSON only, a call quicker than that, and a gateway
+// with heartbeats off get JSON.
+func TestQuietCallHeartbeat(t *testing.T) {
+	tg, _, sid := keptGateway(t, HTTPOptions{StreamHeartbeat: 100 * time.Millisecond})
+
+	c := dialRaw(t, tg, sid)
+	c.send(c.request(slowBody(1, 450)))
+	resp, body := c.response()
+	quietAnswer(t, resp, body, 1, 3, "slept 450ms")
+
+	k := keptRaw(t, tg, sid)
+	k.send(k.request(slowBody(3, 450)))
+	resp, body = k.response()
+	quietAnswer(t, resp, body, 3, 3, "slept 450ms")
+	k.echo(4, "the stream ended whole")
+	jsonOnly := strings.Replace(k.request(slowBody(7, 300)), "Accept: application/json, text/event-stream", "Accept: application/json", 1)
+	k.send(jsonOnly)
+	if resp, body := k.response(); resp.Header.Get("Content-Type") != "application/json" || strings.Contains(body, "keep-alive") || !strings.Contains(body, "slept 300ms") {
+		t.Errorf("a client taking JSON only: %q %s", resp.Header.Get("Content-Type"), trim(body))
+	}
+	k.send(k.request(slowBody(8, 10)))
+	if resp, body := k.response(); resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(body, "slept 10ms") {
+		t.Errorf("a quick call: %q %s", resp.Header.Get("Content-Type"), trim(body))
+	}
+
+	// mcp-go's client reads such an answer.
+	cs := tg.connect(t)
+	attachRemote(t, cs)
+	if res := cs.call("mcp_remote__slow", map[string]any{"ms": 350}); res.IsError || firstText(res) != "slept 350ms" {
+		t.Errorf("mcp-go's client got %+v", res)
+	}
+
+	// The server's path: attach_resource of a server slow to initialize.
+	late := server.NewStreamableHTTPServer(mcpfixture.New("late"))
+	lateUp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, msg := peekMessage(r); msg.Method == "initialize" {
+			time.Sleep(450 * time.Millisecond)
+		}
+		late.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { _ = late.Shutdown(context.Background()); lateUp.Close() })
+	tl := newGatewayWith(t, time.Minute, Options{Version: "test"}, HTTPOptions{StreamHeartbeat: 100 * time.Millisecond}, nil, remoteEntry("urn:air:example.com:mcp:late", lateUp.URL))
+	l := dialRaw(t, tl, tl.connect(t).c.GetSessionId())
+	l.send(l.request(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"attach_resource","arguments":{"urn":"urn:air:example.com:mcp:late"}}}`))
+	resp, body = l.response()
+	quietAnswer(t, resp, body, 6, 3, `"status":"attached"`)
+
+	off, _, sid := keptGateway(t, HTTPOptions{StreamHeartbeat: -1})
+	for _, o := range []*rawConn{dialRaw(t, off, sid), keptRaw(t, off, sid)} {
+		o.send(o.request(slowBody(9, 300)))
+		if resp, body := o.response(); resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(body, "slept 300ms") {
+			t.Errorf("heartbeats off: %q %s", resp.Header.Get("Content-Type"), trim(body))
+		}
+	}
+}
+
+func TestAcceptsEventStream(t *testing.T) {
+	for accept, want := range map[string]bool{
+		"":                                       true,
+		"application/json, text/event-stream":    true,
+		"application/json,TEXT/Event-Stream;q=1": true,
+		"text/*":                                 true,
+		" */* ":                                  true,
+		"application/json":                       false,
+		"application/json, text/html":            false,
+		"text/event-streams":                     false,
+	} {
+		if got := acceptsEventStream(accept); got != want {
+			t.Errorf("acceptsEventStream(%q) = %v, want %v", accept, got, want)
+		}
+	}
 }

@@ -206,7 +206,8 @@ type keptConn struct {
 	watch     watch
 	handed    bool // the connection went back to net/http
 	events    keptEvents
-	writeBy   atomic.Int64 // the write deadline, unix nanoseconds (writing)
+	stream    progressStream // the answer to the call under way, when it may be an event stream
+	writeBy   atomic.Int64   // the write deadline, unix nanoseconds (writing)
 }
 
 // writing readies the connection for a write to the client, pushing its
@@ -337,7 +338,10 @@ func (c *keptConn) serve() bool {
 		return c.write(f)
 	}
 	c.taken()
-	stream := newProgressStream(&call, req.Header.Get("Accept"), &c.events, c.h.g.log)
+	var stream *progressStream // c's own, made anew for each call
+	if c.stream.init(&call, req.Header.Get("Accept"), &c.events, c.h.g.log, c.h.heartbeat) {
+		stream = &c.stream
+	}
 	f, gone, cancelled := c.call(s, call, stream, req.Header)
 	if cancelled {
 		c.h.kept.served.Add(1)
@@ -403,7 +407,7 @@ func (c *keptConn) call(s *session, call callFrame, stream *progressStream, head
 	// there, and the connection need not be watched.
 	watched := c.br.Buffered() == 0 && len(c.in.pending) == 0
 	if watched {
-		c.watch.timer.Reset(watchAfter)
+		c.watch.arm(stream)
 	}
 	f = c.h.g.serveFast(c.ctx, c.cancel, s, call, stream, header)
 	if watched && !c.watch.timer.Stop() {
@@ -527,36 +531,78 @@ func (r *keptReader) Read(p []byte) (n int, err error) {
 
 // watch reads the connection while a long call runs: an end of stream or
 // an error is the client gone, which cancels the call; a byte is the start
-// of its next request.
+// of its next request. Till then it also begins the call's answer as an
+// event stream once the call has been quiet till beatAt.
 type watch struct {
 	c     *keptConn
 	timer *time.Timer
 	done  chan struct{}
 	b     [1]byte // the byte read, once it is c's pending
-	abort atomic.Bool
 	gone  bool
+
+	mu     sync.Mutex // the read deadline, set by read and by stop
+	abort  bool
+	beatAt time.Time       // zero for never
+	stream *progressStream // whose beat is due at beatAt
+}
+
+// arm readies the watch for a call whose answer is stream (nil for none).
+func (w *watch) arm(stream *progressStream) {
+	w.mu.Lock()
+	w.beatAt, w.stream = time.Time{}, stream
+	if stream != nil && stream.every > 0 {
+		w.beatAt = time.Now().Add(stream.every)
+	}
+	w.mu.Unlock()
+	w.timer.Reset(watchAfter)
 }
 
 // read runs on the timer's goroutine.
 func (w *watch) read() {
-	n, err := w.c.conn.Read(w.b[:])
-	if n == 1 {
-		w.c.in.pending = w.b[:1]
-	}
-	if err != nil && !(w.abort.Load() && errors.Is(err, os.ErrDeadlineExceeded)) {
-		w.gone = true
-		w.c.cancel(nil)
+	for {
+		w.mu.Lock()
+		if w.abort {
+			w.mu.Unlock()
+			break
+		}
+		_ = w.c.conn.SetReadDeadline(w.beatAt)
+		beat := w.stream
+		w.mu.Unlock()
+		n, err := w.c.conn.Read(w.b[:])
+		if n == 1 {
+			w.c.in.pending = w.b[:1]
+		}
+		if n == 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+			w.mu.Lock()
+			aborted := w.abort
+			w.beatAt = time.Time{}
+			w.mu.Unlock()
+			if aborted {
+				break
+			}
+			beat.beat()
+			continue
+		}
+		if err != nil {
+			w.gone = true
+			w.c.cancel(nil)
+		}
+		break
 	}
 	w.done <- struct{}{}
 }
 
 // stop ends a read in progress and waits for it.
 func (w *watch) stop() {
-	w.abort.Store(true)
+	w.mu.Lock()
+	w.abort = true
 	_ = w.c.conn.SetReadDeadline(time.Unix(1, 0))
+	w.mu.Unlock()
 	<-w.done
 	_ = w.c.conn.SetReadDeadline(time.Time{})
-	w.abort.Store(false)
+	w.mu.Lock()
+	w.abort = false
+	w.mu.Unlock()
 }
 
 // replayConn is the client's connection, whose reads start with what was

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -24,7 +25,9 @@ import (
 // Over stdio, each progress notification is one more frame
 // (stdioReader.notify). Over HTTP, the answer stays JSON while the
 // upstream reports nothing. Its first progress turns the answer into an
-// event stream, as mcp-go's server answers: the progress, then the result.
+// event stream, as mcp-go's server answers: the progress, then the result;
+// so does a call quiet for the stream heartbeat, to carry comments
+// (heartbeat.go).
 // Its events carry no ids, so a stream that breaks cannot be resumed. The
 // call upstream is cancelled then, as for a broken JSON answer; mcp-go's
 // server cancels it too, but keeps the stream's events, ending with the
@@ -51,15 +54,17 @@ func (c callFrame) progress(notify notifier) *attach.Progress {
 // that hands it on must not wait on a slow client.
 const maxProgressQueued = 16
 
-// progressStream is the answer to a fast call with a progress token over
-// HTTP, once the upstream reports progress: an event stream written to
-// out by a goroutine of its own.
+// progressStream is the answer to a fast call over HTTP, once the
+// upstream reports progress or the call has been quiet for a while: an
+// event stream written to out by a goroutine of its own, with a comment
+// on it whenever it is quiet for every (heartbeat.go).
 type progressStream struct {
-	out eventOut
-	log *slog.Logger
+	out   eventOut
+	log   *slog.Logger
+	every time.Duration // 0: no comments
 
 	mu     sync.Mutex
-	events chan []byte   // nil until the first progress
+	events chan []byte   // nil until the stream begins
 	done   chan struct{} // closed once the writer has stopped
 	ended  bool          // the call has ended: no more progress
 	err    error         // the writer's error, once done is closed
@@ -72,19 +77,31 @@ type eventOut interface {
 	end() error           // ends the answer
 }
 
-// newProgressStream returns the stream for call's answer, or nil when
-// the client asked for no progress. A client whose Accept takes no event
-// stream (accept, the header) is answered in JSON: call's progress token
-// is dropped, and the upstream not asked for progress no answer could
-// carry.
-func newProgressStream(call *callFrame, accept string, out eventOut, log *slog.Logger) *progressStream {
-	if call.Progress != nil && !acceptsEventStream(accept) {
-		call.Progress = nil
-	}
-	if call.Progress == nil {
+// newProgressStream returns the stream for call's answer, or nil when it
+// can have none. A client whose Accept takes no event stream (accept, the
+// header) is answered in JSON: call's progress token is dropped, and the
+// upstream not asked for progress no answer could carry. A call with no
+// progress token has a stream only for comments, when every is above 0.
+func newProgressStream(call *callFrame, accept string, out eventOut, log *slog.Logger, every time.Duration) *progressStream {
+	p := &progressStream{}
+	if !p.init(call, accept, out, log, every) {
 		return nil
 	}
-	return &progressStream{out: out, log: log}
+	return p
+}
+
+// init makes p, perhaps a stream that ended, the stream for call's
+// answer, and reports whether the answer can have one (newProgressStream).
+func (p *progressStream) init(call *callFrame, accept string, out eventOut, log *slog.Logger, every time.Duration) bool {
+	if call.Progress == nil && every <= 0 {
+		return false
+	}
+	if !acceptsEventStream(accept) {
+		call.Progress = nil
+		return false
+	}
+	*p = progressStream{out: out, log: log, every: max(every, 0)}
+	return true
 }
 
 func (p *progressStream) notify(n mcp.JSONRPCNotification) {
@@ -98,11 +115,7 @@ func (p *progressStream) notify(n mcp.JSONRPCNotification) {
 	if p.ended {
 		return
 	}
-	if p.events == nil {
-		p.events = make(chan []byte, maxProgressQueued)
-		p.done = make(chan struct{})
-		go p.run()
-	}
+	p.begin()
 	select {
 	case p.events <- appendEvent(nil, msg):
 	default:
@@ -110,17 +123,69 @@ func (p *progressStream) notify(n mcp.JSONRPCNotification) {
 	}
 }
 
-// run writes the answer's head, then the events as they come, until the
-// call ends.
+// beat begins the stream with a comment, if nothing began it: the call
+// has been quiet for every. The writer writes the comments that follow.
+func (p *progressStream) beat() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended || p.events != nil {
+		return
+	}
+	p.begin()
+	p.events <- heartbeatComment // the first, in a queue with room
+}
+
+// afterQuiet arms the stream's beat for when the call has been quiet for
+// every, and returns its timer, to be stopped when the call ends; nil
+// when the stream has no comments. (A kept connection's watch beats
+// instead: keepalive.go.)
+func (p *progressStream) afterQuiet() *time.Timer {
+	if p == nil || p.every <= 0 {
+		return nil
+	}
+	return time.AfterFunc(p.every, p.beat)
+}
+
+// begin starts the writer, if it has not started; p.mu is held.
+func (p *progressStream) begin() {
+	if p.events == nil {
+		p.events = make(chan []byte, maxProgressQueued)
+		p.done = make(chan struct{})
+		go p.run()
+	}
+}
+
+// run writes the answer's head, then the events as they come, and a
+// comment whenever none came for every, until the call ends.
 func (p *progressStream) run() {
 	defer close(p.done)
 	err := p.out.begin()
-	for ev := range p.events {
-		if err == nil {
-			err = p.out.write(ev)
+	var t *time.Timer
+	var quiet <-chan time.Time // nil, that never fires, for no comments
+	if p.every > 0 {
+		t = time.NewTimer(p.every)
+		defer t.Stop()
+		quiet = t.C
+	}
+	for {
+		select {
+		case ev, ok := <-p.events:
+			if !ok {
+				p.err = err
+				return
+			}
+			if err == nil {
+				err = p.out.write(ev)
+			}
+		case <-quiet:
+			if err == nil {
+				err = p.out.write(heartbeatComment)
+			}
+		}
+		if t != nil {
+			t.Reset(p.every)
 		}
 	}
-	p.err = err
 }
 
 // finish ends the call with f. Once the upstream has reported progress,

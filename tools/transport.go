@@ -620,7 +620,7 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 			if err == nil {
 				s.fast.cancel(body) // the server hears the notice too, and answers it
 				var done func()
-				w, r, done = trackServerCall(s, w, r, m)
+				w, r, done = trackServerCall(s, w, r, m, h.heartbeat)
 				defer done()
 			}
 			h.g.toServer(s, body)
@@ -701,9 +701,13 @@ func (h *HTTP) refuseUnknownSession(w http.ResponseWriter, r *http.Request) bool
 func (h *HTTP) fastAnswer(w http.ResponseWriter, r *http.Request, s *session, body []byte) bool {
 	if c, ok := h.g.fastCall(s, body); ok {
 		out := &responseEvents{w: w}
-		stream := newProgressStream(&c, r.Header.Get("Accept"), out, h.g.log)
+		stream := newProgressStream(&c, r.Header.Get("Accept"), out, h.g.log, h.heartbeat)
 		ctx, cancel := context.WithCancelCause(r.Context())
+		quiet := stream.afterQuiet()
 		f := h.g.serveFast(ctx, cancel, s, c, stream, r.Header)
+		if quiet != nil {
+			quiet.Stop()
+		}
 		cancelled := cancelledByClient(ctx)
 		cancel(nil)
 		if cancelled {
@@ -870,13 +874,18 @@ func acceptsEventStream(accept string) bool {
 	if accept == "" {
 		return true
 	}
-	for _, part := range strings.Split(accept, ",") {
-		switch mt, _, _ := strings.Cut(part, ";"); strings.ToLower(strings.TrimSpace(mt)) {
-		case "text/event-stream", "text/*", "*/*":
+	for rest := accept; ; {
+		part, more, found := strings.Cut(rest, ",")
+		mt, _, _ := strings.Cut(part, ";")
+		switch mt = strings.TrimSpace(mt); {
+		case strings.EqualFold(mt, "text/event-stream"), strings.EqualFold(mt, "text/*"), mt == "*/*":
 			return true
 		}
+		if !found {
+			return false
+		}
+		rest = more
 	}
-	return false
 }
 
 // errReader returns err, or io.EOF when err is nil.
