@@ -2,17 +2,16 @@ package registry
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 )
 
 // MCPRegistry is a client of the official MCP Registry API
@@ -56,11 +55,14 @@ type serverResponse struct {
 
 // Search implements Registry. The registry's own search matches server
 // names only, so one natural-language query becomes up to three name
-// searches, one per most specific word, made in parallel; their pages are
-// merged, ranked here with the same BM25F scoring as local catalogs,
-// filtered here, and cut to the page's size. The page token carries each
-// word's cursor: a later page goes on from where each list stopped, and
-// what a page fetched past its size is not shown again.
+// searches, one per most specific word, made in parallel, each read page
+// after page (up to maxNamePages): a word most names hold ("github", in
+// every io.github.* server's namespace) lists hundreds of servers about
+// anything, and the ones about it came pages later. What they list is
+// filtered and ranked here, with the same BM25F scoring as local catalogs,
+// and paged here: a page token, bound to the query as a catalog's is,
+// holds the offset into that ranking, which the next page makes again
+// from the same lists (the registry's answers are cached for a while).
 func (m *MCPRegistry) Search(ctx context.Context, q Query) (Page, error) {
 	size := q.PageSize
 	if size == 0 {
@@ -73,68 +75,36 @@ func (m *MCPRegistry) Search(ctx context.Context, q Query) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	cursors := map[string]string{}
-	if q.PageToken != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(q.PageToken)
-		if err != nil || json.Unmarshal(raw, &cursors) != nil {
-			return Page{}, fmt.Errorf("%w: pageToken is not one this registry issued", ErrInvalidArgument)
-		}
+	fp := fingerprint(q)
+	offset, err := decodePageToken(q.PageToken, fp)
+	if err != nil {
+		return Page{}, err
 	}
 	words := searchWords(q.Text, 3)
-	if q.PageToken != "" {
-		words = slices.Collect(maps.Keys(cursors)) // continue only what had more
-		slices.Sort(words)
-	}
-
-	type answer struct {
-		list serverListResponse
-		err  error
-	}
-	answers := make([]answer, len(words))
+	lists := make([][]Entry, len(words))
+	errs := make([]error, len(words))
 	var wg sync.WaitGroup
 	for i, w := range words {
-		wg.Go(func() {
-			params := url.Values{"limit": {strconv.Itoa(size)}, "version": {"latest"}}
-			if w != "" {
-				params.Set("search", w)
-			}
-			if c := cursors[w]; c != "" {
-				params.Set("cursor", c)
-			}
-			data, err := m.do(ctx, http.MethodGet, "/v0.1/servers", params, nil)
-			if err == nil {
-				if uerr := json.Unmarshal(data, &answers[i].list); uerr != nil {
-					err = m.malformed(fmt.Errorf("registry %s: malformed server list: %w", m.id, uerr))
-				}
-			}
-			answers[i].err = err
-		})
+		wg.Go(func() { lists[i], errs[i] = m.named(ctx, w) })
 	}
 	wg.Wait()
 
 	var entries []Entry
 	seen := map[string]bool{}
-	next := map[string]string{}
-	var errs []error
-	for i, a := range answers {
-		if a.err != nil {
-			if !slices.ContainsFunc(errs, func(e error) bool { return e.Error() == a.err.Error() }) {
-				errs = append(errs, a.err) // each word's search failed alike: said once
-			}
-			continue
+	var failed []error
+	for i, list := range lists {
+		if errs[i] != nil && !slices.ContainsFunc(failed, func(e error) bool { return e.Error() == errs[i].Error() }) {
+			failed = append(failed, errs[i]) // each word's search failed alike: said once
 		}
-		for _, s := range a.list.Servers {
-			if e, ok := serverEntry(s); ok && !seen[e.Identifier] && filter.match(&e) {
+		for _, e := range list {
+			if !seen[e.Identifier] && filter.match(&e) {
 				seen[e.Identifier] = true
 				entries = append(entries, e)
 			}
 		}
-		if c := a.list.Metadata.NextCursor; c != "" {
-			next[words[i]] = c
-		}
 	}
-	if !slices.ContainsFunc(answers, func(a answer) bool { return a.err == nil }) {
-		return Page{}, errors.Join(errs...)
+	if !slices.Contains(errs, nil) {
+		return Page{}, errors.Join(failed...)
 	}
 	m.remember(entries)
 	ranked, err := NewIndex(m.base.String(), entries).Match(Query{Text: q.Text})
@@ -142,28 +112,80 @@ func (m *MCPRegistry) Search(ctx context.Context, q Query) (Page, error) {
 		return Page{}, err
 	}
 	// An entry the text does not match came back from the registry's own
-	// search all the same: kept, after the ranked ones, when a word is in
-	// its server's own name ("kube" in mcp-kubernetes), which the ranking
-	// does not see; not when a word matched its namespace only ("github"
-	// matches every io.github.* server).
+	// search all the same: kept, after the ranked ones, when a word begins
+	// a word of its server's own name ("kube" in mcp-kubernetes), which the
+	// ranking does not see; not when a word matched its namespace only
+	// ("github" matches every io.github.* server) or the middle of a word
+	// ("text" in context).
 	for _, e := range entries {
 		if !slices.ContainsFunc(ranked, func(r Result) bool { return r.Identifier == e.Identifier }) && namedBy(e, words) {
 			ranked = append(ranked, Result{Entry: e, Source: m.base.String()})
 		}
 	}
-	page := Page{Results: ranked[:min(size, len(ranked))]} // three words' lists answered three times page_size
-	if len(next) > 0 {
-		tok, _ := json.Marshal(next)
-		page.PageToken = base64.RawURLEncoding.EncodeToString(tok)
+	offset = min(offset, len(ranked))
+	end := min(offset+size, len(ranked))
+	page := Page{Results: ranked[offset:end]}
+	if end < len(ranked) {
+		page.PageToken = encodePageToken(end, fp)
 	}
 	return page, nil
 }
 
-// namedBy reports whether e's server's own name (its URN's last segment)
-// holds one of words, or words are the listing's ("").
+// Reading a word's name search: pages of namePage servers, at most
+// maxNamePages of them.
+const (
+	namePage     = 100 // the most the registry's API gives a page
+	maxNamePages = 5
+)
+
+// named lists the servers whose names hold word (all of them for ""), as
+// far as maxNamePages go. Pages read before an error are kept.
+func (m *MCPRegistry) named(ctx context.Context, word string) ([]Entry, error) {
+	var entries []Entry
+	cursor := ""
+	for range maxNamePages {
+		params := url.Values{"limit": {strconv.Itoa(namePage)}, "version": {"latest"}}
+		if word != "" {
+			params.Set("search", word)
+		}
+		if cursor != "" {
+			params.Set("cursor", cursor)
+		}
+		data, err := m.do(ctx, http.MethodGet, "/v0.1/servers", params, nil)
+		var list serverListResponse
+		if err == nil {
+			if uerr := json.Unmarshal(data, &list); uerr != nil {
+				err = m.malformed(fmt.Errorf("registry %s: malformed server list: %w", m.id, uerr))
+			}
+		}
+		if err != nil {
+			if len(entries) > 0 {
+				return entries, nil // a later page failed: what came is worth ranking
+			}
+			return nil, err
+		}
+		for _, s := range list.Servers {
+			if e, ok := serverEntry(s); ok {
+				entries = append(entries, e)
+			}
+		}
+		cursor = list.Metadata.NextCursor
+		if cursor == "" || len(list.Servers) == 0 {
+			break
+		}
+	}
+	return entries, nil
+}
+
+// namedBy reports whether a word of e's server's own name (its URN's last
+// segment, split at what is not a letter or digit) begins with one of
+// words, or words are the listing's ("").
 func namedBy(e Entry, words []string) bool {
 	name := strings.ToLower(e.Identifier[strings.LastIndex(e.Identifier, ":")+1:])
-	return slices.ContainsFunc(words, func(w string) bool { return strings.Contains(name, w) })
+	parts := strings.FieldsFunc(name, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	return slices.ContainsFunc(words, func(w string) bool {
+		return w == "" || slices.ContainsFunc(parts, func(p string) bool { return strings.HasPrefix(p, w) })
+	})
 }
 
 // searchWords picks up to n words to send as name searches: the longest,

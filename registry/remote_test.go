@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -312,15 +313,54 @@ func TestMCPRegistry(t *testing.T) {
 	if p.PageToken == "" {
 		t.Fatal("no cursor for a search with more results")
 	}
-	p2, err := m.Search(ctx, Query{Text: "cloud server", PageSize: 3, PageToken: p.PageToken})
-	if err != nil || len(p2.Results) == 0 || p2.Results[0].Identifier == p.Results[0].Identifier {
-		t.Fatalf("second page: %v %+v", err, p2)
+	// Pages of 3 list what one page of 100 lists, in its order, and go
+	// on past it: none shown twice, none left out.
+	all, err := m.Search(ctx, Query{Text: "cloud server", PageSize: 100})
+	if err != nil || len(all.Results) < 10 {
+		t.Fatalf("one page: %v %d results", err, len(all.Results))
+	}
+	var paged []string
+	for tok := ""; ; {
+		p, err := m.Search(ctx, Query{Text: "cloud server", PageSize: 3, PageToken: tok})
+		if err != nil {
+			t.Fatalf("page after %d: %v", len(paged), err)
+		}
+		for _, r := range p.Results {
+			paged = append(paged, r.Identifier)
+		}
+		if tok = p.PageToken; tok == "" {
+			break
+		}
+	}
+	var whole []string
+	for _, r := range all.Results {
+		whole = append(whole, r.Identifier)
+	}
+	if len(paged) <= len(whole) || !slices.Equal(paged[:len(whole)], whole) || len(slices.Compact(slices.Sorted(slices.Values(paged)))) != len(paged) {
+		t.Errorf("pages of 3 listed\n%v\none page of 100\n%v", paged, whole)
+	}
+	if _, err := m.Search(ctx, Query{Text: "weather", PageSize: 3, PageToken: p.PageToken}); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("a page token of another query: %v; want it refused", err)
 	}
 	// "github" is in the namespace of every io.github.* server, which the
-	// registry's name search matches: none of them is about GitHub issues,
-	// and none is listed.
-	if p, err := m.Search(ctx, Query{Text: "github issues", PageSize: 5}); err != nil || len(p.Results) != 0 {
+	// registry's name search matches: the servers about GitHub came pages
+	// after the first hundred, and are found.
+	p, err = m.Search(ctx, Query{Text: "github issues", PageSize: 5})
+	if err != nil || len(p.Results) < 2 || !strings.HasSuffix(p.Results[0].Identifier, ":github-enterprise-mcp") || !strings.HasSuffix(p.Results[1].Identifier, ":github-actions-mcp-server") {
 		t.Fatalf("github issues: %v %+v", err, p.Results)
+	}
+	// A word inside a word of a name ("text" in context, "time" in
+	// greptimedb) keeps no entry the ranking does not match.
+	for _, text := range []string{"translate text", "time zone conversion"} {
+		p, err := m.Search(ctx, Query{Text: text, PageSize: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range p.Results {
+			if r.Score == 0 {
+				t.Errorf("%q listed %s, which only holds a word inside a word of its name", text, r.Identifier)
+			}
+		}
 	}
 	e, err := m.Lookup(ctx, "urn:air:21st-dev.github.io:mcp:magic-mcp")
 	if err != nil || e.DisplayName == "" {

@@ -151,9 +151,13 @@ func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 		return invalid("discover_resources", err), nil
 	}
 	if a.PageToken != "" {
-		// A continuation asks exactly the registries that had more.
+		// A continuation asks exactly the registries that had more, and
+		// those only of the registry_id asked before.
 		regs = nil
 		for id := range tokens {
+			if a.RegistryID != "" && id != a.RegistryID {
+				return invalid("discover_resources", fmt.Errorf(`"page_token" continues a search of registry %q, not %q: give the registry_id of the call that returned it, or leave page_token out to begin again`, id, a.RegistryID)), nil
+			}
 			if r, ok := g.manager.Registry(id); ok {
 				regs = append(regs, r)
 			}

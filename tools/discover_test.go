@@ -182,19 +182,21 @@ func TestRegistryDown(t *testing.T) {
 	}
 }
 
-// A page token given with another text is refused in the tool's words,
-// not the registry API's ("pageToken").
+// A page token given with another text, or another registry_id, is
+// refused in the tool's words, not the registry API's ("pageToken").
 func TestPageTokenOfAnotherQuery(t *testing.T) {
 	var entries []registry.Entry
 	for _, n := range []string{"one", "two", "three"} {
 		entries = append(entries, registry.Entry{Identifier: "urn:air:acme.com:mcp:weather-" + n, DisplayName: "Weather " + n,
 			Type: config.MediaMCPServerCard, URL: "https://acme.com/" + n + ".json", Description: "weather"})
 	}
-	s := newGateway(t, time.Second, entries...).connect(t)
+	tg := newGateway(t, time.Second, entries...)
+	tg.g.manager.Registries = append(tg.g.manager.Registries, registry.NewLocal("other", registry.NewIndex("other", entries)))
+	s := tg.connect(t)
 	var first struct {
 		PageToken string `json:"page_token"`
 	}
-	_ = json.Unmarshal(s.call("discover_resources", map[string]any{"text": "weather", "page_size": 1}).RawStructuredContent, &first)
+	_ = json.Unmarshal(s.call("discover_resources", map[string]any{"text": "weather", "page_size": 1, "registry_id": "test"}).RawStructuredContent, &first)
 	if first.PageToken == "" {
 		t.Fatal("no page token for a second page")
 	}
@@ -202,7 +204,12 @@ func TestPageTokenOfAnotherQuery(t *testing.T) {
 	if s.code(res) != "invalid_arguments" || !strings.Contains(firstText(res), `"page_token" is not one discover_resources returned for this text and filter`) {
 		t.Fatalf("a page token of another query: %s %s", s.code(res), firstText(res))
 	}
-	if res := s.call("discover_resources", map[string]any{"text": "weather", "page_size": 1, "page_token": first.PageToken}); res.IsError {
+	// Nor is it taken for another registry's: it asked "test" again.
+	res = s.call("discover_resources", map[string]any{"text": "weather", "page_size": 1, "registry_id": "other", "page_token": first.PageToken})
+	if s.code(res) != "invalid_arguments" || !strings.Contains(firstText(res), `"page_token" continues a search of registry "test", not "other"`) {
+		t.Fatalf("a page token of another registry: %s %s", s.code(res), firstText(res))
+	}
+	if res := s.call("discover_resources", map[string]any{"text": "weather", "page_size": 1, "registry_id": "test", "page_token": first.PageToken}); res.IsError {
 		t.Fatalf("the page token of the same query: %s", firstText(res))
 	}
 }
