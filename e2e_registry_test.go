@@ -43,15 +43,7 @@ func TestMCPRegistryDiscoverAndAttach(t *testing.T) {
 
 	var d discovered
 	g.ok("discover_resources", map[string]any{"text": "magic frontend components", "page_size": 5}, &d)
-	i := slices.IndexFunc(d.Results, func(r struct {
-		URN              string
-		Score            int
-		RegistryID       string `json:"registry_id"`
-		Attachable       bool
-		WhyNotAttachable string `json:"why_not_attachable"`
-	}) bool {
-		return r.URN == "urn:air:21st-dev.github.io:mcp:magic-mcp"
-	})
+	i := slices.IndexFunc(d.Results, func(r discoveredEntry) bool { return r.URN == "urn:air:21st-dev.github.io:mcp:magic-mcp" })
 	if i < 0 || !d.Results[i].Attachable || d.Results[i].RegistryID != "mcp" {
 		t.Fatalf("magic-mcp not discovered as attachable: %+v", d.Results)
 	}

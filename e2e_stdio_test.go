@@ -27,16 +27,19 @@ var gatewayTools = []string{"attach_resource", "call_attached_tool", "cancel_tas
 	"gateway_health", "list_attached_resources", "list_tasks", "message_task", "spawn_agent", "tool_search", "wait_task"}
 
 type discovered struct {
-	Count   int
-	Results []struct {
-		URN              string
-		Score            int
-		RegistryID       string `json:"registry_id"`
-		Attachable       bool
-		WhyNotAttachable string `json:"why_not_attachable"`
-	}
+	Count     int
+	Results   []discoveredEntry
 	PageToken string `json:"page_token"`
 	Note      string
+}
+
+type discoveredEntry struct {
+	URN              string
+	Score            int
+	RegistryID       string `json:"registry_id"`
+	Attachable       bool
+	WhyNotAttachable string   `json:"why_not_attachable"`
+	MayNeedEnv       []string `json:"may_need_env"`
 }
 
 type attached struct {
@@ -388,6 +391,8 @@ func TestStdioBadInput(t *testing.T) {
 		{"no endpoint", "attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:tools-only"}, "not_attachable", "no endpoint"},
 		{"A2A over gRPC only", "attach_resource", map[string]any{"urn": "urn:air:ardgate.test:agent:v1-only"}, "not_implemented", "GRPC 1.0"},
 		{"exits at once", "attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture-exits"}, "start_failed", "exiting at start as asked"},
+		{"exits at once, a variable it declares unset", "attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture-exits"}, "start_failed",
+			"its package declares FIXTURE_TOKEN, which the operator has not passed: it may need them"},
 		{"detach unknown", "detach_resource", map[string]any{"name": "ghost"}, "not_attached", "list_attached_resources"},
 		{"call unknown tool", "call_attached_tool", map[string]any{"name": "mcp_ghost__x"}, "unknown_tool", "attach_resource"},
 	}
@@ -400,6 +405,18 @@ func TestStdioBadInput(t *testing.T) {
 			stillWorks(t)
 		})
 	}
+
+	t.Run("discover names what a launch may need", func(t *testing.T) {
+		var d discovered
+		g.ok("discover_resources", map[string]any{"text": "fixture that exits at start", "registry_id": "fixture"}, &d)
+		i := slices.IndexFunc(d.Results, func(r discoveredEntry) bool { return r.URN == "urn:air:ardgate.test:mcp:fixture-exits" })
+		if i < 0 || !d.Results[i].Attachable || !slices.Equal(d.Results[i].MayNeedEnv, []string{"FIXTURE_TOKEN"}) {
+			t.Fatalf("fixture-exits = %+v", d.Results)
+		}
+		if j := slices.IndexFunc(d.Results, func(r discoveredEntry) bool { return r.URN == "urn:air:ardgate.test:mcp:fixture" }); j >= 0 && d.Results[j].MayNeedEnv != nil {
+			t.Fatalf("fixture, which declares no variable, may need %v", d.Results[j].MayNeedEnv)
+		}
+	})
 
 	t.Run("discover explains why not attachable", func(t *testing.T) {
 		var d discovered

@@ -247,6 +247,9 @@ type Assessment struct {
 	// Err is nil when the entry looks attachable. Entries that reference
 	// their card by URL are judged when the card is fetched at attach time.
 	Err error
+	// MayNeed are the environment variables its launch may need and does
+	// not have (Plan.Unset).
+	MayNeed []string
 }
 
 // Assess judges an entry found in registryID without touching the network.
@@ -277,7 +280,7 @@ func (m *Manager) Assess(e *registry.Entry, registryID string) Assessment {
 	if err == nil && plan.Transport != TransportStdio {
 		err = m.checkEndpoint(plan.URL)
 	}
-	a.Err = err
+	a.Err, a.MayNeed = err, plan.Unset
 	return a
 }
 

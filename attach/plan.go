@@ -39,6 +39,10 @@ type Plan struct {
 	// Own: the operator configured it (a pinned server), so it is reached
 	// through the operator's client (Manager.OwnHTTP).
 	Own bool
+	// Unset are the environment variables a registry's package declares,
+	// does not require and has no default for, that the operator has not
+	// passed: it may need them (a token), and fail to start without.
+	Unset []string
 	// URL and Headers describe a remote.
 	URL     string
 	Headers map[string]string
@@ -109,6 +113,7 @@ type argument struct {
 type envVar struct {
 	Name       string `json:"name"`
 	IsRequired bool   `json:"isRequired"`
+	Default    string `json:"default"`
 }
 
 type remote struct {
@@ -260,18 +265,33 @@ func packagePlan(pk pkg, registryID string, stdio *guard.Stdio) (Plan, error) {
 	}
 	// A registry never sets a child's environment (NODE_OPTIONS would run
 	// its code); required variables must come from the operator.
-	var missing []string
+	// Those it declares and does not require (most registry data never
+	// says isRequired, a GITHUB_TOKEN included) are named in discovery
+	// and in a failed start, as what it may need.
+	var missing, unset []string
 	env := stdio.Env(nil)
 	for _, ev := range pk.EnvironmentVariables {
-		if ev.IsRequired && !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, ev.Name+"=") }) {
+		if slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, ev.Name+"=") }) || !envName.MatchString(ev.Name) {
+			continue
+		}
+		if ev.IsRequired {
 			missing = append(missing, ev.Name)
+		} else if ev.Default == "" && !slices.Contains(unset, ev.Name) && len(unset) < maxUnset {
+			unset = append(unset, ev.Name)
 		}
 	}
 	if len(missing) > 0 {
 		return Plan{}, fmt.Errorf("%s: needs environment variables %s; the operator must set them and list them in stdio.env", where, strings.Join(missing, ", "))
 	}
-	return Plan{Transport: TransportStdio, Program: l.program, Args: args, Env: env, OwnDir: true}, nil
+	return Plan{Transport: TransportStdio, Program: l.program, Args: args, Env: env, OwnDir: true, Unset: unset}, nil
 }
+
+// envName is what an environment variable's name may be; a registry's
+// other names are not repeated.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+
+// maxUnset bounds the variables a plan names as unset.
+const maxUnset = 10
 
 func firstNonEmpty(ss ...string) string {
 	for _, s := range ss {

@@ -26,6 +26,7 @@ func TestPlanFor(t *testing.T) {
 		wantArgs             []string
 		wantURL              string
 		wantErr              string
+		wantUnset            []string
 	}{
 		{name: "npm package", card: npm(""), wantArgs: []string{"-y", "--", "@scope/srv@1.2.3"}},
 		{name: "npm args", card: npm(`,"packageArguments":[{"type":"positional","value":"/srv"},{"type":"named","name":"--port","value":"9"},{"type":"positional","valueHint":"dir"}]`),
@@ -48,6 +49,8 @@ func TestPlanFor(t *testing.T) {
 		{name: "required placeholder argument", card: npm(`,"packageArguments":[{"type":"positional","value":"${input:dir}","isRequired":true,"valueHint":"dir"}]`), wantErr: "needs argument dir"},
 		{name: "required env passed through", card: npm(`,"environmentVariables":[{"name":"API_KEY","isRequired":true}]`), wantArgs: []string{"-y", "--", "@scope/srv@1.2.3"}},
 		{name: "required env not passed", card: npm(`,"environmentVariables":[{"name":"SECRET","isRequired":true}]`), wantErr: "needs environment variables SECRET"},
+		{name: "declared env not passed", card: npm(`,"environmentVariables":[{"name":"GITHUB_TOKEN","description":"your_github_token"},{"name":"API_KEY"},{"name":"LEVEL","default":"info"},{"name":"GITHUB_TOKEN"},{"name":"$(rm -rf)"}]`),
+			wantArgs: []string{"-y", "--", "@scope/srv@1.2.3"}, wantUnset: []string{"GITHUB_TOKEN"}},
 		{name: "registry not allowed", card: npm(""), registry: "remote-reg", wantErr: "stdio.allow_from"},
 		{name: "oci", card: `{"packages":[{"registryType":"oci","identifier":"ghcr.io/x/y"}]}`, wantErr: "cannot be launched"},
 		{name: "other runtime", card: `{"packages":[{"registryType":"npm","identifier":"x","runtimeHint":"bunx"}]}`, wantErr: `runtime "bunx"`},
@@ -82,6 +85,9 @@ func TestPlanFor(t *testing.T) {
 			}
 			if !slices.Equal(p.Args, c.wantArgs) {
 				t.Fatalf("args %q, want %q", p.Args, c.wantArgs)
+			}
+			if !slices.Equal(p.Unset, c.wantUnset) {
+				t.Errorf("unset %q, want %q", p.Unset, c.wantUnset)
 			}
 			// The child's environment is PATH and the pass-through list only.
 			for _, kv := range p.Env {

@@ -38,6 +38,9 @@ type upstream struct {
 	// requests, when not nil, is what the server was told of the
 	// session's client, whose requests it may make (client_requests.go).
 	requests *clientRequests
+	// unset are the variables its launch may need and has not
+	// (Plan.Unset), said when it fails to start.
+	unset []string
 	// relaying stops the server's requests on their way to the client,
 	// by their ids' JSON; cancelledEarly are the ids it cancelled before
 	// their requests got there. Guarded by mu.
@@ -255,6 +258,7 @@ func (u *upstream) listen() {
 // startProcess launches a stdio server with pipes the upstream owns, so
 // that reaping the child never races the transport's reads.
 func (u *upstream) startProcess(plan Plan) (*pipeTransport, error) {
+	u.unset = plan.Unset
 	cmd, err := guard.Command(plan.Program, plan.Args, plan.Env)
 	if err != nil {
 		return nil, fmt.Errorf("launch %s: %w", plan.Program, err)
@@ -371,6 +375,9 @@ func (u *upstream) explain(err error) error {
 	}
 	if tail := u.stderrTail(); !strings.Contains(err.Error(), tail) {
 		err = fmt.Errorf("%w%s", err, tail)
+	}
+	if len(u.unset) > 0 && u.downReason() != "" {
+		err = fmt.Errorf("%w; its package declares %s, which the operator has not passed: it may need them (set them, and list them in stdio.env)", err, strings.Join(u.unset, ", "))
 	}
 	return err
 }

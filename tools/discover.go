@@ -69,17 +69,20 @@ type discoverResult struct {
 }
 
 type discoveredEntry struct {
-	URN              string             `json:"urn"`
-	DisplayName      string             `json:"displayName"`
-	Type             string             `json:"type"`
-	Score            int                `json:"score"`
-	Source           string             `json:"source"`
-	RegistryID       string             `json:"registry_id"`
-	Description      string             `json:"description"`
-	Publisher        string             `json:"publisher"`
-	Attachable       bool               `json:"attachable"`
-	WhyNotAttachable string             `json:"why_not_attachable,omitempty"`
-	Trust            *guard.TrustReport `json:"trust,omitempty"`
+	URN              string `json:"urn"`
+	DisplayName      string `json:"displayName"`
+	Type             string `json:"type"`
+	Score            int    `json:"score"`
+	Source           string `json:"source"`
+	RegistryID       string `json:"registry_id"`
+	Description      string `json:"description"`
+	Publisher        string `json:"publisher"`
+	Attachable       bool   `json:"attachable"`
+	WhyNotAttachable string `json:"why_not_attachable,omitempty"`
+	// MayNeedEnv: variables its package declares, not as required, that
+	// the operator has not passed; it may fail to start without them.
+	MayNeedEnv []string           `json:"may_need_env,omitempty"`
+	Trust      *guard.TrustReport `json:"trust,omitempty"`
 }
 
 type referral struct {
@@ -347,7 +350,7 @@ func (g *Gateway) describe(r registry.Result, registryID string) discoveredEntry
 	if a.Err != nil {
 		e.WhyNotAttachable = guard.Text(a.Err.Error(), maxDescRunes)
 	} else {
-		e.Attachable = true
+		e.Attachable, e.MayNeedEnv = true, a.MayNeed
 	}
 	if len(r.TrustManifest) > 0 || len(a.Trust.Required) > 0 {
 		e.Trust = &a.Trust
