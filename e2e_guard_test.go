@@ -55,12 +55,18 @@ func TestGuardRefusalsEndToEnd(t *testing.T) {
 		map[string]any{"type": "ISO27001", "uri": "https://ardgate.test/iso.pdf", "mediaType": "application/pdf"}}}
 	attested := entry("attested", card, npmCard("fixture"))
 	attested["trustManifest"] = map[string]any{"identity": "https://tools.ardgate.test", "attestations": []any{
-		map[string]any{"type": "SOC2-Type2", "uri": "https://ardgate.test/soc2.pdf", "mediaType": "application/pdf"}}}
+		map[string]any{"type": "SOC2-Type2", "uri": "https://ardgate.test/soc2.pdf", "mediaType": "application/pdf"},
+		// Its document is where the guard does not let the gateway go:
+		// not checked, a plain claim, as with no digest.
+		map[string]any{"type": "ISO27001", "uri": big.URL + "/iso.pdf", "digest": "sha256:" + strings.Repeat("0", 64)}}}
+	md5 := entry("md5", card, npmCard("fixture"))
+	md5["trustManifest"] = map[string]any{"identity": "did:web:ardgate.test", "attestations": []any{
+		map[string]any{"type": "SOC2", "uri": "https://ardgate.test/soc2.pdf", "digest": "md5:0cc175b9c0f1b6a831c399e269772661"}}}
 	loopback := entry("loopback-remote", card, map[string]any{"remotes": []any{map[string]any{"type": "streamable-http", "url": big.URL + "/mcp"}}})
 	loopback["trustManifest"] = attested["trustManifest"] // so that the address is what stops it
 	hostile := writeJSON(t, filepath.Join(dir, "hostile.json"), map[string]any{"specVersion": "1.0", "entries": []any{
 		loopback,
-		impostor, unattested, attested,
+		impostor, unattested, attested, md5,
 		entry("old-type", "application/mcp-server+json", npmCard("fixture")),
 		map[string]any{"identifier": "urn:air:ardgate.test:mcp:oversize", "displayName": "oversize", "type": card, "url": big.URL + "/card.json"},
 	}})
@@ -80,6 +86,7 @@ func TestGuardRefusalsEndToEnd(t *testing.T) {
 		{"urn:air:ardgate.test:mcp:loopback-remote", "refused", "ssrf"},
 		{"urn:air:ardgate.test:mcp:impostor", "refused", "trust.identity"},
 		{"urn:air:ardgate.test:mcp:unattested", "refused", "require_trust"},
+		{"urn:air:ardgate.test:mcp:md5", "refused", "trust.digest"},
 		{"urn:air:ardgate.test:mcp:old-type", "refused", "allow_attach_types"},
 		{"urn:air:ardgate.test:mcp:fixture", "refused", "require_trust"}, // no manifest at all
 	}
@@ -106,11 +113,31 @@ func TestGuardRefusalsEndToEnd(t *testing.T) {
 	}
 	g.ok("discover_resources", map[string]any{"text": "attested", "registry_id": "hostile"}, &d)
 	if r := d.Results[0]; r.URN != "urn:air:ardgate.test:mcp:attested" || !r.Attachable || !r.Trust.IdentityMatchesPublisher ||
-		len(r.Trust.Claimed) != 1 || !strings.Contains(r.Trust.Note, "claims") {
+		len(r.Trust.Claimed) != 2 || !strings.Contains(r.Trust.Note, "claims") {
 		t.Fatalf("attested entry: %+v", r)
 	}
-	// The attested entry passes every rule and attaches.
-	g.ok("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:attested"}, nil)
+	// A digest it cannot read is refused before any attach.
+	g.ok("discover_resources", map[string]any{"text": "md5", "registry_id": "hostile"}, &d)
+	if r := d.Results[0]; r.URN != "urn:air:ardgate.test:mcp:md5" || r.Attachable {
+		t.Fatalf("md5 entry: %+v", r)
+	}
+	// The attested entry passes every rule and attaches; its result, and
+	// the listing, say what was checked of it.
+	type checked struct {
+		Trust struct {
+			Claimed    []string `json:"claimed_attestations"`
+			NotChecked []string `json:"digest_not_checked"`
+		}
+	}
+	var att checked
+	g.ok("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:attested"}, &att)
+	var listed struct{ Attachments []checked }
+	g.ok("list_attached_resources", map[string]any{}, &listed)
+	for _, c := range []checked{att, listed.Attachments[0]} {
+		if len(c.Trust.Claimed) != 2 || !slices.Equal(c.Trust.NotChecked, []string{"ISO27001"}) {
+			t.Errorf("the attached entry's trust: %+v", c.Trust)
+		}
+	}
 
 	// A registry outside stdio.allow_from may not start processes; an
 	// over-size card is refused (this gateway allows local URLs, so the

@@ -86,6 +86,9 @@ type Attachment struct {
 	AttachedAt time.Time
 	// Deferred attachments' tools are not listed; tool_search finds them.
 	Deferred bool
+	// Trust is what the trust gate checked of its entry, digests too;
+	// nil when the entry had no trustManifest and none was required.
+	Trust *guard.TrustReport
 
 	// Timeout overrides the manager's call timeout when set.
 	Timeout time.Duration
@@ -708,6 +711,10 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 	if err := s.m.Trust.VerifyDigests(ctx, e.TrustManifest, &report); err != nil {
 		return nil, err
 	}
+	var trust *guard.TrustReport
+	if len(e.TrustManifest) > 0 || len(report.Required) > 0 {
+		trust = &report
+	}
 	if KindOf(e.Type) == KindA2AAgent {
 		progress("fetching card")
 		data, err := s.m.agentCard(ctx, &e)
@@ -719,7 +726,7 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 			return nil, err
 		}
 		return &Attachment{URN: urn, Name: name, Kind: KindA2AAgent, MediaType: e.Type, RegistryID: regID,
-			endpoint: conn.card.URL, AttachedAt: time.Now(), agent: conn, cardURL: e.URL}, nil
+			endpoint: conn.card.URL, AttachedAt: time.Now(), agent: conn, cardURL: e.URL, Trust: trust}, nil
 	}
 	progress("fetching card")
 	card, err := s.m.card(ctx, &e)
@@ -731,7 +738,7 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 		return nil, err
 	}
 	a := &Attachment{URN: urn, Name: name, Kind: KindMCPServer, MediaType: e.Type, RegistryID: regID, endpoint: plan.Endpoint(),
-		AttachedAt: time.Now(), Deferred: s.m.Deferred}
+		AttachedAt: time.Now(), Deferred: s.m.Deferred, Trust: trust}
 	a.reach = func(ctx context.Context) (*upstream, []Tool, error) { return s.connect(ctx, a, plan, nil) }
 	a.stdio = plan.Transport == TransportStdio
 	progress("starting")

@@ -87,20 +87,23 @@ func TestTrustDigests(t *testing.T) {
 		{"bare hex digest", Attestation{Type: "SOC2", URI: "https://acme.com/a.pdf", Digest: strings.ToUpper(good)}, nil, ""},
 		{"mismatch", Attestation{Type: "SOC2", URI: "https://acme.com/a.pdf", Digest: "sha256:" + strings.Repeat("0", 64)}, nil, "trust.digest"},
 		{"other algorithm", Attestation{Type: "SOC2", URI: "https://acme.com/a.pdf", Digest: "md5:abc"}, nil, "trust.digest"},
-		{"unfetchable, required", Attestation{Type: "SOC2", URI: "https://acme.com/missing.pdf", Digest: "sha256:" + good}, []string{"soc2"}, "require_trust"},
+		// A claim whose document cannot be fetched stands as a claim, as it
+		// would with no digest (it was refused when required).
+		{"unfetchable, required", Attestation{Type: "SOC2", URI: "https://acme.com/missing.pdf", Digest: "sha256:" + good}, []string{"soc2"}, ""},
 		{"unfetchable, not required", Attestation{Type: "SOC2", URI: "https://acme.com/missing.pdf", Digest: "sha256:" + good}, nil, ""},
-		{"forbidden scheme not fetched", Attestation{Type: "SOC2", URI: "file:///etc/passwd", Digest: "sha256:" + good}, []string{"soc2"}, "require_trust"},
+		{"forbidden scheme not fetched", Attestation{Type: "SOC2", URI: "file:///etc/passwd", Digest: "sha256:" + good}, []string{"soc2"}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			before := fetched
 			g := &Trust{Require: c.require, Fetch: fetch}
 			m := manifest("did:web:acme.com", c.att)
-			r, err := g.Check("acme.com", m)
-			if err != nil {
-				t.Fatalf("check: %v", err)
+			r, err := g.Check("acme.com", m) // refuses a digest it cannot read, without fetching
+			if err == nil {
+				err = g.VerifyDigests(context.Background(), m, &r)
+			} else if fetched != before {
+				t.Fatal("fetched for a digest the check refused")
 			}
-			err = g.VerifyDigests(context.Background(), m, &r)
 			if c.rule == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -116,6 +119,11 @@ func TestTrustDigests(t *testing.T) {
 			}
 			if c.name == "matching digest" && len(r.DigestVerified) != 1 {
 				t.Fatalf("verified digest not reported: %+v", r)
+			}
+			if strings.HasPrefix(c.name, "unfetchable") || strings.HasPrefix(c.name, "forbidden") {
+				if len(r.DigestNotChecked) != 1 || len(r.DigestVerified) != 0 {
+					t.Fatalf("a document not fetched: %+v; want it not checked", r)
+				}
 			}
 		})
 	}

@@ -55,7 +55,9 @@ type attachResult struct {
 	// Instructions are the server's own, from its initialize: how to use
 	// it, as clients put them before a model.
 	Instructions string `json:"server_instructions,omitempty"`
-	Note         string `json:"note,omitempty"`
+	// Trust is what the trust gate checked, digests included.
+	Trust *guard.TrustReport `json:"trust,omitempty"`
+	Note  string             `json:"note,omitempty"`
 }
 
 // auditAttached writes the audit line of an attach of session s that
@@ -116,7 +118,7 @@ func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	g.auditAttached(s, att, status, nil)
 	g.metrics.attaches.WithLabelValues(att.Kind, status).Inc()
 	out := attachResult{Status: status, Kind: att.Kind, Name: att.Name, URN: att.URN, RegistryID: att.RegistryID, Endpoint: att.Endpoint(),
-		Skills: att.Skills(), Protocol: att.Protocol(), Instructions: att.Instructions()}
+		Skills: att.Skills(), Protocol: att.Protocol(), Instructions: att.Instructions(), Trust: att.Trust}
 	switch {
 	case already && !att.NamedAs(a.Name):
 		out.Note = fmt.Sprintf("%s is attached already, under the name %s, and keeps it: detach_resource %s first to attach it as %q.", att.URN, att.Name, att.Name, a.Name)
@@ -204,6 +206,8 @@ type listedAttachment struct {
 	Protocol   string   `json:"a2a_protocol,omitempty"`
 	Pinned     bool     `json:"pinned"`
 	AttachedAt string   `json:"attached_at"`
+	// Trust is what the trust gate checked, digests included.
+	Trust *guard.TrustReport `json:"trust,omitempty"`
 }
 
 func (g *Gateway) list(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -226,7 +230,7 @@ func (g *Gateway) list(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 			Endpoint: a.Endpoint(), Status: status, WhyDown: guard.Text(why, 1000), ToolsCount: len(a.Tools()),
 			PromptsCount: prompts, ResourcesCount: resources, TemplatesCount: templates,
 			OnlyTools: a.Only, PID: a.PID(), Protocol: a.Protocol(),
-			Pinned: a.Pinned, AttachedAt: a.AttachedAt.UTC().Format(time.RFC3339),
+			Pinned: a.Pinned, AttachedAt: a.AttachedAt.UTC().Format(time.RFC3339), Trust: a.Trust,
 		})
 	}
 	return result(out), nil
