@@ -135,6 +135,22 @@ func TestCatalogCommands(t *testing.T) {
 	if err != nil || !regexp.MustCompile(`^testdata/catalogs/fixture.json: valid, \d+ entries\nregistry/builtin/ai-catalog.json: valid, \d+ entries\n$`).MatchString(out) {
 		t.Fatalf("valid catalogs: %v %q", err, out)
 	}
+	// A valid catalog whose loaders leave entries out says which, as
+	// registry serve would log them.
+	dir := t.TempDir()
+	leaves := writeJSON(t, filepath.Join(dir, "leaves.json"), map[string]any{"specVersion": "1.0", "entries": []any{
+		map[string]any{"identifier": "urn:air:acme.com:mcp:a", "displayName": "A", "type": "application/mcp-server-card+json", "url": "https://acme.com/a.json"},
+		map[string]any{"identifier": "urn:air:acme.com:catalog:remote", "displayName": "Remote", "type": "application/ai-catalog+json", "url": "https://acme.com/ai-catalog.json"},
+		map[string]any{"identifier": "urn:air:acme.com:catalog:inline", "displayName": "Inline", "type": "application/ai-catalog+json", "data": map[string]any{
+			"specVersion": "1.0", "entries": []any{
+				map[string]any{"identifier": "urn:air:acme.com:mcp:a", "displayName": "A again", "type": "application/mcp-server-card+json", "url": "https://acme.com/a2.json"},
+			}}},
+	}})
+	out, err = runGateway(t, "catalog", "validate", leaves)
+	if err != nil || !strings.Contains(out, "warning: "+leaves+": entries[1] (urn:air:acme.com:catalog:remote): remote nested catalog") ||
+		!strings.Contains(out, "urn:air:acme.com:mcp:a is listed more than once") || !strings.Contains(out, leaves+": valid, 3 entries; 1 indexed once nested catalogs are read") {
+		t.Fatalf("a catalog whose loaders leave entries out: %v %q", err, out)
+	}
 	out, err = runGateway(t, "catalog", "validate", "testdata/catalogs/invalid.json")
 	if err == nil || strings.Count(out, "\n") < 8 || !strings.Contains(out, "invalid.json: $.entries[1]") {
 		t.Fatalf("invalid catalog: %v %q", err, out)

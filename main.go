@@ -325,8 +325,19 @@ func catalog(args []string, stdout, stderr io.Writer) int {
 			if len(violations) > 0 {
 				bad = true
 			} else if c, _, err := registry.ParseCatalog(data); err == nil {
-				// On stderr: stdout is violations alone, a line each.
-				fmt.Fprintf(stderr, "%s: valid, %d entries\n", path, len(c.Entries))
+				// On stderr: stdout is violations alone, a line each. What
+				// the loaders leave out of a valid catalog (a remote nested
+				// catalog, a URN listed again in a nested one) is a
+				// warning: registry serve and the gateway log the same.
+				entries, skipped, _ := registry.LoadCatalogFile(path)
+				for _, w := range skipped {
+					fmt.Fprintf(stderr, "warning: %s\n", w)
+				}
+				if len(skipped) == 0 {
+					fmt.Fprintf(stderr, "%s: valid, %d entries\n", path, len(c.Entries))
+				} else {
+					fmt.Fprintf(stderr, "%s: valid, %d entries; %d indexed once nested catalogs are read, the warnings above say what is left out\n", path, len(c.Entries), len(entries))
+				}
 			}
 		}
 		if bad {
