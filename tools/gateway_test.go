@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -815,5 +816,54 @@ func TestDrainEndingAsTheLastCallDoes(t *testing.T) {
 	})
 	if err := tg.g.Drain(ctx); err != nil {
 		t.Fatalf("drain: %v", err)
+	}
+}
+
+// A call the server answers, its answer an event stream already (the
+// session's notices queued, with no GET stream to take them), still
+// running when the drain ends, is answered: the call ends saying the
+// gateway is shutting down. mcp-go's shutdown closed its stream first,
+// and the client got the notices and no answer at all.
+func TestShutdownAnswersTheServersCalls(t *testing.T) {
+	pinned := []config.Server{{Name: "fx", Command: buildFixture(t), Args: []string{"--transport=stdio"}}}
+	tg := newGatewayWith(t, time.Minute, Options{Version: "test"}, HTTPOptions{}, pinned)
+	c := dialRaw(t, tg, "")
+	c.send(c.request(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`))
+	resp, _ := c.response()
+	c.sid = resp.Header.Get("Mcp-Session-Id")
+	c.send(c.request(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	c.response()
+	// Its pinned server comes up, and the notice that its tools changed
+	// waits in the server's queue.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if s := tg.g.lookup(c.sid); s != nil && s.noticesQueued() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no notice queued for the session")
+		}
+	}
+	c.send(c.request(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"mcp_fx__slow","arguments":{"ms":30000}}}`))
+	for deadline := time.Now().Add(5 * time.Second); tg.g.running.Load() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the call never began")
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := tg.g.Drain(ctx); !errors.Is(err, ErrCallsCut) {
+		t.Fatalf("drain: %v, want the call cut", err)
+	}
+	shut := make(chan error, 1)
+	go func() { shut <- tg.h.Shutdown(context.Background()) }()
+	resp, body := c.response()
+	if resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Errorf("the call's answer is %q; want the event stream the server began with the session's notices", resp.Header.Get("Content-Type"))
+	}
+	if !strings.Contains(body, `"id":6,"result"`) || !strings.Contains(body, `"isError":true`) || !strings.Contains(body, "shutting down") {
+		t.Errorf("the call cut at shutdown was answered %q; want a result saying the gateway is shutting down", trim(body))
+	}
+	if err := <-shut; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -125,6 +125,26 @@ func quietAnswer(t *testing.T, resp *http.Response, body string, id, min int, wa
 	}
 }
 
+// lateURN names the fixture served by lateUpstream.
+const lateURN = "urn:air:example.com:mcp:late"
+
+// attachLate is a raw attach_resource of lateURN, id 6.
+const attachLate = `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"attach_resource","arguments":{"urn":"` + lateURN + `"}}}`
+
+// lateUpstream serves the fixture over HTTP, answering initialize after
+// delay; it returns the server's URL.
+func lateUpstream(t *testing.T, delay time.Duration) string {
+	late := server.NewStreamableHTTPServer(mcpfixture.New("late"))
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, msg := peekMessage(r); msg.Method == "initialize" {
+			time.Sleep(delay)
+		}
+		late.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { _ = late.Shutdown(context.Background()); up.Close() })
+	return up.URL
+}
+
 // The answer to a call quiet for StreamHeartbeat becomes an event stream,
 // when the client takes one, with a comment at that pace, and the result
 // as its last event: on the fast path through net/http's server and on a
@@ -164,17 +184,9 @@ func TestQuietCallHeartbeat(t *testing.T) {
 	}
 
 	// The server's path: attach_resource of a server slow to initialize.
-	late := server.NewStreamableHTTPServer(mcpfixture.New("late"))
-	lateUp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, msg := peekMessage(r); msg.Method == "initialize" {
-			time.Sleep(450 * time.Millisecond)
-		}
-		late.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() { _ = late.Shutdown(context.Background()); lateUp.Close() })
-	tl := newGatewayWith(t, time.Minute, Options{Version: "test"}, HTTPOptions{StreamHeartbeat: 100 * time.Millisecond}, nil, remoteEntry("urn:air:example.com:mcp:late", lateUp.URL))
+	tl := newGatewayWith(t, time.Minute, Options{Version: "test"}, HTTPOptions{StreamHeartbeat: 100 * time.Millisecond}, nil, remoteEntry(lateURN, lateUpstream(t, 450*time.Millisecond)))
 	l := dialRaw(t, tl, tl.connect(t).c.GetSessionId())
-	l.send(l.request(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"attach_resource","arguments":{"urn":"urn:air:example.com:mcp:late"}}}`))
+	l.send(l.request(attachLate))
 	resp, body = l.response()
 	quietAnswer(t, resp, body, 6, 3, `"status":"attached"`)
 

@@ -357,6 +357,7 @@ type HTTP struct {
 	versions      []string // the protocol versions offered
 	ids           *sessionIDs
 	kept          keptConns
+	answering     atomic.Int64 // requests the server is answering (Shutdown)
 }
 
 // HTTPOptions configure NewHTTP.
@@ -461,11 +462,30 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHT
 // connections the gateway serves itself are closed once idle; Shutdown
 // waits for them until ctx ends.
 func (h *HTTP) Shutdown(ctx context.Context) error {
+	// The calls still running (those the drain cut) end first, each
+	// answered with a sentence that says so; a request the server answers
+	// has its answer written on its own stream, which the server's
+	// shutdown closes: it ended with no answer at all.
+	h.g.manager.Shutdown()
+	wait, cancel := context.WithTimeout(ctx, answersGrace)
+	tick := time.NewTicker(10 * time.Millisecond)
+	for h.answering.Load() > 0 && wait.Err() == nil {
+		select {
+		case <-tick.C:
+		case <-wait.Done():
+		}
+	}
+	tick.Stop()
+	cancel()
 	h.kept.shutdown(ctx)
 	err := h.streamable.Shutdown(ctx)
 	h.kept.back.shutdown(ctx)
 	return err
 }
+
+// answersGrace bounds how long Shutdown waits for the server's answers to
+// calls it ended.
+const answersGrace = 2 * time.Second
 
 // guard applies the gateway's HTTP access rules before MCP sees a request:
 // the Origin check against DNS rebinding from browsers, the bearer token,
@@ -622,6 +642,10 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 				var done func()
 				w, r, done = trackServerCall(s, w, r, m, h.heartbeat)
 				defer done()
+				if m.request() {
+					h.answering.Add(1)
+					defer h.answering.Add(-1)
+				}
 			}
 			h.g.toServer(s, body)
 			s.seen.Store(time.Now().UnixNano())
