@@ -325,8 +325,9 @@ func TestKeptConnectionLongCalls(t *testing.T) {
 	c.echo(5, "still kept")
 }
 
-// Shutdown closes idle kept connections at once, lets a call in progress
-// answer, with Connection: close, and closes its connection then.
+// Shutdown closes idle kept connections at once, answers a call in
+// progress (the session's end cuts it: the drain before is what lets
+// calls finish) with Connection: close, and closes its connection then.
 func TestKeptConnectionShutdown(t *testing.T) {
 	tg, up, sid := keptGateway(t, HTTPOptions{})
 	idle := keptRaw(t, tg, sid)

@@ -465,7 +465,9 @@ func (h *HTTP) Shutdown(ctx context.Context) error {
 	// The calls still running (those the drain cut) end first, each
 	// answered with a sentence that says so; a request the server answers
 	// has its answer written on its own stream, which the server's
-	// shutdown closes: it ended with no answer at all.
+	// shutdown closes: it ended with no answer at all. Answers on the
+	// connections the gateway serves itself close them from now on.
+	h.kept.closing.Store(true)
 	h.g.manager.Shutdown()
 	wait, cancel := context.WithTimeout(ctx, answersGrace)
 	tick := time.NewTicker(10 * time.Millisecond)
