@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,6 +42,9 @@ type upstream struct {
 	// unset are the variables its launch may need and has not
 	// (Plan.Unset), said when it fails to start.
 	unset []string
+	// answered: the server answered its initialize; before, an npx or
+	// uvx may still be installing it (close).
+	answered atomic.Bool
 	// relaying stops the server's requests on their way to the client,
 	// by their ids' JSON; cancelledEarly are the ids it cancelled before
 	// their requests got there. Guarded by mu.
@@ -183,6 +187,7 @@ func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progres
 	if err != nil {
 		return nil, u.abort(fmt.Errorf("initialize: %w", err))
 	}
+	u.answered.Store(true)
 	if u.post != nil {
 		u.post.version = res.ProtocolVersion
 	}
@@ -1204,13 +1209,20 @@ func (u *upstream) close() {
 		return
 	}
 	pid := u.cmd.Process.Pid
+	// npm cut by SIGKILL while it installs a package leaves npx's cache
+	// entry half written (its lock, part of node_modules), and every later
+	// npx of that package fails: given SIGTERM, it cleans up in about 3 s.
+	termGrace := time.Second
+	if !u.answered.Load() {
+		termGrace = installGrace
+	}
 	select {
 	case <-u.exited:
 	case <-time.After(500 * time.Millisecond):
 		_ = guard.SignalGroup(pid, syscall.SIGTERM)
 		select {
 		case <-u.exited:
-		case <-time.After(time.Second):
+		case <-time.After(termGrace):
 		}
 	}
 	// The leader may be gone while children it left behind still run.
@@ -1219,6 +1231,11 @@ func (u *upstream) close() {
 	<-u.exited
 	_ = u.stdout.Close()
 }
+
+// installGrace is how long a server that has not yet answered its
+// initialize (an npx or uvx perhaps installing it) is given to end after
+// SIGTERM, before SIGKILL.
+const installGrace = 6 * time.Second
 
 // noteErrors records why reading the child's stdout failed (a flood, above
 // all) as the reason the upstream is down: the transport only says
@@ -1248,11 +1265,26 @@ func (u *upstream) stderrTail() string {
 	if u.stderr == nil {
 		return ""
 	}
-	if s := u.stderr.String(); s != "" {
-		return "; its stderr ends with: " + guard.TextTail(s, 500)
+	s := u.stderr.String()
+	if s == "" {
+		return ""
 	}
-	return ""
+	out := "; its stderr ends with: " + guard.TextTail(s, 500)
+	// A Node.js error's stack runs past the tail; its first line says
+	// what went wrong ("Error [ERR_MODULE_NOT_FOUND]: Cannot find package").
+	if i := strings.LastIndex(s, "Error"); i >= 0 && !strings.Contains(out, "Error") {
+		line, _, _ := strings.Cut(s[strings.LastIndexByte(s[:i], '\n')+1:], "\n")
+		out = "; its stderr says: " + guard.Text(line, 300) + out
+	}
+	if dir := brokenNPXCache.FindString(s); dir != "" && (strings.Contains(s, "ENOENT") || strings.Contains(s, "ERR_MODULE_NOT_FOUND")) {
+		out += "; npx's cache entry " + guard.Text(dir, 200) + " looks broken (a download cut short leaves it so): the operator can remove that directory and attach again"
+	}
+	return out
 }
+
+// brokenNPXCache finds npx's cache entry for a package in what npm or
+// node said.
+var brokenNPXCache = regexp.MustCompile(`/[^\s'"]*/_npx/[0-9a-f]{8,}`)
 
 // tail keeps the last max bytes written to it.
 type tail struct {

@@ -1,9 +1,15 @@
 package attach
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -129,5 +135,50 @@ func TestListPage(t *testing.T) {
 		if err := json.Unmarshal([]byte(c.result), &decoded); err != nil || len(decoded.Tools) != len(split) || decoded.NextCursor != next {
 			t.Errorf("%s: encoding/json decodes %d tools and cursor %q (%v); listPage %d and %q", c.result, len(decoded.Tools), decoded.NextCursor, err, len(split), next)
 		}
+	}
+}
+
+// A server that has not answered its initialize (npx may be installing
+// it) is given time to end after SIGTERM before SIGKILL: npm killed while
+// it installed left npx's cache entry broken, and every later npx of the
+// package failed. Here a shell takes 2 s to clean up, as npm took 3.
+func TestCloseGivesAnInstallTime(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "cleaned up")
+	script := `trap 'sleep 2; touch "$0"; exit 0' TERM; while :; do sleep 0.1; done`
+	m := &Manager{}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	plan := Plan{Transport: TransportStdio, Program: "/bin/sh", Args: []string{"-c", script, marker}, Env: []string{"PATH=" + os.Getenv("PATH")}}
+	if _, err := m.dial(ctx, plan, log, nil, nil); err == nil {
+		t.Fatal("a server that never answers its initialize started")
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the server was killed before it had ended (2 s after SIGTERM): %v", err)
+	}
+}
+
+// What a failed start says of stderr keeps the line that names a Node.js
+// error, which its stack pushed out of the tail, and names npx's cache
+// entry when it looks broken.
+func TestStderrTail(t *testing.T) {
+	u := &upstream{stderr: &tail{max: 4 << 10}}
+	_, _ = io.WriteString(u.stderr, "node:internal/modules/esm/resolve:275\n    throw new ERR_MODULE_NOT_FOUND(\n          ^\n\n"+
+		"Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'zod' imported from /root/.npm/_npx/c98ccc168155bafa/node_modules/server/dist/index.js\n"+
+		strings.Repeat("    at defaultResolve (node:internal/modules/esm/resolve:946:18)\n", 12))
+	got := u.stderrTail()
+	for _, want := range []string{
+		"; its stderr says: Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'zod'",
+		"; its stderr ends with: …",
+		"npx's cache entry /root/.npm/_npx/c98ccc168155bafa looks broken",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("stderr told as %q; want %q in it", got, want)
+		}
+	}
+	u = &upstream{stderr: &tail{max: 4 << 10}}
+	_, _ = io.WriteString(u.stderr, "exiting at start as asked\n")
+	if got := u.stderrTail(); got != "; its stderr ends with: exiting at start as asked" {
+		t.Errorf("a short stderr told as %q", got)
 	}
 }
