@@ -611,6 +611,7 @@ func (s *Session) askAgent(ctx context.Context, a *Attachment, what string, do f
 		defer cancel()
 	}
 	err := do(ctx)
+	a.reached(err)
 	switch {
 	case err == nil:
 		return nil
@@ -712,6 +713,7 @@ func (s *Session) waitError(ctx context.Context, t *task, err error) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return nil // the view says the task is still running
 	}
+	t.agent.reached(err)
 	return &AgentError{URN: t.agent.URN, Err: fmt.Errorf("task %s on %s: %w", t.id, t.agent.Name, err)}
 }
 

@@ -1,9 +1,12 @@
 package attach
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/a2a"
@@ -233,5 +236,24 @@ func TestTaskText(t *testing.T) {
 	want := answer + "\n" + long[:maxPartText] + "… (1000 more characters not shown)"
 	if got != want {
 		t.Errorf("the answer as the model sees it: %.80q…%q", got, got[max(0, len(got)-60):])
+	}
+}
+
+// An agent a request could not reach is down until one reaches it; a
+// request that failed otherwise (the agent said no, the caller gave up)
+// tells nothing of it.
+func TestAgentReached(t *testing.T) {
+	a := &Attachment{agent: &agentConn{}}
+	a.reached(fmt.Errorf("send: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}))
+	if st, why := a.Status(); st != StatusDown || !strings.Contains(why, "could not reach it: dial tcp: connection refused") {
+		t.Fatalf("after a request that could not reach it: %s %q", st, why)
+	}
+	a.reached(context.Canceled)
+	if st, _ := a.Status(); st != StatusDown {
+		t.Fatalf("a request its caller gave up on made it %s", st)
+	}
+	a.reached(nil)
+	if st, why := a.Status(); st != StatusUp {
+		t.Fatalf("after a request that reached it: %s %q", st, why)
 	}
 }

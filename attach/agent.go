@@ -231,6 +231,23 @@ func (c *agentConn) close() {
 	}
 }
 
+// reached records how a request to agent a went, for its status: one
+// that could not be reached is down until a request or a health check
+// reaches it again. Only the health check, once a minute, told: an agent
+// that was gone was listed up for a minute, and one back down for as long.
+func (a *Attachment) reached(err error) {
+	op, down := unreachable(err)
+	if err != nil && !down {
+		return // the agent answered, or the request ended for its own reasons
+	}
+	a.mu.Lock()
+	a.unwell = ""
+	if down {
+		a.unwell = "the last request could not reach it: " + op.Error()
+	}
+	a.mu.Unlock()
+}
+
 // AgentCheckInterval is how often Run checks attached agents.
 const AgentCheckInterval = time.Minute
 

@@ -287,6 +287,10 @@ func TestAgentFaults(t *testing.T) {
 	if res := s.call("list_tasks", map[string]any{}); res.IsError {
 		t.Fatalf("session unusable: %s", firstText(res))
 	}
+	// Its listing says so at once, not at the next health check.
+	if l := string(s.call("list_attached_resources", map[string]any{}).RawStructuredContent); !strings.Contains(l, `"status":"down","why_down":"the last request could not reach it: dial tcp`) {
+		t.Fatalf("a dead agent listed as %s", l)
+	}
 
 	// With allow_local_urls off, a card whose endpoint is loopback is
 	// refused at dial time: here the card itself is fetched from loopback,
