@@ -592,7 +592,7 @@ func (s *Session) Spawn(ctx context.Context, agentName, message, contextID strin
 	if err := s.tasks.add(t); err != nil {
 		// Filled by spawns running alongside since room said yes.
 		if !t.direct && !t.final() {
-			go cancelTask(conn, t.remote)
+			go cancelTask(context.Background(), conn, t.remote)
 		}
 		return TaskView{}, err
 	}
@@ -857,7 +857,7 @@ func (s *Session) Tasks(ctx context.Context, newest int) (views []TaskView, tota
 	all = all[max(0, total-newest):]
 	ctx, cancel := context.WithTimeout(ctx, listLooks)
 	defer cancel()
-	sem := make(chan struct{}, 8)
+	sem := make(chan struct{}, agentRequestsAtOnce)
 	var wg sync.WaitGroup
 	for _, t := range all {
 		if t.direct || t.final() {
@@ -886,7 +886,16 @@ func (s *Session) Tasks(ctx context.Context, newest int) (views []TaskView, tota
 // listLooks bounds the looks of one listing of tasks.
 const listLooks = 10 * time.Second
 
-// cancelUnfinished cancels, best effort and in parallel, every task of
+// agentRequestsAtOnce bounds the requests that one listing of tasks, or
+// one session's end, sends to agents at once: a session ending with 300
+// tasks sent 300 cancellations at once, and kept 256 connections open
+// after.
+const agentRequestsAtOnce = 8
+
+// cancelsWithin bounds the cancellations of a session's end or a detach.
+const cancelsWithin = 10 * time.Second
+
+// cancelUnfinished cancels, best effort and a few at a time, every task of
 // the session still running at agent a (at every agent when a is nil):
 // the session is ending, or a is being detached, after which nothing
 // could cancel them. It returns how many the agent said it cancelled. A
@@ -895,6 +904,9 @@ const listLooks = 10 * time.Second
 func (s *Session) cancelUnfinished(a *Attachment) int {
 	var wg sync.WaitGroup
 	var n atomic.Int32
+	sem := make(chan struct{}, agentRequestsAtOnce)
+	ctx, cancel := context.WithTimeout(context.Background(), cancelsWithin)
+	defer cancel()
 	for _, t := range s.tasks.all() {
 		if t.direct || t.final() || a != nil && t.agent != a {
 			continue
@@ -902,7 +914,13 @@ func (s *Session) cancelUnfinished(a *Attachment) int {
 		conn, err := t.agent.agentConn()
 		if err == nil {
 			wg.Go(func() {
-				cur, err := cancelTask(conn, t.remote)
+				select {
+				case sem <- struct{}{}:
+					defer func() { <-sem }()
+				case <-ctx.Done():
+					return // the agent is too slow for them all
+				}
+				cur, err := cancelTask(ctx, conn, t.remote)
 				if err != nil {
 					t.forgotten(err)
 					return
@@ -926,8 +944,8 @@ func (s *Session) cancelUnfinished(a *Attachment) int {
 
 // cancelTask asks an agent to cancel a task, best effort, briefly, and
 // returns the task as the agent then tells it.
-func cancelTask(conn *agentConn, id string) (*a2a.Task, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+func cancelTask(ctx context.Context, conn *agentConn, id string) (*a2a.Task, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	return conn.client.CancelTask(ctx, &a2a.TaskIDParams{ID: a2a.TaskID(id)})
 }

@@ -95,7 +95,7 @@ func (g *Gateway) spawn(ctx context.Context, req mcp.CallToolRequest) (*mcp.Call
 	}
 	v, err := s.att.Spawn(ctx, a.Agent, a.Message, a.ContextID)
 	if err != nil {
-		return g.agentFailed(err), nil
+		return g.agentFailed(ctx, err), nil
 	}
 	return result(v), nil
 }
@@ -165,17 +165,18 @@ func (g *Gateway) followTask(ctx context.Context, req mcp.CallToolRequest, tool 
 	case err != nil && errors.Is(context.Cause(ctx), errStopping):
 		return failure("shutting_down", "the gateway is shutting down: it stopped waiting on task %s (%s when last seen); the session's tasks are cancelled at their agents as it ends", a.TaskID, v.State)
 	case err != nil:
-		return g.agentFailed(err)
+		return g.agentFailed(ctx, err)
 	}
 	return result(v)
 }
 
 // agentFailed is failed for the task tools: a failure of the agent's is
-// counted, by its URN, as a proxied call's is.
-func (g *Gateway) agentFailed(err error) *mcp.CallToolResult {
+// counted, by its URN, as a proxied call's is; a request its client gave
+// up on (ctx, the request's, ended) is not the agent's failure.
+func (g *Gateway) agentFailed(ctx context.Context, err error) *mcp.CallToolResult {
 	out := g.failed(err)
 	var ae *attach.AgentError
-	if errors.As(err, &ae) {
+	if errors.As(err, &ae) && ctx.Err() == nil {
 		var f failureBody
 		_ = json.Unmarshal(out.RawStructuredContent, &f)
 		g.metrics.upstream.WithLabelValues(ae.URN, f.Code).Inc()
@@ -208,7 +209,7 @@ func (g *Gateway) cancelTask(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	}
 	v, asked, err := s.att.Cancel(ctx, a.TaskID)
 	if err != nil {
-		return g.agentFailed(err), nil
+		return g.agentFailed(ctx, err), nil
 	}
 	out := map[string]any{"task_id": v.ID, "state": v.State, "final": v.Final}
 	switch {

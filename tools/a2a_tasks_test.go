@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -256,6 +257,60 @@ func TestAgentTasksCancelledAtSessionEnd(t *testing.T) {
 	}
 }
 
+// A session ending with many tasks cancels them at their agent a few at
+// a time: 300 cancellations went at once, and 256 connections stayed open
+// after them.
+func TestSessionEndCancelsAFewAtATime(t *testing.T) {
+	agent := a2afixture.Start(t)
+	var inflight, most atomic.Int64
+	proxied := httputil.NewSingleHostReverseProxy(mustParse(t, agent.URL))
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"tasks/cancel"`)) {
+			n := inflight.Add(1)
+			defer inflight.Add(-1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			time.Sleep(30 * time.Millisecond) // long enough for them to meet
+		}
+		proxied.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	card, _ := json.Marshal(a2afixture.NewCard(proxy.URL + "/a2a"))
+	cards := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(card) }))
+	defer cards.Close()
+
+	s := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:helper", cards.URL+"/card.json")).connect(t)
+	s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:helper"})
+	var ids []string
+	const atOnce = 8 // attach's agentRequestsAtOnce
+	for range 3 * atOnce {
+		ids = append(ids, s.task(s.call("spawn_agent", map[string]any{"message": "wait"})).TaskID)
+	}
+	_ = s.c.Close()
+
+	direct, err := a2aclient.NewFromCard(context.Background(), agent.Card, a2aclient.WithDefaultsDisabled(), a2aclient.WithJSONRPCTransport(agent.HTTPClient()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = direct.Destroy() }()
+	for _, id := range ids {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			task, err := direct.GetTask(context.Background(), &a2a.TaskQueryParams{ID: a2a.TaskID(id)})
+			if err == nil && task.Status.State == a2a.TaskStateCanceled {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("task %s is %v (%v) after the session ended, want canceled", id, task, err)
+			}
+		}
+	}
+	if n := most.Load(); n > atOnce || n < 2 {
+		t.Fatalf("%d cancellations at the agent at once; want a few, at most %d", n, atOnce)
+	}
+}
+
 // Faults: the agent dies mid-task, its card is garbage, its endpoint is
 // a forbidden address. Each is a clear error and the session goes on.
 func TestAgentFaults(t *testing.T) {
@@ -275,6 +330,20 @@ func TestAgentFaults(t *testing.T) {
 	}
 	s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:helper"})
 	v := s.task(s.call("spawn_agent", map[string]any{"message": "wait"}))
+	// A wait its client gives up on is no failure of the agent's.
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = "wait_task", map[string]any{"task_id": v.TaskID, "timeout_seconds": 30}
+	_, _ = s.c.CallTool(ctx, req)
+	cancel()
+	for deadline := time.Now().Add(5 * time.Second); tg.g.running.Load() > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the wait its client gave up on went on")
+		}
+	}
+	if m := tg.metrics(t); strings.Contains(m, `ardgate_upstream_errors_total{code="upstream_error",urn="urn:air:agents.test:agent:helper"}`) {
+		t.Fatal("a wait its client gave up on was counted as the agent's failure")
+	}
 	agent.Close()
 	res = s.call("wait_task", map[string]any{"task_id": v.TaskID, "timeout_seconds": 5})
 	if s.code(res) != "upstream_down" || !strings.Contains(firstText(res), "helper") || !strings.Contains(firstText(res), "cannot be reached (dial tcp") {
