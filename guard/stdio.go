@@ -113,7 +113,12 @@ func (p *Stdio) Env(extra []string) []string {
 
 // Command builds the exec.Cmd of a local server: no shell, the given
 // environment only, and its own process group so that KillGroup reaches
-// every process it starts (npx starts node, which may start more).
+// every process it starts (npx starts node, which may start more). It gets
+// SIGTERM when the gateway dies: a gateway killed with SIGKILL ends nothing
+// itself, and a server busy with a call, or one that does not read stdin,
+// outlived it. (Linux sends it when the thread that started the child
+// ends; Go's threads end only with a goroutine locked to one, and the
+// gateway locks none.)
 func Command(program string, args, env []string) (*exec.Cmd, error) {
 	path, err := exec.LookPath(program)
 	if err != nil {
@@ -124,7 +129,7 @@ func Command(program string, args, env []string) (*exec.Cmd, error) {
 	if cmd.Env == nil {
 		cmd.Env = []string{} // nil would mean "inherit everything"
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	return cmd, nil
 }
 

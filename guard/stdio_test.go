@@ -473,3 +473,45 @@ func TestSignalGroupNonPositive(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 }
+
+// A child outlives no gateway: killed with SIGKILL, the gateway's death
+// sends its children SIGTERM (Linux's parent-death signal). A server busy
+// with a call, or one that does not read stdin, outlived it.
+func TestChildEndsWithTheGateway(t *testing.T) {
+	if os.Getenv("ARDGATE_TEST_GATEWAY") == "1" {
+		cmd, err := guard.Command("sleep", []string{"60"}, []string{"PATH=" + os.Getenv("PATH")})
+		if err == nil {
+			err = cmd.Start()
+		}
+		if err != nil {
+			fmt.Println(-1, err)
+			os.Exit(2)
+		}
+		fmt.Println(cmd.Process.Pid)
+		time.Sleep(time.Minute) // until killed
+		return
+	}
+	gateway := exec.Command(os.Args[0], "-test.run=^TestChildEndsWithTheGateway$")
+	gateway.Env = append(os.Environ(), "ARDGATE_TEST_GATEWAY=1")
+	out, err := gateway.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gateway.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Fscan(out, &pid); err != nil || pid <= 0 {
+		_ = gateway.Process.Kill()
+		_ = gateway.Wait()
+		t.Fatalf("the stand-in gateway started no child: %d %v", pid, err)
+	}
+	_ = gateway.Process.Kill()
+	_ = gateway.Wait()
+	for deadline := time.Now().Add(5 * time.Second); proctest.Alive(pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatal("the child outlived the gateway killed with SIGKILL")
+		}
+	}
+}
