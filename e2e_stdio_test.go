@@ -908,3 +908,13 @@ func TestStdioSecondSignalStopsAtOnce(t *testing.T) {
 	}
 	waitGroupGone(t, l.Attachments[0].PID, 5*time.Second)
 }
+
+// A launcher not on the gateway's PATH (an IDE started from a desktop, or
+// nvm's, gives it none with npx) fails the start saying so, and what to do.
+func TestLauncherNotOnPath(t *testing.T) {
+	g := startStdio(t, []string{"PATH=" + t.TempDir(), "HOME=" + os.Getenv("HOME")}, "--catalog", "testdata/catalogs/fixture.json")
+	msg := g.fails("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}, "start_failed")
+	if !strings.Contains(msg, "npx is not on the gateway's PATH: give ardgate a PATH that has it") {
+		t.Fatalf("a launcher not on PATH: %q", msg)
+	}
+}

@@ -265,6 +265,11 @@ func (u *upstream) listen() {
 func (u *upstream) startProcess(plan Plan) (*pipeTransport, error) {
 	u.unset = plan.Unset
 	cmd, err := guard.Command(plan.Program, plan.Args, plan.Env)
+	if errors.Is(err, exec.ErrNotFound) {
+		// An IDE started from a desktop, or a shell's nvm, often gives the
+		// gateway a PATH without npx: it said "exec: not found".
+		return nil, fmt.Errorf("%w: %s is not on the gateway's PATH: give ardgate a PATH that has it in the client's config (its \"env\")", ErrStartFailed, plan.Program)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("launch %s: %w", plan.Program, err)
 	}

@@ -77,6 +77,7 @@ type environment struct {
 	SessionIdle      *string  `env:"SESSION_IDLE_TIMEOUT"`
 	AllowLocalURLs   *bool    `env:"ALLOW_LOCAL_URLS"`
 	RequireTrust     []string `env:"REQUIRE_TRUST" envSeparator:","`
+	StdioEnv         []string `env:"STDIO_ENV" envSeparator:","`
 	OTelEndpoint     *string  `env:"OTEL_ENDPOINT"`
 	ARDRegistryToken *string  // ARD_REGISTRY_TOKEN has no prefix; read by hand
 }
@@ -134,7 +135,7 @@ func load(flags Flags, environ []string) (*Config, error) {
 	if err := env.ParseWithOptions(&e, env.Options{Prefix: "ARDGATE_", Environment: vars}); err != nil {
 		errs = envProblems(err, vars, &e)
 	}
-	e.Catalogs, e.RequireTrust = trimAll(e.Catalogs), trimAll(e.RequireTrust)
+	e.Catalogs, e.RequireTrust, e.StdioEnv = trimAll(e.Catalogs), trimAll(e.RequireTrust), trimAll(e.StdioEnv)
 	if tok, ok := vars["ARD_REGISTRY_TOKEN"]; ok {
 		e.ARDRegistryToken = &tok
 	}
@@ -294,6 +295,9 @@ func load(flags Flags, environ []string) (*Config, error) {
 	if f.Stdio != nil {
 		c.Stdio = Stdio{AllowFrom: f.Stdio.AllowFrom, Launchers: firstList(f.Stdio.Launchers, DefaultLaunchers), Env: f.Stdio.Env}
 	}
+	// An IDE's config sets the gateway's environment, not a file: the
+	// variables it passes on can be named there too.
+	c.Stdio.Env = firstList(e.StdioEnv, c.Stdio.Env)
 	if f.Stdio == nil || f.Stdio.AllowFrom == nil {
 		// Default: local catalogs the operator named (and builtin), never a
 		// remote registry.
@@ -333,6 +337,7 @@ func (e *environment) named(flags Flags, problems []error) []error {
 		{"max_sessions", "MAX_SESSIONS", e.MaxSessions != nil},
 		{"session_idle_timeout", "SESSION_IDLE_TIMEOUT", e.SessionIdle != nil},
 		{"require_trust", "REQUIRE_TRUST", e.RequireTrust != nil},
+		{"stdio.env", "STDIO_ENV", e.StdioEnv != nil},
 	} {
 		if v.set {
 			set[v.field] = "ARDGATE_" + v.name
@@ -342,7 +347,8 @@ func (e *environment) named(flags Flags, problems []error) []error {
 	for i, p := range problems {
 		out[i] = p
 		field, rest, _ := strings.Cut(p.Error(), ":")
-		if name, ok := set[field]; ok {
+		key, _, _ := strings.Cut(field, "[") // stdio.env[1] is stdio.env's
+		if name, ok := set[key]; ok {
 			out[i] = fmt.Errorf("%s (from %s):%s", field, name, rest)
 		}
 	}

@@ -252,6 +252,33 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 		}
 	})
 
+	// An IDE sets the gateway's environment, not its file: the variables
+	// passed on to servers can be named there, and beat the file's.
+	t.Run("stdio.env: env beats file", func(t *testing.T) {
+		path := writeConfig(t, `{"stdio": {"env": ["FROM_FILE"]}}`)
+		for _, tc := range []struct {
+			flags config.Flags
+			env   []string
+			want  []string
+		}{
+			{config.Flags{Config: path}, nil, []string{"FROM_FILE"}},
+			{config.Flags{Config: path}, []string{"ARDGATE_STDIO_ENV=MEMORY_FILE_PATH, GITHUB_TOKEN"}, []string{"MEMORY_FILE_PATH", "GITHUB_TOKEN"}},
+			{config.Flags{}, []string{"ARDGATE_STDIO_ENV=MEMORY_FILE_PATH"}, []string{"MEMORY_FILE_PATH"}},
+		} {
+			c, err := config.Load(tc.flags, tc.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(c.Stdio.Env, tc.want) {
+				t.Errorf("env %q: stdio.env %q, want %q", tc.env, c.Stdio.Env, tc.want)
+			}
+		}
+		_, err := config.Load(config.Flags{}, []string{"ARDGATE_STDIO_ENV=GOOD,not a name"})
+		if err == nil || !strings.Contains(err.Error(), "stdio.env[1] (from ARDGATE_STDIO_ENV)") {
+			t.Errorf("a bad name in ARDGATE_STDIO_ENV: %v", err)
+		}
+	})
+
 	t.Run("env allow_local true without file", func(t *testing.T) {
 		c, err := config.Load(config.Flags{}, []string{"ARDGATE_ALLOW_LOCAL_URLS=true", "ARDGATE_MAX_ATTACHMENTS=100"})
 		if err != nil {
