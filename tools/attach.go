@@ -120,6 +120,8 @@ func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	out := attachResult{Status: status, Kind: att.Kind, Name: att.Name, URN: att.URN, RegistryID: att.RegistryID, Endpoint: att.Endpoint(),
 		Skills: att.Skills(), Protocol: att.Protocol(), Instructions: att.Instructions(), Trust: att.Trust}
 	switch {
+	case already && a.RegistryID != "" && a.RegistryID != att.RegistryID:
+		out.Note = fmt.Sprintf("%s is attached already, from registry %s, and keeps that entry: detach_resource %s first to attach the entry of %s.", att.URN, att.RegistryID, att.Name, a.RegistryID)
 	case already && !att.NamedAs(a.Name):
 		out.Note = fmt.Sprintf("%s is attached already, under the name %s, and keeps it: detach_resource %s first to attach it as %q.", att.URN, att.Name, att.Name, a.Name)
 	case !already && a.Name != "" && !strings.EqualFold(att.Name, a.Name):

@@ -777,17 +777,23 @@ func TestAttachAgainUnderAnotherName(t *testing.T) {
 	up := upstream(t)
 	const urn = "urn:air:ardgate.test:mcp:remote"
 	tg := newGateway(t, 10*time.Second, remoteEntry(urn, up.URL))
+	tg.g.manager.Registries = append(tg.g.manager.Registries, registry.NewLocal("team", registry.NewIndex("team", []registry.Entry{remoteEntry(urn, up.URL)})))
 	s := tg.connect(t)
-	for _, c := range []struct{ name, note string }{
-		{"", ""},
-		{"Remote", ""}, // the name it has, as names are written
-		{"", ""},
-		{"other", `is attached already, under the name remote, and keeps it: detach_resource remote first to attach it as "other".`},
+	for _, c := range []struct{ name, registry, note string }{
+		{"", "", ""},
+		{"Remote", "", ""}, // the name it has, as names are written
+		{"", "test", ""},
+		{"other", "", `is attached already, under the name remote, and keeps it: detach_resource remote first to attach it as "other".`},
+		// Another registry's entry of the URN is not what it got: said.
+		{"", "team", `is attached already, from registry test, and keeps that entry: detach_resource remote first to attach the entry of team.`},
 	} {
 		var out struct{ Status, Name, Note string }
 		args := map[string]any{"urn": urn}
 		if c.name != "" {
 			args["name"] = c.name
+		}
+		if c.registry != "" {
+			args["registry_id"] = c.registry
 		}
 		err := json.Unmarshal(s.call("attach_resource", args).RawStructuredContent, &out)
 		out.Note = strings.TrimSpace(strings.TrimSuffix(out.Note, instructionsNote)) // the fixture gives instructions
