@@ -363,10 +363,8 @@ func (u *upstream) abort(err error) error {
 }
 
 func (u *upstream) explain(err error) error {
-	if op, ok := unreachable(err); ok {
-		// mcp-go's transport says it three times over ("transport error:
-		// failed to send request: failed to send request: Post …").
-		err = brief{"cannot reach it: " + op.Error(), err}
+	if _, ok := unreachable(err); ok {
+		err = brief{transportWhy(err), err}
 	}
 	if errors.Is(err, transport.ErrAuthorizationRequired) || errors.Is(err, transport.ErrUnauthorized) {
 		err = brief{"it asks for authorization (HTTP 401): give the gateway a token for it (a pinned server's token_env), or check the one it has", err}
@@ -390,6 +388,21 @@ func (u *upstream) explain(err error) error {
 		err = fmt.Errorf("%w; its package declares %s, which the operator has not passed: it may need them (set them, and list them in stdio.env)", err, strings.Join(u.unset, ", "))
 	}
 	return err
+}
+
+// transportWhy says why a transport failed, once: mcp-go's transports say
+// it over and over ("transport error: failed to send request: failed to
+// send request: Post …"). A dial that failed is said alone.
+func transportWhy(err error) string {
+	if op, ok := unreachable(err); ok {
+		return "cannot reach it: " + op.Error()
+	}
+	const again = "failed to send request: "
+	s := err.Error()
+	for strings.Count(s, again) > 1 {
+		s = strings.Replace(s, again, "", 1)
+	}
+	return s
 }
 
 // unreachable is the dial behind err that failed, when err is one: what a
@@ -1168,7 +1181,7 @@ func (u *upstream) failure(err error) error {
 			case <-time.After(200 * time.Millisecond):
 			}
 		}
-		u.markDown(te.Err.Error())
+		u.markDown(transportWhy(te.Err))
 		return fmt.Errorf("%w: %s", ErrUpstreamDown, u.downReason())
 	}
 	return err

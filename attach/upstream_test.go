@@ -3,11 +3,14 @@ package attach
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -180,5 +183,24 @@ func TestStderrTail(t *testing.T) {
 	_, _ = io.WriteString(u.stderr, "exiting at start as asked\n")
 	if got := u.stderrTail(); got != "; its stderr ends with: exiting at start as asked" {
 		t.Errorf("a short stderr told as %q", got)
+	}
+}
+
+// Why a transport failed is said once: mcp-go's transports say "failed to
+// send request" twice over, and a dial's failure at the end of a chain.
+func TestTransportWhy(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("failed to send request: failed to send request: Post \"http://127.0.0.1:1/mcp\": %w", io.ErrUnexpectedEOF),
+			`failed to send request: Post "http://127.0.0.1:1/mcp": unexpected EOF`},
+		{fmt.Errorf("transport error: failed to send request: failed to send request: %w", refused), "cannot reach it: dial tcp: connection refused"},
+		{io.EOF, "EOF"},
+	} {
+		if got := transportWhy(c.err); got != c.want {
+			t.Errorf("transportWhy(%v) = %q, want %q", c.err, got, c.want)
+		}
 	}
 }

@@ -253,7 +253,7 @@ func TestRemoteUpstreamGoesDown(t *testing.T) {
 	up.Close()
 
 	res := s.call("mcp_remote__echo", map[string]any{"message": "x"})
-	if s.code(res) != "upstream_down" {
+	if s.code(res) != "upstream_down" || strings.Count(firstText(res), "failed to send request") > 1 {
 		t.Fatalf("call to a dead upstream: %v %s", s.code(res), firstText(res))
 	}
 	var l struct {
