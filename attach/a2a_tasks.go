@@ -892,8 +892,9 @@ const listLooks = 10 * time.Second
 // after.
 const agentRequestsAtOnce = 8
 
-// cancelsWithin bounds the cancellations of a session's end or a detach.
-const cancelsWithin = 10 * time.Second
+// cancelsWithin bounds the cancellations of a session's end or a detach:
+// an agent that answers none holds the session's end that long.
+const cancelsWithin = 5 * time.Second
 
 // cancelUnfinished cancels, best effort and a few at a time, every task of
 // the session still running at agent a (at every agent when a is nil):

@@ -60,8 +60,8 @@ type Session struct {
 
 	mu       sync.Mutex
 	atts     []*Attachment
-	inflight map[string]chan struct{} // URN → closed when that attach ends
-	reserved map[string]bool          // names held by attaches in flight
+	inflight map[string]*attaching // by URN
+	reserved map[string]bool       // names held by attaches in flight
 	closed   bool
 	logLevel mcp.LoggingLevel // the client's; "" until it sets one
 	// subs are the resources the client subscribed to, by URI, at the
@@ -314,7 +314,7 @@ func (a *Attachment) Tools() []Tool {
 
 func newSession(m *Manager, id string) *Session {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Session{ID: id, m: m, ctx: ctx, cancel: cancel, inflight: map[string]chan struct{}{}, reserved: map[string]bool{},
+	s := &Session{ID: id, m: m, ctx: ctx, cancel: cancel, inflight: map[string]*attaching{}, reserved: map[string]bool{},
 		tasks: taskStore{max: DefaultMaxTasks}}
 	for _, p := range m.Pinned {
 		a := &Attachment{URN: PinnedURN(p.Name), Name: p.Name, Kind: KindMCPServer, MediaType: config.MediaMCPServerCard, RegistryID: "config", Pinned: true, AttachedAt: time.Now()}
@@ -626,10 +626,10 @@ func (s *Session) Attach(ctx context.Context, req Request) (a *Attachment, alrea
 				req.Name = cur.Name
 			}
 		}
-		if ch, busy := s.inflight[key]; busy {
+		if other, busy := s.inflight[key]; busy {
 			s.mu.Unlock()
 			select {
-			case <-ch:
+			case <-other.done:
 				continue
 			case <-ctx.Done():
 				return nil, false, ctx.Err()
@@ -644,8 +644,14 @@ func (s *Session) Attach(ctx context.Context, req Request) (a *Attachment, alrea
 			s.mu.Unlock()
 			return nil, false, err
 		}
-		ch := make(chan struct{})
-		s.inflight[key] = ch
+		// The attach ends with the caller's context, the session, or a
+		// detach of it (stop), whichever goes first.
+		var stop context.CancelCauseFunc
+		ctx, stop = context.WithCancelCause(ctx)
+		defer stop(nil)
+		defer context.AfterFunc(s.ctx, func() { stop(nil) })()
+		at := &attaching{urn: key, name: name, since: time.Now(), done: make(chan struct{}), stop: stop}
+		s.inflight[key] = at
 		s.wg.Add(1)
 		s.mu.Unlock()
 		defer func() {
@@ -653,7 +659,7 @@ func (s *Session) Attach(ctx context.Context, req Request) (a *Attachment, alrea
 			delete(s.inflight, key)
 			delete(s.reserved, name)
 			s.mu.Unlock()
-			close(ch)
+			close(at.done)
 			s.wg.Done()
 		}()
 		break
@@ -663,16 +669,13 @@ func (s *Session) Attach(ctx context.Context, req Request) (a *Attachment, alrea
 		s.changed()
 	}
 
-	// The attach ends with the caller's context or the session, whichever
-	// goes first.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(s.ctx, cancel)()
-
 	a, err = s.open(ctx, key, req, name)
-	if err != nil && s.ctx.Err() != nil {
+	switch {
+	case err != nil && s.ctx.Err() != nil:
 		// Its start was cut short by the session's end, not the server.
 		return nil, false, fmt.Errorf("attach %s: %w while it was starting", key, ErrSessionClosed)
+	case err != nil && errors.Is(context.Cause(ctx), errStopped):
+		return nil, false, fmt.Errorf("attach %s: %w", key, errStopped)
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("attach %s: %w", key, err)
@@ -853,6 +856,51 @@ func (s *Session) reserveNameLocked(asked, urn string) (string, error) {
 	}
 	s.reserved[n] = true
 	return n, nil
+}
+
+// attaching is an attach under way.
+type attaching struct {
+	urn, name string
+	since     time.Time
+	done      chan struct{}           // closed once it has ended
+	stop      context.CancelCauseFunc // ends it, with errStopped for a detach
+}
+
+// errStopped ends an attach that a detach stopped while it was starting.
+var errStopped = fmt.Errorf("%w: detach_resource stopped it while it was starting", ErrNotAttached)
+
+// Underway is an attach under way, as listings show it.
+type Underway struct {
+	URN, Name string
+	Since     time.Time
+}
+
+// Underway lists the attaches under way, oldest first: an npx download
+// takes a while, and listings showed nothing of it meanwhile.
+func (s *Session) Underway() []Underway {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Underway, 0, len(s.inflight))
+	for _, at := range s.inflight {
+		out = append(out, Underway{URN: at.urn, Name: at.name, Since: at.since})
+	}
+	slices.SortFunc(out, func(a, b Underway) int { return a.Since.Compare(b.Since) })
+	return out
+}
+
+// StopAttach stops the attach under way of that URN or name, and reports
+// what it stopped; ok is false when none is under way.
+func (s *Session) StopAttach(urnOrName string) (stopped Underway, ok bool) {
+	key := registry.CanonicalURN(urnOrName)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, at := range s.inflight {
+		if at.urn == key || at.name == urnOrName {
+			at.stop(errStopped)
+			return Underway{URN: at.urn, Name: at.name, Since: at.since}, true
+		}
+	}
+	return Underway{}, false
 }
 
 // Detach removes the attachment with that URN or name and ends its
@@ -1195,9 +1243,6 @@ func (s *Session) Close() {
 		return
 	}
 	s.closed = true
-	s.mu.Unlock()
-	s.cancelUnfinished(nil) // while the agents are still attached
-	s.mu.Lock()
 	atts := s.atts
 	s.atts = nil
 	s.mu.Unlock()
@@ -1205,9 +1250,20 @@ func (s *Session) Close() {
 		a.sessionEnded.Store(true)
 	}
 	s.cancel()
+	// The servers end at once, and their calls with them (answered, over
+	// HTTP, before the server closes their streams), while the tasks
+	// still running are cancelled at their agents, which are closed after.
 	var wg sync.WaitGroup
 	for _, a := range atts {
-		wg.Go(a.close)
+		if a.Kind != KindA2AAgent {
+			wg.Go(a.close)
+		}
+	}
+	s.cancelUnfinished(nil)
+	for _, a := range atts {
+		if a.Kind == KindA2AAgent {
+			wg.Go(a.close)
+		}
 	}
 	wg.Wait()
 	s.wg.Wait()

@@ -311,6 +311,60 @@ func TestSessionEndCancelsAFewAtATime(t *testing.T) {
 	}
 }
 
+// At shutdown a call the drain cut is answered at once, while its
+// session's tasks are still being cancelled at an agent that answers no
+// cancellation; and the shutdown ends, that agent notwithstanding. The
+// cancellations went first, and the answer waited out the shutdown's
+// whole time, to be lost with it.
+func TestShutdownAnswersBeforeTasksAreCancelled(t *testing.T) {
+	agent := a2afixture.Start(t)
+	proxied := httputil.NewSingleHostReverseProxy(mustParse(t, agent.URL))
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"tasks/cancel"`)) {
+			<-r.Context().Done() // never answered
+			return
+		}
+		proxied.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	card, _ := json.Marshal(a2afixture.NewCard(proxy.URL + "/a2a"))
+	cards := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(card) }))
+	t.Cleanup(cards.Close)
+	const remote = "urn:air:ardgate.test:mcp:remote"
+	tg := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:helper", cards.URL+"/card.json"), remoteEntry(remote, upstream(t).URL))
+	s := tg.connect(t)
+	s.attach("urn:air:agents.test:agent:helper", remote)
+	for range 20 { // more than one round of cancellations, 2 s each, within their 5 s
+		s.task(s.call("spawn_agent", map[string]any{"agent": "helper", "message": "wait"}))
+	}
+	c := dialRaw(t, tg, s.c.GetSessionId())
+	c.send(c.request(slowBody(9, 30000)))
+	for deadline := time.Now().Add(5 * time.Second); tg.g.running.Load() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow call never began")
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_ = tg.g.Drain(ctx)
+	start := time.Now()
+	shut := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		shut <- tg.h.Shutdown(ctx)
+	}()
+	_, body := c.response()
+	if took := time.Since(start); !strings.Contains(body, `"id":9`) || !strings.Contains(body, `"isError":true`) || took > 3*time.Second {
+		t.Errorf("the cut call was answered after %s: %s; want an answer at once", took, trim(body))
+	}
+	if err := <-shut; err != nil || time.Since(start) > 8*time.Second {
+		t.Errorf("the shutdown took %s (%v); want the agent's silence bounded", time.Since(start), err)
+	}
+}
+
 // Faults: the agent dies mid-task, its card is garbage, its endpoint is
 // a forbidden address. Each is a clear error and the session goes on.
 func TestAgentFaults(t *testing.T) {

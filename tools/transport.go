@@ -467,8 +467,14 @@ func (h *HTTP) Shutdown(ctx context.Context) error {
 	// has its answer written on its own stream, which the server's
 	// shutdown closes: it ended with no answer at all. Answers on the
 	// connections the gateway serves itself close them from now on.
+	// The sessions' ends may take a while more for their agents' tasks,
+	// which are cancelled at the agents meanwhile (within ctx, too).
 	h.kept.closing.Store(true)
-	h.g.manager.Shutdown()
+	ended := make(chan struct{})
+	go func() {
+		h.g.manager.Shutdown()
+		close(ended)
+	}()
 	wait, cancel := context.WithTimeout(ctx, answersGrace)
 	tick := time.NewTicker(10 * time.Millisecond)
 	for h.answering.Load() > 0 && wait.Err() == nil {
@@ -482,6 +488,10 @@ func (h *HTTP) Shutdown(ctx context.Context) error {
 	h.kept.shutdown(ctx)
 	err := h.streamable.Shutdown(ctx)
 	h.kept.back.shutdown(ctx)
+	select {
+	case <-ended:
+	case <-ctx.Done():
+	}
 	return err
 }
 
