@@ -389,7 +389,7 @@ func serverCallOf(ctx context.Context) *serverCall {
 // that the server answers, until done is called, and gives the server the
 // call's writer (callWriter). An answer still to come after every
 // becomes an event stream, with a comment every every while quiet, when
-// the client takes one (every > 0).
+// the client asks for one (mayGoQuiet).
 func trackServerCall(s *session, w http.ResponseWriter, r *http.Request, m message, every time.Duration) (http.ResponseWriter, *http.Request, func()) {
 	if !m.request() {
 		return w, r, func() {}
@@ -397,7 +397,7 @@ func trackServerCall(s *session, w http.ResponseWriter, r *http.Request, m messa
 	id := string(m.ID)
 	c := &serverCall{}
 	c.w = &callWriter{ResponseWriter: w, call: c}
-	if every > 0 && acceptsEventStream(r.Header.Get("Accept")) {
+	if mayGoQuiet(r.Header.Get("Accept"), every) {
 		c.w.mu.Lock() // the first beat may come before the timer is set
 		c.w.pace = newPace(every)
 		c.w.timer = time.AfterFunc(every, c.w.beat)
@@ -462,8 +462,8 @@ func (w *callWriter) begin() {
 func (w *callWriter) event(msg []byte) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.ended || w.empty || w.call.cancelled.Load() {
-		return true
+	if w.ended || w.empty || w.call.cancelled.Load() || w.headed && !w.streaming {
+		return true // answered, or being answered in JSON: too late
 	}
 	if !w.streaming {
 		w.begin()

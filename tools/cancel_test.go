@@ -295,3 +295,38 @@ func TestClientGoneReason(t *testing.T) {
 	}
 	http.DefaultClient.CloseIdleConnections()
 }
+
+// A call's writer writes its own events (progress) only before the
+// server's answer began as JSON, and the server's headers as the server
+// set them: a late progress wrote an event, and a second head, into a
+// JSON answer.
+func TestCallWriter(t *testing.T) {
+	rec := httptest.NewRecorder()
+	w := &callWriter{ResponseWriter: rec, call: &serverCall{}}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Mcp-Session-Id", "s1")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}` + "\n"))
+	if !w.event([]byte(`{"jsonrpc":"2.0","method":"notifications/progress"}`)) {
+		t.Error("a late event was not taken (dropped)")
+	}
+	if got := rec.Body.String(); got != `{"jsonrpc":"2.0","id":1,"result":{}}`+"\n" {
+		t.Errorf("the JSON answer reads %q", got)
+	}
+	if rec.Header().Get("Content-Type") != "application/json" || rec.Header().Get("Mcp-Session-Id") != "s1" {
+		t.Errorf("the server's headers reached the client as %v", rec.Header())
+	}
+
+	// Begun by an event, the stream takes the answer, meant as JSON, as
+	// its last event.
+	rec = httptest.NewRecorder()
+	w = &callWriter{ResponseWriter: rec, call: &serverCall{}}
+	w.event([]byte(`{"jsonrpc":"2.0","method":"notifications/progress"}`))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}` + "\n"))
+	want := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"
+	if got := rec.Body.String(); got != want || rec.Header().Get("Content-Type") != "text/event-stream" {
+		t.Errorf("the stream reads %q (%s), want %q", got, rec.Header().Get("Content-Type"), want)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -157,10 +158,14 @@ func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 		// A continuation asks exactly the registries that had more, and
 		// those only of the registry_id asked before.
 		regs = nil
-		for id := range tokens {
-			if a.RegistryID != "" && id != a.RegistryID {
-				return invalid("discover_resources", fmt.Errorf(`"page_token" continues a search of registry %q, not %q: give the registry_id of the call that returned it, or leave page_token out to begin again`, id, a.RegistryID)), nil
+		if _, ok := tokens[a.RegistryID]; a.RegistryID != "" && (!ok || len(tokens) > 1) {
+			of := fmt.Sprintf("registry %q", slices.Sorted(maps.Keys(tokens))[0])
+			if len(tokens) > 1 {
+				of = "every registry (no registry_id)"
 			}
+			return invalid("discover_resources", fmt.Errorf(`"page_token" continues a search of %s, not of %q: give the registry_id of the call that returned it, or leave page_token out to begin again`, of, a.RegistryID)), nil
+		}
+		for id := range tokens {
 			if r, ok := g.manager.Registry(id); ok {
 				regs = append(regs, r)
 			}

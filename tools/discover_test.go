@@ -206,8 +206,17 @@ func TestPageTokenOfAnotherQuery(t *testing.T) {
 	}
 	// Nor is it taken for another registry's: it asked "test" again.
 	res = s.call("discover_resources", map[string]any{"text": "weather", "page_size": 1, "registry_id": "other", "page_token": first.PageToken})
-	if s.code(res) != "invalid_arguments" || !strings.Contains(firstText(res), `"page_token" continues a search of registry "test", not "other"`) {
+	if s.code(res) != "invalid_arguments" || !strings.Contains(firstText(res), `"page_token" continues a search of registry "test", not of "other"`) {
 		t.Fatalf("a page token of another registry: %s %s", s.code(res), firstText(res))
+	}
+	// A token of a search of every registry is not one registry's.
+	var all struct {
+		PageToken string `json:"page_token"`
+	}
+	_ = json.Unmarshal(s.call("discover_resources", map[string]any{"text": "weather", "page_size": 1}).RawStructuredContent, &all)
+	res = s.call("discover_resources", map[string]any{"text": "weather", "page_size": 1, "registry_id": "test", "page_token": all.PageToken})
+	if s.code(res) != "invalid_arguments" || !strings.Contains(firstText(res), `continues a search of every registry (no registry_id), not of "test"`) {
+		t.Fatalf("a page token of every registry's search: %s %s", s.code(res), firstText(res))
 	}
 	if res := s.call("discover_resources", map[string]any{"text": "weather", "page_size": 1, "registry_id": "test", "page_token": first.PageToken}); res.IsError {
 		t.Fatalf("the page token of the same query: %s", firstText(res))

@@ -166,10 +166,19 @@ func TestQuietCallHeartbeat(t *testing.T) {
 	resp, body = k.response()
 	quietAnswer(t, resp, body, 3, 3, "slept 450ms")
 	k.echo(4, "the stream ended whole")
-	jsonOnly := strings.Replace(k.request(slowBody(7, 300)), "Accept: application/json, text/event-stream", "Accept: application/json", 1)
-	k.send(jsonOnly)
-	if resp, body := k.response(); resp.Header.Get("Content-Type") != "application/json" || strings.Contains(body, "keep-alive") || !strings.Contains(body, "slept 300ms") {
-		t.Errorf("a client taking JSON only: %q %s", resp.Header.Get("Content-Type"), trim(body))
+	for _, accept := range []string{"application/json", "*/*"} {
+		k.send(strings.Replace(k.request(slowBody(7, 300)), "Accept: application/json, text/event-stream", "Accept: "+accept, 1))
+		if resp, body := k.response(); resp.Header.Get("Content-Type") != "application/json" || strings.Contains(body, "keep-alive") || !strings.Contains(body, "slept 300ms") {
+			t.Errorf("a client whose Accept is %q: %q %s", accept, resp.Header.Get("Content-Type"), trim(body))
+		}
+	}
+	// A call whose client has sent its next request already is not
+	// watched: its beat is a timer's.
+	k.send(k.request(slowBody(10, 450)) + k.request(callBody(11, "mcp_remote__echo", "next")))
+	resp, body = k.response()
+	quietAnswer(t, resp, body, 10, 3, "slept 450ms")
+	if code, body := k.answer(); code != http.StatusOK || !strings.Contains(body, `"text":"next"`) {
+		t.Fatalf("the request sent with the quiet call: %d %s", code, body)
 	}
 	k.send(k.request(slowBody(8, 10)))
 	if resp, body := k.response(); resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(body, "slept 10ms") {
@@ -199,19 +208,28 @@ func TestQuietCallHeartbeat(t *testing.T) {
 	}
 }
 
-func TestAcceptsEventStream(t *testing.T) {
-	for accept, want := range map[string]bool{
-		"":                                       true,
-		"application/json, text/event-stream":    true,
-		"application/json,TEXT/Event-Stream;q=1": true,
-		"text/*":                                 true,
-		" */* ":                                  true,
-		"application/json":                       false,
-		"application/json, text/html":            false,
-		"text/event-streams":                     false,
+// An Accept header takes an event stream when it names one or a wildcard
+// covering it, or is absent; it names one only as text/event-stream, which
+// a quiet call's answer asks for; q=0 takes nothing.
+func TestEventStreamAccepted(t *testing.T) {
+	for _, c := range []struct {
+		accept       string
+		taken, named bool
+	}{
+		{"", true, false},
+		{"application/json, text/event-stream", true, true},
+		{"application/json,TEXT/Event-Stream;q=1", true, true},
+		{"text/*", true, false},
+		{" */* ", true, false},
+		{"application/json", false, false},
+		{"application/json, text/html", false, false},
+		{"text/event-streams", false, false},
+		{"application/json, text/event-stream;q=0", false, false},
+		{"text/event-stream; charset=utf-8; q=0.0, */*;q=0.1", true, false},
+		{"text/event-stream;q=0.5", true, true},
 	} {
-		if got := acceptsEventStream(accept); got != want {
-			t.Errorf("acceptsEventStream(%q) = %v, want %v", accept, got, want)
+		if taken, named := eventStreamAccepted(c.accept); taken != c.taken || named != c.named {
+			t.Errorf("eventStreamAccepted(%q) = %v, %v; want %v, %v", c.accept, taken, named, c.taken, c.named)
 		}
 	}
 }

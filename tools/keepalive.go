@@ -206,8 +206,7 @@ type keptConn struct {
 	watch     watch
 	handed    bool // the connection went back to net/http
 	events    keptEvents
-	stream    progressStream // the answer to the call under way, when it may be an event stream
-	writeBy   atomic.Int64   // the write deadline, unix nanoseconds (writing)
+	writeBy   atomic.Int64 // the write deadline, unix nanoseconds (writing)
 }
 
 // writing readies the connection for a write to the client, pushing its
@@ -338,11 +337,10 @@ func (c *keptConn) serve() bool {
 		return c.write(f)
 	}
 	c.taken()
-	var stream *progressStream // c's own, made anew for each call
-	if c.stream.init(&call, req.Header.Get("Accept"), &c.events, c.h.g.log, c.h.heartbeat) {
-		stream = &c.stream
-	}
-	f, gone, cancelled := c.call(s, call, stream, req.Header)
+	accept := req.Header.Get("Accept")
+	stream := newProgressStream(&call, accept, &c.events, c.h.g.log, c.h.heartbeat)
+	quiet := stream == nil && mayGoQuiet(accept, c.h.heartbeat)
+	f, stream, gone, cancelled := c.call(s, call, stream, quiet, req.Header)
 	if cancelled {
 		c.h.kept.served.Add(1)
 		return endUnanswered(stream, &c.events) == nil
@@ -401,23 +399,43 @@ func (h *HTTP) inPlace(r *http.Request, local net.Addr) (*session, bool) {
 
 // call runs the call, watching for the client going away if it runs
 // long; gone tells that it went, cancelled that the client cancelled the
-// call (notifications/cancelled), and goes on.
-func (c *keptConn) call(s *session, call callFrame, stream *progressStream, header http.Header) (f frame, gone, cancelled bool) {
+// call (notifications/cancelled), and goes on. Its answer's stream is
+// stream, the call's progress, or, for a call that may go quiet (quiet),
+// one made once it has been quiet for the heartbeat, which call returns.
+func (c *keptConn) call(s *session, call callFrame, stream *progressStream, quiet bool, header http.Header) (f frame, _ *progressStream, gone, cancelled bool) {
 	// A byte already read ahead is the client's next request: it is
-	// there, and the connection need not be watched.
+	// there, and the connection need not be watched; the beat is a
+	// timer's then.
 	watched := c.br.Buffered() == 0 && len(c.in.pending) == 0
-	if watched {
-		c.watch.arm(stream)
+	var beat *time.Timer
+	switch {
+	case watched:
+		c.watch.arm(stream, quiet)
+	case quiet:
+		stream = c.quietStream()
+		fallthrough
+	default:
+		beat = stream.afterQuiet()
 	}
 	f = c.h.g.serveFast(c.ctx, c.cancel, s, call, stream, header)
+	if beat != nil {
+		beat.Stop()
+	}
 	if watched && !c.watch.timer.Stop() {
 		c.watch.stop()
+		stream = c.watch.stream // one made at its beat, after stop's wait
 	}
 	if c.ctx.Err() != nil && !c.watch.gone {
 		cancelled = cancelledByClient(c.ctx)
 		c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	}
-	return f, c.watch.gone, cancelled
+	return f, stream, c.watch.gone, cancelled
+}
+
+// quietStream is the stream of the answer to a call of c's that went
+// quiet (quietStream).
+func (c *keptConn) quietStream() *progressStream {
+	return quietStream(&c.events, c.h.g.log, c.h.heartbeat)
 }
 
 // write writes f as the answer, with the head net/http's server gives
@@ -542,16 +560,19 @@ type watch struct {
 
 	mu     sync.Mutex // the read deadline, set by read and by stop
 	abort  bool
-	beatAt time.Time       // zero for never
-	stream *progressStream // whose beat is due at beatAt
+	beatAt time.Time // zero for never
+	// stream is the answer's, whose beat is due at beatAt: the call's, or,
+	// for a call that may go quiet, one made then (keptConn.quietStream).
+	stream *progressStream
 }
 
-// arm readies the watch for a call whose answer is stream (nil for none).
-func (w *watch) arm(stream *progressStream) {
+// arm readies the watch for a call whose answer is stream (nil for none),
+// or may become one once quiet.
+func (w *watch) arm(stream *progressStream, quiet bool) {
 	w.mu.Lock()
 	w.beatAt, w.stream = time.Time{}, stream
-	if stream != nil && stream.every > 0 {
-		w.beatAt = time.Now().Add(stream.every)
+	if quiet || stream != nil && stream.every > 0 {
+		w.beatAt = time.Now().Add(w.c.h.heartbeat)
 	}
 	w.mu.Unlock()
 	w.timer.Reset(watchAfter)
@@ -566,7 +587,6 @@ func (w *watch) read() {
 			break
 		}
 		_ = w.c.conn.SetReadDeadline(w.beatAt)
-		beat := w.stream
 		w.mu.Unlock()
 		n, err := w.c.conn.Read(w.b[:])
 		if n == 1 {
@@ -576,6 +596,10 @@ func (w *watch) read() {
 			w.mu.Lock()
 			aborted := w.abort
 			w.beatAt = time.Time{}
+			if !aborted && w.stream == nil {
+				w.stream = w.c.quietStream()
+			}
+			beat := w.stream
 			w.mu.Unlock()
 			if aborted {
 				break

@@ -77,31 +77,37 @@ type eventOut interface {
 	end() error           // ends the answer
 }
 
-// newProgressStream returns the stream for call's answer, or nil when it
-// can have none. A client whose Accept takes no event stream (accept, the
-// header) is answered in JSON: call's progress token is dropped, and the
-// upstream not asked for progress no answer could carry. A call with no
-// progress token has a stream only for comments, when every is above 0.
+// newProgressStream returns the stream for call's answer when the client
+// asked for progress, or nil. A client whose Accept takes no event stream
+// (accept, the header) is answered in JSON: call's progress token is
+// dropped, and the upstream not asked for progress no answer could carry.
+// Once begun, the stream carries a comment whenever quiet for every.
 func newProgressStream(call *callFrame, accept string, out eventOut, log *slog.Logger, every time.Duration) *progressStream {
-	p := &progressStream{}
-	if !p.init(call, accept, out, log, every) {
+	if call.Progress != nil && !acceptsEventStream(accept) {
+		call.Progress = nil
+	}
+	if call.Progress == nil {
 		return nil
 	}
-	return p
+	return &progressStream{out: out, log: log, every: max(every, 0)}
 }
 
-// init makes p, perhaps a stream that ended, the stream for call's
-// answer, and reports whether the answer can have one (newProgressStream).
-func (p *progressStream) init(call *callFrame, accept string, out eventOut, log *slog.Logger, every time.Duration) bool {
-	if call.Progress == nil && every <= 0 {
-		return false
-	}
-	if !acceptsEventStream(accept) {
-		call.Progress = nil
-		return false
-	}
-	*p = progressStream{out: out, log: log, every: max(every, 0)}
-	return true
+// quietStream is the stream of the answer to a call without progress,
+// begun only once the call has been quiet for every (beat): made for that
+// call alone, as one for a call with progress is, so that a late progress
+// of one call can never reach the next's.
+func quietStream(out eventOut, log *slog.Logger, every time.Duration) *progressStream {
+	return &progressStream{out: out, log: log, every: every}
+}
+
+// mayGoQuiet tells whether the answer to a call without progress may
+// become an event stream once quiet for every, to carry comments: when
+// every is above 0 and the client's Accept names text/event-stream. A
+// client that takes anything (*/*, as curl and most HTTP libraries send)
+// is not assumed to read events it never asked for.
+func mayGoQuiet(accept string, every time.Duration) bool {
+	_, named := eventStreamAccepted(accept)
+	return every > 0 && named
 }
 
 func (p *progressStream) notify(n mcp.JSONRPCNotification) {

@@ -737,7 +737,11 @@ func (h *HTTP) refuseUnknownSession(w http.ResponseWriter, r *http.Request) bool
 func (h *HTTP) fastAnswer(w http.ResponseWriter, r *http.Request, s *session, body []byte) bool {
 	if c, ok := h.g.fastCall(s, body); ok {
 		out := &responseEvents{w: w}
-		stream := newProgressStream(&c, r.Header.Get("Accept"), out, h.g.log, h.heartbeat)
+		accept := r.Header.Get("Accept")
+		stream := newProgressStream(&c, accept, out, h.g.log, h.heartbeat)
+		if stream == nil && mayGoQuiet(accept, h.heartbeat) {
+			stream = quietStream(out, h.g.log, h.heartbeat)
+		}
 		ctx, cancel := context.WithCancelCause(r.Context())
 		quiet := stream.afterQuiet()
 		f := h.g.serveFast(ctx, cancel, s, c, stream, r.Header)
@@ -904,24 +908,48 @@ func (h *HTTP) fastEligible(r *http.Request) bool {
 }
 
 // acceptsEventStream reports whether an Accept header takes an event
-// stream: it names text/event-stream or a wildcard that covers it, or is
-// absent, as from clients that send none.
+// stream (eventStreamAccepted).
 func acceptsEventStream(accept string) bool {
+	taken, _ := eventStreamAccepted(accept)
+	return taken
+}
+
+// eventStreamAccepted reads an Accept header for an event stream: taken,
+// when it names text/event-stream or a wildcard that covers it, or is
+// absent, as from clients that send none; named, when it names
+// text/event-stream itself. A media range with q=0 takes nothing.
+func eventStreamAccepted(accept string) (taken, named bool) {
 	if accept == "" {
-		return true
+		return true, false
 	}
-	for rest := accept; ; {
-		part, more, found := strings.Cut(rest, ",")
-		mt, _, _ := strings.Cut(part, ";")
+	for rest := accept; rest != ""; {
+		var part string
+		part, rest, _ = strings.Cut(rest, ",")
+		mt, params, _ := strings.Cut(part, ";")
+		if refused(params) {
+			continue
+		}
 		switch mt = strings.TrimSpace(mt); {
-		case strings.EqualFold(mt, "text/event-stream"), strings.EqualFold(mt, "text/*"), mt == "*/*":
-			return true
+		case strings.EqualFold(mt, "text/event-stream"):
+			return true, true
+		case strings.EqualFold(mt, "text/*"), mt == "*/*":
+			taken = true
 		}
-		if !found {
-			return false
-		}
-		rest = more
 	}
+	return taken, false
+}
+
+// refused tells whether a media range's parameters give it q=0.
+func refused(params string) bool {
+	for rest := params; rest != ""; {
+		var p string
+		p, rest, _ = strings.Cut(rest, ";")
+		if k, v, ok := strings.Cut(p, "="); ok && strings.EqualFold(strings.TrimSpace(k), "q") {
+			q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return err == nil && q == 0
+		}
+	}
+	return false
 }
 
 // errReader returns err, or io.EOF when err is nil.
