@@ -2,9 +2,11 @@ package registry
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -56,13 +58,16 @@ type serverResponse struct {
 // Search implements Registry. The registry's own search matches server
 // names only, so one natural-language query becomes up to three name
 // searches, one per most specific word, made in parallel, each read page
-// after page (up to maxNamePages): a word most names hold ("github", in
-// every io.github.* server's namespace) lists hundreds of servers about
-// anything, and the ones about it came pages later. What they list is
-// filtered and ranked here, with the same BM25F scoring as local catalogs,
-// and paged here: a page token, bound to the query as a catalog's is,
-// holds the offset into that ranking, which the next page makes again
-// from the same lists (the registry's answers are cached for a while).
+// after page: a word most names hold ("github", in every io.github.*
+// server's namespace) lists hundreds of servers about anything, and the
+// ones about it came pages later. Their lists are read a window at a time
+// (maxNamePages pages of each word's), and what a window lists is
+// filtered and ranked here, with the same BM25F scoring as local
+// catalogs, and paged here; a page that reaches a window's end goes on
+// into the next, of the lists that have more. The page token, bound to
+// the query as a catalog's is, holds where the window began in each list
+// and the offset into its ranking, which the next page makes again (the
+// registry's answers are cached for a while).
 func (m *MCPRegistry) Search(ctx context.Context, q Query) (Page, error) {
 	size := q.PageSize
 	if size == 0 {
@@ -76,40 +81,82 @@ func (m *MCPRegistry) Search(ctx context.Context, q Query) (Page, error) {
 		return Page{}, err
 	}
 	fp := fingerprint(q)
-	offset, err := decodePageToken(q.PageToken, fp)
+	at, err := decodeNameToken(q.PageToken, fp)
 	if err != nil {
 		return Page{}, err
 	}
 	words := searchWords(q.Text, 3)
+	if at.Cursors == nil {
+		at.Cursors = map[string]string{}
+		for _, w := range words {
+			at.Cursors[w] = ""
+		}
+	}
+	page := Page{Results: []Result{}}
+	for windows := 1; ; windows++ {
+		ranked, next, err := m.window(ctx, q.Text, filter, at.Cursors)
+		if err != nil {
+			if len(page.Results) > 0 {
+				break // what earlier windows gave stands; the page ends here
+			}
+			return Page{}, err
+		}
+		from := min(at.Offset, len(ranked))
+		end := min(from+size-len(page.Results), len(ranked))
+		page.Results = append(page.Results, ranked[from:end]...)
+		switch {
+		case end < len(ranked):
+			page.PageToken = nameToken{Offset: end, Cursors: at.Cursors}.encode(fp)
+		case len(next) > 0 && (len(page.Results) >= size || windows >= maxWindows):
+			page.PageToken = nameToken{Cursors: next}.encode(fp)
+		case len(next) > 0:
+			at = nameToken{Cursors: next} // the page goes on into the next window
+			continue
+		}
+		break
+	}
+	return page, nil
+}
+
+// window reads the lists of words from their cursors (cursors holds them,
+// by word), maxNamePages pages of each, and ranks what they list for
+// text, filtered; next holds the cursors of the lists that have more.
+func (m *MCPRegistry) window(ctx context.Context, text string, keep filter, cursors map[string]string) (ranked []Result, next map[string]string, err error) {
+	words := slices.Sorted(maps.Keys(cursors))
 	lists := make([][]Entry, len(words))
+	after := make([]string, len(words))
 	errs := make([]error, len(words))
 	var wg sync.WaitGroup
 	for i, w := range words {
-		wg.Go(func() { lists[i], errs[i] = m.named(ctx, w) })
+		wg.Go(func() { lists[i], after[i], errs[i] = m.named(ctx, w, cursors[w]) })
 	}
 	wg.Wait()
 
 	var entries []Entry
 	seen := map[string]bool{}
 	var failed []error
+	next = map[string]string{}
 	for i, list := range lists {
 		if errs[i] != nil && !slices.ContainsFunc(failed, func(e error) bool { return e.Error() == errs[i].Error() }) {
 			failed = append(failed, errs[i]) // each word's search failed alike: said once
 		}
+		if after[i] != "" {
+			next[words[i]] = after[i]
+		}
 		for _, e := range list {
-			if !seen[e.Identifier] && filter.match(&e) {
+			if !seen[e.Identifier] && keep.match(&e) {
 				seen[e.Identifier] = true
 				entries = append(entries, e)
 			}
 		}
 	}
 	if !slices.Contains(errs, nil) {
-		return Page{}, errors.Join(failed...)
+		return nil, nil, errors.Join(failed...)
 	}
 	m.remember(entries)
-	ranked, err := NewIndex(m.base.String(), entries).Match(Query{Text: q.Text})
+	ranked, err = NewIndex(m.base.String(), entries).Match(Query{Text: text})
 	if err != nil {
-		return Page{}, err
+		return nil, nil, err
 	}
 	// An entry the text does not match came back from the registry's own
 	// search all the same: kept, after the ranked ones, when a word begins
@@ -122,27 +169,22 @@ func (m *MCPRegistry) Search(ctx context.Context, q Query) (Page, error) {
 			ranked = append(ranked, Result{Entry: e, Source: m.base.String()})
 		}
 	}
-	offset = min(offset, len(ranked))
-	end := min(offset+size, len(ranked))
-	page := Page{Results: ranked[offset:end]}
-	if end < len(ranked) {
-		page.PageToken = encodePageToken(end, fp)
-	}
-	return page, nil
+	return ranked, next, nil
 }
 
-// Reading a word's name search: pages of namePage servers, at most
-// maxNamePages of them.
+// Reading the registry's lists: pages of namePage servers, a window of
+// maxNamePages pages of each word's at a time, and at most maxWindows
+// windows for one page of results.
 const (
 	namePage     = 100 // the most the registry's API gives a page
 	maxNamePages = 5
+	maxWindows   = 3
 )
 
-// named lists the servers whose names hold word (all of them for ""), as
-// far as maxNamePages go. Pages read before an error are kept.
-func (m *MCPRegistry) named(ctx context.Context, word string) ([]Entry, error) {
-	var entries []Entry
-	cursor := ""
+// named lists, from cursor on, the servers whose names hold word (all of
+// them for ""), as far as maxNamePages go, and where the list goes on
+// ("" at its end). Pages read before an error are kept.
+func (m *MCPRegistry) named(ctx context.Context, word, cursor string) (entries []Entry, next string, err error) {
 	for range maxNamePages {
 		params := url.Values{"limit": {strconv.Itoa(namePage)}, "version": {"latest"}}
 		if word != "" {
@@ -160,9 +202,9 @@ func (m *MCPRegistry) named(ctx context.Context, word string) ([]Entry, error) {
 		}
 		if err != nil {
 			if len(entries) > 0 {
-				return entries, nil // a later page failed: what came is worth ranking
+				return entries, "", nil // a later page failed: what came is worth ranking
 			}
-			return nil, err
+			return nil, "", err
 		}
 		for _, s := range list.Servers {
 			if e, ok := serverEntry(s); ok {
@@ -171,10 +213,37 @@ func (m *MCPRegistry) named(ctx context.Context, word string) ([]Entry, error) {
 		}
 		cursor = list.Metadata.NextCursor
 		if cursor == "" || len(list.Servers) == 0 {
-			break
+			return entries, "", nil
 		}
 	}
-	return entries, nil
+	return entries, cursor, nil
+}
+
+// nameToken is an MCP Registry search's page token: where the window of
+// the page's next result began in each word's list, and its offset in the
+// window's ranking.
+type nameToken struct {
+	Offset  int               `json:"o,omitempty"`
+	Cursors map[string]string `json:"c,omitempty"` // nil: the lists' beginnings
+	Query   uint32            `json:"q"`
+}
+
+func (t nameToken) encode(fp uint32) string {
+	t.Query = fp
+	b, _ := json.Marshal(t)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeNameToken(tok string, fp uint32) (nameToken, error) {
+	var t nameToken
+	if tok == "" {
+		return t, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || json.Unmarshal(raw, &t) != nil || t.Query != fp || t.Offset < 0 || len(t.Cursors) > 3 {
+		return nameToken{}, fmt.Errorf("%w: pageToken is not one this registry issued for this query", ErrInvalidArgument)
+	}
+	return t, nil
 }
 
 // namedBy reports whether a word of e's server's own name (its URN's last

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -449,6 +450,59 @@ func TestRegistryHealthTellsFailures(t *testing.T) {
 		}
 		if b, _ := json.Marshal(a.Health()[0]); !strings.Contains(string(b), fmt.Sprintf(`"ok":%v`, c.healthy)) || !strings.Contains(string(b), `"checked_at":"`) || strings.Contains(string(b), "not_checked_yet") {
 			t.Errorf("%s: health after a search: %s", c.name, b)
+		}
+	}
+}
+
+// An MCP Registry's lists are read a window at a time, and pages go on
+// from window to window: a listing of 1,200 servers stopped at the 500
+// of its first window, its last page saying nothing more was there; so
+// did a search whose word every name holds.
+func TestMCPRegistryPagesPastAWindow(t *testing.T) {
+	const servers = 1200
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		var names []string
+		for i := range servers {
+			if n := fmt.Sprintf("io.github.acme/server-%04d", i); strings.Contains(n, q.Get("search")) {
+				names = append(names, n)
+			}
+		}
+		from, _ := strconv.Atoi(q.Get("cursor"))
+		limit, _ := strconv.Atoi(q.Get("limit"))
+		end := min(from+limit, len(names))
+		var list []string
+		for _, n := range names[from:end] {
+			list = append(list, fmt.Sprintf(`{"server":{"name":%q,"description":"a server"}}`, n))
+		}
+		next := ""
+		if end < len(names) {
+			next = strconv.Itoa(end)
+		}
+		fmt.Fprintf(w, `{"servers":[%s],"metadata":{"nextCursor":%q}}`, strings.Join(list, ","), next)
+	}))
+	defer ts.Close()
+	m, _ := NewMCPRegistry("mcp", ts.URL, RemoteOptions{HTTP: &http.Client{}})
+	for _, text := range []string{"", "server"} {
+		seen := map[string]bool{}
+		pages := 0
+		for tok := ""; ; pages++ {
+			p, err := m.Search(context.Background(), Query{Text: text, PageSize: 50, PageToken: tok})
+			if err != nil {
+				t.Fatalf("%q, page %d: %v", text, pages, err)
+			}
+			for _, r := range p.Results {
+				if seen[r.Identifier] {
+					t.Fatalf("%q: page %d lists %s again", text, pages, r.Identifier)
+				}
+				seen[r.Identifier] = true
+			}
+			if tok = p.PageToken; tok == "" {
+				break
+			}
+		}
+		if len(seen) != servers {
+			t.Errorf("%q: listed %d of %d servers in %d pages", text, len(seen), servers, pages)
 		}
 	}
 }
