@@ -170,6 +170,15 @@ func (g *Gateway) detach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		return invalid("detach_resource", errors.New(`give exactly one of "urn" and "name"`)), nil
 	}
 	att, cancelled, err := s.att.Detach(a.URN + a.Name)
+	if errors.Is(err, attach.ErrNotAttached) {
+		// One still starting (an npx download) is stopped: its
+		// attach_resource ends saying so.
+		if u, ok := s.att.StopAttach(a.URN + a.Name); ok {
+			g.audit("detach", s.att.ID, u.URN, nil, "name", u.Name, "starting", true)
+			return result(map[string]any{"status": "detached", "urn": u.URN, "name": u.Name,
+				"note": "it was still starting: its start is stopped, and its attach_resource ends saying so"}), nil
+		}
+	}
 	if err != nil {
 		g.audit("detach", s.att.ID, a.URN+a.Name, err)
 		return g.failed(err), nil
@@ -235,5 +244,12 @@ func (g *Gateway) list(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 			Pinned: a.Pinned, AttachedAt: a.AttachedAt.UTC().Format(time.RFC3339), Trust: a.Trust,
 		})
 	}
+	// Attaches under way too: a start that downloads a package takes a
+	// while, and the listing showed nothing of it.
+	for _, u := range s.att.Underway() {
+		out.Attachments = append(out.Attachments, listedAttachment{URN: u.URN, Name: u.Name, Status: attach.StatusStarting,
+			AttachedAt: u.Since.UTC().Format(time.RFC3339)})
+	}
+	out.Count = len(out.Attachments)
 	return result(out), nil
 }

@@ -873,3 +873,45 @@ func TestShutdownAnswersTheServersCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An attach under way is listed as starting, counted by gateway_health,
+// and stopped by a detach, its attach_resource ending saying so: the
+// listing showed nothing of it, and a detach said it was not attached.
+func TestDetachWhileStarting(t *testing.T) {
+	tg := newGateway(t, time.Minute, remoteEntry(lateURN, lateUpstream(t, 30*time.Second)))
+	s := tg.connect(t)
+	attached := make(chan *mcp.CallToolResult, 1)
+	go func() { attached <- s.call("attach_resource", map[string]any{"urn": lateURN}) }()
+	var l struct {
+		Count       int
+		Attachments []struct{ URN, Name, Status string }
+	}
+	for deadline := time.Now().Add(5 * time.Second); l.Count == 0; time.Sleep(10 * time.Millisecond) {
+		_ = json.Unmarshal(s.call("list_attached_resources", map[string]any{}).RawStructuredContent, &l)
+		if time.Now().After(deadline) {
+			t.Fatal("an attach under way was never listed")
+		}
+	}
+	if a := l.Attachments[0]; l.Count != 1 || a.URN != lateURN || a.Name != "late" || a.Status != "starting" {
+		t.Fatalf("listed as %+v", l)
+	}
+	if h := string(s.call("gateway_health", map[string]any{}).RawStructuredContent); !strings.Contains(h, `"starting":1`) {
+		t.Errorf("gateway_health: %s", h)
+	}
+	var d struct{ Status, Name, Note string }
+	if err := json.Unmarshal(s.call("detach_resource", map[string]any{"name": "late"}).RawStructuredContent, &d); err != nil || d.Status != "detached" || d.Name != "late" || !strings.Contains(d.Note, "still starting") {
+		t.Fatalf("detach while starting: %+v %v", d, err)
+	}
+	select {
+	case res := <-attached:
+		if s.code(res) != "not_attached" || !strings.Contains(firstText(res), "detach_resource stopped it while it was starting") {
+			t.Fatalf("the attach stopped: %s %s", s.code(res), firstText(res))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the attach went on after its detach")
+	}
+	_ = json.Unmarshal(s.call("list_attached_resources", map[string]any{}).RawStructuredContent, &l)
+	if l.Count != 0 {
+		t.Fatalf("after the detach: %+v", l)
+	}
+}

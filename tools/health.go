@@ -54,6 +54,7 @@ func (g *Gateway) health(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 			status, _ := a.Status()
 			out.Attachments[status]++
 		}
+		out.Attachments[attach.StatusStarting] += len(s.att.Underway())
 	}
 	return result(out), nil
 }

@@ -137,7 +137,10 @@ func lateUpstream(t *testing.T, delay time.Duration) string {
 	late := server.NewStreamableHTTPServer(mcpfixture.New("late"))
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, msg := peekMessage(r); msg.Method == "initialize" {
-			time.Sleep(delay)
+			select {
+			case <-time.After(delay):
+			case <-r.Context().Done(): // its client gave up
+			}
 		}
 		late.ServeHTTP(w, r)
 	}))
