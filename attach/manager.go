@@ -124,7 +124,7 @@ func New(cfg *config.Config, regs []registry.Registry, hc *http.Client, log *slo
 		MaxAttachments: cfg.MaxAttachments,
 		CallTimeout:    cfg.CallTimeout,
 		MaxCallTime:    cfg.MaxCallTime,
-		StartTimeout:   2 * time.Minute,
+		StartTimeout:   cfg.StartTimeout,
 		Deferred:       cfg.ToolMode == config.ToolModeDeferred,
 		Pinned:         cfg.Servers,
 		Agents:         cfg.Agents,

@@ -90,6 +90,9 @@ type Config struct {
 	// progress takes it further. Unset, it is DefaultMaxCallTime, or
 	// CallTimeout if that is longer.
 	MaxCallTime time.Duration
+	// StartTimeout bounds starting a server: launching it (npx or uvx may
+	// download its package first) or reaching it, and its handshake.
+	StartTimeout time.Duration
 	// PinnedListWait is how long after a session starts its tools/list
 	// waits for pinned servers still starting, so that a client that lists
 	// once sees their tools; a call of a tool of one waits as long.
@@ -211,6 +214,7 @@ const (
 	DefaultCallTimeout    = 60 * time.Second
 	DefaultMaxCallTime    = 10 * time.Minute
 	DefaultPinnedListWait = 10 * time.Second
+	DefaultStartTimeout   = 2 * time.Minute
 	DefaultMaxResultBytes = 8 << 20
 )
 

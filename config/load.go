@@ -42,6 +42,7 @@ type file struct {
 	SessionIdle      *string     `json:"session_idle_timeout"`
 	AllowLocalURLs   *bool       `json:"allow_local_urls"`
 	CallTimeout      *string     `json:"call_timeout"`
+	StartTimeout     *string     `json:"start_timeout"`
 	MaxCallTime      *string     `json:"max_call_time"`
 	PinnedListWait   *string     `json:"pinned_list_wait"`
 	MaxResultBytes   *int        `json:"max_result_bytes"`
@@ -168,6 +169,7 @@ func load(flags Flags, environ []string) (*Config, error) {
 		AllowLocalURLs:     false,
 		CallTimeout:        DefaultCallTimeout,
 		PinnedListWait:     DefaultPinnedListWait,
+		StartTimeout:       DefaultStartTimeout,
 		MaxResultBytes:     DefaultMaxResultBytes,
 		ToolMode:           first(deref(f.ToolMode), ToolModeListed),
 		Limits:             DefaultLimits,
@@ -188,6 +190,7 @@ func load(flags Flags, environ []string) (*Config, error) {
 		value *string
 		into  *time.Duration
 	}{{"call_timeout", f.CallTimeout, &c.CallTimeout}, {"max_call_time", f.MaxCallTime, &c.MaxCallTime}, {"pinned_list_wait", f.PinnedListWait, &c.PinnedListWait},
+		{"start_timeout", f.StartTimeout, &c.StartTimeout},
 		{"session_idle_timeout", firstPtr(e.SessionIdle, f.SessionIdle), &c.SessionIdleTimeout}} {
 		if d.value == nil {
 			continue
@@ -702,6 +705,9 @@ func (c *Config) validate() []error {
 	}
 	if c.CallTimeout <= 0 || c.CallTimeout > time.Hour {
 		add("call_timeout", "%s is outside (0, 1h]", c.CallTimeout)
+	}
+	if c.StartTimeout < time.Second || c.StartTimeout > time.Hour {
+		add("start_timeout", "%s is outside [1s, 1h]", c.StartTimeout)
 	}
 	switch {
 	case c.MaxCallTime <= 0 || c.MaxCallTime > 24*time.Hour:

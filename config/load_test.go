@@ -419,6 +419,8 @@ func TestLoadValidation(t *testing.T) {
 		{"pinned_list_wait not a duration", `{"pinned_list_wait": "a while"}`, "pinned_list_wait"},
 		{"pinned_list_wait zero", `{"pinned_list_wait": "0s"}`, "pinned_list_wait"},
 		{"pinned_list_wait too long", `{"pinned_list_wait": "6m"}`, "pinned_list_wait"},
+		{"start_timeout not a duration", `{"start_timeout": "long"}`, "start_timeout"},
+		{"start_timeout too short", `{"start_timeout": "10ms"}`, "start_timeout"},
 		{"max_result_bytes small", `{"max_result_bytes": 10}`, "max_result_bytes"},
 		{"max_result_bytes big", `{"max_result_bytes": 1000000000}`, "max_result_bytes"},
 		{"limits calls_per_second negative", `{"limits": {"calls_per_second": -1}}`, "limits.calls_per_second"},
@@ -671,6 +673,7 @@ func TestLoadDurationsAndLimits(t *testing.T) {
 		{"defaults", `{}`, config.DefaultCallTimeout, config.DefaultLimits},
 		{"call_timeout", `{"call_timeout": "90s"}`, 90 * time.Second, config.DefaultLimits},
 		{"call_timeout and pinned_list_wait", `{"call_timeout": "90s", "pinned_list_wait": "2m"}`, 90 * time.Second, config.DefaultLimits},
+		{"start_timeout", `{"start_timeout": "10m"}`, config.DefaultCallTimeout, config.DefaultLimits},
 		{"full limits", `{"limits": {"calls_per_second": 5, "call_burst": 10, "discovery_per_minute": 30, "repeat_max": 3, "repeat_window": "30s"}}`,
 			config.DefaultCallTimeout, config.Limits{CallsPerSecond: 5, CallBurst: 10, DiscoveryPerMinute: 30, RepeatMax: 3, RepeatWindow: 30 * time.Second}},
 		// A field the file does not set keeps its default.
@@ -695,6 +698,13 @@ func TestLoadDurationsAndLimits(t *testing.T) {
 			}
 			if c.PinnedListWait != wantWait {
 				t.Errorf("pinned_list_wait=%s, want %s", c.PinnedListWait, wantWait)
+			}
+			wantStart := config.DefaultStartTimeout
+			if strings.Contains(tt.body, "start_timeout") {
+				wantStart = 10 * time.Minute // a slow network's first download
+			}
+			if c.StartTimeout != wantStart {
+				t.Errorf("start_timeout=%s, want %s", c.StartTimeout, wantStart)
 			}
 		})
 	}
