@@ -235,4 +235,23 @@ func TestEventStreamAccepted(t *testing.T) {
 			t.Errorf("eventStreamAccepted(%q) = %v, %v; want %v, %v", c.accept, taken, named, c.taken, c.named)
 		}
 	}
+	for accept, want := range map[string]bool{"": true, "application/json": true, "application/*": true, "text/event-stream": true,
+		"text/html": false, "application/xml, text/html": false, "application/json;q=0": false, "image/*": false} {
+		if got := answerable(accept); got != want {
+			t.Errorf("answerable(%q) = %v, want %v", accept, got, want)
+		}
+	}
+}
+
+// A POST whose Accept takes neither JSON nor an event stream gets 406, on
+// a new connection and on one the gateway keeps: it was answered with an
+// event stream all the same.
+func TestPostNotAcceptable(t *testing.T) {
+	tg, _, sid := keptGateway(t, HTTPOptions{})
+	for _, c := range []*rawConn{dialRaw(t, tg, sid), keptRaw(t, tg, sid)} {
+		c.send(strings.Replace(c.request(callBody(5, "mcp_remote__echo", "x")), "Accept: application/json, text/event-stream", "Accept: text/html", 1))
+		if code, body := c.answer(); code != http.StatusNotAcceptable || !strings.Contains(body, "send both in Accept") {
+			t.Errorf("Accept: text/html: %d %s", code, body)
+		}
+	}
 }

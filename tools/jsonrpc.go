@@ -62,12 +62,15 @@ func isBatch(frame []byte) bool {
 type message struct {
 	guard.Message
 	object bool // the frame is a JSON object
+	// notObject: the frame is JSON, but no object ("str", 42, null), an
+	// invalid request, not a parse error as mcp-go's server said.
+	notObject bool
 }
 
 // readMessage reads frame's members that the door checks.
 func readMessage(frame []byte) message {
 	m, err := guard.ReadMessage(frame)
-	return message{Message: m, object: err == nil}
+	return message{Message: m, object: err == nil, notObject: err != nil && !guard.IsObject(frame) && json.Valid(frame)}
 }
 
 // request reports whether m is a request: a method and an id.
@@ -77,6 +80,8 @@ func (m message) request() bool { return m.Method != nil && m.ID != nil }
 // set for a message to take no further and leave unanswered.
 func (m message) refusal() (msg []byte, drop bool) {
 	switch {
+	case m.notObject:
+		return m.refused("a JSON-RPC message is an object"), false
 	case !m.object:
 		return nil, false // the server answers it with a parse error
 	case m.Method != nil && m.Method[0] != '"':

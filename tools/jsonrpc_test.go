@@ -35,7 +35,13 @@ var refusals = []struct {
 	{`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":"mcp_fx__echo"}`, paramsRefusal(11)},
 	{`{"jsonrpc":"2.0","id":12,"method":"ping","params":[1]}`, paramsRefusal(12)},
 	{`{"jsonrpc":"2.0","id":13,"method":"tools/list","params":5}`, paramsRefusal(13)},
+	// JSON, but no object: an invalid request, not a parse error.
+	{`"str"`, notObjectRefusal},
+	{`42`, notObjectRefusal},
+	{`null`, notObjectRefusal},
 }
+
+var notObjectRefusal = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"a JSON-RPC message is an object"}}`)
 
 func paramsRefusal(id int) []byte {
 	return []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":-32602,"message":"a request's params must be an object"}}`, id))

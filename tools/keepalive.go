@@ -389,7 +389,7 @@ func (h *HTTP) inPlace(r *http.Request, local net.Addr) (*session, bool) {
 			}
 		}
 	}
-	if rebound(r.Host, local) || !h.originOK(r) || !h.authorized(r) {
+	if rebound(r.Host, local) || !h.originOK(r) || !h.authorized(r) || !answerable(r.Header.Get("Accept")) {
 		return nil, false
 	}
 	// Whatever the fast path would not answer goes back, to wind the

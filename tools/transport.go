@@ -563,6 +563,12 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 		s, ok := h.fastSession(r)
 		switch r.Method {
 		case http.MethodPost:
+			if !answerable(r.Header.Get("Accept")) {
+				// Answered as an event stream all the same, which a client
+				// that asked for neither cannot read.
+				http.Error(w, "Not Acceptable: a POST is answered in JSON (application/json) or as an event stream (text/event-stream); send both in Accept", http.StatusNotAcceptable)
+				return
+			}
 		case http.MethodGet, http.MethodDelete:
 			if h.refuseUnknownSession(w, r) {
 				return
@@ -914,29 +920,42 @@ func acceptsEventStream(accept string) bool {
 	return taken
 }
 
-// eventStreamAccepted reads an Accept header for an event stream: taken,
-// when it names text/event-stream or a wildcard that covers it, or is
-// absent, as from clients that send none; named, when it names
-// text/event-stream itself. A media range with q=0 takes nothing.
+// eventStreamAccepted is accepted for text/event-stream.
 func eventStreamAccepted(accept string) (taken, named bool) {
+	return accepted(accept, "text/event-stream")
+}
+
+// accepted reads an Accept header for the media type mt: taken, when it
+// names mt or a wildcard that covers it, or is absent, as from clients
+// that send none; named, when it names mt itself. A media range with q=0
+// takes nothing.
+func accepted(accept, mt string) (taken, named bool) {
 	if accept == "" {
 		return true, false
 	}
+	major, _, _ := strings.Cut(mt, "/")
 	for rest := accept; rest != ""; {
 		var part string
 		part, rest, _ = strings.Cut(rest, ",")
-		mt, params, _ := strings.Cut(part, ";")
+		r, params, _ := strings.Cut(part, ";")
 		if refused(params) {
 			continue
 		}
-		switch mt = strings.TrimSpace(mt); {
-		case strings.EqualFold(mt, "text/event-stream"):
+		switch r = strings.TrimSpace(r); {
+		case strings.EqualFold(r, mt):
 			return true, true
-		case strings.EqualFold(mt, "text/*"), mt == "*/*":
+		case r == "*/*", len(r) == len(major)+2 && strings.EqualFold(r[:len(major)], major) && r[len(major):] == "/*":
 			taken = true
 		}
 	}
 	return taken, false
+}
+
+// answerable tells whether an Accept header takes an answer of a POST's:
+// JSON or an event stream.
+func answerable(accept string) bool {
+	json, _ := accepted(accept, "application/json")
+	return json || acceptsEventStream(accept)
 }
 
 // refused tells whether a media range's parameters give it q=0.
