@@ -676,6 +676,10 @@ func (s *Session) Attach(ctx context.Context, req Request) (a *Attachment, alrea
 		return nil, false, fmt.Errorf("attach %s: %w while it was starting", key, ErrSessionClosed)
 	case err != nil && errors.Is(context.Cause(ctx), errStopped):
 		return nil, false, fmt.Errorf("attach %s: %w", key, errStopped)
+	case err != nil && ctx.Err() != nil:
+		// Its caller gave up (the client cancelled, or went away): said
+		// as such, not as the server's failure to start.
+		return nil, false, fmt.Errorf("attach %s: its request ended before the server started: %w", key, context.Cause(ctx))
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("attach %s: %w", key, err)

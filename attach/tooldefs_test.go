@@ -3,9 +3,12 @@ package attach
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,5 +159,33 @@ func TestAppendListed(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An attach whose caller gives up while its server starts says so, not
+// that the server did not start.
+func TestAttachGivenUp(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // net/http watches for the client leaving only once the body is read
+		<-r.Context().Done()
+	}))
+	defer ts.Close()
+	const urn = "urn:air:ardgate.test:mcp:hangs"
+	data, _ := json.Marshal(map[string]any{"name": "hangs", "remotes": []any{map[string]any{"type": "streamable-http", "url": ts.URL}}})
+	m := &Manager{
+		Registries:     []registry.Registry{registry.NewLocal("test", registry.NewIndex("test", []registry.Entry{{Identifier: urn, DisplayName: "hangs", Type: config.MediaMCPServerCard, Data: data}}))},
+		HTTP:           (&guard.Dialer{AllowLocal: true}).Client(),
+		AllowTypes:     config.DefaultAllowAttachTypes,
+		MaxAttachments: 5,
+		StartTimeout:   10 * time.Second,
+		Log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	defer m.HTTP.CloseIdleConnections()
+	defer m.Shutdown()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, _, err := m.NewSession("s").Attach(ctx, Request{URN: urn})
+	if err == nil || !strings.Contains(err.Error(), "its request ended before the server started: context deadline exceeded") || errors.Is(err, ErrStartFailed) {
+		t.Fatalf("an attach given up: %v", err)
 	}
 }
