@@ -329,6 +329,11 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 		case errors.Is(err, io.EOF):
 			return badRequest("request body is empty; expected a JSON object")
 		}
+		if ute, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && ute.Field == "" {
+			// Said as "cannot unmarshal array into Go value of type
+			// ardserver.searchRequest", the server's own type's name.
+			return badRequest("malformed request body: a JSON object is expected, not %s", ute.Value)
+		}
 		return badRequest("malformed request body: %s", strings.TrimPrefix(config.JSONTypeError(err).Error(), "json: "))
 	}
 	var extra json.RawMessage

@@ -571,6 +571,9 @@ func TestErrors(t *testing.T) {
 		`{"query":{"text":"x"},"pageSize":"5"}`: `malformed request body: "pageSize" is a JSON string; it must be a whole number`,
 		`{"query":{"text":7}}`:                  `malformed request body: "query.text" is a JSON number; it must be a string`,
 		`{"query":{"text":"x"},"colour":1}`:     `malformed request body: unknown field "colour"`,
+		// Not the server's own type's name ("ardserver.searchRequest").
+		`[{"query":{"text":"x"}}]`: `malformed request body: a JSON object is expected, not array`,
+		`"x"`:                      `malformed request body: a JSON object is expected, not string`,
 	} {
 		f.do(t, http.MethodPost, "/search", body).decode(t, 400, &e)
 		if e.Message != want {
