@@ -485,16 +485,9 @@ func (w *callWriter) beat() {
 		return // answered, or being answered in JSON
 	}
 	if !w.streaming {
-		w.begin()
-	} else if wait := w.pace.wait(); wait > 0 {
-		w.timer.Reset(wait)
-		return
+		w.begin() // quiet since the call began: a comment is due
 	}
-	if comment(w.ResponseWriter) != nil {
-		return // the client is gone: the server finds out itself
-	}
-	w.pace.wrote(heartbeatComment)
-	w.timer.Reset(w.pace.every)
+	w.pace.beat(w.ResponseWriter, w.timer)
 }
 
 // end marks the request done with: what the call sends after goes nowhere.

@@ -62,6 +62,19 @@ func (p *pace) wait() time.Duration {
 	return 0
 }
 
+// beat writes a comment on w when one is due, and arms t for the next.
+func (p *pace) beat(w http.ResponseWriter, t *time.Timer) {
+	if wait := p.wait(); wait > 0 {
+		t.Reset(wait)
+		return
+	}
+	if comment(w) != nil {
+		return // the client is gone: the handler finds out itself
+	}
+	p.wrote(heartbeatComment)
+	t.Reset(p.every)
+}
+
 // comment writes heartbeatComment on w and flushes it.
 func comment(w http.ResponseWriter) error {
 	if _, err := w.Write(heartbeatComment); err != nil {
@@ -123,18 +136,9 @@ func (h *heartbeatWriter) Unwrap() http.ResponseWriter { return h.ResponseWriter
 func (h *heartbeatWriter) beat() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.stopped {
-		return
+	if !h.stopped {
+		h.pace.beat(h.ResponseWriter, h.timer)
 	}
-	if wait := h.pace.wait(); wait > 0 {
-		h.timer.Reset(wait)
-		return
-	}
-	if comment(h.ResponseWriter) != nil {
-		return // the client is gone: the handler finds out itself
-	}
-	h.pace.wrote(heartbeatComment)
-	h.timer.Reset(h.pace.every)
 }
 
 // stop ends the beats; none is written once it returns.
