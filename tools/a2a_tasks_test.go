@@ -341,11 +341,7 @@ func TestShutdownAnswersBeforeTasksAreCancelled(t *testing.T) {
 	}
 	c := dialRaw(t, tg, s.c.GetSessionId())
 	c.send(c.request(slowBody(9, 30000)))
-	for deadline := time.Now().Add(5 * time.Second); tg.g.running.Load() == 0; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the slow call never began")
-		}
-	}
+	tg.waitRunning(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	_ = tg.g.Drain(ctx)

@@ -91,6 +91,16 @@ func newGatewayWith(t testing.TB, callTimeout time.Duration, opts Options, hopts
 	return &testGateway{g: g, h: h, url: ts.URL + "/mcp"}
 }
 
+// waitRunning waits until a tool call of tg's is running.
+func (tg *testGateway) waitRunning(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); tg.g.running.Load() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no call began")
+		}
+	}
+}
+
 type clientSession struct {
 	t     testing.TB
 	c     *client.Client
@@ -850,11 +860,7 @@ func TestShutdownAnswersTheServersCalls(t *testing.T) {
 		}
 	}
 	c.send(c.request(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"mcp_fx__slow","arguments":{"ms":30000}}}`))
-	for deadline := time.Now().Add(5 * time.Second); tg.g.running.Load() == 0; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the call never began")
-		}
-	}
+	tg.waitRunning(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if err := tg.g.Drain(ctx); !errors.Is(err, ErrCallsCut) {
