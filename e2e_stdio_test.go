@@ -716,7 +716,7 @@ func TestStdioUpstreamFlood(t *testing.T) {
 		{"call_attached_tool", `{"name":"mcp_fixture__big","arguments":{"bytes":11534336}}`},
 	} {
 		msg := g.fails(call.name, json.RawMessage(call.args), "upstream_error")
-		if !strings.Contains(msg, "larger than the 10 MiB cap") {
+		if !strings.Contains(msg, "fixture: its answer to big: the answer is larger than the 10 MiB cap; ask it for less") {
 			t.Fatalf("an 11 MiB answer through %s: %q", call.name, msg)
 		}
 		if got := text(g.call("mcp_fixture__echo", map[string]any{"message": "after"})); got != "after" {

@@ -1215,6 +1215,9 @@ func callError(att *Attachment, tool string, err, out error) error {
 		return out
 	case errors.Is(err, guard.ErrBacklog):
 		return fmt.Errorf("%s has stopped reading its input, so %s was not sent (%w); try again once its calls in flight have ended", att.Name, tool, err)
+	case errors.Is(err, errAnswerTooLarge):
+		// Said without whose answer it was.
+		return fmt.Errorf("%s: its answer to %s: %w; ask it for less", att.Name, tool, err)
 	}
 	return err
 }

@@ -292,7 +292,7 @@ func TestRemoteAnswerOverCap(t *testing.T) {
 			return s.call("call_attached_tool", map[string]any{"name": "mcp_remote__big", "arguments": big})
 		},
 	} {
-		if res := call(); !res.IsError || !strings.Contains(firstText(res), "larger than the 10 MiB cap") {
+		if res := call(); !res.IsError || !strings.Contains(firstText(res), "remote: its answer to big: the server's response: the answer is larger than the 10 MiB cap; ask it for less") {
 			t.Fatalf("a 12 MiB answer: %.300s", firstText(res))
 		}
 		if res := s.call("mcp_remote__echo", map[string]any{"message": "after"}); res.IsError || firstText(res) != "after" {
