@@ -921,3 +921,46 @@ func TestDetachWhileStarting(t *testing.T) {
 		t.Fatalf("after the detach: %+v", l)
 	}
 }
+
+// A page of an origin the gateway allows (localhost) may use it from a
+// browser: its preflight is answered before the token, which it never
+// carries, and every answer says the origin may read it and the session
+// id; a page of another origin is refused, preflight and all.
+func TestCORS(t *testing.T) {
+	tg, _, sid := keptGateway(t, HTTPOptions{AuthToken: "s3cret"})
+	do := func(method, origin string, header ...string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, tg.url, strings.NewReader(callBody(1, "mcp_remote__echo", "from a page")))
+		req.Header.Set("Origin", origin)
+		for i := 0; i < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	pre := do(http.MethodOptions, "http://localhost:5173", "Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "authorization, mcp-session-id")
+	if pre.StatusCode != http.StatusNoContent || pre.Header.Get("Access-Control-Allow-Origin") != "http://localhost:5173" ||
+		!strings.Contains(pre.Header.Get("Access-Control-Allow-Headers"), "Mcp-Session-Id") || !strings.Contains(pre.Header.Get("Access-Control-Allow-Methods"), "POST") {
+		t.Errorf("preflight: %d %v", pre.StatusCode, pre.Header)
+	}
+	for range 2 { // the second on a connection the gateway would keep
+		post := do(http.MethodPost, "http://localhost:5173", "Authorization", "Bearer s3cret", "Mcp-Session-Id", sid,
+			"Content-Type", "application/json", "Accept", "application/json, text/event-stream")
+		if post.StatusCode != http.StatusOK || post.Header.Get("Access-Control-Allow-Origin") != "http://localhost:5173" ||
+			!strings.Contains(post.Header.Get("Access-Control-Expose-Headers"), "Mcp-Session-Id") {
+			t.Errorf("a call from the page: %d %v", post.StatusCode, post.Header)
+		}
+	}
+	if r := do(http.MethodOptions, "https://evil.example", "Access-Control-Request-Method", "POST"); r.StatusCode != http.StatusForbidden || r.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("a preflight from another origin: %d %v", r.StatusCode, r.Header)
+	}
+	if r := do(http.MethodPost, "http://localhost:5173", "Mcp-Session-Id", sid, "Content-Type", "application/json"); r.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a call from the page without the token: %d", r.StatusCode)
+	}
+	http.DefaultClient.CloseIdleConnections()
+}

@@ -72,7 +72,9 @@ const (
 // serves it until it ends. false: w was left alone, for the caller to
 // write f.
 func (h *HTTP) keep(w http.ResponseWriter, r *http.Request, f frame) bool {
-	if r.ProtoMajor != 1 || r.ProtoMinor != 1 || r.Close || r.TLS != nil {
+	// A browser's connection stays net/http's: the gateway's own answers
+	// carry no CORS headers (allowCORS).
+	if r.ProtoMajor != 1 || r.ProtoMinor != 1 || r.Close || r.TLS != nil || r.Header.Get("Origin") != "" {
 		return false
 	}
 	c := &keptConn{h: h}
@@ -389,7 +391,9 @@ func (h *HTTP) inPlace(r *http.Request, local net.Addr) (*session, bool) {
 			}
 		}
 	}
-	if rebound(r.Host, local) || !h.originOK(r) || !h.authorized(r) || !answerable(r.Header.Get("Accept")) {
+	// A browser's request (it names its Origin) goes back, for net/http's
+	// answer with the CORS headers it reads.
+	if rebound(r.Host, local) || r.Header.Get("Origin") != "" || !h.authorized(r) || !answerable(r.Header.Get("Accept")) {
 		return nil, false
 	}
 	// Whatever the fast path would not answer goes back, to wind the

@@ -512,6 +512,9 @@ func (h *HTTP) guard(next http.Handler) http.Handler {
 			http.Error(w, "Forbidden: Origin "+r.Header.Get("Origin")+" may not use this gateway", http.StatusForbidden)
 			return
 		}
+		if allowCORS(w, r) {
+			return // a preflight, answered before the token: it carries none
+		}
 		if !h.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="ardgate"`)
 			http.Error(w, "Unauthorized: send Authorization: Bearer <ARDGATE_AUTH_TOKEN>", http.StatusUnauthorized)
@@ -523,6 +526,29 @@ func (h *HTTP) guard(next http.Handler) http.Handler {
 }
 
 // originOK tells whether the request's Origin, if any, may use the gateway.
+// allowCORS lets a page of an origin the gateway allows (originOK) read
+// its answers, as a browser asks: a client in a page on localhost could
+// not connect, its preflight refused for want of a token it never sends.
+// It reports whether r was a preflight, which it answered.
+func allowCORS(w http.ResponseWriter, r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return false
+	}
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", origin)
+	h.Add("Vary", "Origin")
+	h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate")
+	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
+		return false
+	}
+	h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID")
+	h.Set("Access-Control-Max-Age", "600")
+	w.WriteHeader(http.StatusNoContent)
+	return true
+}
+
 func (h *HTTP) originOK(r *http.Request) bool {
 	o := r.Header.Get("Origin")
 	return o == "" || originAllowed(o, r.Host)
