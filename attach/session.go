@@ -604,6 +604,7 @@ func (s *Session) Attach(ctx context.Context, req Request) (a *Attachment, alrea
 	key := registry.CanonicalURN(req.URN)
 	var name string
 	var stale *Attachment
+	var at *attaching // this attach, while under way
 	for {
 		s.mu.Lock()
 		if s.closed {
@@ -650,14 +651,16 @@ func (s *Session) Attach(ctx context.Context, req Request) (a *Attachment, alrea
 		ctx, stop = context.WithCancelCause(ctx)
 		defer stop(nil)
 		defer context.AfterFunc(s.ctx, func() { stop(nil) })()
-		at := &attaching{urn: key, name: name, since: time.Now(), done: make(chan struct{}), stop: stop}
+		at = &attaching{urn: key, name: name, since: time.Now(), done: make(chan struct{}), stop: stop}
 		s.inflight[key] = at
 		s.wg.Add(1)
 		s.mu.Unlock()
 		defer func() {
 			s.mu.Lock()
-			delete(s.inflight, key)
-			delete(s.reserved, name)
+			if s.inflight[key] == at { // not yet settled
+				delete(s.inflight, key)
+				delete(s.reserved, name)
+			}
 			s.mu.Unlock()
 			close(at.done)
 			s.wg.Done()
@@ -684,14 +687,26 @@ func (s *Session) Attach(ctx context.Context, req Request) (a *Attachment, alrea
 	if err != nil {
 		return nil, false, fmt.Errorf("attach %s: %w", key, err)
 	}
+	// Attached, or stopped by a detach that came as it started: settled
+	// in one step with the record of it under way, so that a detach finds
+	// it as the one or the other, never both nor neither.
 	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	stopped := at.stopped
+	if !s.closed && !stopped {
+		s.atts = append(s.atts, a)
+		delete(s.inflight, key)
+		delete(s.reserved, name)
+	}
+	closed := s.closed
+	s.mu.Unlock()
+	switch {
+	case closed:
 		a.close()
 		return nil, false, ErrSessionClosed
+	case stopped:
+		a.close()
+		return nil, false, fmt.Errorf("attach %s: %w", key, errStopped)
 	}
-	s.atts = append(s.atts, a)
-	s.mu.Unlock()
 	s.m.Log.Debug("attached", "session", s.ID, "urn", key, "name", name, "endpoint", a.Endpoint(), "tools", len(a.Tools()))
 	s.changed()
 	return a, false, nil
@@ -821,7 +836,12 @@ func (s *Session) findLocked(urn string) *Attachment {
 }
 
 func (s *Session) countLocked() int {
-	n := len(s.inflight)
+	n := 0
+	for _, at := range s.inflight {
+		if !at.stopped {
+			n++
+		}
+	}
 	for _, a := range s.atts {
 		if !a.Pinned {
 			n++
@@ -868,6 +888,7 @@ type attaching struct {
 	since     time.Time
 	done      chan struct{}           // closed once it has ended
 	stop      context.CancelCauseFunc // ends it, with errStopped for a detach
+	stopped   bool                    // by a detach; guarded by the session's mu
 }
 
 // errStopped ends an attach that a detach stopped while it was starting.
@@ -886,44 +907,42 @@ func (s *Session) Underway() []Underway {
 	defer s.mu.Unlock()
 	out := make([]Underway, 0, len(s.inflight))
 	for _, at := range s.inflight {
-		out = append(out, Underway{URN: at.urn, Name: at.name, Since: at.since})
+		if !at.stopped {
+			out = append(out, Underway{URN: at.urn, Name: at.name, Since: at.since})
+		}
 	}
 	slices.SortFunc(out, func(a, b Underway) int { return a.Since.Compare(b.Since) })
 	return out
 }
 
-// StopAttach stops the attach under way of that URN or name, and reports
-// what it stopped; ok is false when none is under way.
-func (s *Session) StopAttach(urnOrName string) (stopped Underway, ok bool) {
-	key := registry.CanonicalURN(urnOrName)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, at := range s.inflight {
-		if at.urn == key || at.name == urnOrName {
-			at.stop(errStopped)
-			return Underway{URN: at.urn, Name: at.name, Since: at.since}, true
-		}
-	}
-	return Underway{}, false
-}
-
 // Detach removes the attachment with that URN or name and ends its
-// upstream.
+// upstream; or, when none is attached, stops the attach under way of it,
+// and says which (stopped), a being nil: its Attach ends with
+// ErrNotAttached, and, stopped, it is no longer listed (Underway) nor
+// counted, though its server may take a few seconds to end.
 //
 // Detaching an agent first cancels the session's tasks still running at
 // it (cancelled tells how many): once detached, nothing could.
-func (s *Session) Detach(urnOrName string) (a *Attachment, cancelled int, err error) {
+func (s *Session) Detach(urnOrName string) (a *Attachment, cancelled int, stopped *Underway, err error) {
 	key := registry.CanonicalURN(urnOrName)
 	s.mu.Lock()
 	i := slices.IndexFunc(s.atts, func(a *Attachment) bool { return a.URN == key || a.Name == urnOrName })
 	if i < 0 {
+		for _, at := range s.inflight {
+			if !at.stopped && (at.urn == key || at.name == urnOrName) {
+				at.stopped = true
+				at.stop(errStopped)
+				s.mu.Unlock()
+				return nil, 0, &Underway{URN: at.urn, Name: at.name, Since: at.since}, nil
+			}
+		}
 		s.mu.Unlock()
-		return nil, 0, fmt.Errorf("%q is %w in this session; list_attached_resources shows what is", urnOrName, ErrNotAttached)
+		return nil, 0, nil, fmt.Errorf("%q is %w in this session; list_attached_resources shows what is", urnOrName, ErrNotAttached)
 	}
 	a = s.atts[i]
 	if a.Pinned {
 		s.mu.Unlock()
-		return nil, 0, fmt.Errorf("%s is %w and cannot be detached", a.Name, ErrPinned)
+		return nil, 0, nil, fmt.Errorf("%s is %w and cannot be detached", a.Name, ErrPinned)
 	}
 	s.atts = slices.Delete(s.atts, i, i+1)
 	maps.DeleteFunc(s.subs, func(_ string, at *Attachment) bool { return at == a })
@@ -934,7 +953,7 @@ func (s *Session) Detach(urnOrName string) (a *Attachment, cancelled int, err er
 	a.close()
 	s.m.Log.Debug("detached", "session", s.ID, "urn", a.URN, "name", a.Name, "tasks_cancelled", cancelled)
 	s.changed()
-	return a, cancelled, nil
+	return a, cancelled, nil, nil
 }
 
 func (a *Attachment) close() {

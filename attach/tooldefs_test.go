@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -187,5 +188,84 @@ func TestAttachGivenUp(t *testing.T) {
 	_, _, err := m.NewSession("s").Attach(ctx, Request{URN: urn})
 	if err == nil || !strings.Contains(err.Error(), "its request ended before the server started: context deadline exceeded") || errors.Is(err, ErrStartFailed) {
 		t.Fatalf("an attach given up: %v", err)
+	}
+}
+
+// A detach finds an attach either under way, which it stops, or done,
+// which it detaches: never neither, and never stopped while the attach
+// goes on to stay attached (a detach as the attach ended said "detached",
+// and the server stayed, its tools listed). A stopped start is listed and
+// counted no more, though its server may take a moment to end.
+func TestDetachAsAttachEnds(t *testing.T) {
+	release := make(chan struct{})
+	var hold atomic.Bool
+	up := server.NewStreamableHTTPServer(server.NewMCPServer("up", "1", server.WithToolCapabilities(true)))
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hold.Load() {
+			_, _ = io.Copy(io.Discard, r.Body)
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		up.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	defer close(release)
+	defer func() { _ = up.Shutdown(context.Background()) }()
+	const urn = "urn:air:ardgate.test:mcp:up"
+	data, _ := json.Marshal(map[string]any{"name": "up", "remotes": []any{map[string]any{"type": "streamable-http", "url": ts.URL}}})
+	m := &Manager{
+		Registries:     []registry.Registry{registry.NewLocal("test", registry.NewIndex("test", []registry.Entry{{Identifier: urn, DisplayName: "up", Type: config.MediaMCPServerCard, Data: data}}))},
+		HTTP:           (&guard.Dialer{AllowLocal: true}).Client(),
+		AllowTypes:     config.DefaultAllowAttachTypes,
+		MaxAttachments: 5,
+		StartTimeout:   10 * time.Second,
+		Log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	defer m.HTTP.CloseIdleConnections()
+	defer m.Shutdown()
+
+	// As the attach ends: the session's change is said while the attach
+	// still holds its record.
+	s := m.NewSession("ending")
+	var first atomic.Bool // the detach says its change too
+	var detached *Attachment
+	var stopped *Underway
+	s.OnChange = func() {
+		if first.CompareAndSwap(false, true) {
+			detached, _, stopped, _ = s.Detach(urn)
+		}
+	}
+	a, _, err := s.Attach(context.Background(), Request{URN: urn})
+	switch {
+	case detached == nil && stopped == nil:
+		t.Fatal("a detach as the attach ended found it neither attached nor under way")
+	case stopped != nil && (err == nil || a != nil):
+		t.Fatalf("stopped, yet the attach ended with %v, %v", a, err)
+	}
+	if n := len(s.Attachments()); n != 0 {
+		t.Fatalf("%d attachments after the detach", n)
+	}
+
+	// Under way: stopped, and no longer listed nor counted at once.
+	hold.Store(true)
+	s2 := m.NewSession("starting")
+	ended := make(chan error, 1)
+	go func() { _, _, err := s2.Attach(context.Background(), Request{URN: urn}); ended <- err }()
+	for deadline := time.Now().Add(5 * time.Second); len(s2.Underway()) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the attach was never under way")
+		}
+	}
+	if a, _, stopped, err := s2.Detach("up"); a != nil || stopped == nil || stopped.URN != urn || err != nil {
+		t.Fatalf("a detach of a start: %v %v %v", a, stopped, err)
+	}
+	if n := len(s2.Underway()); n != 0 {
+		t.Errorf("a stopped start is still listed (%d)", n)
+	}
+	if err := <-ended; !errors.Is(err, ErrNotAttached) || !strings.Contains(err.Error(), "detach_resource stopped it while it was starting") {
+		t.Fatalf("the stopped attach ended with %v", err)
 	}
 }

@@ -169,15 +169,13 @@ func (g *Gateway) detach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	if (a.URN == "") == (a.Name == "") {
 		return invalid("detach_resource", errors.New(`give exactly one of "urn" and "name"`)), nil
 	}
-	att, cancelled, err := s.att.Detach(a.URN + a.Name)
-	if errors.Is(err, attach.ErrNotAttached) {
+	att, cancelled, stopped, err := s.att.Detach(a.URN + a.Name)
+	if stopped != nil {
 		// One still starting (an npx download) is stopped: its
 		// attach_resource ends saying so.
-		if u, ok := s.att.StopAttach(a.URN + a.Name); ok {
-			g.audit("detach", s.att.ID, u.URN, nil, "name", u.Name, "starting", true)
-			return result(map[string]any{"status": "detached", "urn": u.URN, "name": u.Name,
-				"note": "it was still starting: its start is stopped, and its attach_resource ends saying so"}), nil
-		}
+		g.audit("detach", s.att.ID, stopped.URN, nil, "name", stopped.Name, "starting", true)
+		return result(map[string]any{"status": "detached", "urn": stopped.URN, "name": stopped.Name,
+			"note": "it was still starting: its start is stopped, and its attach_resource ends saying so"}), nil
 	}
 	if err != nil {
 		g.audit("detach", s.att.ID, a.URN+a.Name, err)
