@@ -63,6 +63,7 @@ type Session struct {
 	inflight map[string]*attaching // by URN
 	reserved map[string]bool       // names held by attaches in flight
 	closed   bool
+	ended    chan struct{}    // closed once Close is done
 	logLevel mcp.LoggingLevel // the client's; "" until it sets one
 	// subs are the resources the client subscribed to, by URI, at the
 	// attachment whose server took the subscription.
@@ -314,7 +315,7 @@ func (a *Attachment) Tools() []Tool {
 
 func newSession(m *Manager, id string) *Session {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Session{ID: id, m: m, ctx: ctx, cancel: cancel, inflight: map[string]*attaching{}, reserved: map[string]bool{},
+	s := &Session{ID: id, m: m, ctx: ctx, cancel: cancel, inflight: map[string]*attaching{}, reserved: map[string]bool{}, ended: make(chan struct{}),
 		tasks: taskStore{max: DefaultMaxTasks}}
 	for _, p := range m.Pinned {
 		a := &Attachment{URN: PinnedURN(p.Name), Name: p.Name, Kind: KindMCPServer, MediaType: config.MediaMCPServerCard, RegistryID: "config", Pinned: true, AttachedAt: time.Now()}
@@ -1261,14 +1262,17 @@ func (s *Session) route(name string) (*Attachment, string) {
 
 // Close ends the session: attaches in flight are cancelled, every upstream
 // is closed (stdio children killed with their process groups), in
-// parallel. It returns when all of it is done.
+// parallel. It returns when all of it is done, also when another Close
+// began it: the gateway's exit waits for the shutdown's.
 func (s *Session) Close() {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
+		<-s.ended
 		return
 	}
 	s.closed = true
+	defer close(s.ended)
 	atts := s.atts
 	s.atts = nil
 	s.mu.Unlock()
