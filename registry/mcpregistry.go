@@ -97,7 +97,10 @@ func (m *MCPRegistry) Search(ctx context.Context, q Query) (Page, error) {
 		ranked, next, err := m.window(ctx, q.Text, filter, at.Cursors)
 		if err != nil {
 			if len(page.Results) > 0 {
-				break // what earlier windows gave stands; the page ends here
+				// What earlier windows gave stands; the next page asks for
+				// this window again, not ending the listing here.
+				page.PageToken = at.encode(fp)
+				break
 			}
 			return Page{}, err
 		}
@@ -202,7 +205,9 @@ func (m *MCPRegistry) named(ctx context.Context, word, cursor string) (entries [
 		}
 		if err != nil {
 			if len(entries) > 0 {
-				return entries, "", nil // a later page failed: what came is worth ranking
+				// A later page failed: what came is worth ranking, and the
+				// next window asks for that page again.
+				return entries, cursor, nil
 			}
 			return nil, "", err
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -457,11 +458,23 @@ func TestRegistryHealthTellsFailures(t *testing.T) {
 // An MCP Registry's lists are read a window at a time, and pages go on
 // from window to window: a listing of 1,200 servers stopped at the 500
 // of its first window, its last page saying nothing more was there; so
-// did a search whose word every name holds.
+// did a search whose word every name holds. A page of a list that fails
+// (past the client's retries) is asked for again by the next page, not
+// taken for the list's end, which ended the listing with no word.
 func TestMCPRegistryPagesPastAWindow(t *testing.T) {
 	const servers = 1200
+	var mu sync.Mutex
+	failures := map[string]int{}
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
+		mu.Lock()
+		fail := failures[q.Get("cursor")] > 0
+		failures[q.Get("cursor")]--
+		mu.Unlock()
+		if fail {
+			http.Error(w, `{"detail":"busy"}`, http.StatusInternalServerError)
+			return
+		}
 		var names []string
 		for i := range servers {
 			if n := fmt.Sprintf("io.github.acme/server-%04d", i); strings.Contains(n, q.Get("search")) {
@@ -482,18 +495,40 @@ func TestMCPRegistryPagesPastAWindow(t *testing.T) {
 		fmt.Fprintf(w, `{"servers":[%s],"metadata":{"nextCursor":%q}}`, strings.Join(list, ","), next)
 	}))
 	defer ts.Close()
-	m, _ := NewMCPRegistry("mcp", ts.URL, RemoteOptions{HTTP: &http.Client{}})
-	for _, text := range []string{"", "server"} {
+	for _, c := range []struct {
+		text  string
+		fails map[string]int
+		size  int
+	}{
+		{"", nil, 50},
+		{"server", nil, 50},
+		// A page that runs on into the next window, whose first read fails.
+		{"", map[string]int{"500": 2}, 70},
+		// A page in a window fails once, healed by the next page's read of
+		// the window; the last page of the second window fails for the
+		// rest of its window's pages, and the next window's first read.
+		{"", map[string]int{"300": 1, "700": 5}, 50},
+	} {
+		mu.Lock()
+		failures = maps.Clone(c.fails)
+		if failures == nil {
+			failures = map[string]int{}
+		}
+		mu.Unlock()
+		m, _ := NewMCPRegistry("mcp", ts.URL, RemoteOptions{HTTP: &http.Client{}, Retries: -1})
 		seen := map[string]bool{}
-		pages := 0
+		pages, failed := 0, 0
 		for tok := ""; ; pages++ {
-			p, err := m.Search(context.Background(), Query{Text: text, PageSize: 50, PageToken: tok})
+			p, err := m.Search(context.Background(), Query{Text: c.text, PageSize: c.size, PageToken: tok})
 			if err != nil {
-				t.Fatalf("%q, page %d: %v", text, pages, err)
+				if failed++; failed > 3 {
+					t.Fatalf("%q, page %d: %v", c.text, pages, err)
+				}
+				continue // a client asks again
 			}
 			for _, r := range p.Results {
 				if seen[r.Identifier] {
-					t.Fatalf("%q: page %d lists %s again", text, pages, r.Identifier)
+					t.Fatalf("%q: page %d lists %s again", c.text, pages, r.Identifier)
 				}
 				seen[r.Identifier] = true
 			}
@@ -502,7 +537,7 @@ func TestMCPRegistryPagesPastAWindow(t *testing.T) {
 			}
 		}
 		if len(seen) != servers {
-			t.Errorf("%q: listed %d of %d servers in %d pages", text, len(seen), servers, pages)
+			t.Errorf("%q, failing %v: listed %d of %d servers in %d pages", c.text, c.fails, len(seen), servers, pages)
 		}
 	}
 }
