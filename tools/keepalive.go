@@ -428,6 +428,9 @@ func (c *keptConn) call(s *session, call callFrame, stream *progressStream, quie
 	if watched && !c.watch.timer.Stop() {
 		c.watch.stop()
 		stream = c.watch.stream // one made at its beat, after stop's wait
+		if c.watch.late != nil {
+			c.watch.late.Stop()
+		}
 	}
 	if c.ctx.Err() != nil && !c.watch.gone {
 		cancelled = cancelledByClient(c.ctx)
@@ -568,13 +571,14 @@ type watch struct {
 	// stream is the answer's, whose beat is due at beatAt: the call's, or,
 	// for a call that may go quiet, one made then (keptConn.quietStream).
 	stream *progressStream
+	late   *time.Timer // the beat's, once the watch has ended before it
 }
 
 // arm readies the watch for a call whose answer is stream (nil for none),
 // or may become one once quiet.
 func (w *watch) arm(stream *progressStream, quiet bool) {
 	w.mu.Lock()
-	w.beatAt, w.stream = time.Time{}, stream
+	w.beatAt, w.stream, w.late = time.Time{}, stream, nil
 	if quiet || stream != nil && stream.every > 0 {
 		w.beatAt = time.Now().Add(w.c.h.heartbeat)
 	}
@@ -595,6 +599,16 @@ func (w *watch) read() {
 		n, err := w.c.conn.Read(w.b[:])
 		if n == 1 {
 			w.c.in.pending = w.b[:1]
+			w.mu.Lock()
+			if !w.beatAt.IsZero() {
+				// The client's next request has begun: the watch ends, and
+				// the beat still to come is a timer's.
+				if w.stream == nil {
+					w.stream = w.c.quietStream()
+				}
+				w.late = time.AfterFunc(time.Until(w.beatAt), w.stream.beat)
+			}
+			w.mu.Unlock()
 		}
 		if n == 0 && errors.Is(err, os.ErrDeadlineExceeded) {
 			w.mu.Lock()
