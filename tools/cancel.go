@@ -397,7 +397,7 @@ func trackServerCall(s *session, w http.ResponseWriter, r *http.Request, m messa
 	id := string(m.ID)
 	c := &serverCall{}
 	c.w = &callWriter{ResponseWriter: w, call: c}
-	if mayGoQuiet(r.Header.Get("Accept"), every) {
+	if mayGoQuiet(acceptOf(r.Header), every) {
 		c.w.mu.Lock() // the first beat may come before the timer is set
 		c.w.pace = newPace(every)
 		c.w.timer = time.AfterFunc(every, c.w.beat)

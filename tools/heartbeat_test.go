@@ -238,7 +238,12 @@ func TestEventStreamAccepted(t *testing.T) {
 		{"application/json, text/html", false, false},
 		{"text/event-streams", false, false},
 		{"application/json, text/event-stream;q=0", false, false},
-		{"text/event-stream; charset=utf-8; q=0.0, */*;q=0.1", true, false},
+		// The most specific range decides: the type refused, whatever
+		// the wildcards say.
+		{"text/event-stream; charset=utf-8; q=0.0, */*;q=0.1", false, false},
+		{"text/*;q=0, */*", false, false},
+		{"text/*;q=0, text/event-stream", true, true},
+		{"text/plain;q=0, */*", true, false},
 		{"text/event-stream;q=0.5", true, true},
 	} {
 		if taken, named := eventStreamAccepted(c.accept); taken != c.taken || named != c.named {
@@ -246,7 +251,8 @@ func TestEventStreamAccepted(t *testing.T) {
 		}
 	}
 	for accept, want := range map[string]bool{"": true, "application/json": true, "application/*": true, "text/event-stream": true,
-		"text/html": false, "application/xml, text/html": false, "application/json;q=0": false, "image/*": false} {
+		"text/html": false, "application/xml, text/html": false, "application/json;q=0": false, "image/*": false,
+		"application/json;q=0, */*": true} { // an event stream, then
 		if got := answerable(accept); got != want {
 			t.Errorf("answerable(%q) = %v, want %v", accept, got, want)
 		}
@@ -255,13 +261,17 @@ func TestEventStreamAccepted(t *testing.T) {
 
 // A POST whose Accept takes neither JSON nor an event stream gets 406, on
 // a new connection and on one the gateway keeps: it was answered with an
-// event stream all the same.
+// event stream all the same. An Accept split over two lines is read whole.
 func TestPostNotAcceptable(t *testing.T) {
 	tg, _, sid := keptGateway(t, HTTPOptions{})
 	for _, c := range []*rawConn{dialRaw(t, tg, sid), keptRaw(t, tg, sid)} {
 		c.send(strings.Replace(c.request(callBody(5, "mcp_remote__echo", "x")), "Accept: application/json, text/event-stream", "Accept: text/html", 1))
 		if code, body := c.answer(); code != http.StatusNotAcceptable || !strings.Contains(body, "send both in Accept") {
 			t.Errorf("Accept: text/html: %d %s", code, body)
+		}
+		c.send(strings.Replace(c.request(callBody(6, "mcp_remote__echo", "y")), "Accept: application/json, text/event-stream", "Accept: text/html\r\nAccept: application/json", 1))
+		if code, body := c.answer(); code != http.StatusOK || !strings.Contains(body, `"text":"y"`) {
+			t.Errorf("Accept over two lines: %d %s", code, body)
 		}
 	}
 }

@@ -339,7 +339,7 @@ func (c *keptConn) serve() bool {
 		return c.write(f)
 	}
 	c.taken()
-	accept := req.Header.Get("Accept")
+	accept := acceptOf(req.Header)
 	stream := newProgressStream(&call, accept, &c.events, c.h.g.log, c.h.heartbeat)
 	quiet := stream == nil && mayGoQuiet(accept, c.h.heartbeat)
 	f, stream, gone, cancelled := c.call(s, call, stream, quiet, req.Header)
@@ -393,7 +393,7 @@ func (h *HTTP) inPlace(r *http.Request, local net.Addr) (*session, bool) {
 	}
 	// A browser's request (it names its Origin) goes back, for net/http's
 	// answer with the CORS headers it reads.
-	if rebound(r.Host, local) || r.Header.Get("Origin") != "" || !h.authorized(r) || !answerable(r.Header.Get("Accept")) {
+	if rebound(r.Host, local) || r.Header.Get("Origin") != "" || !h.authorized(r) || !answerable(acceptOf(r.Header)) {
 		return nil, false
 	}
 	// Whatever the fast path would not answer goes back, to wind the

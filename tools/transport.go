@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -589,7 +590,7 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 		s, ok := h.fastSession(r)
 		switch r.Method {
 		case http.MethodPost:
-			if !answerable(r.Header.Get("Accept")) {
+			if !answerable(acceptOf(r.Header)) {
 				// Answered as an event stream all the same, which a client
 				// that asked for neither cannot read.
 				http.Error(w, "Not Acceptable: a POST is answered in JSON (application/json) or as an event stream (text/event-stream); send both in Accept", http.StatusNotAcceptable)
@@ -599,7 +600,7 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 			if h.refuseUnknownSession(w, r) {
 				return
 			}
-			if r.Method == http.MethodGet && !acceptsEventStream(r.Header.Get("Accept")) {
+			if r.Method == http.MethodGet && !acceptsEventStream(acceptOf(r.Header)) {
 				// Held open, the stream would hang a client that asked
 				// for JSON and waits for a body that never ends.
 				http.Error(w, "Not Acceptable: a GET opens the session's event stream (text/event-stream); send it in Accept, or POST a message", http.StatusNotAcceptable)
@@ -769,7 +770,7 @@ func (h *HTTP) refuseUnknownSession(w http.ResponseWriter, r *http.Request) bool
 func (h *HTTP) fastAnswer(w http.ResponseWriter, r *http.Request, s *session, body []byte) bool {
 	if c, ok := h.g.fastCall(s, body); ok {
 		out := &responseEvents{w: w}
-		accept := r.Header.Get("Accept")
+		accept := acceptOf(r.Header)
 		stream := newProgressStream(&c, accept, out, h.g.log, h.heartbeat)
 		if stream == nil && mayGoQuiet(accept, h.heartbeat) {
 			stream = quietStream(out, h.g.log, h.heartbeat)
@@ -951,30 +952,41 @@ func eventStreamAccepted(accept string) (taken, named bool) {
 	return accepted(accept, "text/event-stream")
 }
 
-// accepted reads an Accept header for the media type mt: taken, when it
-// names mt or a wildcard that covers it, or is absent, as from clients
-// that send none; named, when it names mt itself. A media range with q=0
-// takes nothing.
+// accepted reads an Accept header for the media type mt: taken, when the
+// most specific range that covers it (mt itself, then its type's
+// wildcard, then */*) takes it with a q above 0, or the header is absent,
+// as from clients that send none; named, when it names mt itself with a q
+// above 0. "text/event-stream;q=0, */*" takes no event stream.
 func accepted(accept, mt string) (taken, named bool) {
 	if accept == "" {
 		return true, false
 	}
+	const yes, no = 1, 2 // 0: the header says nothing of it
+	var exact, group, anything int
 	major, _, _ := strings.Cut(mt, "/")
 	for rest := accept; rest != ""; {
 		var part string
 		part, rest, _ = strings.Cut(rest, ",")
 		r, params, _ := strings.Cut(part, ";")
+		v := yes
 		if refused(params) {
-			continue
+			v = no
 		}
 		switch r = strings.TrimSpace(r); {
 		case strings.EqualFold(r, mt):
-			return true, true
-		case r == "*/*", len(r) == len(major)+2 && strings.EqualFold(r[:len(major)], major) && r[len(major):] == "/*":
-			taken = true
+			exact = v
+		case len(r) == len(major)+2 && strings.EqualFold(r[:len(major)], major) && r[len(major):] == "/*":
+			group = v
+		case r == "*/*":
+			anything = v
 		}
 	}
-	return taken, false
+	return cmp.Or(exact, group, anything) == yes, exact == yes
+}
+
+// acceptOf is a request's Accept header, its lines joined.
+func acceptOf(h http.Header) string {
+	return strings.Join(h.Values("Accept"), ",")
 }
 
 // answerable tells whether an Accept header takes an answer of a POST's:
