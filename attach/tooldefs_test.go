@@ -77,17 +77,7 @@ func TestToolDefsShared(t *testing.T) {
 	defer func() { _ = h.Shutdown(context.Background()) }()
 
 	const urn = "urn:air:ardgate.test:mcp:up"
-	data, _ := json.Marshal(map[string]any{"name": "up", "remotes": []any{map[string]any{"type": "streamable-http", "url": ts.URL}}})
-	entry := registry.Entry{Identifier: urn, DisplayName: "up", Type: config.MediaMCPServerCard, Data: data}
-	m := &Manager{
-		Registries:     []registry.Registry{registry.NewLocal("test", registry.NewIndex("test", []registry.Entry{entry}))},
-		HTTP:           (&guard.Dialer{AllowLocal: true}).Client(),
-		AllowTypes:     config.DefaultAllowAttachTypes,
-		MaxAttachments: 5,
-		CallTimeout:    10 * time.Second,
-		StartTimeout:   10 * time.Second,
-		Log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}
+	m := remoteManager(urn, ts.URL)
 	defer m.HTTP.CloseIdleConnections()
 	defer m.Shutdown()
 	sessions := []*Session{m.NewSession("one"), m.NewSession("two")}
@@ -163,6 +153,22 @@ func TestAppendListed(t *testing.T) {
 	}
 }
 
+// remoteManager is a manager whose one registry holds urn, a remote MCP
+// server at url; close its idle connections and shut it down after.
+func remoteManager(urn, url string) *Manager {
+	data, _ := json.Marshal(map[string]any{"name": "up", "remotes": []any{map[string]any{"type": "streamable-http", "url": url}}})
+	entry := registry.Entry{Identifier: urn, DisplayName: "up", Type: config.MediaMCPServerCard, Data: data}
+	return &Manager{
+		Registries:     []registry.Registry{registry.NewLocal("test", registry.NewIndex("test", []registry.Entry{entry}))},
+		HTTP:           (&guard.Dialer{AllowLocal: true}).Client(),
+		AllowTypes:     config.DefaultAllowAttachTypes,
+		MaxAttachments: 5,
+		CallTimeout:    10 * time.Second,
+		StartTimeout:   10 * time.Second,
+		Log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+}
+
 // An attach whose caller gives up while its server starts says so, not
 // that the server did not start.
 func TestAttachGivenUp(t *testing.T) {
@@ -172,15 +178,7 @@ func TestAttachGivenUp(t *testing.T) {
 	}))
 	defer ts.Close()
 	const urn = "urn:air:ardgate.test:mcp:hangs"
-	data, _ := json.Marshal(map[string]any{"name": "hangs", "remotes": []any{map[string]any{"type": "streamable-http", "url": ts.URL}}})
-	m := &Manager{
-		Registries:     []registry.Registry{registry.NewLocal("test", registry.NewIndex("test", []registry.Entry{{Identifier: urn, DisplayName: "hangs", Type: config.MediaMCPServerCard, Data: data}}))},
-		HTTP:           (&guard.Dialer{AllowLocal: true}).Client(),
-		AllowTypes:     config.DefaultAllowAttachTypes,
-		MaxAttachments: 5,
-		StartTimeout:   10 * time.Second,
-		Log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}
+	m := remoteManager(urn, ts.URL)
 	defer m.HTTP.CloseIdleConnections()
 	defer m.Shutdown()
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -215,15 +213,7 @@ func TestDetachAsAttachEnds(t *testing.T) {
 	defer close(release)
 	defer func() { _ = up.Shutdown(context.Background()) }()
 	const urn = "urn:air:ardgate.test:mcp:up"
-	data, _ := json.Marshal(map[string]any{"name": "up", "remotes": []any{map[string]any{"type": "streamable-http", "url": ts.URL}}})
-	m := &Manager{
-		Registries:     []registry.Registry{registry.NewLocal("test", registry.NewIndex("test", []registry.Entry{{Identifier: urn, DisplayName: "up", Type: config.MediaMCPServerCard, Data: data}}))},
-		HTTP:           (&guard.Dialer{AllowLocal: true}).Client(),
-		AllowTypes:     config.DefaultAllowAttachTypes,
-		MaxAttachments: 5,
-		StartTimeout:   10 * time.Second,
-		Log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}
+	m := remoteManager(urn, ts.URL)
 	defer m.HTTP.CloseIdleConnections()
 	defer m.Shutdown()
 
