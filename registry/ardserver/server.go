@@ -80,6 +80,9 @@ type Server struct {
 
 	loadMu sync.Mutex  // serialises Load and Watch's reloads
 	seen   []fileState // file states of the last load attempt, under loadMu
+	// stale is why the last reload failed, while the catalogs it could
+	// not read are served as they were; nil after a good one.
+	stale atomic.Pointer[string]
 }
 
 // fileState is what Watch compares to notice a changed file. A file that
@@ -106,6 +109,7 @@ func (s *Server) Load() error {
 		return err
 	}
 	s.index.Store(ix)
+	s.stale.Store(nil)
 	return nil
 }
 
@@ -141,9 +145,12 @@ func (s *Server) reloadIfChanged() {
 	ix, err := s.build()
 	if err != nil {
 		s.log().Error("catalog reload failed; still serving the previous catalogs", "err", err)
+		why := err.Error()
+		s.stale.Store(&why)
 		return
 	}
 	s.index.Store(ix)
+	s.stale.Store(nil)
 	s.log().Info("catalogs reloaded", "entries", ix.Len(), "referrals", len(ix.Referrals()))
 }
 
@@ -233,7 +240,7 @@ func (s *Server) route(r *http.Request) (handler, []string) {
 	case "/agents":
 		return s.list, getOnly
 	case "/healthz":
-		return healthz, getOnly
+		return s.healthz, getOnly
 	}
 	// The URN is matched on the escaped path: it is one percent-encoded
 	// segment, and an encoded "/" must not split it.
@@ -245,8 +252,13 @@ func (s *Server) route(r *http.Request) (handler, []string) {
 
 // healthz serves GET /healthz, for a load balancer's readiness check:
 // 200 with the number of entries once catalogs are loaded (ServeHTTP
-// answers 500 before).
-func healthz(w http.ResponseWriter, _ *http.Request, ix *registry.Index) error {
+// answers 500 before). After a reload that failed, the registry still
+// serves, the catalogs as they were: status "stale", with why, where it
+// said "ok" and an operator learnt of it only from the log.
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request, ix *registry.Index) error {
+	if why := s.stale.Load(); why != nil {
+		return writeJSON(w, map[string]any{"status": "stale", "entries": ix.Len(), "reload_error": *why})
+	}
 	return writeJSON(w, map[string]any{"status": "ok", "entries": ix.Len()})
 }
 

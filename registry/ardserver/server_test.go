@@ -742,12 +742,27 @@ func TestWatchReloads(t *testing.T) {
 	if !found("lighthouse keeper", "urn:air:acme.example:mcp:lighthouse")() {
 		t.Fatal("a broken catalog replaced the last good index")
 	}
+	// /healthz says so, still 200: the registry serves.
+	var health struct {
+		Status      string
+		ReloadError string `json:"reload_error"`
+		Entries     int
+	}
+	f.do(t, http.MethodGet, "/healthz", "").decode(t, 200, &health)
+	if health.Status != "stale" || !strings.Contains(health.ReloadError, f.tmp) || health.Entries == 0 {
+		t.Errorf("healthz after a failed reload: %+v", health)
+	}
 
 	// Fixing the file reloads again.
 	writeCatalog(t, f.tmp, registryEntry, tidesEntry)
 	waitFor("the entry to go", func() bool { return !found("lighthouse keeper", "urn:air:acme.example:mcp:lighthouse")() })
 	if n := strings.Count(logs.String(), "reload failed"); n != 1 {
 		t.Fatalf("reload failure logged %d times, want once:\n%s", n, logs.String())
+	}
+	health.Status, health.ReloadError = "", ""
+	f.do(t, http.MethodGet, "/healthz", "").decode(t, 200, &health)
+	if health.Status != "ok" || health.ReloadError != "" {
+		t.Errorf("healthz after a good reload: %+v", health)
 	}
 }
 
