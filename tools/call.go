@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -116,6 +117,7 @@ func (g *Gateway) admit(s *session, name string, args func() string) (a admissio
 	if s == nil {
 		return a, nil
 	}
+	a.session = s.att.ID
 	if err := s.limiter.AllowCall(); err != nil {
 		g.audit("refuse", s.att.ID, name, err)
 		a.end(true)
@@ -134,15 +136,21 @@ func (g *Gateway) admit(s *session, name string, args func() string) (a admissio
 // admission is a call admit let through. It is a value, not a closure, so
 // that admitting a call allocates nothing.
 type admission struct {
-	g     *Gateway
-	name  string
-	start time.Time
+	g       *Gateway
+	name    string
+	session string // its id, "" for none
+	start   time.Time
 }
 
-// end times and counts the call, once it has ended.
+// end times and counts the call, once it has ended, and logs it at debug
+// level: a developer reading the log saw nothing of the calls made.
 func (a admission) end(failed bool) {
-	a.g.metrics.observe(a.name, time.Since(a.start), failed)
+	took := time.Since(a.start)
+	a.g.metrics.observe(a.name, took, failed)
 	a.g.running.Add(-1)
+	if a.g.log.Enabled(context.Background(), slog.LevelDebug) {
+		a.g.log.Debug("tool call", "session", a.session, "tool", a.name, "took", took, "failed", failed)
+	}
 }
 
 // audit writes the structured line kept for every attach, detach and

@@ -2,7 +2,9 @@ package tools
 
 import (
 	"bytes"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,3 +88,32 @@ func TestRevivedSlowerThanCallTimeout(t *testing.T) {
 		t.Fatalf("the call after the crash: %s", got)
 	}
 }
+
+// Every tool call is logged at debug level, with its session, its time
+// and whether it failed; at info, none is.
+func TestCallsLogged(t *testing.T) {
+	fixture := buildFixture(t)
+	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
+		var mu sync.Mutex
+		var buf bytes.Buffer
+		log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return buf.Write(p)
+		}), &slog.HandlerOptions{Level: level}))
+		c := rawStdio(t, New(pinnedFixture(fixture, 10*time.Second), log, Options{Version: "test"}))
+		c.caller(t, `"mcp_fx__echo","arguments":{"message":"logged"}`, `"text":"logged"`)()
+		c.caller(t, `"mcp_fx__slow","arguments":{"ms":-1}`, `"isError":true`)()
+		mu.Lock()
+		got := buf.String()
+		mu.Unlock()
+		logged := strings.Contains(got, `msg="tool call" session=stdio tool=mcp_fx__echo`) && strings.Contains(got, "tool=mcp_fx__slow") && strings.Contains(got, "failed=true")
+		if logged != (level == slog.LevelDebug) {
+			t.Errorf("at %s, calls logged: %v\n%s", level, logged, got)
+		}
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
