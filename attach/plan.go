@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
 )
 
@@ -271,7 +272,7 @@ func packagePlan(pk pkg, registryID string, stdio *guard.Stdio) (Plan, error) {
 	var missing, unset []string
 	env := stdio.Env(nil)
 	for _, ev := range pk.EnvironmentVariables {
-		if slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, ev.Name+"=") }) || !envName.MatchString(ev.Name) {
+		if slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, ev.Name+"=") }) || len(ev.Name) > 64 || !config.IsEnvName(ev.Name) {
 			continue
 		}
 		if ev.IsRequired {
@@ -285,10 +286,6 @@ func packagePlan(pk pkg, registryID string, stdio *guard.Stdio) (Plan, error) {
 	}
 	return Plan{Transport: TransportStdio, Program: l.program, Args: args, Env: env, OwnDir: true, Unset: unset}, nil
 }
-
-// envName is what an environment variable's name may be; a registry's
-// other names are not repeated.
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 
 // maxUnset bounds the variables a plan names as unset.
 const maxUnset = 10

@@ -667,6 +667,9 @@ var (
 	envPattern  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
+// IsEnvName tells whether s may be an environment variable's name.
+func IsEnvName(s string) bool { return envPattern.MatchString(s) }
+
 func (c *Config) validate() []error {
 	var errs []error
 	add := func(field, format string, args ...any) { errs = append(errs, fieldError(field, format, args...)) }
