@@ -652,7 +652,7 @@ func (s *Session) Attach(ctx context.Context, req Request) (a *Attachment, alrea
 		ctx, stop = context.WithCancelCause(ctx)
 		defer stop(nil)
 		defer context.AfterFunc(s.ctx, func() { stop(nil) })()
-		at = &attaching{urn: key, name: name, since: time.Now(), done: make(chan struct{}), stop: stop}
+		at = &attaching{Underway: Underway{URN: key, Name: name, Since: time.Now()}, done: make(chan struct{}), stop: stop}
 		s.inflight[key] = at
 		s.wg.Add(1)
 		s.mu.Unlock()
@@ -885,11 +885,10 @@ func (s *Session) reserveNameLocked(asked, urn string) (string, error) {
 
 // attaching is an attach under way.
 type attaching struct {
-	urn, name string
-	since     time.Time
-	done      chan struct{}           // closed once it has ended
-	stop      context.CancelCauseFunc // ends it, with errStopped for a detach
-	stopped   bool                    // by a detach; guarded by the session's mu
+	Underway
+	done    chan struct{}           // closed once it has ended
+	stop    context.CancelCauseFunc // ends it, with errStopped for a detach
+	stopped bool                    // by a detach; guarded by the session's mu
 }
 
 // errStopped ends an attach that a detach stopped while it was starting.
@@ -909,7 +908,7 @@ func (s *Session) Underway() []Underway {
 	out := make([]Underway, 0, len(s.inflight))
 	for _, at := range s.inflight {
 		if !at.stopped {
-			out = append(out, Underway{URN: at.urn, Name: at.name, Since: at.since})
+			out = append(out, at.Underway)
 		}
 	}
 	slices.SortFunc(out, func(a, b Underway) int { return a.Since.Compare(b.Since) })
@@ -930,11 +929,12 @@ func (s *Session) Detach(urnOrName string) (a *Attachment, cancelled int, stoppe
 	i := slices.IndexFunc(s.atts, func(a *Attachment) bool { return a.URN == key || a.Name == urnOrName })
 	if i < 0 {
 		for _, at := range s.inflight {
-			if !at.stopped && (at.urn == key || at.name == urnOrName) {
+			if !at.stopped && (at.URN == key || at.Name == urnOrName) {
 				at.stopped = true
 				at.stop(errStopped)
 				s.mu.Unlock()
-				return nil, 0, &Underway{URN: at.urn, Name: at.name, Since: at.since}, nil
+				u := at.Underway
+				return nil, 0, &u, nil
 			}
 		}
 		s.mu.Unlock()
