@@ -449,10 +449,7 @@ func (w *callWriter) Header() http.Header {
 
 // begin begins the call's event stream.
 func (w *callWriter) begin() {
-	h := w.ResponseWriter.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	w.ResponseWriter.WriteHeader(http.StatusOK)
+	beginEvents(w.ResponseWriter)
 	w.streaming, w.ours = true, true
 }
 
@@ -518,8 +515,7 @@ func (w *callWriter) writeHeader(code int) {
 		return // sent already, as an event stream's
 	}
 	if code == http.StatusOK && w.call.cancelled.Load() && h.Get("Content-Type") == "application/json" {
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
+		eventHeaders(h)
 		w.empty = true
 	}
 	w.streaming = h.Get("Content-Type") == "text/event-stream"

@@ -267,12 +267,21 @@ type responseEvents struct {
 }
 
 func (r *responseEvents) begin() error {
-	h := r.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	r.w.WriteHeader(http.StatusOK)
+	beginEvents(r.w)
 	r.rc = http.NewResponseController(r.w)
 	return r.rc.Flush()
+}
+
+// beginEvents writes the head of an answer as an event stream.
+func beginEvents(w http.ResponseWriter) {
+	eventHeaders(w.Header())
+	w.WriteHeader(http.StatusOK)
+}
+
+// eventHeaders sets the headers of an event stream.
+func eventHeaders(h http.Header) {
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
 }
 
 func (r *responseEvents) write(p []byte) error {

@@ -969,7 +969,7 @@ func accepted(accept, mt string) (taken, named bool) {
 		part, rest, _ = strings.Cut(rest, ",")
 		r, params, _ := strings.Cut(part, ";")
 		v := yes
-		if refused(params) {
+		if qZero(params) {
 			v = no
 		}
 		switch r = strings.TrimSpace(r); {
@@ -996,8 +996,8 @@ func answerable(accept string) bool {
 	return json || acceptsEventStream(accept)
 }
 
-// refused tells whether a media range's parameters give it q=0.
-func refused(params string) bool {
+// qZero tells whether a media range's parameters give it q=0.
+func qZero(params string) bool {
 	for rest := params; rest != ""; {
 		var p string
 		p, rest, _ = strings.Cut(rest, ";")
