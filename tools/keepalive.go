@@ -301,7 +301,8 @@ func (c *keptConn) serve() bool {
 		}
 		return c.handBack()
 	}
-	s, ok := c.h.inPlace(req, c.conn.LocalAddr())
+	accept := acceptOf(req.Header)
+	s, ok := c.h.inPlace(req, accept, c.conn.LocalAddr())
 	if !ok {
 		if deadline {
 			_ = c.conn.SetReadDeadline(time.Time{})
@@ -339,7 +340,6 @@ func (c *keptConn) serve() bool {
 		return c.write(f)
 	}
 	c.taken()
-	accept := acceptOf(req.Header)
 	stream := newProgressStream(&call, accept, &c.events, c.h.g.log, c.h.heartbeat)
 	quiet := stream == nil && mayGoQuiet(accept, c.h.heartbeat)
 	f, stream, gone, cancelled := c.call(s, call, stream, quiet, req.Header)
@@ -367,10 +367,10 @@ func (c *keptConn) taken() {
 	}
 }
 
-// inPlace checks r, come to local, as net/http's server, the guard and
-// the fast path would, and returns its session when the gateway may
-// answer it itself.
-func (h *HTTP) inPlace(r *http.Request, local net.Addr) (*session, bool) {
+// inPlace checks r, come to local with accept (its Accept), as net/http's
+// server, the guard and the fast path would, and returns its session when
+// the gateway may answer it itself.
+func (h *HTTP) inPlace(r *http.Request, accept string, local net.Addr) (*session, bool) {
 	if r.Method != http.MethodPost || r.URL.Path != "/mcp" || r.ProtoMajor != 1 || r.ProtoMinor != 1 || r.Close {
 		return nil, false
 	}
@@ -393,7 +393,7 @@ func (h *HTTP) inPlace(r *http.Request, local net.Addr) (*session, bool) {
 	}
 	// A browser's request (it names its Origin) goes back, for net/http's
 	// answer with the CORS headers it reads.
-	if rebound(r.Host, local) || r.Header.Get("Origin") != "" || !h.authorized(r) || !answerable(acceptOf(r.Header)) {
+	if rebound(r.Host, local) || r.Header.Get("Origin") != "" || !h.authorized(r) || !answerable(accept) {
 		return nil, false
 	}
 	// Whatever the fast path would not answer goes back, to wind the
