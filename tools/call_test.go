@@ -117,3 +117,17 @@ func TestCallsLogged(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// A call of a pinned server still starting, held until it is up, ends as
+// it would have: an answer over the cap says so. It was said to be
+// cancelled, its client gone, the wait's context ending as the call went
+// on on the fast path.
+func TestHeldCallEndsAsItWould(t *testing.T) {
+	m := pinnedFixture(buildFixture(t), 10*time.Second)
+	m.Pinned[0].Args = append(m.Pinned[0].Args, "--start-delay=300ms")
+	c := rawStdio(t, New(m, quietLog, Options{Version: "test"}))
+	got := c.roundTrip(t, []byte(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"mcp_fx__big","arguments":{"bytes":11534336}}}`+"\n"))
+	if !bytes.Contains(got, []byte(`fx: its answer to big: the answer is larger than the 10 MiB cap`)) {
+		t.Fatalf("a held call answered over the cap: %.300s", got)
+	}
+}

@@ -75,14 +75,19 @@ func (r *stdioReader) startingCall(ctx context.Context, s *session, line []byte)
 	}
 	key := string(id)        // id and line are the reader's buffer,
 	line = bytes.Clone(line) // which it reuses
-	ctx, cancel := context.WithCancelCause(ctx)
+	// The wait has a context of its own, which a cancellation ends; the
+	// call, taken after it, the reader's. A call on the fast path goes
+	// on after take returns: ended with the wait's, one that failed was
+	// said to be cancelled, its client gone.
+	wait, cancel := context.WithCancelCause(ctx)
 	r.inFlight.add(key, stopCause(cancel))
 	go func() {
 		defer r.calls.done()
-		defer cancel(nil)
-		s.att.WaitStarted(ctx, att, r.g.opts.PinnedListWait)
+		s.att.WaitStarted(wait, att, r.g.opts.PinnedListWait)
 		r.inFlight.remove(key)
-		if ctx.Err() != nil {
+		ended := wait.Err() != nil
+		cancel(nil)
+		if ended {
 			return // cancelled, or the session ended
 		}
 		var held guard.Batch
