@@ -450,6 +450,12 @@ func TestStdioBadInput(t *testing.T) {
 		if !regexp.MustCompile(`WRN upstream down session=stdio upstream=fixture why="the process exited with status 3;`).MatchString(g.stderr.String()) {
 			t.Fatalf("the crash was not logged:\n%s", g.stderr.String())
 		}
+		// And of what it said, line by line, as it said it.
+		for _, line := range []string{"banner line 0 of a chatty start-up log", "banner line 11 of a chatty start-up log", "crashing as asked"} {
+			if !strings.Contains(g.stderr.String(), `INF upstream stderr session=stdio upstream=fixture line="mcpfixture: `+line+`"`) {
+				t.Fatalf("its stderr line %q was not logged:\n%s", line, g.stderr.String())
+			}
+		}
 		// The next call starts it again; a call within 5 s of that start
 		// does not, should it have died again.
 		if got := text(g.call("mcp_fixture__echo", map[string]any{"message": "again"})); got != "again" {

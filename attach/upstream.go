@@ -12,7 +12,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -296,7 +295,8 @@ func (u *upstream) startProcess(plan Plan) (*pipeTransport, error) {
 		return nil, err
 	}
 	u.stderr = &tail{max: 4 << 10}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, u.stderr
+	lines := newStderrLines(u.log)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, io.MultiWriter(u.stderr, lines)
 	cmd.WaitDelay = time.Second // a grandchild holding stderr must not stall Wait
 	if err := cmd.Start(); err != nil {
 		inR.Close()
@@ -314,6 +314,7 @@ func (u *upstream) startProcess(plan Plan) (*pipeTransport, error) {
 	u.exited = make(chan struct{})
 	go func() {
 		err := cmd.Wait() // stderr copied to its end
+		lines.Close()
 		removeDir()
 		why := "the process exited"
 		if err != nil {
@@ -1274,55 +1275,4 @@ func (n *noteErrors) Read(p []byte) (int, error) {
 		n.u.markDown("the server " + err.Error())
 	}
 	return c, err
-}
-
-// stderrTail is what the process last wrote to its stderr, for a reason it
-// failed or went down (a server that cannot go on usually says why), or
-// "" when it wrote nothing.
-func (u *upstream) stderrTail() string {
-	if u.stderr == nil {
-		return ""
-	}
-	s := u.stderr.String()
-	if s == "" {
-		return ""
-	}
-	out := "; its stderr ends with: " + guard.TextTail(s, 500)
-	// A Node.js error's stack runs past the tail; its first line says
-	// what went wrong ("Error [ERR_MODULE_NOT_FOUND]: Cannot find package").
-	if i := strings.LastIndex(s, "Error"); i >= 0 && !strings.Contains(out, "Error") {
-		line, _, _ := strings.Cut(s[strings.LastIndexByte(s[:i], '\n')+1:], "\n")
-		out = "; its stderr says: " + guard.Text(line, 300) + out
-	}
-	if dir := brokenNPXCache.FindString(s); dir != "" && (strings.Contains(s, "ENOENT") || strings.Contains(s, "ERR_MODULE_NOT_FOUND")) {
-		out += "; npx's cache entry " + guard.Text(dir, 200) + " looks broken (a download cut short leaves it so): the operator can remove that directory and attach again"
-	}
-	return out
-}
-
-// brokenNPXCache finds npx's cache entry for a package in what npm or
-// node said.
-var brokenNPXCache = regexp.MustCompile(`/[^\s'"]*/_npx/[0-9a-f]{8,}`)
-
-// tail keeps the last max bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.TrimSpace(string(t.buf))
 }

@@ -161,31 +161,6 @@ func TestCloseGivesAnInstallTime(t *testing.T) {
 	}
 }
 
-// What a failed start says of stderr keeps the line that names a Node.js
-// error, which its stack pushed out of the tail, and names npx's cache
-// entry when it looks broken.
-func TestStderrTail(t *testing.T) {
-	u := &upstream{stderr: &tail{max: 4 << 10}}
-	_, _ = io.WriteString(u.stderr, "node:internal/modules/esm/resolve:275\n    throw new ERR_MODULE_NOT_FOUND(\n          ^\n\n"+
-		"Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'zod' imported from /root/.npm/_npx/c98ccc168155bafa/node_modules/server/dist/index.js\n"+
-		strings.Repeat("    at defaultResolve (node:internal/modules/esm/resolve:946:18)\n", 12))
-	got := u.stderrTail()
-	for _, want := range []string{
-		"; its stderr says: Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'zod'",
-		"; its stderr ends with: …",
-		"npx's cache entry /root/.npm/_npx/c98ccc168155bafa looks broken",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("stderr told as %q; want %q in it", got, want)
-		}
-	}
-	u = &upstream{stderr: &tail{max: 4 << 10}}
-	_, _ = io.WriteString(u.stderr, "exiting at start as asked\n")
-	if got := u.stderrTail(); got != "; its stderr ends with: exiting at start as asked" {
-		t.Errorf("a short stderr told as %q", got)
-	}
-}
-
 // Why a transport failed is said once: mcp-go's transports say "failed to
 // send request" twice over, and a dial's failure at the end of a chain.
 func TestTransportWhy(t *testing.T) {

@@ -1,0 +1,154 @@
+package attach
+
+import (
+	"bytes"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/ardgate/ardgate/guard"
+)
+
+// stderrTail is what the process last wrote to its stderr, for a reason it
+// failed or went down (a server that cannot go on usually says why), or
+// "" when it wrote nothing.
+func (u *upstream) stderrTail() string {
+	if u.stderr == nil {
+		return ""
+	}
+	s := u.stderr.String()
+	if s == "" {
+		return ""
+	}
+	out := "; its stderr ends with: " + guard.TextTail(s, 500)
+	// A Node.js error's stack runs past the tail; its first line says
+	// what went wrong ("Error [ERR_MODULE_NOT_FOUND]: Cannot find package").
+	if i := strings.LastIndex(s, "Error"); i >= 0 && !strings.Contains(out, "Error") {
+		line, _, _ := strings.Cut(s[strings.LastIndexByte(s[:i], '\n')+1:], "\n")
+		out = "; its stderr says: " + guard.Text(line, 300) + out
+	}
+	if dir := brokenNPXCache.FindString(s); dir != "" && (strings.Contains(s, "ENOENT") || strings.Contains(s, "ERR_MODULE_NOT_FOUND")) {
+		out += "; npx's cache entry " + guard.Text(dir, 200) + " looks broken (a download cut short leaves it so): the operator can remove that directory and attach again"
+	}
+	return out
+}
+
+// brokenNPXCache finds npx's cache entry for a package in what npm or
+// node said.
+var brokenNPXCache = regexp.MustCompile(`/[^\s'"]*/_npx/[0-9a-f]{8,}`)
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.buf))
+}
+
+// stderrLines logs each line a server process writes to its stderr, as
+// `upstream stderr` with the session and server of its logger, while the
+// process runs: what a server says of itself (a warning, a deprecation, a
+// retry) is the operator's to see, not only the end of it when the server
+// fails. A server that floods its stderr is logged at a bounded rate; the
+// lines left out are counted on the next line logged, and by Close.
+type stderrLines struct {
+	mu      sync.Mutex
+	log     *slog.Logger
+	limit   *rate.Limiter
+	now     func() time.Time // the limiter's clock, a test's to set
+	line    []byte           // a line begun and not yet ended
+	dropped int
+}
+
+// Lines of stderr logged: a burst of 100, say a server's start with its
+// banner and warnings, then 10 a second.
+const (
+	stderrBurst = 100
+	stderrRate  = 10
+	// A line is logged in pieces of at most this many bytes, and shown
+	// up to 1,000 characters: a server writing megabytes with no newline
+	// must not grow the gateway's memory.
+	stderrLineMax = 4 << 10
+)
+
+func newStderrLines(log *slog.Logger) *stderrLines {
+	return &stderrLines{log: log, limit: rate.NewLimiter(stderrRate, stderrBurst), now: time.Now}
+}
+
+func (s *stderrLines) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			room := stderrLineMax - len(s.line)
+			if len(p) < room {
+				s.line = append(s.line, p...)
+				break
+			}
+			i = room // a piece the length of a line, logged as one
+			s.line = append(s.line, p[:i]...)
+			p = p[i:]
+		} else {
+			s.line = append(s.line, p[:i]...)
+			p = p[i+1:]
+		}
+		s.emit()
+	}
+	return n, nil
+}
+
+// Close logs a last line the process left unended and how many lines were
+// left out, once it has exited.
+func (s *stderrLines) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.emit()
+	if s.dropped > 0 {
+		s.log.Info("upstream stderr lines not logged", "count", s.dropped)
+		s.dropped = 0
+	}
+	return nil
+}
+
+func (s *stderrLines) emit() {
+	line := guard.Text(ansiEscape.ReplaceAllString(string(s.line), ""), 1000)
+	s.line = s.line[:0]
+	if line == "" {
+		return
+	}
+	if !s.limit.AllowN(s.now(), 1) {
+		s.dropped++
+		return
+	}
+	if s.dropped > 0 {
+		s.log.Info("upstream stderr", "line", line, "not_logged_before", s.dropped)
+		s.dropped = 0
+		return
+	}
+	s.log.Info("upstream stderr", "line", line)
+}
+
+// ansiEscape is a terminal's colour or cursor sequence, which Node.js
+// loggers write even to a pipe; guard.Text drops its ESC but not the rest.
+var ansiEscape = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]`)
