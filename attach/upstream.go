@@ -273,7 +273,7 @@ func (u *upstream) startProcess(plan Plan) (*pipeTransport, error) {
 		return nil, fmt.Errorf("launch %s: %w", plan.Program, err)
 	}
 	if plan.OwnDir {
-		if cmd.Dir, err = os.MkdirTemp("", "ardgate-run-"); err != nil {
+		if cmd.Dir, err = guard.RunDir(); err != nil {
 			return nil, fmt.Errorf("launch %s: its directory: %w", plan.Program, err)
 		}
 	}
