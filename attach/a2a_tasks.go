@@ -857,25 +857,11 @@ func (s *Session) Tasks(ctx context.Context, newest int) (views []TaskView, tota
 	all = all[max(0, total-newest):]
 	ctx, cancel := context.WithTimeout(ctx, listLooks)
 	defer cancel()
-	sem := make(chan struct{}, agentRequestsAtOnce)
-	var wg sync.WaitGroup
-	for _, t := range all {
-		if t.direct || t.final() {
-			continue
-		}
-		conn, err := t.agent.agentConn()
-		if err != nil {
-			continue
-		}
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			lctx, cancel := context.WithTimeout(ctx, s.timeout(t.agent))
-			defer cancel()
-			_, _ = t.look(lctx, conn) // one that does not answer stays as last seen
-		})
-	}
-	wg.Wait()
+	atAgents(ctx, all, func(t *task, conn *agentConn) {
+		lctx, cancel := context.WithTimeout(ctx, s.timeout(t.agent))
+		defer cancel()
+		_, _ = t.look(lctx, conn) // one that does not answer stays as last seen
+	})
 	views = make([]TaskView, 0, len(all))
 	for _, t := range all {
 		views = append(views, t.view())
@@ -896,6 +882,34 @@ const agentRequestsAtOnce = 8
 // an agent that answers none holds the session's end that long.
 const cancelsWithin = 5 * time.Second
 
+// atAgents runs do for each of tasks that is still running at its agent,
+// agentRequestsAtOnce at a time, and returns when all
+// have ended. Those still waiting their turn when ctx ends are skipped:
+// the agent is too slow for them all.
+func atAgents(ctx context.Context, tasks []*task, do func(*task, *agentConn)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, agentRequestsAtOnce)
+	for _, t := range tasks {
+		if t.direct || t.final() {
+			continue
+		}
+		conn, err := t.agent.agentConn()
+		if err != nil {
+			continue
+		}
+		wg.Go(func() {
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			case <-ctx.Done():
+				return
+			}
+			do(t, conn)
+		})
+	}
+	wg.Wait()
+}
+
 // cancelUnfinished cancels, best effort and a few at a time, every task of
 // the session still running at agent a (at every agent when a is nil):
 // the session is ending, or a is being detached, after which nothing
@@ -903,36 +917,20 @@ const cancelsWithin = 5 * time.Second
 // detached agent's tasks that it did not are lost: nothing can tell of
 // them any more, and a store full of them took no new task.
 func (s *Session) cancelUnfinished(a *Attachment) int {
-	var wg sync.WaitGroup
 	var n atomic.Int32
-	sem := make(chan struct{}, agentRequestsAtOnce)
 	ctx, cancel := context.WithTimeout(context.Background(), cancelsWithin)
 	defer cancel()
-	for _, t := range s.tasks.all() {
-		if t.direct || t.final() || a != nil && t.agent != a {
-			continue
+	tasks := slices.DeleteFunc(s.tasks.all(), func(t *task) bool { return a != nil && t.agent != a })
+	atAgents(ctx, tasks, func(t *task, conn *agentConn) {
+		cur, err := cancelTask(ctx, conn, t.remote)
+		if err != nil {
+			t.forgotten(err)
+			return
 		}
-		conn, err := t.agent.agentConn()
-		if err == nil {
-			wg.Go(func() {
-				select {
-				case sem <- struct{}{}:
-					defer func() { <-sem }()
-				case <-ctx.Done():
-					return // the agent is too slow for them all
-				}
-				cur, err := cancelTask(ctx, conn, t.remote)
-				if err != nil {
-					t.forgotten(err)
-					return
-				}
-				if t.apply(cur); t.final() { // list_tasks shows what became of it
-					n.Add(1)
-				}
-			})
+		if t.apply(cur); t.final() { // list_tasks shows what became of it
+			n.Add(1)
 		}
-	}
-	wg.Wait()
+	})
 	if a != nil {
 		for _, t := range s.tasks.all() {
 			if t.agent == a && !t.final() {
