@@ -354,6 +354,41 @@ func TestStdioStatelessClientNegotiatesDown(t *testing.T) {
 	raw.end()
 }
 
+// A launched server runs under the limits the operator set, each of its
+// processes (read from /proc), and one that runs out of memory under them
+// is said to have, naming the setting to raise.
+func TestStdioServerLimits(t *testing.T) {
+	cfg := writeConfig(t, map[string]any{
+		"servers": []any{map[string]any{"name": "fx", "command": fixtureBin, "args": []string{"--transport=stdio"}}},
+		"stdio":   map[string]any{"memory_mib": 256, "open_files": 64, "file_mib": 1, "cpu_seconds": 600},
+	})
+	g := startStdio(t, env(false), "--config", cfg)
+	if got := text(g.call("mcp_fx__echo", map[string]any{"message": "hi"})); got != "hi" {
+		t.Fatalf("echo under limits: %q", got)
+	}
+	limits, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", g.pidOf("fx")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`Max data size\s+268435456\s+268435456\s+bytes`,
+		`Max core file size\s+0\s+0\s+bytes`,
+		`Max open files\s+64\s+64\s+files`,
+		`Max file size\s+1048576\s+1048576\s+bytes`,
+		`Max cpu time\s+600\s+605\s+seconds`,
+	} {
+		if !regexp.MustCompile(want).Match(limits) {
+			t.Errorf("the server's limits lack %s:\n%s", want, limits)
+		}
+	}
+	// 60 MB of answer takes the fixture past 256 MiB.
+	msg := g.fails("mcp_fx__big", map[string]any{"bytes": 60_000_000}, "upstream_down")
+	if !strings.Contains(msg, "its stderr says: fatal error: runtime: cannot allocate memory; its stderr ends with: …") ||
+		!strings.Contains(msg, "it looks out of memory, and the gateway holds each process of a server to 256 MiB (stdio.memory_mib)") {
+		t.Fatalf("out of memory told as %q", msg)
+	}
+}
+
 // Bad input of every kind gets a clear isError result, and the same
 // session goes on working after each.
 func TestStdioBadInput(t *testing.T) {

@@ -117,8 +117,9 @@ type Manager struct {
 // client: it makes every outgoing request.
 func New(cfg *config.Config, regs []registry.Registry, hc *http.Client, log *slog.Logger, version string) *Manager {
 	m := &Manager{
-		Registries:     regs,
-		Stdio:          guard.Stdio{AllowFrom: cfg.Stdio.AllowFrom, Launchers: cfg.Stdio.Launchers, PassEnv: cfg.Stdio.Env},
+		Registries: regs,
+		Stdio: guard.Stdio{AllowFrom: cfg.Stdio.AllowFrom, Launchers: cfg.Stdio.Launchers, PassEnv: cfg.Stdio.Env,
+			Limits: guard.Rlimits{MemoryMiB: cfg.Stdio.MemoryMiB, CPUSeconds: cfg.Stdio.CPUSeconds, OpenFiles: cfg.Stdio.OpenFiles, FileMiB: cfg.Stdio.FileMiB}},
 		HTTP:           hc,
 		AllowTypes:     cfg.AllowAttachTypes,
 		MaxAttachments: cfg.MaxAttachments,

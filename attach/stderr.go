@@ -2,6 +2,7 @@ package attach
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -25,17 +26,30 @@ func (u *upstream) stderrTail() string {
 		return ""
 	}
 	out := "; its stderr ends with: " + guard.TextTail(s, 500)
-	// A Node.js error's stack runs past the tail; its first line says
-	// what went wrong ("Error [ERR_MODULE_NOT_FOUND]: Cannot find package").
-	if i := strings.LastIndex(s, "Error"); i >= 0 && !strings.Contains(out, "Error") {
+	oom, crash := u.lines.said()
+	// A crash's stack runs past the tail; its first line says what went
+	// wrong: a Go runtime's "fatal error: runtime: cannot allocate
+	// memory", a Node.js "Error [ERR_MODULE_NOT_FOUND]: Cannot find
+	// package".
+	if crash != "" && !strings.Contains(out, crash) {
+		out = "; its stderr says: " + crash + out
+	} else if i := strings.LastIndex(s, "Error"); i >= 0 && !strings.Contains(out, "Error") {
 		line, _, _ := strings.Cut(s[strings.LastIndexByte(s[:i], '\n')+1:], "\n")
 		out = "; its stderr says: " + guard.Text(line, 300) + out
+	}
+	if u.memoryMiB > 0 && (oom || outOfMemory.MatchString(s)) {
+		out += fmt.Sprintf("; it looks out of memory, and the gateway holds each process of a server to %d MiB (stdio.memory_mib): the operator can raise that, or set 0 for no limit", u.memoryMiB)
 	}
 	if dir := brokenNPXCache.FindString(s); dir != "" && (strings.Contains(s, "ENOENT") || strings.Contains(s, "ERR_MODULE_NOT_FOUND")) {
 		out += "; npx's cache entry " + guard.Text(dir, 200) + " looks broken (a download cut short leaves it so): the operator can remove that directory and attach again"
 	}
 	return out
 }
+
+// outOfMemory is how runtimes say an allocation failed: Go, Node.js
+// (V8's "Allocation failed", a Buffer's "allocation failed"), Python,
+// C++, libc (a thread's stack is an allocation too).
+var outOfMemory = regexp.MustCompile(`(?i)out of memory|cannot allocate memory|allocation failed|pthread_create failed|MemoryError|bad_alloc|ENOMEM`)
 
 // brokenNPXCache finds npx's cache entry for a package in what npm or
 // node said.
@@ -77,6 +91,12 @@ type stderrLines struct {
 	now     func() time.Time // the limiter's clock, a test's to set
 	line    []byte           // a line begun and not yet ended
 	dropped int
+	// outOfMemory and crash are what the lines said, logged or not, for
+	// a failure's message: that an allocation failed, and the first line
+	// of a Go runtime's crash, which its goroutines' stacks push out of
+	// the tail kept.
+	outOfMemory bool
+	crash       string
 }
 
 // Lines of stderr logged: a burst of 100, say a server's start with its
@@ -131,11 +151,26 @@ func (s *stderrLines) Close() error {
 	return nil
 }
 
+// said says whether a line told of an allocation that failed, and the
+// first line of a crash, if any; nil says nothing.
+func (s *stderrLines) said() (outOfMemory bool, crash string) {
+	if s == nil {
+		return false, ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.outOfMemory, s.crash
+}
+
 func (s *stderrLines) emit() {
 	line := guard.Text(ansiEscape.ReplaceAllString(string(s.line), ""), 1000)
 	s.line = s.line[:0]
 	if line == "" {
 		return
+	}
+	s.outOfMemory = s.outOfMemory || outOfMemory.MatchString(line)
+	if s.crash == "" && (strings.HasPrefix(line, "fatal error: ") || strings.HasPrefix(line, "panic: ")) {
+		s.crash = guard.Text(line, 300)
 	}
 	if !s.limit.AllowN(s.now(), 1) {
 		s.dropped++

@@ -58,6 +58,10 @@ type upstream struct {
 	exited chan struct{} // closed once a stdio child has exited and been reaped
 	stdout io.Closer     // our end of the child's stdout
 	stderr *tail
+	lines  *stderrLines
+	// memoryMiB is the memory limit its processes run under, if any, for
+	// what a failure says.
+	memoryMiB int
 
 	rawIDs atomic.Uint64  // ids of callRaw's requests and progress tokens
 	pipe   *pipeTransport // a stdio server's transport; nil for remotes
@@ -128,7 +132,7 @@ func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progres
 	var t transport.Interface
 	switch plan.Transport {
 	case TransportStdio:
-		st, err := u.startProcess(plan)
+		st, err := u.startProcess(plan, m.Stdio.Limits)
 		if err != nil {
 			return nil, err
 		}
@@ -261,7 +265,7 @@ func (u *upstream) listen() {
 
 // startProcess launches a stdio server with pipes the upstream owns, so
 // that reaping the child never races the transport's reads.
-func (u *upstream) startProcess(plan Plan) (*pipeTransport, error) {
+func (u *upstream) startProcess(plan Plan, limits guard.Rlimits) (*pipeTransport, error) {
 	u.unset = plan.Unset
 	cmd, err := guard.Command(plan.Program, plan.Args, plan.Env)
 	if errors.Is(err, exec.ErrNotFound) {
@@ -295,8 +299,8 @@ func (u *upstream) startProcess(plan Plan) (*pipeTransport, error) {
 		return nil, err
 	}
 	u.stderr = &tail{max: 4 << 10}
-	lines := newStderrLines(u.log)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, io.MultiWriter(u.stderr, lines)
+	u.lines = newStderrLines(u.log)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, io.MultiWriter(u.stderr, u.lines)
 	cmd.WaitDelay = time.Second // a grandchild holding stderr must not stall Wait
 	if err := cmd.Start(); err != nil {
 		inR.Close()
@@ -308,13 +312,22 @@ func (u *upstream) startProcess(plan Plan) (*pipeTransport, error) {
 	}
 	inR.Close() // the child's ends; ours are inW and outR
 	outW.Close()
+	u.memoryMiB = limits.MemoryMiB
+	if err := limits.Apply(cmd.Process.Pid); err != nil {
+		_ = guard.KillGroup(cmd.Process.Pid)
+		_ = cmd.Wait()
+		inW.Close()
+		outR.Close()
+		removeDir()
+		return nil, fmt.Errorf("launch %s: %w", plan.Program, err)
+	}
 	u.cmd = cmd
 	u.leader, _ = guard.Find(cmd.Process.Pid)
 	u.stdout = outR
 	u.exited = make(chan struct{})
 	go func() {
 		err := cmd.Wait() // stderr copied to its end
-		lines.Close()
+		u.lines.Close()
 		removeDir()
 		why := "the process exited"
 		if err != nil {

@@ -142,6 +142,13 @@ type Stdio struct {
 	// Env lists the variables passed from the gateway's environment to
 	// every child besides PATH.
 	Env []string `json:"env"`
+	// MemoryMiB, CPUSeconds, OpenFiles and FileMiB bound each process of a
+	// launched server, pinned or not (guard.Rlimits); 0 leaves a limit as
+	// the gateway's. MemoryMiB is DefaultStdioMemoryMiB unless set.
+	MemoryMiB  int `json:"memory_mib"`
+	CPUSeconds int `json:"cpu_seconds"`
+	OpenFiles  int `json:"open_files"`
+	FileMiB    int `json:"file_mib"`
 }
 
 // Server is a pinned MCP server: exactly one of Command or URL.
@@ -224,6 +231,10 @@ var DefaultLimits = Limits{DiscoveryPerMinute: 120, RepeatMax: 10, RepeatWindow:
 
 // DefaultAllowAttachTypes is the media types attachable by default.
 var DefaultAllowAttachTypes = []string{MediaMCPServerCard, MediaMCPServerOld, MediaA2AAgentCard}
+
+// DefaultStdioMemoryMiB bounds each process of a launched server's
+// private memory: a server that leaks is stopped before the machine is.
+const DefaultStdioMemoryMiB = 2048
 
 // DefaultLaunchers is the launchers packages may use by default.
 var DefaultLaunchers = []string{"npx", "uvx"}

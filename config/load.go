@@ -49,9 +49,13 @@ type file struct {
 	ToolMode         *string     `json:"tool_mode"`
 	Limits           *fileLimits `json:"limits"`
 	Stdio            *struct {
-		AllowFrom []string `json:"allow_from"`
-		Launchers []string `json:"launchers"`
-		Env       []string `json:"env"`
+		AllowFrom  []string `json:"allow_from"`
+		Launchers  []string `json:"launchers"`
+		Env        []string `json:"env"`
+		MemoryMiB  *int     `json:"memory_mib"`
+		CPUSeconds int      `json:"cpu_seconds"`
+		OpenFiles  int      `json:"open_files"`
+		FileMiB    int      `json:"file_mib"`
 	} `json:"stdio"`
 	Servers []Server `json:"servers"`
 	Agents  []Agent  `json:"agents"`
@@ -79,6 +83,7 @@ type environment struct {
 	AllowLocalURLs   *bool    `env:"ALLOW_LOCAL_URLS"`
 	RequireTrust     []string `env:"REQUIRE_TRUST" envSeparator:","`
 	StdioEnv         []string `env:"STDIO_ENV" envSeparator:","`
+	StdioMemoryMiB   *int     `env:"STDIO_MEMORY_MIB"`
 	OTelEndpoint     *string  `env:"OTEL_ENDPOINT"`
 	ARDRegistryToken *string  // ARD_REGISTRY_TOKEN has no prefix; read by hand
 }
@@ -294,9 +299,13 @@ func load(flags Flags, environ []string) (*Config, error) {
 		c.Registries = append(c.Registries, Registry{ID: catalogID(p, c.Registries), Kind: KindCatalog, Path: p})
 	}
 
-	c.Stdio = Stdio{Launchers: DefaultLaunchers}
+	c.Stdio = Stdio{Launchers: DefaultLaunchers, MemoryMiB: DefaultStdioMemoryMiB}
 	if f.Stdio != nil {
-		c.Stdio = Stdio{AllowFrom: f.Stdio.AllowFrom, Launchers: firstList(f.Stdio.Launchers, DefaultLaunchers), Env: f.Stdio.Env}
+		c.Stdio = Stdio{AllowFrom: f.Stdio.AllowFrom, Launchers: firstList(f.Stdio.Launchers, DefaultLaunchers), Env: f.Stdio.Env,
+			MemoryMiB: DefaultStdioMemoryMiB, CPUSeconds: f.Stdio.CPUSeconds, OpenFiles: f.Stdio.OpenFiles, FileMiB: f.Stdio.FileMiB}
+	}
+	if v := firstPtr(e.StdioMemoryMiB, deref(f.Stdio).MemoryMiB); v != nil {
+		c.Stdio.MemoryMiB = *v
 	}
 	// An IDE's config sets the gateway's environment, not a file: the
 	// variables it passes on can be named there too.
@@ -341,6 +350,7 @@ func (e *environment) named(flags Flags, problems []error) []error {
 		{"session_idle_timeout", "SESSION_IDLE_TIMEOUT", e.SessionIdle != nil},
 		{"require_trust", "REQUIRE_TRUST", e.RequireTrust != nil},
 		{"stdio.env", "STDIO_ENV", e.StdioEnv != nil},
+		{"stdio.memory_mib", "STDIO_MEMORY_MIB", e.StdioMemoryMiB != nil},
 	} {
 		if v.set {
 			set[v.field] = "ARDGATE_" + v.name
@@ -811,6 +821,17 @@ func (c *Config) validate() []error {
 			add(fmt.Sprintf("stdio.env[%d]", i), "%q is not a variable name", v)
 		}
 	}
+	if m := c.Stdio.MemoryMiB; m > 0 && m < minStdioMemoryMiB {
+		add("stdio.memory_mib", "%d MiB is too little for a server to start: at least %d, or 0 for no limit", m, minStdioMemoryMiB)
+	}
+	for _, v := range []struct {
+		field string
+		value int
+	}{{"stdio.memory_mib", c.Stdio.MemoryMiB}, {"stdio.cpu_seconds", c.Stdio.CPUSeconds}, {"stdio.open_files", c.Stdio.OpenFiles}, {"stdio.file_mib", c.Stdio.FileMiB}} {
+		if v.value < 0 {
+			add(v.field, "%d is negative: 0 leaves the limit as the gateway's", v.value)
+		}
+	}
 
 	names := map[string]bool{}
 	checkName := func(f, n string) {
@@ -941,6 +962,11 @@ func envMap(environ []string) map[string]string {
 	}
 	return m
 }
+
+// minStdioMemoryMiB is the least stdio.memory_mib a server starts with:
+// node hung at 32 MiB, npx aborted at 64, and npm exec running
+// server-everything holds 120.
+const minStdioMemoryMiB = 256
 
 func deref[T any](p *T) T {
 	var zero T

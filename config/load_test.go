@@ -279,6 +279,39 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 		}
 	})
 
+	// Each process of a launched server is held to 2 GiB of memory unless
+	// the file or the environment says otherwise; 0 is no limit.
+	t.Run("stdio.memory_mib", func(t *testing.T) {
+		path := writeConfig(t, `{"stdio": {"memory_mib": 0, "cpu_seconds": 60}}`)
+		other := writeConfig(t, `{"stdio": {"allow_from": []}}`)
+		for _, tc := range []struct {
+			flags config.Flags
+			env   []string
+			want  int
+		}{
+			{config.Flags{}, nil, config.DefaultStdioMemoryMiB},
+			{config.Flags{Config: other}, nil, config.DefaultStdioMemoryMiB},
+			{config.Flags{Config: path}, nil, 0},
+			{config.Flags{Config: path}, []string{"ARDGATE_STDIO_MEMORY_MIB=4096"}, 4096},
+			{config.Flags{}, []string{"ARDGATE_STDIO_MEMORY_MIB=0"}, 0},
+		} {
+			c, err := config.Load(tc.flags, tc.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Stdio.MemoryMiB != tc.want {
+				t.Errorf("%s, env %q: stdio.memory_mib %d, want %d", tc.flags.Config, tc.env, c.Stdio.MemoryMiB, tc.want)
+			}
+			if tc.flags.Config == path && c.Stdio.CPUSeconds != 60 {
+				t.Errorf("stdio.cpu_seconds %d", c.Stdio.CPUSeconds)
+			}
+		}
+		_, err := config.Load(config.Flags{}, []string{"ARDGATE_STDIO_MEMORY_MIB=10"})
+		if err == nil || !strings.Contains(err.Error(), "stdio.memory_mib (from ARDGATE_STDIO_MEMORY_MIB): 10 MiB is too little") {
+			t.Errorf("too little memory in ARDGATE_STDIO_MEMORY_MIB: %v", err)
+		}
+	})
+
 	t.Run("env allow_local true without file", func(t *testing.T) {
 		c, err := config.Load(config.Flags{}, []string{"ARDGATE_ALLOW_LOCAL_URLS=true", "ARDGATE_MAX_ATTACHMENTS=100"})
 		if err != nil {
@@ -459,6 +492,11 @@ func TestLoadValidation(t *testing.T) {
 		{"stdio.launchers metachar", `{"stdio": {"launchers": ["npx;id"]}}`, "stdio.launchers[0]"},
 		{"stdio.launchers not a package launcher", `{"stdio": {"launchers": ["uvx", "bash"]}}`, "stdio.launchers[1]"},
 		{"stdio.env", `{"stdio": {"env": ["HOME", "A=B"]}}`, "stdio.env[1]"},
+		{"stdio.memory_mib too little", `{"stdio": {"memory_mib": 100}}`, "stdio.memory_mib"},
+		{"stdio.memory_mib negative", `{"stdio": {"memory_mib": -1}}`, "stdio.memory_mib"},
+		{"stdio.cpu_seconds negative", `{"stdio": {"cpu_seconds": -5}}`, "stdio.cpu_seconds"},
+		{"stdio.open_files negative", `{"stdio": {"open_files": -1}}`, "stdio.open_files"},
+		{"stdio.file_mib negative", `{"stdio": {"file_mib": -1}}`, "stdio.file_mib"},
 		{"server needs command or url", `{"servers": [{"name": "files"}]}`, "servers[0]"},
 		{"server name with __", `{"servers": [{"name": "a__b", "command": "x"}]}`, "servers[0].name"},
 		{"server name ending in _", `{"servers": [{"name": "a_", "command": "x"}]}`, "servers[0].name"},

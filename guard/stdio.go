@@ -22,6 +22,8 @@ type Stdio struct {
 	PassEnv []string
 	// LookupEnv reads the gateway's environment; nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+	// Limits bound each process of a launched server, pinned or not.
+	Limits Rlimits
 }
 
 // CheckRegistry refuses launching entries from registries not in
