@@ -75,6 +75,9 @@ type Page struct {
 	Results   []Result `json:"results"`
 	Referrals []Entry  `json:"referrals,omitempty"`
 	PageToken string   `json:"pageToken,omitempty"`
+	// Matched is how many entries matched in all, on every page, where
+	// the registry says (an Index does); 0 when it does not.
+	Matched int `json:"-"`
 }
 
 // Sentinel errors callers test for.

@@ -219,7 +219,7 @@ func (ix *Index) Search(q Query) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	page := Page{Results: []Result{}, Referrals: ix.referrals}
+	page := Page{Results: []Result{}, Referrals: ix.referrals, Matched: len(hits)}
 	offset = min(offset, len(hits))
 	end := min(offset+size, len(hits))
 	for _, h := range hits[offset:end] {

@@ -103,6 +103,77 @@ func TestDeferredToolMode(t *testing.T) {
 	}
 }
 
+// A framework lists every tool of the session through tool_search, page
+// by page (five at a time, and 50 at most, it could not), and gets what
+// tools/list would give of each: its title, its own or its annotations',
+// and its output schema.
+func TestToolSearchPages(t *testing.T) {
+	m := pinnedFixture(buildFixture(t), 10*time.Second)
+	m.Pinned[0].Args = append(m.Pinned[0].Args, "--many-tools=70")
+	m.Deferred = true
+	c := serveStdio(t, New(m, quietLog, Options{Version: "test"}))
+	type found struct {
+		Count, Matched int
+		Tools          []struct {
+			Name, Title  string
+			OutputSchema json.RawMessage
+		}
+		PageToken string `json:"page_token"`
+		Note      string
+	}
+	search := func(args map[string]any) (out found, res *mcp.CallToolResult) {
+		t.Helper()
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = "tool_search", args
+		res, err := c.CallTool(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = json.Unmarshal(res.RawStructuredContent, &out)
+		return out, res
+	}
+	all := 70 + len(mcpfixture.New("x").ListTools())
+	seen := map[string]bool{}
+	token := ""
+	for pages := 0; ; pages++ {
+		args := map[string]any{"query": "what tools do I have", "limit": 50}
+		if token != "" {
+			args["page_token"] = token
+		}
+		got, res := search(args)
+		if res.IsError || got.Matched != all || got.Count != len(got.Tools) {
+			t.Fatalf("page %d: %s", pages, firstText(res))
+		}
+		for _, tool := range got.Tools {
+			if seen[tool.Name] {
+				t.Fatalf("%s listed twice", tool.Name)
+			}
+			seen[tool.Name] = true
+		}
+		if token = got.PageToken; token == "" {
+			break
+		}
+		if !strings.Contains(got.Note, fmt.Sprintf("%d tools matched in all: pass page_token", all)) {
+			t.Errorf("page %d's note: %q", pages, got.Note)
+		}
+	}
+	if len(seen) != all {
+		t.Fatalf("listed %d tools of %d", len(seen), all)
+	}
+	got, _ := search(map[string]any{"query": "add two numbers", "limit": 1})
+	if got.Tools[0].Name != "mcp_fx__add" || got.Tools[0].Title != "Add two numbers" || !strings.Contains(string(got.Tools[0].OutputSchema), `"sum"`) {
+		t.Errorf("add as found: %+v", got.Tools[0])
+	}
+	got, _ = search(map[string]any{"query": "schema probe", "limit": 1})
+	if got.Tools[0].Title != "Schema probe" || got.Tools[0].OutputSchema != nil {
+		t.Errorf("schema_probe as found: %+v", got.Tools[0])
+	}
+	first, _ := search(map[string]any{"query": "what tools do I have", "limit": 5})
+	if _, res := search(map[string]any{"query": "add two numbers", "page_token": first.PageToken}); !res.IsError || !strings.Contains(firstText(res), `"page_token" is not one tool_search returned for this query`) {
+		t.Errorf("a page token of another query: %s", firstText(res))
+	}
+}
+
 // tool_search as a model in deferred mode reads it: right after
 // initialize it waits for a pinned server still starting, as a call of
 // its tools does (it found none, and pointed at discover_resources); it

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,7 +22,8 @@ const toolSearchSchema = `{
   "type": "object",
   "properties": {
     "query": {"type": "string", "description": "What the tool should do."},
-    "limit": {"type": "integer", "minimum": 1, "maximum": 50, "description": "How many tools to return (default 5)."}
+    "limit": {"type": "integer", "minimum": 1, "maximum": 50, "description": "How many tools to return (default 5)."},
+    "page_token": {"type": "string", "description": "page_token from the previous result, for the next tools of the same query."}
   },
   "required": ["query"],
   "additionalProperties": false
@@ -35,13 +37,14 @@ func (g *Gateway) toolSearchTool() server.ServerTool {
 }
 
 type foundTool struct {
-	Name        string              `json:"name"`
-	Title       string              `json:"title,omitempty"`
-	Attachment  string              `json:"attachment"`
-	Description string              `json:"description,omitempty"`
-	Score       int                 `json:"score"`
-	InputSchema json.RawMessage     `json:"inputSchema"`
-	Annotations *mcp.ToolAnnotation `json:"annotations,omitempty"`
+	Name         string              `json:"name"`
+	Title        string              `json:"title,omitempty"`
+	Attachment   string              `json:"attachment"`
+	Description  string              `json:"description,omitempty"`
+	Score        int                 `json:"score"`
+	InputSchema  json.RawMessage     `json:"inputSchema"`
+	OutputSchema json.RawMessage     `json:"outputSchema,omitempty"`
+	Annotations  *mcp.ToolAnnotation `json:"annotations,omitempty"`
 	// Down says why its attachment is down: a call tries to start or
 	// reach it again.
 	Down string `json:"attachment_down,omitempty"`
@@ -61,8 +64,9 @@ var everyTool = regexp.MustCompile(`(?i)\b(tools?|mcp)\b`)
 // discovery: name, description, and the schema's property names.
 func (g *Gateway) toolSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var a struct {
-		Query string `json:"query"`
-		Limit *int   `json:"limit"`
+		Query     string `json:"query"`
+		Limit     *int   `json:"limit"`
+		PageToken string `json:"page_token"`
 	}
 	s, fail := g.begin(ctx, req, "tool_search", &a)
 	if fail != nil {
@@ -105,15 +109,22 @@ func (g *Gateway) toolSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp
 			Type: "tool", URL: "-", Description: t.Upstream.Description, Tags: []string{t.Attachment}, Capabilities: props})
 	}
 	query := everyTool.ReplaceAllString(a.Query, " ")
-	page, err := registry.NewIndex("session", entries).Search(registry.Query{Text: query, PageSize: limit})
+	page, err := registry.NewIndex("session", entries).Search(registry.Query{Text: query, PageSize: limit, PageToken: a.PageToken})
+	if errors.Is(err, registry.ErrInvalidArgument) && a.PageToken != "" {
+		return invalid("tool_search", errors.New(`"page_token" is not one tool_search returned for this query: give the query of the call that returned it, or leave page_token out to begin again`)), nil
+	}
 	if err != nil {
 		return fromError(err), nil
 	}
+	// Matched and the page token let a client list every tool of the
+	// session, a framework its whole budget: five at a time, it could not.
 	out := struct {
-		Count int         `json:"count"`
-		Tools []foundTool `json:"tools"`
-		Note  string      `json:"note,omitempty"`
-	}{Tools: []foundTool{}}
+		Count     int         `json:"count"`
+		Matched   int         `json:"matched"`
+		Tools     []foundTool `json:"tools"`
+		PageToken string      `json:"page_token,omitempty"`
+		Note      string      `json:"note,omitempty"`
+	}{Tools: []foundTool{}, Matched: page.Matched, PageToken: page.PageToken}
 	down := map[string]string{}
 	var notUp []string
 	for _, att := range atts {
@@ -124,8 +135,9 @@ func (g *Gateway) toolSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	}
 	for _, r := range page.Results {
 		t := tools[byURN[r.Identifier]]
-		f := foundTool{Name: t.Name, Title: guard.Text(t.Upstream.Annotations.Title, 120), Attachment: t.Attachment, Score: r.Score,
-			Description: guard.Body(t.Upstream.Description, maxFoundDescription), InputSchema: t.Upstream.RawInputSchema, Down: down[t.Attachment]}
+		f := foundTool{Name: t.Name, Title: guard.Text(cmp.Or(t.Upstream.Title, t.Upstream.Annotations.Title), 120), Attachment: t.Attachment, Score: r.Score,
+			Description: guard.Body(t.Upstream.Description, maxFoundDescription), InputSchema: t.Upstream.RawInputSchema,
+			OutputSchema: t.Upstream.RawOutputSchema, Down: down[t.Attachment]}
 		if a := t.Upstream.Annotations; a != (mcp.ToolAnnotation{}) {
 			f.Annotations = &a
 			f.Annotations.Title = ""
@@ -136,8 +148,11 @@ func (g *Gateway) toolSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	switch {
 	case !registry.Searchable(query):
 		out.Note = "The query holds no word to search on " + skippedWords + `, nor "tool", "tools" or "mcp", which every tool is: these tools are a listing by name, score 0, not matches; say what the tool should do.`
-	case out.Count == 0:
+	case out.Count == 0 && a.PageToken == "":
 		out.Note = fmt.Sprintf("No tool of the %d this session has attached matched: try other words, or find a capability it lacks with discover_resources.", len(tools))
+	}
+	if out.PageToken != "" {
+		out.Note = strings.TrimPrefix(out.Note+" "+fmt.Sprintf("%d tools matched in all: pass page_token for the next ones.", out.Matched), " ")
 	}
 	if len(notUp) > 0 {
 		out.Note = strings.TrimPrefix(out.Note+" "+fmt.Sprintf("Not up, their tools perhaps not all searched: %s.", strings.Join(notUp, ", ")), " ")

@@ -136,6 +136,7 @@ func New(name string) *server.MCPServer {
 	), echo)
 
 	s.AddTool(mcp.NewTool("add",
+		mcp.WithToolTitle("Add two numbers"), // a title of its own, not its annotations'
 		mcp.WithDescription("Adds two numbers."),
 		mcp.WithNumber("a", mcp.Required()),
 		mcp.WithNumber("b", mcp.Required()),
