@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"time"
 
@@ -207,7 +208,10 @@ func folded(v any) any {
 }
 
 // capResult keeps a result's content within max bytes: text past the cap
-// is cut, other content past it dropped, and a note says what went.
+// is cut, other content past it dropped, and a note says what went. A
+// text that is JSON is dropped whole, not cut: cut, no parser reads it,
+// and a structured result's text is its copy, whole in
+// structuredContent. _meta's truncatedMeta says it to a program.
 func capResult(res *mcp.CallToolResult, max int) *mcp.CallToolResult {
 	size := len(res.RawStructuredContent)
 	for _, c := range res.Content {
@@ -219,29 +223,51 @@ func capResult(res *mcp.CallToolResult, max int) *mcp.CallToolResult {
 	budget := max - len(res.RawStructuredContent)
 	out := *res
 	out.Content = nil
-	dropped := 0
+	dropped, droppedJSON := 0, false
 	for _, c := range res.Content {
 		n := contentSize(c)
+		tc, text := c.(mcp.TextContent)
 		switch {
 		case n <= budget:
 			out.Content = append(out.Content, c)
 			budget -= n
-		case budget > 0:
-			if tc, ok := c.(mcp.TextContent); ok {
-				tc.Text = strings.ToValidUTF8(tc.Text[:budget], "")
-				out.Content = append(out.Content, tc)
-				budget = 0
-				dropped += n - len(tc.Text)
-				continue
-			}
+		case text && isJSON(tc.Text):
 			dropped += n
+			droppedJSON = true
+		case text && budget > 0:
+			tc.Text = strings.ToValidUTF8(tc.Text[:budget], "")
+			out.Content = append(out.Content, tc)
+			budget = 0
+			dropped += n - len(tc.Text)
 		default:
 			dropped += n
 		}
 	}
-	out.Content = append(out.Content, mcp.NewTextContent(fmt.Sprintf(
-		"[ardgate: this result was %d bytes, over the %d-byte cap (max_result_bytes); %d bytes were cut]", size, max, dropped)))
+	note := fmt.Sprintf("[ardgate: this result was %d bytes, over the %d-byte cap (max_result_bytes); %d bytes were cut", size, max, dropped)
+	if droppedJSON {
+		note += "; JSON text was left out whole, not cut"
+		if len(res.RawStructuredContent) > 0 && len(res.RawStructuredContent) <= max {
+			note += ": structuredContent holds the result"
+		}
+	}
+	out.Content = append(out.Content, mcp.NewTextContent(note+"]"))
+	meta := map[string]any{}
+	if res.Meta != nil {
+		maps.Copy(meta, res.Meta.AdditionalFields)
+	}
+	meta[truncatedMeta] = map[string]int{"bytes": size, "max_result_bytes": max, "cut_bytes": dropped}
+	out.Meta = mcp.NewMetaFromMap(meta)
 	return &out
+}
+
+// truncatedMeta is the _meta member saying a result was cut to the cap:
+// the note in its content is for a model, this for a program.
+const truncatedMeta = "ardgate/truncated"
+
+// isJSON says whether text is a JSON object or array.
+func isJSON(text string) bool {
+	t := strings.TrimSpace(text)
+	return len(t) > 1 && (t[0] == '{' || t[0] == '[') && json.Valid([]byte(t))
 }
 
 func contentSize(c mcp.Content) int {

@@ -2,7 +2,9 @@ package tools
 
 import (
 	"bytes"
+	"encoding/json"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +36,21 @@ func TestCapResult(t *testing.T) {
 	}
 	if !strings.Contains(note.Text, "1800 bytes") || !strings.Contains(note.Text, "800 bytes were cut") {
 		t.Fatalf("note %q", note.Text)
+	}
+	if m := got.Meta.AdditionalFields[truncatedMeta]; !reflect.DeepEqual(m, map[string]int{"bytes": 1800, "max_result_bytes": 1000, "cut_bytes": 800}) {
+		t.Fatalf("_meta %s = %v", truncatedMeta, m)
+	}
+	// A structured result's text copy, JSON, is left out whole: cut, it
+	// was JSON no parser read, and nothing but the note's words said so.
+	structured := `{"data":"` + strings.Repeat("s", 600) + `"}`
+	sc := &mcp.CallToolResult{RawStructuredContent: json.RawMessage(structured), Content: []mcp.Content{mcp.NewTextContent(structured)}}
+	sc.Meta = mcp.NewMetaFromMap(map[string]any{"upstream/key": "kept"})
+	got = capResult(sc, 1000)
+	if len(got.Content) != 1 || string(got.RawStructuredContent) != structured || got.Meta.AdditionalFields["upstream/key"] != "kept" {
+		t.Fatalf("a structured result cut to %+v", got)
+	}
+	if note := got.Content[0].(mcp.TextContent).Text; !strings.Contains(note, "JSON text was left out whole, not cut: structuredContent holds the result") {
+		t.Fatalf("note %q", note)
 	}
 	// A cut never splits a UTF-8 character.
 	utf := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(strings.Repeat("é", 600))}}
