@@ -1,6 +1,7 @@
 package attach
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -137,4 +138,28 @@ func TestExposedNames(t *testing.T) {
 		t.Errorf("a name given before changed: %v, was %v", got, first)
 	}
 	unique(later, got)
+}
+
+// A detach that finds nothing names what is attached, and the one meant
+// when the name asked differs from it only in case, dashes or dots.
+func TestAttachedNames(t *testing.T) {
+	many := make([]string, 12)
+	for i := range many {
+		many[i] = fmt.Sprintf("s%d", i)
+	}
+	for _, c := range []struct {
+		asked string
+		names []string
+		want  string
+	}{
+		{"ghost", nil, ", which has nothing attached"},
+		{"remote-fixture", []string{"fx", "remote_fixture"}, ": did you mean remote_fixture?"},
+		{"Remote.Fixture", []string{"remote_fixture"}, ": did you mean remote_fixture?"},
+		{"ghost", []string{"fx", "memory"}, ", which has fx, memory attached"},
+		{"ghost", many, ", which has s0, s1, s2, s3, s4, s5, s6, s7, s8, s9 and 2 more attached"},
+	} {
+		if got := attachedNames(c.asked, c.names); got != c.want {
+			t.Errorf("attachedNames(%q, %v) = %q, want %q", c.asked, c.names, got, c.want)
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -937,8 +938,12 @@ func (s *Session) Detach(urnOrName string) (a *Attachment, cancelled int, stoppe
 				return nil, 0, &u, nil
 			}
 		}
+		names := make([]string, 0, len(s.atts))
+		for _, a := range s.atts {
+			names = append(names, a.Name)
+		}
 		s.mu.Unlock()
-		return nil, 0, nil, fmt.Errorf("%q is %w in this session; list_attached_resources shows what is", urnOrName, ErrNotAttached)
+		return nil, 0, nil, fmt.Errorf("%q is %w in this session%s; list_attached_resources shows what is", urnOrName, ErrNotAttached, attachedNames(urnOrName, names))
 	}
 	a = s.atts[i]
 	if a.Pinned {
@@ -955,6 +960,25 @@ func (s *Session) Detach(urnOrName string) (a *Attachment, cancelled int, stoppe
 	s.m.Log.Debug("detached", "session", s.ID, "urn", a.URN, "name", a.Name, "tasks_cancelled", cancelled)
 	s.changed()
 	return a, cancelled, nil, nil
+}
+
+// attachedNames tells, for a detach of asked that found nothing, the
+// names attached: a model that builds a name from a URN wrote
+// "remote-fixture" for remote_fixture, and was told only "not attached".
+func attachedNames(asked string, names []string) string {
+	if len(names) == 0 {
+		return ", which has nothing attached"
+	}
+	fold := func(s string) string { return strings.NewReplacer("-", "_", ".", "_").Replace(strings.ToLower(s)) }
+	for _, n := range names {
+		if fold(n) == fold(asked) {
+			return fmt.Sprintf(": did you mean %s?", n)
+		}
+	}
+	if len(names) > 10 {
+		return fmt.Sprintf(", which has %s and %d more attached", strings.Join(names[:10], ", "), len(names)-10)
+	}
+	return ", which has " + strings.Join(names, ", ") + " attached"
 }
 
 func (a *Attachment) close() {

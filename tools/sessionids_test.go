@@ -70,14 +70,14 @@ func TestSessionEndedHTTP(t *testing.T) {
 	resp.Body.Close()
 	defer http.DefaultClient.CloseIdleConnections()
 	post := func() (int, string) { return postMCP(t, tg.url, id, `{"jsonrpc":"2.0","id":1,"method":"ping"}`) }
-	if code, body := post(); code != http.StatusNotFound || body != "Session terminated" {
+	if code, body := post(); code != http.StatusNotFound || body != endedSession {
 		t.Fatalf("after DELETE: %d %q", code, body)
 	}
 	if _, live := tg.h.ids.live.Load(id); live {
 		t.Fatal("the ended session's id is still live")
 	}
 	id = "mcp-session-00000000-0000-4000-8000-000000000000"
-	if code, body := post(); code != http.StatusNotFound || body != "Invalid session ID" {
+	if code, body := post(); code != http.StatusNotFound || body != unknownSession {
 		t.Fatalf("an id never issued: %d %q", code, body)
 	}
 }
@@ -196,7 +196,7 @@ func TestUnknownSessionRefusedHTTP(t *testing.T) {
 		t.Fatalf("DELETE of the live session: %d", code)
 	}
 	for _, method := range []string{http.MethodGet, http.MethodDelete} {
-		if code, body := send(method, live); code != http.StatusNotFound || body != "Session terminated" {
+		if code, body := send(method, live); code != http.StatusNotFound || body != endedSession {
 			t.Errorf("%s of the ended session: %d %q", method, code, body)
 		}
 	}

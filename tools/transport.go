@@ -677,6 +677,9 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 		if r.Header.Get(server.HeaderKeySessionID) == "" && h.refuseSessionless(w, r, m, body) {
 			return
 		}
+		if s == nil && m.object && r.Header.Get(server.HeaderKeySessionID) != "" && string(m.Method) != `"initialize"` && h.refuseUnknownSession(w, r) {
+			return // an initialize opens a session whatever id it names, as before
+		}
 		if msg := h.g.paramsRefusal(s, body); msg != nil {
 			refuse(w, http.StatusOK, msg) // an answer, as the server's would be
 			return
@@ -743,11 +746,11 @@ func (h *HTTP) refuseNewSession(w http.ResponseWriter) bool {
 	return true
 }
 
-// refuseUnknownSession answers a GET or DELETE that names no live session
-// as mcp-go answers such a POST, and reports whether it did. mcp-go's
-// server would open a session for a GET with no id or an id it never
-// issued, a session that counts against max_sessions and stays until
-// swept, and answers a DELETE of any id with 200.
+// refuseUnknownSession answers a request that names no live session, and
+// reports whether it did. mcp-go's server would open a session for a GET
+// with no id or an id it never issued, a session that counts against
+// max_sessions and stays until swept, and answers a DELETE of any id with
+// 200.
 func (h *HTTP) refuseUnknownSession(w http.ResponseWriter, r *http.Request) bool {
 	id := r.Header.Get(server.HeaderKeySessionID)
 	if id == "" {
@@ -756,14 +759,23 @@ func (h *HTTP) refuseUnknownSession(w http.ResponseWriter, r *http.Request) bool
 	}
 	switch terminated, err := h.ids.Validate(id); {
 	case err != nil:
-		http.Error(w, "Invalid session ID", http.StatusNotFound)
+		http.Error(w, unknownSession, http.StatusNotFound)
 	case terminated:
-		http.Error(w, "Session terminated", http.StatusNotFound)
+		http.Error(w, endedSession, http.StatusNotFound)
 	default:
 		return false
 	}
 	return true
 }
+
+// unknownSession and endedSession answer a request naming a session the
+// gateway does not have open: a client that opens another knows it must,
+// but not that what its session had attached is gone too (mcp-go said
+// "Invalid session ID").
+const (
+	unknownSession = "Not Found: Invalid session ID: no session of this gateway has it (the gateway restarted, or the session ended long ago); initialize a new session, and attach again what this one had: attachments end with their session"
+	endedSession   = "Not Found: Session terminated: its client ended it, it was idle past session_idle_timeout, or the gateway shut it down; initialize a new session, and attach again what this one had: attachments end with their session"
+)
 
 // fastAnswer answers body, a request of session s, on the fast path, and
 // reports whether it did.
