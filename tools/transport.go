@@ -357,6 +357,7 @@ type HTTP struct {
 	maxSessions   int64
 	versions      []string // the protocol versions offered
 	ids           *sessionIDs
+	events        *eventStore
 	kept          keptConns
 	answering     atomic.Int64 // requests the server is answering (Shutdown)
 }
@@ -443,11 +444,12 @@ func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 	h.kept.idle = opt.IdleConnTimeout
 	h.versions = sessionVersions()
 	h.ids = &sessionIDs{}
+	h.events = newEventStore(256, 16<<20, 256<<20, 2*time.Minute)
 	h.streamable = server.NewStreamableHTTPServer(g.mcp,
 		server.WithSessionIdManager(h.ids), // not WithStateful: it keeps every ended id
 		server.WithStreamableHTTPProtocolVersions(h.versions...),
 		server.WithSessionIdleTTL(opt.IdleTTL),
-		server.WithEventStore(newEventStore(256, 16<<20, 256<<20, 2*time.Minute)),
+		server.WithEventStore(h.events),
 		server.WithStreamableHTTPLogger(g.log),
 	)
 	h.mux.Handle("/mcp", h.guard(h.fast(released(h.streamable))))
@@ -612,6 +614,9 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 				s.streamed.fire()
 			}
 			if r.Method == http.MethodGet {
+				if s != nil {
+					w = h.resumeAnew(w, r, r.Header.Get(server.HeaderKeySessionID))
+				}
 				hw, stop := h.beating(w)
 				defer stop()
 				w = hw
