@@ -89,6 +89,11 @@ func TestFailureFitsOutputSchema(t *testing.T) {
 		if tc.name == "by name" && bytes.Contains(got, []byte(`"structuredContent"`)) {
 			t.Errorf("%s: structuredContent beside _meta: %s", tc.name, got)
 		}
+		// Every failure the gateway makes has its code in _meta: a
+		// program reads it there whichever tool failed.
+		if !bytes.Contains(got, []byte(`"_meta":{"ardgate/failure":{"error":"fx: upstream is down`)) || !bytes.Contains(got, []byte(`"code":"upstream_down"}}`)) {
+			t.Errorf("%s: no failure in _meta: %s", tc.name, got)
+		}
 	}
 }
 

@@ -35,13 +35,17 @@ type failureBody struct {
 }
 
 // failure is a tool result with isError set: a sentence that says what
-// happened and what to do, and a stable code.
+// happened and what to do, and a stable code, as structuredContent and in
+// _meta (failureMeta) alike, so that a program reads a failure in one
+// place whichever tool failed (fitFailure leaves out the former).
 func failure(code, format string, args ...any) *mcp.CallToolResult {
 	msg := fmt.Sprintf(format, args...)
-	body, _ := json.Marshal(failureBody{Error: msg, Code: code})
+	f := failureBody{Error: msg, Code: code}
+	body, _ := json.Marshal(f)
 	return &mcp.CallToolResult{
+		Result:               mcp.Result{Meta: mcp.NewMetaFromMap(map[string]any{failureMeta: f})},
 		Content:              []mcp.Content{mcp.NewTextContent(msg)},
-		StructuredContent:    failureBody{Error: msg, Code: code},
+		StructuredContent:    f,
 		RawStructuredContent: body,
 		IsError:              true,
 	}
