@@ -42,9 +42,22 @@ type TaskView struct {
 	// newest maxMessages that Messages holds.
 	EarlierDropped bool           `json:"earlier_messages_dropped,omitempty"`
 	Artifacts      []TaskArtifact `json:"artifacts"`
+	// NotShown tells of the parts left out past the view's text budget.
+	NotShown *NotShown `json:"not_shown,omitempty"`
 	// Lost says why the agent can no longer tell of the task, which is
 	// then over (Final), as last seen.
 	Lost string `json:"lost,omitempty"`
+}
+
+// NotShown says what of a task's parts a view left out: its parts'
+// text, messages' and artifacts' together and in that order, is shown up
+// to a budget, and the parts past it are not.
+type NotShown struct {
+	Parts     int    `json:"parts"`
+	Messages  int    `json:"messages"`  // that lost parts
+	Artifacts int    `json:"artifacts"` // that lost parts
+	Bytes     int    `json:"bytes"`     // of the text they would have shown
+	Note      string `json:"note"`
 }
 
 // TaskMessage is one message of a task, its parts rendered as text.
@@ -448,13 +461,32 @@ var (
 	moreParts     = a2a.TextPart{Text: "(more parts, not kept)"}
 )
 
+// viewText bounds the text of its parts that a view of a task shows, its
+// messages' and artifacts' together. A view goes into a model's context,
+// and onto the wire twice (structuredContent, and the same as text): each
+// part and artifact was bounded and the whole was not, and 50 artifacts of
+// 200 parts of 4,000 characters made one wait_task answer of 80 MB, past
+// the 10 MiB a TypeScript client reads in one line (its session died).
+const viewText = 256 << 10
+
+// listText bounds the text of the views of one listing of tasks, all
+// together; the newest tasks are given theirs first.
+const listText = 1 << 20
+
 func (t *task) view() TaskView {
+	v, _ := t.viewWithin(viewText)
+	return v
+}
+
+// viewWithin is the task's view, its parts' text shown up to budget bytes;
+// shown is how many it shows.
+func (t *task) viewWithin(budget int) (v TaskView, shown int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	v := TaskView{ID: t.id, Agent: t.agent.Name, ContextID: guard.Text(t.contextID, maxTaskID), State: string(a2a.TaskStateSubmitted),
+	v = TaskView{ID: t.id, Agent: t.agent.Name, ContextID: guard.Text(t.contextID, maxTaskID), State: string(a2a.TaskStateSubmitted),
 		Messages: []TaskMessage{}, Artifacts: []TaskArtifact{}, Lost: t.lost, Final: t.lost != ""}
 	if t.last == nil {
-		return v
+		return v, 0
 	}
 	v.State = cmp.Or(guard.Text(string(t.last.Status.State), 40), string(a2a.TaskStateUnknown))
 	v.Final = v.Final || t.last.Status.State.Terminal()
@@ -466,25 +498,64 @@ func (t *task) view() TaskView {
 	if len(msgs) > maxMessages {
 		msgs = msgs[len(msgs)-maxMessages:]
 	}
+	b := textBudget{left: budget}
 	for _, m := range msgs {
-		v.Messages = append(v.Messages, TaskMessage{Role: string(m.Role), Text: partsText(m.Parts)})
+		parts, cut := b.show(m.Parts)
+		v.Messages = append(v.Messages, TaskMessage{Role: string(m.Role), Text: strings.Join(parts, "\n")})
+		b.not.Messages += cut
 	}
 	for _, a := range t.last.Artifacts {
-		ta := TaskArtifact{Name: guard.Text(a.Name, 120), Parts: []string{}}
-		for _, p := range a.Parts {
-			ta.Parts = append(ta.Parts, partText(p))
-		}
-		v.Artifacts = append(v.Artifacts, ta)
+		parts, cut := b.show(a.Parts)
+		v.Artifacts = append(v.Artifacts, TaskArtifact{Name: guard.Text(a.Name, 120), Parts: parts})
+		b.not.Artifacts += cut
 	}
-	return v
+	if b.not.Parts > 0 {
+		b.not.Note = fmt.Sprintf("%d parts (about %d bytes of text) of %d messages and %d artifacts are not shown: this view shows at most %d bytes of the task's parts' text, "+
+			"messages' then artifacts', in order; wait_task shows the first %d bytes, the same ones every time, and list_tasks less, its newest tasks first",
+			b.not.Parts, b.not.Bytes, b.not.Messages, b.not.Artifacts, budget, viewText)
+		v.NotShown = &b.not
+	}
+	return v, budget - b.left
 }
 
-func partsText(parts a2a.ContentParts) string {
-	var out []string
-	for _, p := range parts {
-		out = append(out, partText(p))
+// textBudget spends a view's text budget on parts, in order: once a part
+// does not fit, neither it nor any after it is shown, so that what a
+// view shows is all that came before what it does not.
+type textBudget struct {
+	left int
+	full bool // a part did not fit
+	not  NotShown
+}
+
+// show renders the parts that fit; cut is 1 when some did not.
+func (b *textBudget) show(parts a2a.ContentParts) (shown []string, cut int) {
+	shown = []string{}
+	for i, p := range parts {
+		var text string
+		if !b.full {
+			text = partText(p)
+			b.full = len(text) > b.left
+		}
+		if b.full {
+			b.not.Parts += len(parts) - i
+			for _, rest := range parts[i:] {
+				b.not.Bytes += partSize(rest)
+			}
+			return shown, 1
+		}
+		b.left -= len(text)
+		shown = append(shown, text)
 	}
-	return strings.Join(out, "\n")
+	return shown, 0
+}
+
+// partSize is about the length of partText(p), without rendering a text
+// part: a view leaves out up to 10,000 of them, on every update.
+func partSize(p a2a.Part) int {
+	if v, ok := p.(a2a.TextPart); ok {
+		return min(len(v.Text), maxPartText)
+	}
+	return len(partText(p))
 }
 
 // partText renders a part for the model: text as text, its lines kept
@@ -862,9 +933,14 @@ func (s *Session) Tasks(ctx context.Context, newest int) (views []TaskView, tota
 		defer cancel()
 		_, _ = t.look(lctx, conn) // one that does not answer stays as last seen
 	})
-	views = make([]TaskView, 0, len(all))
-	for _, t := range all {
-		views = append(views, t.view())
+	// The listing's text is bounded too, its oldest tasks' parts left
+	// out first: 1000 tasks of full views held 256 MB.
+	views = make([]TaskView, len(all))
+	left := listText
+	for i, t := range slices.Backward(all) {
+		var shown int
+		views[i], shown = t.viewWithin(min(viewText, left))
+		left -= shown
 	}
 	return views, total
 }

@@ -101,7 +101,8 @@ type taskView struct {
 		Name  string
 		Parts []string
 	}
-	Lost string
+	NotShown *attach.NotShown `json:"not_shown"`
+	Lost     string
 }
 
 func (s *clientSession) task(res *mcp.CallToolResult) taskView {
@@ -458,6 +459,59 @@ func TestAgentTasksUnderLoad(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// A task's view shows its parts' text up to a budget, and says what it
+// left out: 50 artifacts of 200 parts of 4,000 characters made one
+// wait_task answer of 80 MB, which killed a TypeScript client's session.
+// A listing's views share a budget, the oldest tasks' parts left out
+// first.
+func TestTaskViewBudget(t *testing.T) {
+	s := helperAttached(t)
+	const budget = 256 << 10
+	big := s.task(s.call("spawn_agent", map[string]any{"message": "flood 10 50"})) // 2 MB
+	res := s.call("wait_task", map[string]any{"task_id": big.TaskID})
+	v := s.task(res)
+	if v.State != "completed" {
+		t.Fatalf("flood: %s %d artifacts", v.State, len(v.Artifacts))
+	}
+	if n, text := len(res.RawStructuredContent), len(firstText(res)); n > budget+16<<10 || text > budget+16<<10 {
+		t.Fatalf("a view of a 2 MB task is %d bytes, and as text %d; want about %d", n, text, budget)
+	}
+	shown := 0
+	for _, a := range v.Artifacts {
+		shown += len(a.Parts)
+	}
+	if ns := v.NotShown; len(v.Artifacts) != 10 || shown != budget/a2afixture.FloodPart || ns == nil || ns.Parts != 500-shown || ns.Artifacts != 9 ||
+		ns.Bytes != ns.Parts*a2afixture.FloodPart || !strings.Contains(ns.Note, "the same ones every time") {
+		t.Fatalf("the view shows %d parts of %d artifacts, and says of the rest %+v", shown, len(v.Artifacts), ns)
+	}
+
+	// Five tasks of 200 KB each, after it: the listing shows theirs, and
+	// less of the oldest than its own view does.
+	for range 5 {
+		v := s.task(s.call("spawn_agent", map[string]any{"message": "flood 1 50"}))
+		if v = s.task(s.call("wait_task", map[string]any{"task_id": v.TaskID})); v.State != "completed" || v.NotShown != nil {
+			t.Fatalf("a task of 200 KB: %s, not shown %+v", v.State, v.NotShown)
+		}
+	}
+	var list struct {
+		Tasks []struct {
+			ID       string           `json:"task_id"`
+			NotShown *attach.NotShown `json:"not_shown"`
+		}
+	}
+	if err := json.Unmarshal(s.call("list_tasks", map[string]any{}).RawStructuredContent, &list); err != nil || len(list.Tasks) != 6 {
+		t.Fatalf("list_tasks: %v %+v", err, list)
+	}
+	if ns := list.Tasks[0].NotShown; list.Tasks[0].ID != big.TaskID || ns == nil || ns.Parts <= v.NotShown.Parts {
+		t.Fatalf("the oldest task, listed after five of 200 KB: not shown %+v; want more than its view's %d parts", ns, v.NotShown.Parts)
+	}
+	for _, l := range list.Tasks[1:] {
+		if l.NotShown != nil {
+			t.Fatalf("a newer task lost parts in the listing: %+v", l.NotShown)
+		}
 	}
 }
 

@@ -31,6 +31,10 @@
 //     Destroy waits), and it refuses a follow-up meanwhile with an internal
 //     error: the race of a2aproject/a2a-go#303 (ErrExecutionInProgress),
 //     made wide.
+//   - "flood <artifacts> <parts>" (at most 1000 and 200): a Task
+//     (submitted), then that many artifacts, named "flood i", of that many
+//     text parts of [FloodPart] characters each, then a final status
+//     update in state completed.
 //   - "wait": a Task (submitted), then a status update in state working with
 //     the text "waiting (tick i)" every [WaitInterval] until the task is
 //     cancelled (tasks/cancel), which ends it in state canceled.
@@ -90,6 +94,8 @@ const (
 	StepInterval = 30 * time.Millisecond
 	// WaitInterval is how often "wait" emits a working status update.
 	WaitInterval = 100 * time.Millisecond
+	// FloodPart is the length of each text part "flood" sends.
+	FloodPart = 4000
 
 	// Texts the executor produces.
 	AskQuestion = "what is your name?"
@@ -98,6 +104,8 @@ const (
 
 	defaultStreamSteps = 3
 	maxStreamSteps     = 1000
+	maxFloodArtifacts  = 1000
+	maxFloodParts      = 200
 	defaultSlowMS      = 500
 	maxSlowMS          = 10 * 60 * 1000
 	closeTimeout       = 10 * time.Second
@@ -313,6 +321,16 @@ func (e *executor) Execute(ctx context.Context, reqCtx *a2asrv.RequestContext, q
 		}
 		e.queues.lingerOn(reqCtx.TaskID, time.Duration(ms)*time.Millisecond)
 		return r.ask()
+	case "flood":
+		artifacts, err := intArg(cmd, arg, 0, maxFloodArtifacts)
+		if err != nil {
+			return err
+		}
+		parts, err := intArg(cmd, strings.Join(strings.Fields(arg)[1:], " "), 0, maxFloodParts)
+		if err != nil {
+			return err
+		}
+		return r.flood(artifacts, parts)
 	case "wait":
 		return r.wait()
 	case "fail":
@@ -324,7 +342,7 @@ func (e *executor) Execute(ctx context.Context, reqCtx *a2asrv.RequestContext, q
 		}
 		return r.slow(ms)
 	default:
-		return fmt.Errorf("%w: unknown command %q (want reply, stream, ask, wait, fail or slow)", a2a.ErrInvalidParams, cmd)
+		return fmt.Errorf("%w: unknown command %q (want reply, stream, flood, ask, wait, fail or slow)", a2a.ErrInvalidParams, cmd)
 	}
 }
 
@@ -422,6 +440,25 @@ func (r *run) stream(n int) error {
 	)
 	if err != nil {
 		return err
+	}
+	return r.status(a2a.TaskStateCompleted, "", true)
+}
+
+func (r *run) flood(artifacts, parts int) error {
+	if err := r.submit(); err != nil {
+		return err
+	}
+	for i := range artifacts {
+		text := make(a2a.ContentParts, parts)
+		for j := range text {
+			text[j] = a2a.TextPart{Text: strings.Repeat(string(rune('a'+j%26)), FloodPart)}
+		}
+		ev := a2a.NewArtifactEvent(r.req, text...)
+		ev.Artifact.Name = fmt.Sprint("flood ", i)
+		ev.LastChunk = true
+		if err := r.write(ev); err != nil {
+			return err
+		}
 	}
 	return r.status(a2a.TaskStateCompleted, "", true)
 }
