@@ -349,16 +349,20 @@ func hasMessage(list []*a2a.Message, id string) bool {
 	return slices.ContainsFunc(list, func(m *a2a.Message) bool { return m.ID == id })
 }
 
+// lastCopy is a copy of the task as last seen, to change and apply.
+func (t *task) lastCopy() *a2a.Task {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.last == nil {
+		return &a2a.Task{ID: a2a.TaskID(t.remote), ContextID: t.contextID}
+	}
+	c := *t.last
+	return &c
+}
+
 // applyEvent folds one streamed event into the task.
 func (t *task) applyEvent(ev a2a.Event) bool {
-	t.mu.Lock()
-	cur := t.last
-	t.mu.Unlock()
-	next := &a2a.Task{ID: a2a.TaskID(t.remote), ContextID: t.contextID}
-	if cur != nil {
-		c := *cur
-		next = &c
-	}
+	next := t.lastCopy()
 	switch e := ev.(type) {
 	case *a2a.Task:
 		next = e
@@ -843,10 +847,31 @@ func (s *Session) Reply(ctx context.Context, id, message string, timeout time.Du
 	}); err != nil {
 		return t.view(), t.refused(err, asking)
 	}
-	if cur, ok := res.(*a2a.Task); ok {
-		t.apply(cur)
+	switch r := res.(type) {
+	case *a2a.Task:
+		t.apply(r)
+	case *a2a.Message:
+		// The agent answered the message itself, not with a task update
+		// ("that is not a number"): that is its answer, and the task is
+		// as it was. It was dropped, and the wait held its whole timeout.
+		t.answeredWith(msg, r)
+		return t.view(), nil
 	}
 	return s.wait(ctx, t, timeout, onUpdate, answered)
+}
+
+// answeredWith records a message sent to the task and the agent's reply
+// to it, a message, as the agent's: both join the task's history, after
+// the question they answer (keepSaid), the task's state unchanged.
+func (t *task) answeredWith(sent, reply *a2a.Message) {
+	r := *reply
+	r.Role = a2a.MessageRoleAgent
+	if r.ID == "" { // the history tells messages apart by their ids
+		r.ID = a2a.NewMessageID()
+	}
+	next := t.lastCopy()
+	next.History = append(slices.Clone(next.History), sent, &r)
+	t.apply(next)
 }
 
 // finished says that the task, finished, takes no more messages.

@@ -663,6 +663,35 @@ func TestMessageToBusyTask(t *testing.T) {
 	}
 }
 
+// An agent may answer a message to its task with a message, not a task
+// update: message_task returns at once with the reply in the task's
+// history, the task still asking. The reply was dropped, and the call
+// waited out its whole timeout.
+func TestAgentAnswersWithAMessage(t *testing.T) {
+	s := helperAttached(t)
+	v := s.task(s.call("spawn_agent", map[string]any{"message": "intro"}))
+	v = s.task(s.call("wait_task", map[string]any{"task_id": v.TaskID}))
+	v = s.task(s.call("message_task", map[string]any{"task_id": v.TaskID, "message": "Ann"}))
+	if v.State != "input-required" || !v.said(a2afixture.AgeQuestion) {
+		t.Fatalf("after the name: %+v", v)
+	}
+	start := time.Now()
+	v = s.task(s.call("message_task", map[string]any{"task_id": v.TaskID, "message": "forty-two", "timeout_seconds": 8}))
+	if took := time.Since(start); took > 4*time.Second || v.State != "input-required" {
+		t.Fatalf("a message answered with a message: %s after %s", v.State, took)
+	}
+	want := `user: intro | agent: what is your name? | user: Ann | agent: how old are you (digits)? | user: forty-two | agent: "forty-two" is not a number`
+	if c := strings.Join(v.conversation(), " | "); c != want {
+		t.Fatalf("the conversation: %s", c)
+	}
+	if v = s.task(s.call("wait_task", map[string]any{"task_id": v.TaskID, "timeout_seconds": 0})); strings.Join(v.conversation(), " | ") != want {
+		t.Fatalf("the conversation, looked at again: %s", strings.Join(v.conversation(), " | "))
+	}
+	if v = s.task(s.call("message_task", map[string]any{"task_id": v.TaskID, "message": "42"})); v.State != "completed" || !v.said("hello Ann, aged 42") {
+		t.Fatalf("after the age: %+v", v)
+	}
+}
+
 // helperAttached is a session with the a2a-go fixture agent attached as
 // "helper".
 func helperAttached(t *testing.T) *clientSession {

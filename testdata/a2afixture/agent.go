@@ -31,6 +31,12 @@
 //     Destroy waits), and it refuses a follow-up meanwhile with an internal
 //     error: the race of a2aproject/a2a-go#303 (ErrExecutionInProgress),
 //     made wide.
+//   - "intro": a Task (submitted), then a final status update in state
+//     input-required asking [AskQuestion]. The name it is answered brings
+//     a second question, [AgeQuestion]; an answer to that in digits ends
+//     the task with an artifact "result", "hello <name>, aged <age>", in
+//     state completed, and any other is answered at once with a Message,
+//     `"<answer>" is not a number`, the task still asking.
 //   - "flood <artifacts> <parts>" (at most 1000 and 200): a Task
 //     (submitted), then that many artifacts, named "flood i", of that many
 //     text parts of [FloodPart] characters each, then a final status
@@ -99,6 +105,7 @@ const (
 
 	// Texts the executor produces.
 	AskQuestion = "what is your name?"
+	AgeQuestion = "how old are you (digits)?"
 	FailMessage = "the fixture failed as asked"
 	CancelText  = "canceled as asked"
 
@@ -256,7 +263,8 @@ type executor struct {
 
 	mu      sync.Mutex
 	closed  bool
-	running sync.WaitGroup // Execute and Cancel calls in flight
+	running sync.WaitGroup        // Execute and Cancel calls in flight
+	intros  map[a2a.TaskID]string // "intro" tasks, to the name each was told
 }
 
 var _ a2asrv.AgentExecutor = (*executor)(nil)
@@ -301,7 +309,7 @@ func (e *executor) Execute(ctx context.Context, reqCtx *a2asrv.RequestContext, q
 	r := &run{ctx: ctx, req: reqCtx, q: q}
 	text := messageText(reqCtx.Message)
 	if t := reqCtx.StoredTask; t != nil && t.Status.State == a2a.TaskStateInputRequired {
-		return r.answer(text)
+		return e.answer(r, t, text)
 	}
 
 	cmd, arg := splitCommand(text)
@@ -320,6 +328,14 @@ func (e *executor) Execute(ctx context.Context, reqCtx *a2asrv.RequestContext, q
 			return err
 		}
 		e.queues.lingerOn(reqCtx.TaskID, time.Duration(ms)*time.Millisecond)
+		return r.ask()
+	case "intro":
+		e.mu.Lock()
+		if e.intros == nil {
+			e.intros = map[a2a.TaskID]string{}
+		}
+		e.intros[reqCtx.TaskID] = ""
+		e.mu.Unlock()
 		return r.ask()
 	case "flood":
 		artifacts, err := intArg(cmd, arg, 0, maxFloodArtifacts)
@@ -342,8 +358,33 @@ func (e *executor) Execute(ctx context.Context, reqCtx *a2asrv.RequestContext, q
 		}
 		return r.slow(ms)
 	default:
-		return fmt.Errorf("%w: unknown command %q (want reply, stream, flood, ask, wait, fail or slow)", a2a.ErrInvalidParams, cmd)
+		return fmt.Errorf("%w: unknown command %q (want reply, stream, flood, ask, intro, wait, fail or slow)", a2a.ErrInvalidParams, cmd)
 	}
+}
+
+// answer takes text as the answer to the question task asks: an "ask"
+// task's name, or an "intro" task's name, then its age.
+func (e *executor) answer(r *run, task *a2a.Task, text string) error {
+	text = strings.TrimSpace(text)
+	e.mu.Lock()
+	name, intro := e.intros[task.ID]
+	askedName := messageText(task.Status.Message) == AskQuestion
+	switch {
+	case intro && askedName:
+		e.intros[task.ID] = text
+	case intro && text != "" && strings.Trim(text, "0123456789") == "":
+		delete(e.intros, task.ID)
+	}
+	e.mu.Unlock()
+	switch {
+	case !intro:
+		return r.answer(text)
+	case askedName:
+		return r.status(a2a.TaskStateInputRequired, AgeQuestion, true)
+	case text == "" || strings.Trim(text, "0123456789") != "":
+		return r.write(agentText(r.req, fmt.Sprintf("%q is not a number", text)))
+	}
+	return r.answer(name + ", aged " + text)
 }
 
 // Cancel implements a2asrv.AgentExecutor. The final canceled event goes to
