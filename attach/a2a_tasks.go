@@ -28,6 +28,9 @@ var (
 	ErrTaskFinished = errors.New("the task takes no more messages")
 	ErrTaskBusy     = errors.New("the task is not waiting for input")
 	ErrOtherContext = errors.New("another agent's conversation")
+	// ErrAnsweredMeanwhile refuses a message to a task whose question
+	// another message answered while it waited its turn.
+	ErrAnsweredMeanwhile = errors.New("another message answered the question first")
 )
 
 // TaskView is a task as the tools show it.
@@ -93,9 +96,11 @@ type task struct {
 	// it, or was detached); a lost task is over.
 	lost string
 
-	// sending is held while a message goes to the task: a second message
-	// goes after the first has, to the task the first left.
+	// sending is held while a message goes to the task, and its wait:
+	// a second message goes after the first has, and is refused when the
+	// first answered the question it was sent for (sent tells).
 	sending sync.Mutex
+	sent    int // messages the agent took, under mu
 }
 
 // taskStore keeps a session's tasks, up to max; when full, the oldest
@@ -809,10 +814,18 @@ func (s *Session) Reply(ctx context.Context, id, message string, timeout time.Du
 	if err != nil {
 		return t.view(), fmt.Errorf("task %s is bound to %s: %w", id, t.agent.Name, err)
 	}
+	// The question the message answers, as the caller last saw it.
+	question, sent := t.statusMessageID(), t.messagesSent()
 	t.sending.Lock()
 	defer t.sending.Unlock()
 	if t.final() { // perhaps after a message sent just before
 		return t.view(), t.finished()
+	}
+	if t.messagesSent() != sent {
+		// Sent now, it would answer a question its sender never saw:
+		// of "Ann" and "Bea" sent at once to a task asking a name, then
+		// an age, one became the name and the other the age.
+		return t.view(), t.answeredMeanwhile(question)
 	}
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: message})
 	msg.TaskID, msg.ContextID = a2a.TaskID(t.remote), t.contextID
@@ -847,6 +860,9 @@ func (s *Session) Reply(ctx context.Context, id, message string, timeout time.Du
 	}); err != nil {
 		return t.view(), t.refused(err, asking)
 	}
+	t.mu.Lock()
+	t.sent++
+	t.mu.Unlock()
 	switch r := res.(type) {
 	case *a2a.Task:
 		t.apply(r)
@@ -872,6 +888,39 @@ func (t *task) answeredWith(sent, reply *a2a.Message) {
 	next := t.lastCopy()
 	next.History = append(slices.Clone(next.History), sent, &r)
 	t.apply(next)
+}
+
+func (t *task) messagesSent() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sent
+}
+
+// answeredMeanwhile refuses a message sent for question (a status
+// message's id), which another message answered while it waited: it
+// quotes what the task asks now, if it asks something else.
+func (t *task) answeredMeanwhile(question string) error {
+	if t.asking() && t.statusMessageID() != question {
+		return fmt.Errorf("%w: task %s now asks %q, as another message_task answered the question this message was sent for; this one was not sent: answer the new question with message_task",
+			ErrAnsweredMeanwhile, t.id, t.question())
+	}
+	return fmt.Errorf("%w: another message_task answered the question this message was sent for, and task %s is %s; this one was not sent: wait_task until the task asks again",
+		ErrAnsweredMeanwhile, t.id, t.view().State)
+}
+
+// question is the text of the task's status message, what it asks when it
+// asks, cut to 500 characters.
+func (t *task) question() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.last == nil || t.last.Status.Message == nil {
+		return ""
+	}
+	var parts []string
+	for _, p := range t.last.Status.Message.Parts {
+		parts = append(parts, partText(p))
+	}
+	return guard.Text(strings.Join(parts, " "), 500)
 }
 
 // finished says that the task, finished, takes no more messages.

@@ -692,6 +692,49 @@ func TestAgentAnswersWithAMessage(t *testing.T) {
 	}
 }
 
+// Two answers sent at once to a task that asks a name, then an age: one
+// is sent, as the name, and the other is refused, quoting the question
+// the task asks now; it went to the agent as the age ("hello Bea, aged
+// Ann"), a question its sender never saw.
+func TestTwoAnswersAtOnce(t *testing.T) {
+	s := helperAttached(t)
+	v := s.task(s.call("spawn_agent", map[string]any{"message": "intro"}))
+	if v = s.task(s.call("wait_task", map[string]any{"task_id": v.TaskID})); v.State != "input-required" {
+		t.Fatalf("intro: %+v", v)
+	}
+	results := make(chan *mcp.CallToolResult, 2)
+	for _, name := range []string{"Ann", "Bea"} {
+		args := map[string]any{"task_id": v.TaskID, "message": name}
+		go func() { results <- s.call("message_task", args) }()
+	}
+	var sent string
+	refused := 0
+	for range 2 {
+		res := <-results
+		switch code := s.code(res); code {
+		case "":
+			v = s.task(res)
+			if sent = "Ann"; v.said("Bea") {
+				sent = "Bea"
+			}
+		case "answered_meanwhile":
+			refused++
+			if !strings.Contains(firstText(res), `now asks "`+a2afixture.AgeQuestion+`"`) || !strings.Contains(firstText(res), "answer the new question") {
+				t.Errorf("the refusal: %s", firstText(res))
+			}
+		default:
+			t.Fatalf("%s: %s", code, firstText(res))
+		}
+	}
+	want := "user: intro | agent: what is your name? | user: " + sent + " | agent: " + a2afixture.AgeQuestion
+	if c := strings.Join(v.conversation(), " | "); refused != 1 || c != want {
+		t.Fatalf("%d refused; the conversation: %s", refused, c)
+	}
+	if v = s.task(s.call("message_task", map[string]any{"task_id": v.TaskID, "message": "42"})); !v.said("hello " + sent + ", aged 42") {
+		t.Fatalf("after the age: %+v", v)
+	}
+}
+
 // helperAttached is a session with the a2a-go fixture agent attached as
 // "helper".
 func helperAttached(t *testing.T) *clientSession {

@@ -130,6 +130,8 @@ func fromError(err error) *mcp.CallToolResult {
 		return failure("task_finished", "%s", msg)
 	case errors.Is(err, attach.ErrTaskBusy):
 		return failure("task_busy", "%s", msg)
+	case errors.Is(err, attach.ErrAnsweredMeanwhile):
+		return failure("answered_meanwhile", "%s", msg)
 	case errors.Is(err, attach.ErrOtherContext):
 		return failure("invalid_arguments", "%s", msg)
 	case errors.Is(err, attach.ErrStoreFull):
