@@ -29,10 +29,12 @@ func describeA2AError(err error) error {
 		return fmt.Errorf("the agent does not accept this content type: %w", said)
 	}
 	// An agent gone away: a2a-go wraps the dial's error in its request's,
-	// URL and all; the dial's says what happened. A dial the guard
-	// refused is not a down agent.
+	// URL and all; the dial's says what happened, and stays wrapped, so
+	// that the agent is marked down (reached) by whoever gets this error:
+	// a failed wait_task left it listed up. A dial the guard refused is
+	// not a down agent.
 	if op, ok := unreachable(err); ok {
-		return fmt.Errorf("%w: the agent cannot be reached (%v); try again once it is back, list_attached_resources shows its state", ErrUpstreamDown, op)
+		return fmt.Errorf("%w: the agent cannot be reached (%w); try again once it is back, list_attached_resources shows its state", ErrUpstreamDown, op)
 	}
 	return said
 }

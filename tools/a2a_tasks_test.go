@@ -423,6 +423,30 @@ func TestAgentFaults(t *testing.T) {
 	}
 }
 
+// An agent that dies while a wait_task follows its task is listed down
+// as soon as the wait fails: the wait's error no longer held the dial's,
+// and the agent was listed up, and gateway_health counted none down,
+// until another request or the health check.
+func TestFailedWaitMarksAgentDown(t *testing.T) {
+	agent := a2afixture.Start(t)
+	s := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:helper", agent.URL+a2afixture.CardPath)).connect(t)
+	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:helper"}); res.IsError {
+		t.Fatal(firstText(res))
+	}
+	v := s.task(s.call("spawn_agent", map[string]any{"message": "wait"}))
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		agent.Close()
+	}()
+	res := s.call("wait_task", map[string]any{"task_id": v.TaskID, "timeout_seconds": 10})
+	if s.code(res) != "upstream_down" {
+		t.Fatalf("a wait on an agent that died: %s %s", s.code(res), firstText(res))
+	}
+	if l := string(s.call("list_attached_resources", map[string]any{}).RawStructuredContent); !strings.Contains(l, `"status":"down","why_down":"the last request could not reach it: dial tcp`) {
+		t.Fatalf("after the failed wait, the agent is listed as %s", l)
+	}
+}
+
 // 200 tasks at once, across 20 sessions, against one agent: all complete,
 // and nothing is left running afterwards (goleak, in TestMain).
 func TestAgentTasksUnderLoad(t *testing.T) {
