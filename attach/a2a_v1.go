@@ -3,12 +3,14 @@ package attach
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -47,37 +49,59 @@ type v1Error struct {
 
 // call sends one JSON-RPC request and decodes its result into out.
 func (c *v1Client) call(ctx context.Context, method string, params, out any) error {
-	resp, err := c.post(ctx, method, params, "application/json")
+	resp, id, err := c.post(ctx, method, params, "application/json")
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	var r struct {
-		Result json.RawMessage `json:"result"`
-		Error  *v1Error        `json:"error"`
-	}
+	var r v1Response[json.RawMessage]
 	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil { // capped (agentHTTP)
 		if errors.Is(err, errAnswerTooLarge) {
 			return fmt.Errorf("%s: %w", method, err)
 		}
 		return fmt.Errorf("%s: malformed response (HTTP %d): %w", method, resp.StatusCode, err)
 	}
-	if r.Error != nil {
-		return v1Err(r.Error)
+	if err := r.check(method, id); err != nil {
+		return err
 	}
 	return json.Unmarshal(r.Result, out)
 }
 
-func (c *v1Client) post(ctx context.Context, method string, params any, accept string) (*http.Response, error) {
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.seq.Add(1), "method": method, "params": params})
+// v1Response is a JSON-RPC response, its result a T.
+type v1Response[T any] struct {
+	ID     json.RawMessage `json:"id"`
+	Result T               `json:"result"`
+	Error  *v1Error        `json:"error"`
+}
+
+// check says what is wrong with the response to request id of method: an
+// answer to another request (its id not id), or the agent's error. One
+// whose id did not match was taken: a message answered for another
+// request became a task of its own. An error of id null is taken as the
+// request's: JSON-RPC gives that id when the request's could not be read.
+func (r *v1Response[T]) check(method string, id int64) error {
+	if got := string(bytes.TrimSpace(r.ID)); got != strconv.FormatInt(id, 10) && (r.Error == nil || got != "null" && got != "") {
+		return fmt.Errorf("%s: the agent answered another request: the response's id is %s, the request's %d", method, cmp.Or(guard.Text(got, 40), "missing"), id)
+	}
+	if r.Error != nil {
+		return v1Err(r.Error)
+	}
+	return nil
+}
+
+// post sends a request of method, numbered id.
+func (c *v1Client) post(ctx context.Context, method string, params any, accept string) (resp *http.Response, id int64, err error) {
+	id = c.seq.Add(1)
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
-		return nil, err
+		return nil, id, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", accept)
 	req.Header.Set("A2A-Version", "1.0")
-	return c.http.Do(req)
+	resp, err = c.http.Do(req)
+	return resp, id, err
 }
 
 // v1Err maps v1.0 error codes onto a2a-go's sentinels, so that errors read
@@ -278,7 +302,7 @@ func (c *v1Client) CancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2a.Ta
 // ResubscribeToTask follows SubscribeToTask's event stream.
 func (c *v1Client) ResubscribeToTask(ctx context.Context, p *a2a.TaskIDParams) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
-		resp, err := c.post(ctx, "SubscribeToTask", map[string]any{"id": p.ID}, "text/event-stream")
+		resp, id, err := c.post(ctx, "SubscribeToTask", map[string]any{"id": p.ID}, "text/event-stream")
 		if err != nil {
 			yield(nil, err)
 			return
@@ -291,16 +315,13 @@ func (c *v1Client) ResubscribeToTask(ctx context.Context, p *a2a.TaskIDParams) i
 			if !ok {
 				continue
 			}
-			var msg struct {
-				Result v1Result `json:"result"`
-				Error  *v1Error `json:"error"`
-			}
+			var msg v1Response[v1Result]
 			if err := json.Unmarshal([]byte(strings.TrimSpace(data)), &msg); err != nil {
 				yield(nil, fmt.Errorf("SubscribeToTask: malformed event: %w", err))
 				return
 			}
-			if msg.Error != nil {
-				yield(nil, v1Err(msg.Error))
+			if err := msg.check("SubscribeToTask", id); err != nil {
+				yield(nil, err)
 				return
 			}
 			r := msg.Result

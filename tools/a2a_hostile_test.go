@@ -308,3 +308,56 @@ func TestListTasksOfAnAgentThatDoesNotAnswer(t *testing.T) {
 		t.Fatalf("list_tasks took %v: %s", took, firstText(res))
 	}
 }
+
+// A v1.0 agent's response whose id is not its request's is not taken as
+// its answer: a message answered for another request became a task of
+// its own. An error of id null, which JSON-RPC gives a request that could
+// not be read, is still the agent's to say.
+func TestV1AgentAnswersAnotherRequest(t *testing.T) {
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	mux.HandleFunc(a2afixture.CardPath, func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, `{"name":"v1","supportedInterfaces":[{"url":%q,"protocolBinding":"JSONRPC","protocolVersion":"1.0"}]}`, srv.URL+a2afixture.RPCPath)
+	})
+	mux.HandleFunc(a2afixture.RPCPath, func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     json.RawMessage
+			Params struct {
+				Message struct{ Parts []struct{ Text string } }
+			}
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		text := ""
+		if parts := req.Params.Message.Parts; len(parts) > 0 {
+			text = parts[0].Text
+		}
+		reply := `"result":{"message":{"messageId":"m","role":"ROLE_AGENT","parts":[{"text":"hi"}]}}`
+		w.Header().Set("Content-Type", "application/json")
+		switch text {
+		case "mine":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,%s}`, req.ID, reply)
+		case "another":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":999999,%s}`, reply)
+		case "none":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0",%s}`, reply)
+		case "unread":
+			fmt.Fprint(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"could not read the request"}}`)
+		}
+	})
+	s := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:v1", srv.URL+a2afixture.CardPath)).connect(t)
+	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:v1"}); res.IsError {
+		t.Fatal(firstText(res))
+	}
+	for _, c := range []struct{ message, code, says string }{
+		{"mine", "", `"hi"`},
+		{"another", "upstream_error", "SendMessage: the agent answered another request: the response's id is 999999, the request's "},
+		{"none", "upstream_error", "SendMessage: the agent answered another request: the response's id is missing, the request's "},
+		{"unread", "upstream_error", "could not read the request"},
+	} {
+		res := s.call("spawn_agent", map[string]any{"message": c.message})
+		if s.code(res) != c.code || !strings.Contains(firstText(res), c.says) {
+			t.Errorf("%s: %s %s; want %s saying %s", c.message, s.code(res), firstText(res), c.code, c.says)
+		}
+	}
+}
