@@ -1022,10 +1022,10 @@ func (s *Session) Tasks(ctx context.Context, newest int) (views []TaskView, tota
 // listLooks bounds the looks of one listing of tasks.
 const listLooks = 10 * time.Second
 
-// agentRequestsAtOnce bounds the requests that one listing of tasks, or
-// one session's end, sends to agents at once: a session ending with 300
-// tasks sent 300 cancellations at once, and kept 256 connections open
-// after.
+// agentRequestsAtOnce bounds the requests that one listing of tasks, one
+// session's end, or one round of health checks (CheckAgents) sends to
+// agents at once: a session ending with 300 tasks sent 300 cancellations
+// at once, and kept 256 connections open after.
 const agentRequestsAtOnce = 8
 
 // cancelsWithin bounds the cancellations of a session's end or a detach:

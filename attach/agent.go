@@ -267,29 +267,47 @@ func (m *Manager) Run(ctx context.Context) {
 
 // CheckAgents fetches the card of every attached agent that has a card
 // URL and records whether it answered; listings show an agent that did
-// not as down, with the reason.
+// not as down, with the reason. A card is fetched once for all the
+// attachments of it, agentRequestsAtOnce cards at a time: 30 sessions that
+// attached one agent sent it 31 requests in the same second.
 func (m *Manager) CheckAgents(ctx context.Context) {
-	var wg sync.WaitGroup
+	type card struct {
+		url string
+		own bool // fetched with the operator's client (fetchCard)
+	}
+	of := map[card][]*Attachment{}
 	for _, s := range m.Sessions() {
 		for _, a := range s.Attachments() {
 			a.mu.Lock()
-			check, own := a.agent != nil && a.cardURL != "", a.Pinned
+			check, c := a.agent != nil && a.cardURL != "", card{a.cardURL, a.Pinned}
 			a.mu.Unlock()
-			if !check {
-				continue
+			if check {
+				of[c] = append(of[c], a)
 			}
-			wg.Go(func() {
-				ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				defer cancel()
-				_, err := m.fetchCard(ctx, a.cardURL, own)
+		}
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, agentRequestsAtOnce)
+	for c, attachments := range of {
+		wg.Go(func() {
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			case <-ctx.Done():
+				return
+			}
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			_, err := m.fetchCard(ctx, c.url, c.own)
+			for _, a := range attachments {
 				a.mu.Lock()
 				a.unwell = ""
 				if err != nil {
 					a.unwell = "health check failed: " + err.Error()
 				}
 				a.mu.Unlock()
-			})
-		}
+			}
+		})
 	}
 	wg.Wait()
 }

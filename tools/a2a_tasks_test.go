@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -564,6 +565,90 @@ func TestAgentHealthCheck(t *testing.T) {
 	tg.g.manager.CheckAgents(context.Background())
 	if st, why := status(); st != "down" || !strings.Contains(why, "health check failed") {
 		t.Fatalf("dead agent listed %s: %s", st, why)
+	}
+}
+
+// A round of health checks fetches each card once, for all the sessions
+// that attached it, a few cards at a time, and tells each of them what
+// it found: 30 sessions that attached one agent sent it 31 requests in
+// the same second.
+func TestAgentHealthCheckOncePerCard(t *testing.T) {
+	agent := a2afixture.Start(t)
+	card, _ := json.Marshal(agent.Card)
+	var (
+		mu             sync.Mutex
+		asked          = map[string]int{}
+		inFlight, most int
+		slow, broken   atomic.Bool
+	)
+	cards := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked[r.URL.Path]++
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		if slow.Load() {
+			time.Sleep(100 * time.Millisecond)
+		}
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		if broken.Load() && r.URL.Path == "/h0/card.json" {
+			http.Error(w, "gone", http.StatusInternalServerError)
+			return
+		}
+		_, _ = w.Write(card)
+	}))
+	t.Cleanup(cards.Close)
+	var entries []registry.Entry
+	for i := range 11 {
+		entries = append(entries, agentEntry(fmt.Sprint("urn:air:agents.test:agent:h", i), fmt.Sprint(cards.URL, "/h", i, "/card.json")))
+	}
+	tg := agentGateway(t, true, entries...)
+	var sessions []*clientSession
+	for i := range 5 { // each attaches h0, and two cards of its own
+		s := tg.connect(t)
+		for _, h := range []int{0, 2*i + 1, 2*i + 2} {
+			if res := s.call("attach_resource", map[string]any{"urn": fmt.Sprint("urn:air:agents.test:agent:h", h)}); res.IsError {
+				t.Fatal(firstText(res))
+			}
+		}
+		sessions = append(sessions, s)
+	}
+	// statuses is each session's agents' statuses, by name.
+	statuses := func() (out []map[string]string) {
+		for _, s := range sessions {
+			var l struct {
+				Attachments []struct{ Name, Status string }
+			}
+			_ = json.Unmarshal(s.call("list_attached_resources", map[string]any{}).RawStructuredContent, &l)
+			st := map[string]string{}
+			for _, a := range l.Attachments {
+				st[a.Name] = a.Status
+			}
+			out = append(out, st)
+		}
+		return out
+	}
+	round := func() map[string]int {
+		mu.Lock()
+		clear(asked)
+		mu.Unlock()
+		tg.g.manager.CheckAgents(context.Background())
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(asked)
+	}
+	slow.Store(true)
+	if got := round(); len(got) != 11 || slices.ContainsFunc(slices.Collect(maps.Values(got)), func(n int) bool { return n != 1 }) || most > 8 {
+		t.Fatalf("a round of health checks of 15 attachments of 11 cards asked %v, at most %d at once; want each card once, at most 8 at once", got, most)
+	}
+	broken.Store(true)
+	round()
+	for i, st := range statuses() {
+		if st["h0"] != "down" || st[fmt.Sprint("h", 2*i+1)] != "up" {
+			t.Fatalf("session %d, after h0's card failed, lists %v", i, st)
+		}
 	}
 }
 
