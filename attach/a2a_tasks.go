@@ -1033,20 +1033,31 @@ const agentRequestsAtOnce = 8
 const cancelsWithin = 5 * time.Second
 
 // atAgents runs do for each of tasks that is still running at its agent,
-// agentRequestsAtOnce at a time, and returns when all
-// have ended. Those still waiting their turn when ctx ends are skipped:
-// the agent is too slow for them all.
+// a few at a time (fewAtATime).
 func atAgents(ctx context.Context, tasks []*task, do func(*task, *agentConn)) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, agentRequestsAtOnce)
+	type running struct {
+		t    *task
+		conn *agentConn
+	}
+	var at []running
 	for _, t := range tasks {
 		if t.direct || t.final() {
 			continue
 		}
-		conn, err := t.agent.agentConn()
-		if err != nil {
-			continue
+		if conn, err := t.agent.agentConn(); err == nil {
+			at = append(at, running{t, conn})
 		}
+	}
+	fewAtATime(ctx, at, func(r running) { do(r.t, r.conn) })
+}
+
+// fewAtATime runs do for each item, agentRequestsAtOnce at a time, and
+// returns when all have ended. Those still waiting their turn when ctx
+// ends are skipped: the agents are too slow for them all.
+func fewAtATime[T any](ctx context.Context, items []T, do func(T)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, agentRequestsAtOnce)
+	for _, item := range items {
 		wg.Go(func() {
 			select {
 			case sem <- struct{}{}:
@@ -1054,7 +1065,7 @@ func atAgents(ctx context.Context, tasks []*task, do func(*task, *agentConn)) {
 			case <-ctx.Done():
 				return
 			}
-			do(t, conn)
+			do(item)
 		})
 	}
 	wg.Wait()

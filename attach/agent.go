@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
@@ -286,28 +287,17 @@ func (m *Manager) CheckAgents(ctx context.Context) {
 			}
 		}
 	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, agentRequestsAtOnce)
-	for c, attachments := range of {
-		wg.Go(func() {
-			select {
-			case sem <- struct{}{}:
-				defer func() { <-sem }()
-			case <-ctx.Done():
-				return
+	fewAtATime(ctx, slices.Collect(maps.Keys(of)), func(c card) {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, err := m.fetchCard(ctx, c.url, c.own)
+		for _, a := range of[c] {
+			a.mu.Lock()
+			a.unwell = ""
+			if err != nil {
+				a.unwell = "health check failed: " + err.Error()
 			}
-			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			_, err := m.fetchCard(ctx, c.url, c.own)
-			for _, a := range attachments {
-				a.mu.Lock()
-				a.unwell = ""
-				if err != nil {
-					a.unwell = "health check failed: " + err.Error()
-				}
-				a.mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+			a.mu.Unlock()
+		}
+	})
 }
