@@ -55,7 +55,7 @@ func checkSearchQuality(t *testing.T, ix *Index, path string, minHits int) {
 	if err := json.Unmarshal(data, &queries); err != nil {
 		t.Fatal(err)
 	}
-	hits := 0
+	hits, first := 0, 0
 	var rr float64
 	for _, q := range queries {
 		page, err := ix.Search(Query{Text: q.Query, PageSize: 10})
@@ -65,6 +65,9 @@ func checkSearchQuality(t *testing.T, ix *Index, path string, minHits int) {
 		rank := slices.IndexFunc(page.Results, func(r Result) bool { return slices.Contains(q.Expect, r.Identifier) })
 		if rank >= 0 {
 			rr += 1 / float64(rank+1)
+		}
+		if rank == 0 {
+			first++
 		}
 		if rank >= 0 && rank < 3 {
 			hits++
@@ -76,7 +79,7 @@ func checkSearchQuality(t *testing.T, ix *Index, path string, minHits int) {
 		}
 		t.Logf("miss: %q wanted %v, got %v (rank %d)", q.Query, q.Expect, top, rank)
 	}
-	t.Logf("%d entries: top-3 hit rate %d/%d, MRR@10 %.2f", ix.Len(), hits, len(queries), rr/float64(len(queries)))
+	t.Logf("%d entries: first %d/%d, top-3 hit rate %d/%d, MRR@10 %.2f", ix.Len(), first, len(queries), hits, len(queries), rr/float64(len(queries)))
 	if len(queries) < 30 || ix.Len() < 200 {
 		t.Fatalf("the set is too small: %d queries, %d entries", len(queries), ix.Len())
 	}
