@@ -18,6 +18,15 @@ import (
 // Index is an in-memory BM25F search index over catalog entries. Build it
 // once with NewIndex; it is then safe for concurrent searches.
 type Index struct {
+	// DrawnFrom, when more than the entries indexed, is the size of the
+	// collection they were drawn from: a term's weight (IDF) is then taken
+	// as if the rest of that collection held none of the query's terms.
+	// A pool drawn by the very words searched (an MCP Registry window,
+	// servers named with them) holds those words in nearly every entry,
+	// and ranked as a whole collection their weight, and every score with
+	// it, came to nothing. Set it before the first search.
+	DrawnFrom int
+
 	docs      []doc
 	byURN     map[string]int
 	postings  map[string][]posting
@@ -268,7 +277,7 @@ func (ix *Index) rank(q Query, k int) (hits []hit, ranked bool, err error) {
 	scores := *sp
 	var touched []int32
 	var ideal float64
-	n := float64(len(ix.docs))
+	n := float64(max(len(ix.docs), ix.DrawnFrom))
 	for _, t := range terms {
 		list, weight := ix.postings[t], 1.0
 		if len(list) == 0 {

@@ -157,7 +157,9 @@ func (m *MCPRegistry) window(ctx context.Context, text string, keep filter, curs
 		return nil, nil, errors.Join(failed...)
 	}
 	m.remember(entries)
-	ranked, err = NewIndex(m.base.String(), entries).Match(Query{Text: text})
+	ix := NewIndex(m.base.String(), entries)
+	ix.DrawnFrom = mcpRegistrySize
+	ranked, err = ix.Match(Query{Text: text})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -174,6 +176,14 @@ func (m *MCPRegistry) window(ctx context.Context, text string, keep filter, curs
 	}
 	return ranked, next, nil
 }
+
+// mcpRegistrySize is about how many servers the official MCP Registry
+// lists (about two thousand, latest versions, late 2025): a window is
+// ranked as drawn from that many, so that its scores weigh words as a
+// catalog of them would and merge with other registries' (see
+// Index.DrawnFrom). IDF moves with its log: half or twice the figure
+// changes a score by a few points.
+const mcpRegistrySize = 2000
 
 // Reading the registry's lists: pages of namePage servers, a window of
 // maxNamePages pages of each word's at a time, and at most maxWindows

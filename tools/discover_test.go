@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/registry"
+	"github.com/ardgate/ardgate/testdata/registryfixture"
 
 	"log/slog"
 )
@@ -285,5 +287,98 @@ func TestDiscoverHostileRegistryData(t *testing.T) {
 	}
 	if out.PageToken != "" || !strings.Contains(out.Note, "Registry hostile gave a page token of over 2048 bytes") {
 		t.Errorf("page token of %d bytes; note %q", len(out.PageToken), out.Note)
+	}
+}
+
+// searchGateway is a gateway over the builtin catalog, the recorded MCP
+// Registry (as "mcp") and the corpus of 464 real servers as a catalog
+// (as "corpus"), whose entries any registry may launch, as an operator's
+// stdio.allow_from lets them.
+func searchGateway(t *testing.T) *clientSession {
+	t.Helper()
+	load := func(id string, data []byte) registry.Registry {
+		t.Helper()
+		entries, _, err := registry.LoadCatalogBytes(data, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return registry.NewLocal(id, registry.NewIndex(id, entries))
+	}
+	corpus, err := os.ReadFile("../testdata/search-quality/corpus.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := registryfixture.MCPRegistry("../testdata/mcpregistry/servers.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixture := httptest.NewServer(h)
+	t.Cleanup(fixture.Close)
+	hc := (&guard.Dialer{AllowLocal: true}).Client()
+	mcpReg, err := registry.NewMCPRegistry("mcp", fixture.URL, registry.RemoteOptions{HTTP: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := newGateway(t, time.Second)
+	m := tg.g.manager
+	m.Registries = []registry.Registry{load("builtin", registry.BuiltinCatalog()), mcpReg, load("corpus", corpus)}
+	m.Stdio = guard.Stdio{AllowFrom: []string{"builtin", "mcp", "corpus"}, Launchers: config.DefaultLaunchers}
+	t.Cleanup(hc.CloseIdleConnections)
+	return tg.connect(t)
+}
+
+type discovered struct {
+	Count   int
+	Results []struct {
+		URN        string
+		Score      int
+		RegistryID string `json:"registry_id"`
+		Attachable bool
+	}
+	PageToken string `json:"page_token"`
+	Note      string
+}
+
+func (s *clientSession) discover(args map[string]any) discovered {
+	s.t.Helper()
+	res := s.call("discover_resources", args)
+	var d discovered
+	if err := json.Unmarshal(res.RawStructuredContent, &d); err != nil || res.IsError {
+		s.t.Fatalf("discover %v: %v %s", args, err, firstText(res))
+	}
+	return d
+}
+
+// scoreOf is the score of urn in d, or -1.
+func (d discovered) scoreOf(urn string) int {
+	for _, r := range d.Results {
+		if r.URN == urn {
+			return r.Score
+		}
+	}
+	return -1
+}
+
+// An MCP Registry's window of servers, drawn by the query's words from
+// their names, is ranked as drawn from the whole registry: ranked as a
+// collection of its own, the words in nearly every server it held
+// weighed nothing, fetch-mcp scored 8 for "fetch a url", and the builtin
+// catalog's loose matches (28, 22) came before it. Its scores are now
+// those a catalog of the same servers gives, within 6 points: the pool's
+// own field lengths make 4 (at the fixture's true size of 464), and the
+// registry's size taken as 2,000 one more.
+func TestDiscoverMergesMCPRegistryScores(t *testing.T) {
+	s := searchGateway(t)
+	d := s.discover(map[string]any{"text": "fetch a url", "page_size": 5})
+	if len(d.Results) == 0 || d.Results[0].URN != "urn:air:zcaceres.github.io:mcp:fetch-mcp" || d.Results[0].RegistryID != "mcp" {
+		t.Fatalf("fetch a url: %+v", d.Results)
+	}
+	mcp := s.discover(map[string]any{"text": "kubernetes pods", "registry_id": "mcp", "page_size": 5})
+	corpus := s.discover(map[string]any{"text": "kubernetes pods", "registry_id": "corpus", "page_size": 5})
+	for _, urn := range []string{"urn:air:flux159.github.io:mcp:mcp-server-kubernetes", "urn:air:manusa.github.io:mcp:kubernetes-mcp-server"} {
+		a, b := mcp.scoreOf(urn), corpus.scoreOf(urn)
+		if a < 0 || b < 0 || a-b > 6 || b-a > 6 {
+			t.Fatalf("kubernetes pods, %s: %d in the MCP Registry, %d in the catalog", urn, a, b)
+		}
 	}
 }
