@@ -87,9 +87,16 @@ func NewIndex(source string, entries []Entry) *Index {
 			urnText = strings.Join(append(slices.Clone(u.Namespace), u.Name), " ")
 			org = publisherOrg(u.Publisher)
 		}
+		name := tokenize(e.DisplayName, nil)
+		// Most display names repeat the URN's name: a word of both
+		// counted for both (5.5 against a description's 1), and an entry
+		// of a fitting name and no description came before the one the
+		// description was about ("create a jira ticket": mcp-create over
+		// mcp-atlassian). The URN adds what the name lacks.
+		urnTerms := slices.DeleteFunc(tokenize(urnText, nil), func(t string) bool { return slices.Contains(name, t) })
 		f := [8]fieldTerms{
-			{tokenize(e.DisplayName, nil), fieldWeights.name},
-			{tokenize(urnText, nil), fieldWeights.urn},
+			{name, fieldWeights.name},
+			{urnTerms, fieldWeights.urn},
 			{tokenizeAll(e.Tags), fieldWeights.tags},
 			{tokenizeAll(e.Capabilities), fieldWeights.caps},
 			{tokenizeAll(e.RepresentativeQueries), fieldWeights.queries},

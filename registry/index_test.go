@@ -679,6 +679,23 @@ func TestCorpusSearchSmoke(t *testing.T) {
 	}
 }
 
+// Queries of the corpus that put the wrong server first, now answered
+// with the right one.
+func TestCorpusSearchFirst(t *testing.T) {
+	ix := NewIndex("corpus", corpusEntries(t))
+	for _, c := range []struct{ query, first, was string }{
+		// A name word the URN repeated counted twice: a fitting name
+		// with no description, or another tool's, came first.
+		{"create a jira ticket", "urn:air:sooperset.github.io:mcp:mcp-atlassian", "urn:air:tesla0225.github.io:mcp:mcp-create"},
+		{"post a tweet", "urn:air:enescinr.github.io:mcp:twitter-mcp", "urn:air:zilongxue.github.io:mcp:claude-post"},
+	} {
+		res, err := ix.Match(Query{Text: c.query})
+		if err != nil || len(res) == 0 || res[0].Identifier != c.first {
+			t.Errorf("%q: %v, first %v; want %s (it was %s)", c.query, err, identifiers(res[:min(3, len(res))]), c.first, c.was)
+		}
+	}
+}
+
 // benchEntries replicates the corpus to n entries: each copy gets unique
 // identifiers, and a few words dropped from or added to its description
 // and name, drawn from the corpus's own vocabulary.
