@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -84,6 +85,9 @@ type discoveredEntry struct {
 	// the operator has not passed; it may fail to start without them.
 	MayNeedEnv []string           `json:"may_need_env,omitempty"`
 	Trust      *guard.TrustReport `json:"trust,omitempty"`
+	// weighed is the score, discounted, that results are sorted by;
+	// Score shows it rounded.
+	weighed float64
 }
 
 type referral struct {
@@ -245,7 +249,7 @@ func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 		}
 		return failure("registry_error", "no registry answered: %s", joinErrors(out.Errors)), nil
 	}
-	slices.SortStableFunc(out.Results, func(x, y discoveredEntry) int { return cmp.Compare(y.Score, x.Score) })
+	slices.SortStableFunc(out.Results, func(x, y discoveredEntry) int { return cmp.Compare(y.weighed, x.weighed) })
 	out.Count = len(out.Results)
 	if len(notFollowed) > 0 {
 		// Counted, not quoted: the note is the gateway's own words, and
@@ -360,8 +364,32 @@ func (g *Gateway) describe(r registry.Result, registryID string) discoveredEntry
 	if len(r.TrustManifest) > 0 || len(a.Trust.Required) > 0 {
 		e.Trust = &a.Trust
 	}
+	e.weighed = float64(r.Score)
+	if !e.Attachable {
+		e.weighed *= unattachableFactor
+	}
+	if strings.TrimSpace(r.Description) == "" {
+		e.weighed *= undescribedFactor
+	}
+	// Any match shows at least 1; an unranked listing's 0 stays 0.
+	e.Score = min(r.Score, max(1, int(math.Round(e.weighed))))
 	return e
 }
+
+// Factors of the score of an entry that cannot be attached here, and of
+// one with no description, applied before results are merged and sorted,
+// by which it ranks below an attachable, described entry whose score is
+// close: "automate a browser" put browser-use (39), which the gateway
+// cannot launch, above Playwright (37), which it can. Over the three query
+// sets of testdata/search-quality, searched as the corpus registry whose
+// entries may launch, 0.9 and 0.95 keep every hit but one that ties at
+// 7 with four other entries; 0.85 lost a first place ("post a message in
+// a slack channel" gave an email tool), and an undescribed factor of 0.9
+// lost one too. The shown score is the discounted one, rounded.
+const (
+	unattachableFactor = 0.9
+	undescribedFactor  = 0.95
+)
 
 // decodeFilter accepts each value as a string or an array of strings.
 func decodeFilter(in map[string]json.RawMessage) (map[string][]string, error) {

@@ -3,9 +3,11 @@ package tools
 import (
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -379,6 +381,45 @@ func TestDiscoverMergesMCPRegistryScores(t *testing.T) {
 		a, b := mcp.scoreOf(urn), corpus.scoreOf(urn)
 		if a < 0 || b < 0 || a-b > 6 || b-a > 6 {
 			t.Fatalf("kubernetes pods, %s: %d in the MCP Registry, %d in the catalog", urn, a, b)
+		}
+	}
+}
+
+// An entry the gateway cannot attach, or one with no description, ranks
+// below an attachable, described one whose score is close: its shown
+// score is its registry's times 0.9, and times 0.95.
+func TestDiscoverRanksAttachableFirst(t *testing.T) {
+	s := searchGateway(t)
+	entries, _, err := registry.LoadCatalogFile("../testdata/search-quality/corpus.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := registry.NewIndex("corpus", entries)
+	for _, c := range []struct{ text, first, over string }{
+		{"automate a browser", "urn:air:executeautomation.github.io:mcp:mcp-playwright", "urn:air:co-browser.github.io:mcp:browser-use-mcp-server"},
+		{"neo4j graph", "urn:air:da-okazaki.github.io:mcp:mcp-neo4j-server", "urn:air:neo4j-contrib.github.io:mcp:mcp-neo4j"},
+		{"send an email", "urn:air:zilongxue.github.io:mcp:claude-post", "urn:air:shy2593666979.github.io:mcp:mcp-server-email"}, // no description, no package
+	} {
+		d := s.discover(map[string]any{"text": c.text, "registry_id": "corpus", "page_size": 5})
+		if len(d.Results) < 2 || d.Results[0].URN != c.first || !d.Results[0].Attachable || d.scoreOf(c.over) < 0 {
+			t.Fatalf("%q: %+v; want %s first, then %s", c.text, d.Results, c.first, c.over)
+		}
+		raw, err := ix.Match(registry.Query{Text: c.text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range d.Results {
+			j := slices.IndexFunc(raw, func(x registry.Result) bool { return x.Identifier == r.URN })
+			want := float64(raw[j].Score)
+			if !r.Attachable {
+				want *= 0.9
+			}
+			if raw[j].Description == "" {
+				want *= 0.95
+			}
+			if r.Score != int(math.Round(want)) || i > 0 && r.Score > d.Results[i-1].Score {
+				t.Fatalf("%q: %s shows %d, its registry's %d (attachable %v); want %.1f, in order: %+v", c.text, r.URN, r.Score, raw[j].Score, r.Attachable, want, d.Results)
+			}
 		}
 	}
 }
