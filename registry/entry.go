@@ -78,6 +78,9 @@ type Page struct {
 	// Matched is how many entries matched in all, on every page, where
 	// the registry says (an Index does); 0 when it does not.
 	Matched int `json:"-"`
+	// Read holds the words of the query that no entry held and were read
+	// as near ones, when the registry's ranking is ardgate's own.
+	Read []Reading `json:"-"`
 }
 
 // Sentinel errors callers test for.

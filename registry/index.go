@@ -46,11 +46,23 @@ type posting struct {
 	tf  float32
 }
 
-// Field weights: a word in the name says more than one in a description.
+// Field weights, in entryTexts' order of fields (name, URN name, tags,
+// capabilities, representative queries, description, inline card,
+// publisher): a word in the name says more than one in a description.
 // The tools and skills of an inline card, and the publisher's
 // organisation, say no more than a description.
-var fieldWeights = struct{ name, urn, tags, caps, queries, desc, inline, publisher float64 }{
-	name: 3, urn: 2.5, tags: 2, caps: 2, queries: 1.5, desc: 1, inline: 1, publisher: 1,
+var fieldWeights = [8]float64{3, 2.5, 2, 2, 1.5, 1, 1, 1}
+
+// entryTexts returns the texts of e's searchable fields, in the order of
+// fieldWeights.
+func entryTexts(e *Entry) [8][]string {
+	var urnText, org string
+	if u, err := ParseURN(e.Identifier); err == nil {
+		urnText = strings.Join(append(slices.Clone(u.Namespace), u.Name), " ")
+		org = publisherOrg(u.Publisher)
+	}
+	return [8][]string{{e.DisplayName}, {urnText}, e.Tags, e.Capabilities, e.RepresentativeQueries,
+		{e.Description}, inlineTexts(e.Data), {org}}
 }
 
 // BM25 parameters.
@@ -82,27 +94,17 @@ func NewIndex(source string, entries []Entry) *Index {
 		ix.byURN[key] = len(ix.docs)
 		ix.docs = append(ix.docs, doc{entry: e, source: source})
 
-		var urnText, org string
-		if u, err := ParseURN(e.Identifier); err == nil {
-			urnText = strings.Join(append(slices.Clone(u.Namespace), u.Name), " ")
-			org = publisherOrg(u.Publisher)
-		}
-		name := tokenize(e.DisplayName, nil)
+		texts := entryTexts(&e)
+		name := tokenizeAll(texts[0])
 		// Most display names repeat the URN's name: a word of both
 		// counted for both (5.5 against a description's 1), and an entry
 		// of a fitting name and no description came before the one the
 		// description was about ("create a jira ticket": mcp-create over
 		// mcp-atlassian). The URN adds what the name lacks.
-		urnTerms := slices.DeleteFunc(tokenize(urnText, nil), func(t string) bool { return slices.Contains(name, t) })
-		f := [8]fieldTerms{
-			{name, fieldWeights.name},
-			{urnTerms, fieldWeights.urn},
-			{tokenizeAll(e.Tags), fieldWeights.tags},
-			{tokenizeAll(e.Capabilities), fieldWeights.caps},
-			{tokenizeAll(e.RepresentativeQueries), fieldWeights.queries},
-			{tokenize(e.Description, nil), fieldWeights.desc},
-			{tokenizeAll(inlineTexts(e.Data)), fieldWeights.inline},
-			{tokenize(org, nil), fieldWeights.publisher},
+		urnTerms := slices.DeleteFunc(tokenizeAll(texts[1]), func(t string) bool { return slices.Contains(name, t) })
+		f := [8]fieldTerms{{name, fieldWeights[0]}, {urnTerms, fieldWeights[1]}}
+		for i := 2; i < len(f); i++ {
+			f[i] = fieldTerms{tokenizeAll(texts[i]), fieldWeights[i]}
 		}
 		for i := range f {
 			lens[i] += float64(len(f[i].terms))
@@ -201,15 +203,21 @@ func (ix *Index) Entries() []Entry {
 // Match returns every entry q's text and filter match, best first, with no
 // paging (for facets and listings).
 func (ix *Index) Match(q Query) ([]Result, error) {
-	hits, ranked, err := ix.rank(q, 0)
+	out, _, err := ix.match(q)
+	return out, err
+}
+
+// match is Match, and the words of q's text read as others.
+func (ix *Index) match(q Query) ([]Result, []Reading, error) {
+	hits, ranked, read, err := ix.rank(q, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make([]Result, len(hits))
 	for i, h := range hits {
 		out[i] = ix.result(h, ranked)
 	}
-	return out, nil
+	return out, read, nil
 }
 
 // Referrals returns the registry entries (application/ai-registry+json) of
@@ -231,11 +239,11 @@ func (ix *Index) Search(q Query) (Page, error) {
 		return Page{}, err
 	}
 	// Only the hits up to the end of this page need to be in order.
-	hits, ranked, err := ix.rank(q, offset+size)
+	hits, ranked, read, err := ix.rank(q, offset+size)
 	if err != nil {
 		return Page{}, err
 	}
-	page := Page{Results: []Result{}, Referrals: ix.referrals, Matched: len(hits)}
+	page := Page{Results: []Result{}, Referrals: ix.referrals, Matched: len(hits), Read: read}
 	offset = min(offset, len(hits))
 	end := min(offset+size, len(hits))
 	for _, h := range hits[offset:end] {
@@ -260,11 +268,12 @@ func (ix *Index) result(h hit, ranked bool) Result {
 // rank returns the entries matching q, best first; when k > 0, only the
 // first k are in order, the rest follow in no order. ranked is false when
 // the text held no searchable word: then every entry the filter allows
-// matches, ordered by name, then identifier.
-func (ix *Index) rank(q Query, k int) (hits []hit, ranked bool, err error) {
+// matches, ordered by name, then identifier. read holds the words of the
+// text that no entry holds, each read as the near one an entry does.
+func (ix *Index) rank(q Query, k int) (hits []hit, ranked bool, read []Reading, err error) {
 	filter, err := compileFilter(q.Filter)
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	terms := uniqueTerms(q.Text)
 	if len(terms) == 0 {
@@ -278,18 +287,23 @@ func (ix *Index) rank(q Query, k int) (hits []hit, ranked bool, err error) {
 			ea, eb := &ix.docs[a.doc].entry, &ix.docs[b.doc].entry
 			return cmp.Or(cmp.Compare(ea.DisplayName, eb.DisplayName), cmp.Compare(ea.Identifier, eb.Identifier))
 		})
-		return hits, false, nil
+		return hits, false, nil, nil
 	}
 	sp := ix.scratch.Get().(*[]float32)
 	scores := *sp
 	var touched []int32
 	var ideal float64
 	n := float64(max(len(ix.docs), ix.DrawnFrom))
+	var nears map[string]string
 	for _, t := range terms {
 		list, weight := ix.postings[t], 1.0
 		if len(list) == 0 {
 			if near := ix.nearest(t); near != "" {
 				list, weight = ix.postings[near], typoWeight
+				if nears == nil {
+					nears = map[string]string{}
+				}
+				nears[t] = near
 			}
 		}
 		idf := math.Log(1 + (n-float64(len(list))+0.5)/(float64(len(list))+0.5))
@@ -316,49 +330,98 @@ func (ix *Index) rank(q Query, k int) (hits []hit, ranked bool, err error) {
 		}
 		return cmp.Compare(ix.docs[a.doc].entry.Identifier, ix.docs[b.doc].entry.Identifier)
 	})
-	return hits, true, nil
+	if nears != nil { // the text's words again, for the ones it read as others
+		for _, w := range words(q.Text, nil) {
+			if near, ok := nears[term(w)]; ok && !slices.ContainsFunc(read, func(r Reading) bool { return r.Word == w }) {
+				read = append(read, Reading{Word: w, As: ix.wordOf(near)})
+			}
+		}
+	}
+	return hits, true, read, nil
+}
+
+// Reading is a word of a query's text that no entry holds, read as a word
+// that some do (a likely misspelling of it).
+type Reading struct {
+	Word, As string
+}
+
+// wordOf is a word that term t stems from, in the first entries that hold
+// it ("kubernetes" for kubernet), for saying which word a query's was read
+// as; the word of a synonym ("k8s") only if none is found, and t itself
+// if no word is.
+func (ix *Index) wordOf(t string) string {
+	list := ix.postings[t]
+	synonym := t
+	for i, p := range list[:min(len(list), 8)] {
+		for _, texts := range entryTexts(&ix.docs[p.doc].entry) {
+			for _, text := range texts {
+				for _, w := range words(text, nil) {
+					switch {
+					case stem(w) == t:
+						return w
+					case i == 0 && synonym == t && term(w) == t:
+						synonym = w
+					}
+				}
+			}
+		}
+	}
+	return synonym
 }
 
 // typoWeight is what a query term the index does not hold counts for when
-// it is taken as a term it does hold, one or two letters off ("filesytem"
-// for filesystem): less than the term itself would.
+// it is taken as a term it does hold, a letter off ("filesytem" for
+// filesystem): less than the term itself would.
 const typoWeight = 0.7
 
 // nearest is the term the index holds that t, which it does not, is most
 // likely a misspelling of: one edit away (a letter left out, added,
-// changed, or two swapped), two for a term of eight letters or more, the
-// one in the most entries, then the first in order; "" for none, and for
-// terms shorter than four letters, too short to tell a typo from another
-// word. It reads the whole vocabulary, but only for a term that matched
-// nothing, and compares only terms of its first letter.
+// changed, or two neighbours swapped), the one in the most entries, then
+// the first in order; "" for none. A term of four letters is taken only
+// as one of its neighbours swapped ("jria" for jira), and a shorter one
+// never: a letter changed or added turns most short words into other
+// words ("play" was read as plan). Two edits, which terms of eight
+// letters or more were allowed, did the same to long ones ("currency"
+// was read as current, "remember" as rember). It reads the whole
+// vocabulary, but only for a term that matched nothing, and compares
+// only terms of its first letter.
 func (ix *Index) nearest(t string) string {
 	n := utf8.RuneCountInString(t)
 	if n < 4 {
 		return ""
 	}
-	most := 1
-	if n >= 8 {
-		most = 2
-	}
-	best, bestDist := "", most+1
+	best := ""
 	for term, list := range ix.postings {
 		// Few typos fall on the first letter: a term that begins
 		// otherwise, but for the first two swapped, is not compared.
 		if term[0] != t[0] && !(len(term) > 1 && term[0] == t[1] && term[1] == t[0]) {
 			continue
 		}
-		if d := utf8.RuneCountInString(term) - n; d > most || -d > most {
+		if d := utf8.RuneCountInString(term) - n; d > 1 || d < -1 || n == 4 && d != 0 {
 			continue
 		}
-		d := editDistance(t, term, most)
-		if d > most {
+		if editDistance(t, term, 1) > 1 || n == 4 && !swapped(t, term) {
 			continue
 		}
-		if d < bestDist || d == bestDist && (len(list) > len(ix.postings[best]) || len(list) == len(ix.postings[best]) && term < best) {
-			best, bestDist = term, d
+		if best == "" || len(list) > len(ix.postings[best]) || len(list) == len(ix.postings[best]) && term < best {
+			best = term
 		}
 	}
 	return best
+}
+
+// swapped reports whether b is a with two neighbouring letters swapped.
+func swapped(a, b string) bool {
+	ra, rb := []rune(a), []rune(b)
+	if len(ra) != len(rb) {
+		return false
+	}
+	i := 0
+	for i < len(ra) && ra[i] == rb[i] {
+		i++
+	}
+	return i+1 < len(ra) && ra[i] == rb[i+1] && ra[i+1] == rb[i] && string(ra[i+2:]) == string(rb[i+2:])
 }
 
 // editDistance is the optimal string alignment distance of a and b

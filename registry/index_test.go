@@ -141,7 +141,7 @@ func TestSearchScoresAndTies(t *testing.T) {
 			}
 			checkRanked(t, q, all)
 			// On the unrounded scores, ties are broken by identifier.
-			hits, ranked, err := ix.rank(Query{Text: q}, 0)
+			hits, ranked, _, err := ix.rank(Query{Text: q}, 0)
 			if err != nil || !ranked && len(hits) > 0 {
 				t.Fatalf("%q: rank: %v, ranked %v", q, err, ranked)
 			}
@@ -688,6 +688,8 @@ func TestCorpusSearchFirst(t *testing.T) {
 		// with no description, or another tool's, came first.
 		{"create a jira ticket", "urn:air:sooperset.github.io:mcp:mcp-atlassian", "urn:air:tesla0225.github.io:mcp:mcp-create"},
 		{"post a tweet", "urn:air:enescinr.github.io:mcp:twitter-mcp", "urn:air:zilongxue.github.io:mcp:claude-post"},
+		// "remember", in no entry, was read as rember, two letters off.
+		{"remember things between conversations", "urn:air:unibaseio.github.io:mcp:membase-mcp", "urn:air:rember.github.io:mcp:rember-mcp"},
 	} {
 		res, err := ix.Match(Query{Text: c.query})
 		if err != nil || len(res) == 0 || res[0].Identifier != c.first {
@@ -781,36 +783,52 @@ func BenchmarkNewIndex(b *testing.B) {
 	}
 }
 
-// A word the index does not hold is taken as one it does, an edit or two
-// away, at less weight: "filesytem", "databse" and "slak" found nothing.
-// Short words and words the index holds are left alone.
+// A word the index does not hold is taken as one it does, an edit away,
+// at less weight, and the page says so: "filesytem", "databse" and
+// "slakc" found nothing. Short words and words the index holds are left
+// alone, and so are words an edit or two from another word, which were
+// read as it: "play" as plan, "currency" as current, "remember" as
+// rember (a flashcards app).
 func TestSearchTypos(t *testing.T) {
 	ix := NewIndex("test", []Entry{
 		{Identifier: "urn:air:a.example:mcp:fs", DisplayName: "Filesystem", Type: "t", URL: "https://a.example/fs", Description: "read and write files on disk"},
 		{Identifier: "urn:air:a.example:mcp:db", DisplayName: "Postgres", Type: "t", URL: "https://a.example/db", Description: "query a database"},
 		{Identifier: "urn:air:a.example:mcp:chat", DisplayName: "Slack", Type: "t", URL: "https://a.example/chat", Description: "send messages to channels"},
 		{Identifier: "urn:air:a.example:mcp:k8s", DisplayName: "Kubernetes", Type: "t", URL: "https://a.example/k8s", Description: "manage clusters"},
+		{Identifier: "urn:air:a.example:mcp:jira", DisplayName: "Jira", Type: "t", URL: "https://a.example/jira", Description: "track issues"},
+		{Identifier: "urn:air:a.example:mcp:rember", DisplayName: "Rember", Type: "t", URL: "https://a.example/rember", Description: "plan your current flashcards"},
 	})
-	for _, c := range []struct{ text, want string }{
-		{"filesytem", "urn:air:a.example:mcp:fs"},   // a letter left out
-		{"databse", "urn:air:a.example:mcp:db"},     // and stemmed
-		{"slakc", "urn:air:a.example:mcp:chat"},     // two swapped
-		{"kuberentes", "urn:air:a.example:mcp:k8s"}, // swapped, in a long word
-		{"postgrez", "urn:air:a.example:mcp:db"},    // two off its stem, postgr
+	for _, c := range []struct{ text, want, as string }{
+		{"filesytem", "urn:air:a.example:mcp:fs", "filesystem"},   // a letter left out
+		{"databse", "urn:air:a.example:mcp:db", "database"},       // and stemmed
+		{"slakc", "urn:air:a.example:mcp:chat", "slack"},          // two swapped
+		{"kuberentes", "urn:air:a.example:mcp:k8s", "kubernetes"}, // swapped, in a long word
+		{"kubernetse", "urn:air:a.example:mcp:k8s", "kubernetes"}, // stemmed, one off
+		{"jria", "urn:air:a.example:mcp:jira", "jira"},            // four letters, two swapped
 	} {
-		res, err := ix.Match(Query{Text: c.text})
-		if err != nil || len(res) == 0 || res[0].Identifier != c.want {
-			t.Errorf("%q: %v %+v; want %s first", c.text, err, res, c.want)
+		page, err := ix.Search(Query{Text: "the " + c.text})
+		if err != nil || len(page.Results) == 0 || page.Results[0].Identifier != c.want {
+			t.Errorf("%q: %v %+v; want %s first", c.text, err, page.Results, c.want)
+		}
+		if want := []Reading{{Word: c.text, As: c.as}}; !slices.Equal(page.Read, want) {
+			t.Errorf("%q: read %+v; want %+v", c.text, page.Read, want)
 		}
 	}
-	exact, _ := ix.Match(Query{Text: "filesystem"})
-	typo, _ := ix.Match(Query{Text: "filesytem"})
-	if len(exact) == 0 || len(typo) == 0 || typo[0].Score >= exact[0].Score {
-		t.Errorf("a typo scored %v, the word %v; want less", typo, exact)
+	exact, _ := ix.Search(Query{Text: "filesystem"})
+	typo, _ := ix.Search(Query{Text: "filesytem"})
+	if len(exact.Results) == 0 || len(typo.Results) == 0 || typo.Results[0].Score >= exact.Results[0].Score || exact.Read != nil {
+		t.Errorf("a typo scored %+v, the word %+v; want less, and the word read as itself", typo, exact)
 	}
-	for _, text := range []string{"sla", "xyzzyplugh", "postgresql"} {
-		if res, _ := ix.Match(Query{Text: text}); len(res) != 0 {
-			t.Errorf("%q matched %+v", text, res)
+	for _, text := range []string{
+		"sla", "xyzzyplugh",
+		"play",     // plan: a letter changed in a short word
+		"slak",     // slack: a letter added to a short word
+		"currency", // current: two edits
+		"remember", // rember: two edits
+		"postgrez", // postgr, the stem of postgres: two edits
+	} {
+		if page, _ := ix.Search(Query{Text: text}); len(page.Results) != 0 || page.Read != nil {
+			t.Errorf("%q matched %+v, read %+v", text, page.Results, page.Read)
 		}
 	}
 	for _, c := range []struct {

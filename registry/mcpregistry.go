@@ -94,7 +94,7 @@ func (m *MCPRegistry) Search(ctx context.Context, q Query) (Page, error) {
 	}
 	page := Page{Results: []Result{}}
 	for windows := 1; ; windows++ {
-		ranked, next, err := m.window(ctx, q.Text, filter, at.Cursors)
+		ranked, next, read, err := m.window(ctx, q.Text, filter, at.Cursors)
 		if err != nil {
 			if len(page.Results) > 0 {
 				// What earlier windows gave stands; the next page asks for
@@ -103,6 +103,11 @@ func (m *MCPRegistry) Search(ctx context.Context, q Query) (Page, error) {
 				break
 			}
 			return Page{}, err
+		}
+		for _, r := range read {
+			if !slices.Contains(page.Read, r) {
+				page.Read = append(page.Read, r)
+			}
 		}
 		from := min(at.Offset, len(ranked))
 		end := min(from+size-len(page.Results), len(ranked))
@@ -123,8 +128,9 @@ func (m *MCPRegistry) Search(ctx context.Context, q Query) (Page, error) {
 
 // window reads the lists of words from their cursors (cursors holds them,
 // by word), maxNamePages pages of each, and ranks what they list for
-// text, filtered; next holds the cursors of the lists that have more.
-func (m *MCPRegistry) window(ctx context.Context, text string, keep filter, cursors map[string]string) (ranked []Result, next map[string]string, err error) {
+// text, filtered; next holds the cursors of the lists that have more, and
+// read the words of text the ranking read as others.
+func (m *MCPRegistry) window(ctx context.Context, text string, keep filter, cursors map[string]string) (ranked []Result, next map[string]string, read []Reading, err error) {
 	words := slices.Sorted(maps.Keys(cursors))
 	lists := make([][]Entry, len(words))
 	after := make([]string, len(words))
@@ -154,14 +160,14 @@ func (m *MCPRegistry) window(ctx context.Context, text string, keep filter, curs
 		}
 	}
 	if !slices.Contains(errs, nil) {
-		return nil, nil, errors.Join(failed...)
+		return nil, nil, nil, errors.Join(failed...)
 	}
 	m.remember(entries)
 	ix := NewIndex(m.base.String(), entries)
 	ix.DrawnFrom = mcpRegistrySize
-	ranked, err = ix.Match(Query{Text: text})
+	ranked, read, err = ix.match(Query{Text: text})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// An entry the text does not match came back from the registry's own
 	// search all the same: kept, after the ranked ones, when a word begins
@@ -174,7 +180,7 @@ func (m *MCPRegistry) window(ctx context.Context, text string, keep filter, curs
 			ranked = append(ranked, Result{Entry: e, Source: m.base.String()})
 		}
 	}
-	return ranked, next, nil
+	return ranked, next, read, nil
 }
 
 // mcpRegistrySize is about how many servers the official MCP Registry

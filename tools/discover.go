@@ -207,6 +207,7 @@ func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 
 	next := map[string]string{}
 	seen := map[string]bool{}
+	var read []reading
 	for _, ans := range answers {
 		if ans.err != nil {
 			switch {
@@ -218,6 +219,14 @@ func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 			}
 			out.Errors = append(out.Errors, registryError{RegistryID: ans.id, Error: ans.err.Error()})
 			continue
+		}
+		for _, r := range ans.page.Read {
+			i := slices.IndexFunc(read, func(x reading) bool { return x.Reading == r })
+			if i < 0 {
+				i = len(read)
+				read = append(read, reading{Reading: r})
+			}
+			read[i].in = append(read[i].in, ans.id)
 		}
 		for _, r := range ans.page.Results {
 			key := registry.CanonicalURN(r.Identifier)
@@ -266,11 +275,27 @@ func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 		}
 		out.Note += fmt.Sprintf(" Nothing matched in %s: describe what the capability does in other words (not a product's name), drop filters, or name another registry_id (gateway_health lists them).", strings.Join(searched, ", "))
 	}
+	if len(read) > 0 {
+		// Said, so that a word taken for another ("currency" read as
+		// "current") can be put otherwise.
+		parts := make([]string, len(read))
+		for i, r := range read {
+			parts[i] = fmt.Sprintf("%q is in no entry of %s; read as %q", r.Word, strings.Join(r.in, ", "), r.As)
+		}
+		out.Note += " " + strings.Join(parts, ". ") + ". If that is not what you meant, say it in other words."
+	}
 	if !registry.Searchable(a.Text) {
 		out.Note += " The text holds no word the catalogs search on " + skippedWords + ": results are a listing by name, score 0, not matches; describe the capability in words."
 	}
 	out.PageToken = encodeTokens(next)
 	return result(out), nil
+}
+
+// reading is a query word read as another, and the registries that read
+// it so.
+type reading struct {
+	registry.Reading
+	in []string
 }
 
 func joinErrors(errs []registryError) string {

@@ -423,3 +423,19 @@ func TestDiscoverRanksAttachableFirst(t *testing.T) {
 		}
 	}
 }
+
+// A word in no entry, read as a near one, is said to be, naming the
+// registries that read it so, so that a word taken for another can be
+// put otherwise; a word in no entry and near none is not read as any
+// ("currency" was read as current, silently).
+func TestDiscoverSaysWhatItReadAs(t *testing.T) {
+	s := searchGateway(t)
+	d := s.discover(map[string]any{"text": "wether forcast", "page_size": 3})
+	if len(d.Results) == 0 || d.Results[0].URN != "urn:air:isdaniel.github.io:mcp:mcp_weather_server" ||
+		!strings.Contains(d.Note, ` "wether" is in no entry of corpus; read as "weather". If that is not what you meant, say it in other words.`) {
+		t.Fatalf("wether forcast: %+v %s", d.Results, d.Note)
+	}
+	if d = s.discover(map[string]any{"text": "convert currency", "page_size": 3}); strings.Contains(d.Note, "read as") {
+		t.Fatalf("convert currency: %s", d.Note)
+	}
+}
