@@ -1,7 +1,9 @@
 package registry
 
 import (
+	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,7 +56,13 @@ type searchQuery struct {
 
 // Search implements Registry. Filter values ending in "*" (our prefix
 // glob) are not ARD: such keys are kept from the registry and applied to
-// the page it returns, so a page may come back shorter than asked.
+// the pages it returns. A page they leave short goes on into the
+// registry's next pages, asked MaxPageSize at a time, up to maxGlobPages
+// in one search, until it is full or the registry has no more: a page of
+// the registry's own size held no match for dozens of pages ("mcp
+// server", publisher kukapay*: the first came on page 31), each said to
+// match nothing. The page token then holds the registry's token and how
+// many matches of its page were given.
 func (a *ARD) Search(ctx context.Context, q Query) (Page, error) {
 	if q.PageSize < 0 || q.PageSize > MaxPageSize {
 		return Page{}, fmt.Errorf("%w: pageSize %d is outside 1..%d", ErrInvalidArgument, q.PageSize, MaxPageSize)
@@ -64,9 +72,65 @@ func (a *ARD) Search(ctx context.Context, q Query) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
+	if local == nil {
+		page, err := a.search(ctx, q.Text, remoteFilter, q.PageSize, q.PageToken)
+		if err == nil {
+			a.remember(resultEntries(page.Results))
+		}
+		return page, err
+	}
+	fp := fingerprint(q)
+	at, err := decodeGlobToken(q.PageToken, fp)
+	if err != nil {
+		return Page{}, err
+	}
+	size := cmp.Or(q.PageSize, DefaultPageSize)
+	var out Page
+	for pages := 1; ; pages++ {
+		page, err := a.search(ctx, q.Text, remoteFilter, MaxPageSize, at.Remote)
+		if err != nil {
+			if pages > 1 {
+				break // what came stands; the next page asks for this one again
+			}
+			return Page{}, err
+		}
+		if pages == 1 {
+			out = Page{Results: []Result{}, Referrals: page.Referrals}
+		}
+		var kept []Result
+		for _, r := range page.Results {
+			if localFilter.match(&r.Entry) {
+				kept = append(kept, r)
+			}
+		}
+		kept = kept[min(at.Given, len(kept)):]
+		if room := size - len(out.Results); len(kept) > room {
+			out.Results = append(out.Results, kept[:room]...)
+			at.Given += room
+			break
+		}
+		out.Results = append(out.Results, kept...)
+		at = globToken{Remote: page.PageToken}
+		if at.Remote == "" || len(out.Results) == size || pages == maxGlobPages {
+			break
+		}
+	}
+	if at.Remote != "" || at.Given > 0 {
+		out.PageToken = at.encode(fp)
+	}
+	a.remember(resultEntries(out.Results))
+	return out, nil
+}
+
+// maxGlobPages bounds the registry pages one search reads to fill a page
+// a prefix glob filters: 500 results, five requests.
+const maxGlobPages = 5
+
+// search asks the registry for one page.
+func (a *ARD) search(ctx context.Context, text string, filter map[string][]string, size int, token string) (Page, error) {
 	body, _ := json.Marshal(searchRequest{
-		Query:      searchQuery{Text: q.Text, Filter: remoteFilter},
-		Federation: a.federation, PageSize: q.PageSize, PageToken: q.PageToken,
+		Query:      searchQuery{Text: text, Filter: filter},
+		Federation: a.federation, PageSize: size, PageToken: token,
 	})
 	data, err := a.do(ctx, http.MethodPost, "/search", nil, body)
 	if err != nil {
@@ -76,19 +140,42 @@ func (a *ARD) Search(ctx context.Context, q Query) (Page, error) {
 	if err != nil {
 		return Page{}, a.malformed(fmt.Errorf("registry %s: %w", a.id, err))
 	}
-	kept := page.Results[:0]
-	for _, r := range page.Results {
-		if localFilter.match(&r.Entry) {
-			kept = append(kept, r)
-		}
-	}
-	page.Results = kept
-	entries := make([]Entry, len(kept))
-	for i, r := range kept {
+	return page, nil
+}
+
+func resultEntries(results []Result) []Entry {
+	entries := make([]Entry, len(results))
+	for i, r := range results {
 		entries[i] = r.Entry
 	}
-	a.remember(entries)
-	return page, nil
+	return entries
+}
+
+// globToken is the page token of a search a prefix glob filters: the
+// registry's token of the page the next begins in ("" for its first),
+// and how many of that page's matches were given already.
+type globToken struct {
+	Remote string `json:"r,omitempty"`
+	Given  int    `json:"g,omitempty"`
+	Query  uint32 `json:"q"`
+}
+
+func (t globToken) encode(fp uint32) string {
+	t.Query = fp
+	b, _ := json.Marshal(t)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeGlobToken(tok string, fp uint32) (globToken, error) {
+	var t globToken
+	if tok == "" {
+		return t, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || json.Unmarshal(raw, &t) != nil || t.Query != fp || t.Given < 0 {
+		return globToken{}, fmt.Errorf("%w: pageToken is not one this registry issued for this query", ErrInvalidArgument)
+	}
+	return t, nil
 }
 
 // Lookup implements Registry: GET /agents/{urn} where the registry has it,

@@ -151,8 +151,9 @@ func TestARDQuirks(t *testing.T) {
 	})
 }
 
-// Only the fields the API defines are sent; glob filters stay here.
-// federation is referrals unless configured: the gateway follows
+// Only the fields the API defines are sent; glob filters stay here, and
+// a search they filter asks for pages of MaxPageSize, with its own page
+// token. federation is referrals unless configured: the gateway follows
 // referrals itself.
 func TestARDSendsOnlySpecifiedFields(t *testing.T) {
 	type spec struct {
@@ -166,6 +167,7 @@ func TestARDSendsOnlySpecifiedFields(t *testing.T) {
 	}
 	var got spec
 	ts, _ := quirkServer(t, func(w http.ResponseWriter, r *http.Request) {
+		got = spec{}
 		dec := json.NewDecoder(r.Body)
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&got); err != nil || r.URL.Path != "/api/v1/search" || r.Method != http.MethodPost {
@@ -176,18 +178,30 @@ func TestARDSendsOnlySpecifiedFields(t *testing.T) {
 			strings.Replace(oneEntry, "weather", "other", 1)+`,"tags":["x"],"score":8}],"pageToken":"p2"}`)(w, r)
 	})
 	a, _ := NewARD("reg", ts.URL+"/api/v1/", "", RemoteOptions{HTTP: &http.Client{}}) // referrals, by default
-	p, err := a.Search(context.Background(), Query{Text: "kube", Filter: map[string][]string{"type": {"application/mcp-server-card+json"}, "tags": {"kubernetes-*"}}, PageSize: 5, PageToken: "p1"})
+	p, err := a.Search(context.Background(), Query{Text: "kube", Filter: map[string][]string{"type": {"application/mcp-server-card+json"}}, PageSize: 5, PageToken: "p1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Query.Text != "kube" || got.Federation != "referrals" || got.PageSize != 5 || got.PageToken != "p1" {
+	if got.Query.Text != "kube" || got.Federation != "referrals" || got.PageSize != 5 || got.PageToken != "p1" || len(got.Query.Filter["type"]) != 1 {
 		t.Fatalf("sent %+v", got)
 	}
-	if _, sent := got.Query.Filter["tags"]; sent || len(got.Query.Filter["type"]) != 1 {
-		t.Fatalf("glob filter sent to the registry: %+v", got.Query.Filter)
+	if len(p.Results) != 2 || p.PageToken != "p2" {
+		t.Fatalf("page %+v", p)
 	}
-	if len(p.Results) != 1 || p.Results[0].Identifier != "urn:air:acme.com:mcp:weather" || p.PageToken != "p2" {
+	q := Query{Text: "kube", Filter: map[string][]string{"type": {"application/mcp-server-card+json"}, "tags": {"kubernetes-*"}}, PageSize: 1}
+	p, err = a.Search(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, sent := got.Query.Filter["tags"]; sent || len(got.Query.Filter["type"]) != 1 || got.PageSize != MaxPageSize || got.PageToken != "" {
+		t.Fatalf("glob filter sent to the registry, or its page size: %+v", got)
+	}
+	if len(p.Results) != 1 || p.Results[0].Identifier != "urn:air:acme.com:mcp:weather" || p.PageToken == "" {
 		t.Fatalf("glob not applied here: %+v", p)
+	}
+	q.PageToken = p.PageToken
+	if _, err = a.Search(context.Background(), q); err != nil || got.PageToken != "p2" {
+		t.Fatalf("the next page: %v, sent %+v", err, got)
 	}
 }
 

@@ -266,7 +266,12 @@ func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 		slices.Sort(notFollowed)
 		out.Note += fmt.Sprintf(" Referrals not followed, not being configured registries (only those are searched): %d.", len(slices.Compact(notFollowed)))
 	}
-	if out.Count == 0 && a.PageToken == "" {
+	switch {
+	case out.Count == 0 && len(next) > 0:
+		// Matches may be on later pages: "nothing matched" told the
+		// model to give up on a search whose matches came on page 31.
+		out.Note += fmt.Sprintf(" This page held no match, and %s have more to look through: pass page_token for the next page.", strings.Join(slices.Sorted(maps.Keys(next)), ", "))
+	case out.Count == 0 && a.PageToken == "":
 		var searched []string
 		for _, ans := range answers {
 			if ans.err == nil {

@@ -2,11 +2,13 @@ package tools
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/registry"
+	"github.com/ardgate/ardgate/registry/ardserver"
 	"github.com/ardgate/ardgate/testdata/registryfixture"
 
 	"log/slog"
@@ -438,4 +441,102 @@ func TestDiscoverSaysWhatItReadAs(t *testing.T) {
 	if d = s.discover(map[string]any{"text": "convert currency", "page_size": 3}); strings.Contains(d.Note, "read as") {
 		t.Fatalf("convert currency: %s", d.Note)
 	}
+}
+
+// A prefix glob filter, which an ARD registry is not sent, is applied to
+// the pages it returns; a page it leaves short goes on into the
+// registry's next pages, up to five of 100 in one call. Against
+// ardgate's own registry server: "mcp server" with publisher kukapay*
+// came back empty, said "Nothing matched", for 30 pages of 5, the first
+// match on page 31.
+func TestDiscoverGlobFillsPages(t *testing.T) {
+	ard := func(t *testing.T, catalog string) *clientSession {
+		srv := &ardserver.Server{Catalogs: []string{catalog}}
+		if err := srv.Load(); err != nil {
+			t.Fatal(err)
+		}
+		ts := httptest.NewServer(srv)
+		t.Cleanup(ts.Close)
+		hc := (&guard.Dialer{AllowLocal: true}).Client()
+		t.Cleanup(hc.CloseIdleConnections)
+		r, err := registry.NewARD("ard", ts.URL, "", registry.RemoteOptions{HTTP: hc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tg := newGateway(t, time.Second)
+		tg.g.manager.Registries = []registry.Registry{r}
+		return tg.connect(t)
+	}
+	// pages lists every page's results for args, checking each page's note.
+	pages := func(s *clientSession, args map[string]any) [][]string {
+		var out [][]string
+		for len(out) < 50 {
+			d := s.discover(args)
+			var urns []string
+			for _, r := range d.Results {
+				urns = append(urns, r.URN)
+			}
+			out = append(out, urns)
+			if d.PageToken != "" && strings.Contains(d.Note, "Nothing matched") || d.Count == 0 && d.PageToken != "" && !strings.Contains(d.Note, "This page held no match, and ard have more to look through: pass page_token for the next page.") {
+				t.Fatalf("page %d: %+v, token %q, note %s", len(out), d.Results, d.PageToken, d.Note)
+			}
+			if d.PageToken == "" {
+				return out
+			}
+			args["page_token"] = d.PageToken
+		}
+		t.Fatal("no end of pages")
+		return nil
+	}
+
+	t.Run("corpus", func(t *testing.T) {
+		const corpus = "../testdata/search-quality/corpus.json"
+		s := ard(t, corpus)
+		filter := map[string][]string{"publisher": {"kukapay*"}}
+		entries, _, err := registry.LoadCatalogFile(corpus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		matches, err := registry.NewIndex("corpus", entries).Match(registry.Query{Text: "mcp server", Filter: filter})
+		if err != nil || len(matches) < 10 {
+			t.Fatalf("%v: %d matches", err, len(matches))
+		}
+		var want, got []string
+		for _, m := range matches {
+			want = append(want, m.Identifier)
+		}
+		listed := pages(s, map[string]any{"text": "mcp server", "filter": filter, "page_size": 5, "registry_id": "ard"})
+		for i, p := range listed {
+			if len(p) != 5 && i < len(listed)-1 || len(p) == 0 {
+				t.Fatalf("page %d of %d holds %d: %v", i, len(listed), len(p), listed)
+			}
+			got = append(got, p...)
+		}
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("pages listed %v\nwant %v", got, want)
+		}
+	})
+
+	// 600 entries before the one match: the first call reads five pages
+	// of 100 and gives none, saying to go on; the second finds it.
+	t.Run("bounded", func(t *testing.T) {
+		var entries []map[string]any
+		for i := range 600 {
+			entries = append(entries, map[string]any{"identifier": fmt.Sprintf("urn:air:many.example:mcp:weather-%03d", i), "displayName": "Weather",
+				"type": config.MediaMCPServerCard, "url": "https://many.example/card.json", "description": "weather forecasts"})
+		}
+		entries = append(entries, map[string]any{"identifier": "urn:air:rare.example:mcp:weather", "displayName": "Rare",
+			"type": config.MediaMCPServerCard, "url": "https://rare.example/card.json", "description": "weather, among other things"})
+		catalog := filepath.Join(t.TempDir(), "catalog.json")
+		data, _ := json.Marshal(map[string]any{"specVersion": "1.0", "host": map[string]any{"displayName": "many", "identifier": "did:web:many.example"}, "entries": entries})
+		if err := os.WriteFile(catalog, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got := pages(ard(t, catalog), map[string]any{"text": "weather", "filter": map[string]any{"publisher": "rare*"}, "page_size": 5, "registry_id": "ard"})
+		if len(got) != 2 || len(got[0]) != 0 || !slices.Equal(got[1], []string{"urn:air:rare.example:mcp:weather"}) {
+			t.Fatalf("pages %v; want none, then the match", got)
+		}
+	})
 }
