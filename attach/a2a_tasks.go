@@ -3,9 +3,11 @@ package attach
 import (
 	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,6 +49,10 @@ type TaskView struct {
 	Artifacts      []TaskArtifact `json:"artifacts"`
 	// NotShown tells of the parts left out past the view's text budget.
 	NotShown *NotShown `json:"not_shown,omitempty"`
+	// Media are the task's inline images and audio, for the tools to
+	// give as content of their own beside the view (a model reads an
+	// image; "11 bytes inline, not shown" it could do nothing with).
+	Media []TaskMedia `json:"-"`
 	// Lost says why the agent can no longer tell of the task, which is
 	// then over (Final), as last seen.
 	Lost string `json:"lost,omitempty"`
@@ -62,6 +68,24 @@ type NotShown struct {
 	Bytes     int    `json:"bytes"`     // of the text they would have shown
 	Note      string `json:"note"`
 }
+
+// TaskMedia is an inline image or audio file of a task's parts.
+type TaskMedia struct {
+	Audio    bool   // else an image
+	MIMEType string // image/… or audio/…
+	Data     string // base64, as the agent sent it
+}
+
+// Inline media a view gives as content, at most: enough for a few
+// screenshots or charts, and with the view's text well within what a
+// client reads as one message (10 MiB for the TypeScript SDK).
+const (
+	maxMedia      = 8
+	maxMediaBytes = 4 << 20 // of base64
+)
+
+// mediaType matches the media types given as content.
+var mediaType = regexp.MustCompile(`^(image|audio)/[a-z0-9][a-z0-9.+-]{0,60}$`)
 
 // TaskMessage is one message of a task, its parts rendered as text.
 type TaskMessage struct {
@@ -483,13 +507,14 @@ const viewText = 256 << 10
 const listText = 1 << 20
 
 func (t *task) view() TaskView {
-	v, _ := t.viewWithin(viewText)
+	v, _ := t.viewWithin(viewText, true)
 	return v
 }
 
-// viewWithin is the task's view, its parts' text shown up to budget bytes;
-// shown is how many it shows.
-func (t *task) viewWithin(budget int) (v TaskView, shown int) {
+// viewWithin is the task's view, its parts' text shown up to budget bytes,
+// and its inline media given when media is set; shown is how many bytes
+// of text it shows.
+func (t *task) viewWithin(budget int, media bool) (v TaskView, shown int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	v = TaskView{ID: t.id, Agent: t.agent.Name, ContextID: guard.Text(t.contextID, maxTaskID), State: string(a2a.TaskStateSubmitted),
@@ -507,7 +532,7 @@ func (t *task) viewWithin(budget int) (v TaskView, shown int) {
 	if len(msgs) > maxMessages {
 		msgs = msgs[len(msgs)-maxMessages:]
 	}
-	b := textBudget{left: budget}
+	b := textBudget{left: budget, media: media}
 	for _, m := range msgs {
 		parts, cut := b.show(m.Parts)
 		v.Messages = append(v.Messages, TaskMessage{Role: string(m.Role), Text: strings.Join(parts, "\n")})
@@ -524,6 +549,7 @@ func (t *task) viewWithin(budget int) (v TaskView, shown int) {
 			b.not.Parts, b.not.Bytes, b.not.Messages, b.not.Artifacts, budget, viewText)
 		v.NotShown = &b.not
 	}
+	v.Media = b.given
 	return v, budget - b.left
 }
 
@@ -534,6 +560,11 @@ type textBudget struct {
 	left int
 	full bool // a part did not fit
 	not  NotShown
+	// media says to give inline images and audio as content (given), up
+	// to maxMedia of them and maxMediaBytes.
+	media      bool
+	given      []TaskMedia
+	mediaBytes int
 }
 
 // show renders the parts that fit; cut is 1 when some did not.
@@ -542,7 +573,7 @@ func (b *textBudget) show(parts a2a.ContentParts) (shown []string, cut int) {
 	for i, p := range parts {
 		var text string
 		if !b.full {
-			text = partText(p)
+			text = b.give(p)
 			b.full = len(text) > b.left
 		}
 		if b.full {
@@ -556,6 +587,25 @@ func (b *textBudget) show(parts a2a.ContentParts) (shown []string, cut int) {
 		shown = append(shown, text)
 	}
 	return shown, 0
+}
+
+// give renders p, and when it is an inline image or audio that media
+// takes, gives it as content, the text saying where it went.
+func (b *textBudget) give(p a2a.Part) string {
+	fp, ok := p.(a2a.FilePart)
+	f, inline := fp.File.(a2a.FileBytes)
+	mime := strings.ToLower(strings.TrimSpace(f.MimeType))
+	if !ok || !inline || !b.media || !mediaType.MatchString(mime) || len(b.given) == maxMedia || b.mediaBytes+len(f.Bytes) > maxMediaBytes {
+		return partText(p)
+	}
+	data, err := base64.StdEncoding.DecodeString(f.Bytes)
+	if err != nil {
+		return partText(p) // what a client could not show
+	}
+	m := TaskMedia{Audio: strings.HasPrefix(mime, "audio/"), MIMEType: mime, Data: f.Bytes}
+	b.given = append(b.given, m)
+	b.mediaBytes += len(f.Bytes)
+	return fmt.Sprintf("[file %q (%s), %d bytes inline: given after this view, as the result's media %d]", guard.Text(f.Name, 120), mime, len(data), len(b.given))
 }
 
 // partSize is about the length of partText(p), without rendering a text
@@ -1013,7 +1063,7 @@ func (s *Session) Tasks(ctx context.Context, newest int) (views []TaskView, tota
 	left := listText
 	for i, t := range slices.Backward(all) {
 		var shown int
-		views[i], shown = t.viewWithin(min(viewText, left))
+		views[i], shown = t.viewWithin(min(viewText, left), false)
 		left -= shown
 	}
 	return views, total

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -256,5 +257,46 @@ func TestAgentReached(t *testing.T) {
 	a.reached(nil)
 	if st, why := a.Status(); st != StatusUp {
 		t.Fatalf("after a request that reached it: %s %q", st, why)
+	}
+}
+
+// A view gives an inline image or audio as media when it is one, valid,
+// and within the bounds; any other file is described as before.
+func TestViewGivesMedia(t *testing.T) {
+	file := func(mime, data string) a2a.Part {
+		return a2a.FilePart{File: a2a.FileBytes{FileMeta: a2a.FileMeta{Name: "f", MimeType: mime}, Bytes: data}}
+	}
+	png := "iVBORw0KGgo=" // 8 bytes
+	for _, c := range []struct {
+		name   string
+		parts  []a2a.Part
+		given  int
+		listed bool // the view of a listing
+	}{
+		{"an image", []a2a.Part{file("image/png", png)}, 1, false},
+		{"audio", []a2a.Part{file("audio/wav", png)}, 1, false},
+		{"a type in capitals", []a2a.Part{file("Image/PNG", png)}, 1, false},
+		{"a listing gives none", []a2a.Part{file("image/png", png)}, 0, true},
+		{"a pdf", []a2a.Part{file("application/pdf", png)}, 0, false},
+		{"a type that is no type", []a2a.Part{file("image/png; x=<script>", png)}, 0, false},
+		{"base64 that is not", []a2a.Part{file("image/png", "not base64!")}, 0, false},
+		{"at most maxMedia", slices.Repeat([]a2a.Part{file("image/png", png)}, maxMedia+2), maxMedia, false},
+		{"at most maxMediaBytes", []a2a.Part{file("image/png", strings.Repeat("A", maxMediaBytes-8)), file("image/png", png), file("image/png", "AAAA")}, 2, false},
+	} {
+		tk := &task{agent: &Attachment{Name: "a"}, last: &a2a.Task{Status: a2a.TaskStatus{State: a2a.TaskStateCompleted},
+			Artifacts: []*a2a.Artifact{{Parts: c.parts}}}}
+		v, _ := tk.viewWithin(viewText, !c.listed)
+		if len(v.Media) != c.given {
+			t.Errorf("%s: %d media given, want %d", c.name, len(v.Media), c.given)
+		}
+		given := 0
+		for _, p := range v.Artifacts[0].Parts {
+			if strings.Contains(p, "given after this view") {
+				given++
+			}
+		}
+		if given != c.given {
+			t.Errorf("%s: %d parts say they were given, want %d: %q", c.name, given, c.given, v.Artifacts[0].Parts)
+		}
 	}
 }

@@ -97,7 +97,21 @@ func (g *Gateway) spawn(ctx context.Context, req mcp.CallToolRequest) (*mcp.Call
 	if err != nil {
 		return g.agentFailed(ctx, err), nil
 	}
-	return result(v), nil
+	return taskResult(v), nil
+}
+
+// taskResult is a task's view as a result, its inline images and audio
+// given after it as content a client shows a model.
+func taskResult(v attach.TaskView) *mcp.CallToolResult {
+	res := result(v)
+	for _, m := range v.Media {
+		if m.Audio {
+			res.Content = append(res.Content, mcp.NewAudioContent(m.Data, m.MIMEType))
+		} else {
+			res.Content = append(res.Content, mcp.NewImageContent(m.Data, m.MIMEType))
+		}
+	}
+	return res
 }
 
 type waitArgs struct {
@@ -167,7 +181,7 @@ func (g *Gateway) followTask(ctx context.Context, req mcp.CallToolRequest, tool 
 	case err != nil:
 		return g.agentFailed(ctx, err)
 	}
-	return result(v)
+	return taskResult(v)
 }
 
 // agentFailed is failed for the task tools: a failure of the agent's is

@@ -846,6 +846,34 @@ func TestTwoAnswersAtOnce(t *testing.T) {
 
 // helperAttached is a session with the a2a-go fixture agent attached as
 // "helper".
+// An agent's inline image comes as image content after the task's view,
+// which says where it went; a file of another type is described as
+// before. wait_task said "11 bytes inline, not shown", and no tool gave
+// the bytes.
+func TestTaskImageGiven(t *testing.T) {
+	s := helperAttached(t)
+	v := s.task(s.call("spawn_agent", map[string]any{"message": "chart"}))
+	res := s.call("wait_task", map[string]any{"task_id": v.TaskID})
+	if v = s.task(res); v.State != "completed" || len(v.Artifacts) != 1 || len(v.Artifacts[0].Parts) != 3 {
+		t.Fatalf("chart: %+v", v)
+	}
+	parts := v.Artifacts[0].Parts
+	if !strings.Contains(parts[1], `[file "chart.png" (image/png), 70 bytes inline: given after this view, as the result's media 1]`) ||
+		!strings.Contains(parts[2], `[file "report.pdf" (application/pdf), 9 bytes inline, not shown]`) {
+		t.Fatalf("the artifact's parts: %q", parts)
+	}
+	if len(res.Content) != 2 {
+		t.Fatalf("%d content items, want the view and the image", len(res.Content))
+	}
+	if img, ok := res.Content[1].(mcp.ImageContent); !ok || img.MIMEType != "image/png" || img.Data != a2afixture.ChartPNG {
+		t.Fatalf("the image content: %#v", res.Content[1])
+	}
+	// A listing gives none.
+	if res := s.call("list_tasks", map[string]any{}); len(res.Content) != 1 {
+		t.Fatalf("list_tasks gave %d content items", len(res.Content))
+	}
+}
+
 func helperAttached(t *testing.T) *clientSession {
 	t.Helper()
 	agent := a2afixture.Start(t)

@@ -347,6 +347,8 @@ func (e *executor) Execute(ctx context.Context, reqCtx *a2asrv.RequestContext, q
 			return err
 		}
 		return r.flood(artifacts, parts)
+	case "chart":
+		return r.chart()
 	case "wait":
 		return r.wait()
 	case "fail":
@@ -358,7 +360,7 @@ func (e *executor) Execute(ctx context.Context, reqCtx *a2asrv.RequestContext, q
 		}
 		return r.slow(ms)
 	default:
-		return fmt.Errorf("%w: unknown command %q (want reply, stream, flood, ask, intro, wait, fail or slow)", a2a.ErrInvalidParams, cmd)
+		return fmt.Errorf("%w: unknown command %q (want reply, stream, flood, ask, intro, chart, wait, fail or slow)", a2a.ErrInvalidParams, cmd)
 	}
 }
 
@@ -500,6 +502,27 @@ func (r *run) flood(artifacts, parts int) error {
 		if err := r.write(ev); err != nil {
 			return err
 		}
+	}
+	return r.status(a2a.TaskStateCompleted, "", true)
+}
+
+// ChartPNG is the image the chart command answers with: a PNG of one
+// pixel, base64.
+const ChartPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+// chart answers with an artifact of a text, an inline PNG and an inline
+// PDF, as an agent that draws a chart and writes a report does.
+func (r *run) chart() error {
+	if err := r.submit(); err != nil {
+		return err
+	}
+	ev := a2a.NewArtifactEvent(r.req,
+		a2a.TextPart{Text: "the chart, and the report"},
+		a2a.FilePart{File: a2a.FileBytes{FileMeta: a2a.FileMeta{Name: "chart.png", MimeType: "image/png"}, Bytes: ChartPNG}},
+		a2a.FilePart{File: a2a.FileBytes{FileMeta: a2a.FileMeta{Name: "report.pdf", MimeType: "application/pdf"}, Bytes: "JVBERi0xLjQK"}})
+	ev.LastChunk = true
+	if err := r.write(ev); err != nil {
+		return err
 	}
 	return r.status(a2a.TaskStateCompleted, "", true)
 }
