@@ -975,7 +975,19 @@ func (t *task) question() string {
 
 // finished says that the task, finished, takes no more messages.
 func (t *task) finished() error {
-	return fmt.Errorf("%w: task %s has finished (%s); start a new one with spawn_agent and context_id %s", ErrTaskFinished, t.id, t.view().State, t.contextID)
+	t.mu.Lock()
+	lost := t.lost
+	t.mu.Unlock()
+	again := fmt.Sprintf("start a new one with spawn_agent and context_id %s", t.contextID)
+	if t.agent.removed.Load() {
+		// Told to spawn_agent on an agent no longer attached, a model
+		// was refused again.
+		again = fmt.Sprintf("its agent %s is detached: attach it again to start a new one", t.agent.Name)
+	}
+	if lost != "" { // not "has finished (submitted)", as a lost task read
+		return fmt.Errorf("%w: task %s is over: %s; %s", ErrTaskFinished, t.id, lost, again)
+	}
+	return fmt.Errorf("%w: task %s has finished (%s); %s", ErrTaskFinished, t.id, t.view().State, again)
 }
 
 // refused says why the task's agent did not take a message: the agent's

@@ -86,6 +86,9 @@ type Attachment struct {
 	endpoint   string
 	Pinned     bool
 	AttachedAt time.Time
+	// removed is set once detach_resource removed it: its tasks' errors
+	// say to attach it again, not to spawn_agent on it.
+	removed atomic.Bool
 	// Deferred attachments' tools are not listed; tool_search finds them.
 	Deferred bool
 	// Trust is what the trust gate checked of its entry, digests too;
@@ -953,6 +956,7 @@ func (s *Session) Detach(urnOrName string) (a *Attachment, cancelled int, stoppe
 	s.atts = slices.Delete(s.atts, i, i+1)
 	maps.DeleteFunc(s.subs, func(_ string, at *Attachment) bool { return at == a })
 	s.mu.Unlock()
+	a.removed.Store(true)
 	if a.Kind == KindA2AAgent {
 		cancelled = s.cancelUnfinished(a)
 	}

@@ -1064,6 +1064,11 @@ func TestDetachCancelsAgentTasks(t *testing.T) {
 	if l := firstText(s.call("list_tasks", map[string]any{})); strings.Count(l, `"state":"canceled"`) != 2 {
 		t.Errorf("list_tasks after the detach: %s", l)
 	}
+	// A message to one says to attach the agent again: spawn_agent on it,
+	// as the sentence said, was refused.
+	if res := s.call("message_task", map[string]any{"task_id": ids[0], "message": "go on"}); !res.IsError || !strings.Contains(firstText(res), "its agent helper is detached: attach it again to start a new one") {
+		t.Errorf("message_task to a task of a detached agent: %s", firstText(res))
+	}
 	if !done.Final {
 		t.Errorf("a direct reply is not final: %+v", done)
 	}
