@@ -117,3 +117,16 @@ func TestStderrLines(t *testing.T) {
 		})
 	}
 }
+
+// What a chatty server's stderr costs the gateway a line: past the rate,
+// nearly every line is dropped, and costs as little as can be.
+func BenchmarkStderrLines(b *testing.B) {
+	s := newStderrLines(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	line := []byte(strings.Repeat("debug: something happened here ", 3)[:79] + "\n")
+	chunk := bytes.Repeat(line, 64)
+	b.SetBytes(int64(len(chunk)))
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = s.Write(chunk)
+	}
+}
