@@ -209,9 +209,10 @@ func folded(v any) any {
 
 // capResult keeps a result's content within max bytes: text past the cap
 // is cut, other content past it dropped, and a note says what went. A
-// text that is JSON is dropped whole, not cut: cut, no parser reads it,
-// and a structured result's text is its copy, whole in
-// structuredContent. _meta's truncatedMeta says it to a program.
+// structured result's text that is JSON, its copy, is left out whole,
+// not cut into JSON no parser reads: structuredContent holds it. A JSON
+// text with no structured content is cut, as other text: part of it a
+// model still reads. _meta's truncatedMeta says it to a program.
 func capResult(res *mcp.CallToolResult, max int) *mcp.CallToolResult {
 	size := len(res.RawStructuredContent)
 	for _, c := range res.Content {
@@ -221,6 +222,7 @@ func capResult(res *mcp.CallToolResult, max int) *mcp.CallToolResult {
 		return res
 	}
 	budget := max - len(res.RawStructuredContent)
+	structured := len(res.RawStructuredContent) > 0 && len(res.RawStructuredContent) <= max
 	out := *res
 	out.Content = nil
 	dropped, droppedJSON := 0, false
@@ -231,7 +233,7 @@ func capResult(res *mcp.CallToolResult, max int) *mcp.CallToolResult {
 		case n <= budget:
 			out.Content = append(out.Content, c)
 			budget -= n
-		case text && isJSON(tc.Text):
+		case text && structured && isJSON(tc.Text):
 			dropped += n
 			droppedJSON = true
 		case text && budget > 0:
@@ -243,12 +245,9 @@ func capResult(res *mcp.CallToolResult, max int) *mcp.CallToolResult {
 			dropped += n
 		}
 	}
-	note := fmt.Sprintf("[ardgate: this result was %d bytes, over the %d-byte cap (max_result_bytes); %d bytes were cut", size, max, dropped)
+	note := fmt.Sprintf("[ardgate: this result was %d bytes, over the %d-byte cap (max_result_bytes); %d bytes were cut or left out", size, max, dropped)
 	if droppedJSON {
-		note += "; JSON text was left out whole, not cut"
-		if len(res.RawStructuredContent) > 0 && len(res.RawStructuredContent) <= max {
-			note += ": structuredContent holds the result"
-		}
+		note += "; its text copy, JSON, was left out whole, not cut: structuredContent holds the result"
 	}
 	out.Content = append(out.Content, mcp.NewTextContent(note+"]"))
 	meta := map[string]any{}

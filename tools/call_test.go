@@ -34,7 +34,7 @@ func TestCapResult(t *testing.T) {
 	if len(first.Text) != 600 || len(second.Text) != 400 {
 		t.Fatalf("cut to %d and %d bytes, want 600 and 400", len(first.Text), len(second.Text))
 	}
-	if !strings.Contains(note.Text, "1800 bytes") || !strings.Contains(note.Text, "800 bytes were cut") {
+	if !strings.Contains(note.Text, "1800 bytes") || !strings.Contains(note.Text, "800 bytes were cut or left out") {
 		t.Fatalf("note %q", note.Text)
 	}
 	if m := got.Meta.AdditionalFields[truncatedMeta]; !reflect.DeepEqual(m, map[string]int{"bytes": 1800, "max_result_bytes": 1000, "cut_bytes": 800}) {
@@ -49,8 +49,14 @@ func TestCapResult(t *testing.T) {
 	if len(got.Content) != 1 || string(got.RawStructuredContent) != structured || got.Meta.AdditionalFields["upstream/key"] != "kept" {
 		t.Fatalf("a structured result cut to %+v", got)
 	}
-	if note := got.Content[0].(mcp.TextContent).Text; !strings.Contains(note, "JSON text was left out whole, not cut: structuredContent holds the result") {
+	if note := got.Content[0].(mcp.TextContent).Text; !strings.Contains(note, "its text copy, JSON, was left out whole, not cut: structuredContent holds the result") {
 		t.Fatalf("note %q", note)
+	}
+	// JSON text with no structured content is cut as any text: part of
+	// it a model still reads, where none of it was given.
+	list := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(`[` + strings.Repeat(`{"id":1},`, 200) + `{"id":1}]`)}}
+	if got := capResult(list, 1000).Content[0].(mcp.TextContent).Text; len(got) != 1000 || !strings.HasPrefix(got, `[{"id":1},`) {
+		t.Fatalf("JSON text alone cut to %d bytes: %.40q", len(got), got)
 	}
 	// A cut never splits a UTF-8 character.
 	utf := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(strings.Repeat("é", 600))}}
