@@ -12,20 +12,28 @@ import (
 	"github.com/ardgate/ardgate/guard"
 )
 
-// resumeAnew readies a GET of session sid that resumes its stream after
-// an event the store no longer holds, or whose followers it no longer
-// holds (256 events on, or kept past 2 minutes), and returns the writer
-// to serve it with; any other GET is left as it is. mcp-go answered it
-// 400 "Unknown Last-Event-ID", after which the TypeScript SDK gave up
-// its listening stream for good, and with it every notification. It is
+// resumeAnew readies a GET of session s that resumes its stream after an
+// event the store no longer holds, or whose followers it no longer holds
+// (256 events on, or kept past 2 minutes), and returns the writer to
+// serve it with; any other GET is left as it is. mcp-go answered it 400
+// "Unknown Last-Event-ID", after which the TypeScript SDK gave up its
+// listening stream for good, and with it every notification. It is
 // served the session's listening stream anew instead, and, once that is
 // open, told that its tools, prompts and resources changed, so that it
 // lists again what it may have missed being told.
-func (h *HTTP) resumeAnew(w http.ResponseWriter, r *http.Request, sid string) http.ResponseWriter {
+//
+// Only when no other GET of the session is open: then the lost stream
+// may have been a POST's, whose answer no listening stream brings, and
+// mcp-go's server gives the listening stream to the newest GET, so the
+// two would take it from each other, each reconnecting, without end (as
+// the TypeScript SDK did, once a second). Such a resume is refused as
+// before.
+func (h *HTTP) resumeAnew(w http.ResponseWriter, r *http.Request, s *session) http.ResponseWriter {
 	last := r.Header.Get("Last-Event-ID")
-	if last == "" {
+	if last == "" || s.streams.Load() > 1 { // this GET is counted
 		return w
 	}
+	sid := r.Header.Get(server.HeaderKeySessionID)
 	_, err := h.events.ReplayEventsAfter(r.Context(), sid, last, func(string, json.RawMessage) error { return nil })
 	if !errors.Is(err, server.ErrUnknownEventID) {
 		return w

@@ -17,7 +17,8 @@ import (
 // longer holds (256 on) gets the stream anew, and is told its lists
 // changed, so that it lists again; mcp-go answered 400, and the
 // TypeScript SDK then never listened again. A stream resumed after an
-// event still held replays what followed, as before.
+// event still held replays what followed, as before; so is one resumed
+// while another GET of the session is open refused, as before.
 func TestResumeAfterEventsGone(t *testing.T) {
 	tg := newGateway(t, 0)
 	s := tg.connect(t)
@@ -133,5 +134,15 @@ func TestResumeAfterEventsGone(t *testing.T) {
 		}
 		note(300) // and it is the session's listening stream
 		await(events, `"note 300"`)
+		// While it is open, a resume after events gone, perhaps of a
+		// POST's stream, is refused as before: given the listening
+		// stream, it and this one took it from each other without end.
+		other, stopOther := context.WithCancel(context.Background())
+		defer stopOther()
+		if code, _ := listen(other, first.id); code != http.StatusBadRequest {
+			t.Fatalf("a second resume after events gone: %d", code)
+		}
+		note(301)
+		await(events, `"note 301"`)
 	}
 }

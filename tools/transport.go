@@ -615,7 +615,7 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 			}
 			if r.Method == http.MethodGet {
 				if s != nil {
-					w = h.resumeAnew(w, r, r.Header.Get(server.HeaderKeySessionID))
+					w = h.resumeAnew(w, r, s)
 				}
 				hw, stop := h.beating(w)
 				defer stop()
