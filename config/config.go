@@ -234,7 +234,10 @@ var DefaultAllowAttachTypes = []string{MediaMCPServerCard, MediaMCPServerOld, Me
 
 // DefaultStdioMemoryMiB bounds each process of a launched server's
 // private memory: a server that leaks is stopped before the machine is.
-const DefaultStdioMemoryMiB = 2048
+// RLIMIT_DATA counts thread stacks whole and a JVM's initial heap (a 64th
+// of the machine's memory): at 2 GiB a Python server stopped at 254
+// threads, and no JVM started on a machine of 128 GiB.
+const DefaultStdioMemoryMiB = 8192
 
 // DefaultLaunchers is the launchers packages may use by default.
 var DefaultLaunchers = []string{"npx", "uvx"}
