@@ -276,13 +276,14 @@ func (u *upstream) startProcess(plan Plan, limits guard.Rlimits) (*pipeTransport
 	if err != nil {
 		return nil, fmt.Errorf("launch %s: %w", plan.Program, err)
 	}
+	removeDir := func() {}
 	if plan.OwnDir {
-		if cmd.Dir, err = guard.RunDir(); err != nil {
+		var release func()
+		if cmd.Dir, release, err = guard.RunDir(); err != nil {
 			return nil, fmt.Errorf("launch %s: its directory: %w", plan.Program, err)
 		}
-	}
-	removeDir := func() {
-		if cmd.Dir != "" {
+		removeDir = func() {
+			release()
 			_ = os.RemoveAll(cmd.Dir)
 		}
 	}

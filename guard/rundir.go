@@ -1,37 +1,57 @@
 package guard
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // runDirPrefix names the directories launched servers run in, followed by
-// the gateway's pid: a gateway killed with SIGKILL removes none of its
-// own, and the next one to launch a server tells them by that pid.
+// the gateway's pid, for people to tell them by.
 const runDirPrefix = "ardgate-run-"
+
+// runDirYoung is how long a run directory is left alone after it was
+// made, whatever its lock: between making it and locking it, a gateway
+// holds no lock on it.
+const runDirYoung = time.Minute
 
 var sweepOnce sync.Once
 
 // RunDir makes an empty directory, in os.TempDir(), for a launched server
 // to run in, so that a project's files (an .npmrc, a tarball named as the
-// package) choose nothing. The caller removes it once the server has
-// exited. The first call removes what gateways that died left (see
+// package) choose nothing, and holds a shared lock on it until release,
+// which the caller calls once the server has exited, before removing the
+// directory. The first call removes what gateways that died left (see
 // SweepRunDirs).
-func RunDir() (string, error) {
+func RunDir() (dir string, release func(), err error) {
 	sweepOnce.Do(func() { SweepRunDirs(os.TempDir()) })
-	return os.MkdirTemp("", fmt.Sprintf("%s%d-", runDirPrefix, os.Getpid()))
+	dir, err = os.MkdirTemp("", fmt.Sprintf("%s%d-", runDirPrefix, os.Getpid()))
+	if err != nil {
+		return "", nil, err
+	}
+	f, err := os.Open(dir) // close-on-exec: the server holds no lock
+	if err == nil {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_SH)
+	}
+	if err != nil {
+		if f != nil {
+			f.Close()
+		}
+		os.Remove(dir)
+		return "", nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	return dir, func() { f.Close() }, nil // closing it lets go of the lock
 }
 
-// SweepRunDirs removes from dir the run directories of gateways that are
-// no longer running, ours (by uid) only, and says how many it removed.
-// A directory whose gateway's pid is alive, even as another process
-// since, is left alone.
+// SweepRunDirs removes from dir the run directories no gateway holds a
+// lock on, ours (by uid) only, and says how many it removed. A gateway's
+// lock goes with it however it ends (SIGKILL runs no cleanup), and tells a
+// live gateway's directory from a dead one's where a pid cannot: a
+// gateway in a container sharing the temp dir has pids of its own.
 func SweepRunDirs(dir string) int {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -39,38 +59,32 @@ func SweepRunDirs(dir string) int {
 	}
 	removed := 0
 	for _, e := range entries {
-		pid, ok := runDirPID(e.Name())
-		if !ok || !e.IsDir() || pid == os.Getpid() {
+		if !strings.HasPrefix(e.Name(), runDirPrefix) || !e.IsDir() {
 			continue
 		}
 		info, err := e.Info()
 		if err != nil {
 			continue
 		}
-		if st, _ := info.Sys().(*syscall.Stat_t); st == nil || int(st.Uid) != os.Getuid() {
+		if st, _ := info.Sys().(*syscall.Stat_t); st == nil || int(st.Uid) != os.Getuid() || time.Since(info.ModTime()) < runDirYoung {
 			continue
 		}
-		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-			continue // alive, or not ours to signal: alive
-		}
-		if os.RemoveAll(filepath.Join(dir, e.Name())) == nil {
+		if sweepRunDir(filepath.Join(dir, e.Name())) {
 			removed++
 		}
 	}
 	return removed
 }
 
-// runDirPID reads the gateway's pid from a run directory's name,
-// ardgate-run-<pid>-<random>.
-func runDirPID(name string) (int, bool) {
-	rest, ok := strings.CutPrefix(name, runDirPrefix)
-	if !ok {
-		return 0, false
+// sweepRunDir removes path unless a gateway holds its lock.
+func sweepRunDir(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
 	}
-	digits, _, ok := strings.Cut(rest, "-")
-	if !ok {
-		return 0, false
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return false // held (EWOULDBLOCK), or not ours to tell
 	}
-	pid, err := strconv.Atoi(digits)
-	return pid, err == nil && pid > 0
+	return os.RemoveAll(path) == nil
 }

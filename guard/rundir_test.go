@@ -1,54 +1,63 @@
 package guard
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
-// What a gateway killed with SIGKILL left is removed; the directories of
-// gateways still running, and anything not named as a run directory, are
-// not.
+// What a gateway killed with SIGKILL left is removed; the directories a
+// gateway still holds, made less than a minute ago, or not named as run
+// directories are not. A gateway is told by its lock, not its pid: one in
+// a container sharing the temp dir has pids of its own, and a sweep by
+// pid removed a live gateway's directory.
 func TestSweepRunDirs(t *testing.T) {
-	gone := exec.Command("true")
-	if err := gone.Run(); err != nil {
-		t.Fatal(err)
-	}
-	dead := gone.Process.Pid // reaped: no process has it, but for a reuse this quick
 	dir := t.TempDir()
-	live := exec.Command("sleep", "30")
-	if err := live.Start(); err != nil {
+	old := time.Now().Add(-2 * runDirYoung)
+	held, release, err := RunDir()
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { live.Process.Kill(); live.Wait() })
+	defer func() { release(); os.RemoveAll(held) }()
+	// The held one, moved into dir: a live gateway's, made long ago.
+	heldHere := filepath.Join(dir, filepath.Base(held))
+	if err := os.Rename(held, heldHere); err != nil {
+		t.Fatal(err)
+	}
+	held = heldHere
 	cases := []struct {
-		name string
-		file bool
-		kept bool
+		name  string
+		file  bool
+		young bool
+		kept  bool
 	}{
-		{name: fmt.Sprintf("ardgate-run-%d-123", dead), kept: false},
-		{name: fmt.Sprintf("ardgate-run-%d-456", dead), kept: false},
-		{name: fmt.Sprintf("ardgate-run-%d-789", os.Getpid()), kept: true},
-		{name: fmt.Sprintf("ardgate-run-%d-123", live.Process.Pid), kept: true},
-		{name: "ardgate-run-123456", kept: true}, // before the pid was in the name
-		{name: "ardgate-run-x-1", kept: true},
-		{name: fmt.Sprintf("ardgate-run-%d-file", dead), file: true, kept: true},
-		{name: fmt.Sprintf("other-%d-123", dead), kept: true},
+		{name: "ardgate-run-1-dead", kept: false},
+		{name: "ardgate-run-123456", kept: false}, // before the pid was in the name
+		{name: "ardgate-run-2-young", young: true, kept: true},
+		{name: filepath.Base(held), kept: true},
+		{name: "ardgate-run-3-file", file: true, kept: true},
+		{name: "other-1-dead", kept: true},
 	}
 	for _, c := range cases {
 		p := filepath.Join(dir, c.name)
-		if c.file {
+		switch {
+		case c.file:
 			if err := os.WriteFile(p, nil, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			continue
+		case p != held:
+			// A server that wrote in its directory left files there.
+			if err := os.MkdirAll(filepath.Join(p, "node_modules"), 0o700); err != nil {
+				t.Fatal(err)
+			}
 		}
-		// A server that wrote in its directory left files there.
-		if err := os.MkdirAll(filepath.Join(p, "node_modules"), 0o700); err != nil {
-			t.Fatal(err)
+		if !c.young {
+			if err := os.Chtimes(p, old, old); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if n := SweepRunDirs(dir); n != 2 {
@@ -59,16 +68,22 @@ func TestSweepRunDirs(t *testing.T) {
 			t.Errorf("%s kept: %v, want %v", c.name, err == nil, c.kept)
 		}
 	}
+	// Released, as by a gateway that ended, it goes too.
+	release()
+	release = func() {}
+	if n := SweepRunDirs(dir); n != 1 {
+		t.Errorf("after its release: removed %d directories, want 1", n)
+	}
 }
 
-// A run directory is named for the gateway that made it.
+// A run directory is empty, and named for the gateway that made it.
 func TestRunDir(t *testing.T) {
-	d, err := RunDir()
+	d, release, err := RunDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.Remove(d)
-	if pid, ok := runDirPID(filepath.Base(d)); !ok || pid != os.Getpid() || !strings.HasPrefix(d, os.TempDir()) {
+	defer func() { release(); os.Remove(d) }()
+	if base := filepath.Base(d); !strings.HasPrefix(base, runDirPrefix+strconv.Itoa(os.Getpid())+"-") || filepath.Dir(d) != filepath.Clean(os.TempDir()) {
 		t.Fatalf("RunDir() = %s", d)
 	}
 	if entries, err := os.ReadDir(d); err != nil || len(entries) > 0 {
