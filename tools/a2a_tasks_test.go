@@ -807,7 +807,10 @@ func TestAgentAnswersWithAMessage(t *testing.T) {
 // Ann"), a question its sender never saw.
 func TestTwoAnswersAtOnce(t *testing.T) {
 	s := helperAttached(t)
-	v := s.task(s.call("spawn_agent", map[string]any{"message": "intro"}))
+	// The name takes the agent 300 ms: the second message is surely sent
+	// while the first is under way (answered at once, the first was over
+	// before the second began, 2 runs in 20, and the second rightly sent).
+	v := s.task(s.call("spawn_agent", map[string]any{"message": "intro 300"}))
 	if v = s.task(s.call("wait_task", map[string]any{"task_id": v.TaskID})); v.State != "input-required" {
 		t.Fatalf("intro: %+v", v)
 	}
@@ -835,7 +838,7 @@ func TestTwoAnswersAtOnce(t *testing.T) {
 			t.Fatalf("%s: %s", code, firstText(res))
 		}
 	}
-	want := "user: intro | agent: what is your name? | user: " + sent + " | agent: " + a2afixture.AgeQuestion
+	want := "user: intro 300 | agent: what is your name? | user: " + sent + " | agent: " + a2afixture.AgeQuestion
 	if c := strings.Join(v.conversation(), " | "); refused != 1 || c != want {
 		t.Fatalf("%d refused; the conversation: %s", refused, c)
 	}
@@ -844,8 +847,6 @@ func TestTwoAnswersAtOnce(t *testing.T) {
 	}
 }
 
-// helperAttached is a session with the a2a-go fixture agent attached as
-// "helper".
 // An agent's inline image comes as image content after the task's view,
 // which says where it went; a file of another type is described as
 // before. wait_task said "11 bytes inline, not shown", and no tool gave
@@ -874,6 +875,8 @@ func TestTaskImageGiven(t *testing.T) {
 	}
 }
 
+// helperAttached is a session with the a2a-go fixture agent attached as
+// "helper".
 func helperAttached(t *testing.T) *clientSession {
 	t.Helper()
 	agent := a2afixture.Start(t)

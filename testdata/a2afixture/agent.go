@@ -31,9 +31,9 @@
 //     Destroy waits), and it refuses a follow-up meanwhile with an internal
 //     error: the race of a2aproject/a2a-go#303 (ErrExecutionInProgress),
 //     made wide.
-//   - "intro": a Task (submitted), then a final status update in state
-//     input-required asking [AskQuestion]. The name it is answered brings
-//     a second question, [AgeQuestion]; an answer to that in digits ends
+//   - "intro [ms]": a Task (submitted), then a final status update in state
+//     input-required asking [AskQuestion]. The name it is answered brings,
+//     ms later (0 by default), a second question, [AgeQuestion]; an answer to that in digits ends
 //     the task with an artifact "result", "hello <name>, aged <age>", in
 //     state completed, and any other is answered at once with a Message,
 //     `"<answer>" is not a number`, the task still asking.
@@ -265,6 +265,8 @@ type executor struct {
 	closed  bool
 	running sync.WaitGroup        // Execute and Cancel calls in flight
 	intros  map[a2a.TaskID]string // "intro" tasks, to the name each was told
+	// introPause is how long each "intro" task takes to take its name.
+	introPause map[a2a.TaskID]time.Duration
 }
 
 var _ a2asrv.AgentExecutor = (*executor)(nil)
@@ -330,11 +332,16 @@ func (e *executor) Execute(ctx context.Context, reqCtx *a2asrv.RequestContext, q
 		e.queues.lingerOn(reqCtx.TaskID, time.Duration(ms)*time.Millisecond)
 		return r.ask()
 	case "intro":
+		ms, err := intArg(cmd, arg, 0, maxSlowMS)
+		if err != nil {
+			return err
+		}
 		e.mu.Lock()
 		if e.intros == nil {
-			e.intros = map[a2a.TaskID]string{}
+			e.intros, e.introPause = map[a2a.TaskID]string{}, map[a2a.TaskID]time.Duration{}
 		}
 		e.intros[reqCtx.TaskID] = ""
+		e.introPause[reqCtx.TaskID] = time.Duration(ms) * time.Millisecond
 		e.mu.Unlock()
 		return r.ask()
 	case "flood":
@@ -370,18 +377,23 @@ func (e *executor) answer(r *run, task *a2a.Task, text string) error {
 	text = strings.TrimSpace(text)
 	e.mu.Lock()
 	name, intro := e.intros[task.ID]
+	pause := e.introPause[task.ID]
 	askedName := messageText(task.Status.Message) == AskQuestion
 	switch {
 	case intro && askedName:
 		e.intros[task.ID] = text
 	case intro && text != "" && strings.Trim(text, "0123456789") == "":
 		delete(e.intros, task.ID)
+		delete(e.introPause, task.ID)
 	}
 	e.mu.Unlock()
 	switch {
 	case !intro:
 		return r.answer(text)
 	case askedName:
+		if err := r.sleep(pause); err != nil {
+			return err
+		}
 		return r.status(a2a.TaskStateInputRequired, AgeQuestion, true)
 	case text == "" || strings.Trim(text, "0123456789") != "":
 		return r.write(agentText(r.req, fmt.Sprintf("%q is not a number", text)))
