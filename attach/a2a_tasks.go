@@ -502,25 +502,31 @@ var (
 // the 10 MiB a TypeScript client reads in one line (its session died).
 const viewText = 256 << 10
 
-// listText bounds the text of the views of one listing of tasks, all
-// together; the newest tasks are given theirs first.
-const listText = 1 << 20
+// summaryText bounds the text of a task's last message in a listing,
+// which shows 300 characters of it.
+const summaryText = 2 << 10
 
 func (t *task) view() TaskView {
-	v, _ := t.viewWithin(viewText, true)
-	return v
+	return t.render(viewText, true)
 }
 
-// viewWithin is the task's view, its parts' text shown up to budget bytes,
-// and its inline media given when media is set; shown is how many bytes
-// of text it shows.
-func (t *task) viewWithin(budget int, media bool) (v TaskView, shown int) {
+// summary is the task as a listing shows it: every message and artifact
+// counted, the last message's text alone rendered. A listing built whole
+// views, 1000 of them up to 256 MB, to show 300 characters of each.
+func (t *task) summary() TaskView {
+	return t.render(0, false)
+}
+
+// render is the task's view, its parts' text shown up to budget bytes,
+// its inline media given when media is set; a budget of 0 renders its
+// summary.
+func (t *task) render(budget int, media bool) (v TaskView) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	v = TaskView{ID: t.id, Agent: t.agent.Name, ContextID: guard.Text(t.contextID, maxTaskID), State: string(a2a.TaskStateSubmitted),
 		Messages: []TaskMessage{}, Artifacts: []TaskArtifact{}, Lost: t.lost, Final: t.lost != ""}
 	if t.last == nil {
-		return v, 0
+		return v
 	}
 	v.State = cmp.Or(guard.Text(string(t.last.Status.State), 40), string(a2a.TaskStateUnknown))
 	v.Final = v.Final || t.last.Status.State.Terminal()
@@ -531,6 +537,20 @@ func (t *task) viewWithin(budget int, media bool) (v TaskView, shown int) {
 	v.EarlierDropped = t.dropped || len(msgs) > maxMessages
 	if len(msgs) > maxMessages {
 		msgs = msgs[len(msgs)-maxMessages:]
+	}
+	if budget == 0 {
+		for i, m := range msgs {
+			v.Messages = append(v.Messages, TaskMessage{Role: string(m.Role)})
+			if i == len(msgs)-1 {
+				b := textBudget{left: summaryText}
+				parts, _ := b.show(m.Parts)
+				v.Messages[i].Text = strings.Join(parts, "\n")
+			}
+		}
+		for _, a := range t.last.Artifacts {
+			v.Artifacts = append(v.Artifacts, TaskArtifact{Name: guard.Text(a.Name, 120), Parts: []string{}})
+		}
+		return v
 	}
 	b := textBudget{left: budget, media: media}
 	for _, m := range msgs {
@@ -544,13 +564,13 @@ func (t *task) viewWithin(budget int, media bool) (v TaskView, shown int) {
 		b.not.Artifacts += cut
 	}
 	if b.not.Parts > 0 {
-		b.not.Note = fmt.Sprintf("%d parts (about %d bytes of text) of %d messages and %d artifacts are not shown: this view shows at most %d bytes of the task's parts' text, "+
-			"messages' then artifacts', in order; wait_task shows the first %d bytes, the same ones every time, and list_tasks less, its newest tasks first",
-			b.not.Parts, b.not.Bytes, b.not.Messages, b.not.Artifacts, budget, viewText)
+		b.not.Note = fmt.Sprintf("%d parts (about %d bytes of text) of %d messages and %d artifacts are not shown: a view shows at most %d bytes of the task's parts' text, "+
+			"messages' then artifacts', in order, the same ones every time",
+			b.not.Parts, b.not.Bytes, b.not.Messages, b.not.Artifacts, budget)
 		v.NotShown = &b.not
 	}
 	v.Media = b.given
-	return v, budget - b.left
+	return v
 }
 
 // textBudget spends a view's text budget on parts, in order: once a part
@@ -1049,8 +1069,8 @@ func (s *Session) Cancel(ctx context.Context, id string) (v TaskView, asked bool
 	return t.view(), true, nil
 }
 
-// Tasks lists the session's newest tasks, oldest first, and says how many
-// it has in all.
+// Tasks lists the session's newest tasks, oldest first, as summaries (the
+// last message's text alone), and says how many it has in all.
 //
 // The unfinished ones are looked at first, at their agents, a few at a
 // time, all within listLooks (and each within its agent's call timeout):
@@ -1069,14 +1089,9 @@ func (s *Session) Tasks(ctx context.Context, newest int) (views []TaskView, tota
 		defer cancel()
 		_, _ = t.look(lctx, conn) // one that does not answer stays as last seen
 	})
-	// The listing's text is bounded too, its oldest tasks' parts left
-	// out first: 1000 tasks of full views held 256 MB.
-	views = make([]TaskView, len(all))
-	left := listText
-	for i, t := range slices.Backward(all) {
-		var shown int
-		views[i], shown = t.viewWithin(min(viewText, left), false)
-		left -= shown
+	views = make([]TaskView, 0, len(all))
+	for _, t := range all {
+		views = append(views, t.summary())
 	}
 	return views, total
 }

@@ -271,12 +271,12 @@ func TestViewGivesMedia(t *testing.T) {
 		name   string
 		parts  []a2a.Part
 		given  int
-		listed bool // the view of a listing
+		listed bool // a view without media
 	}{
 		{"an image", []a2a.Part{file("image/png", png)}, 1, false},
 		{"audio", []a2a.Part{file("audio/wav", png)}, 1, false},
 		{"a type in capitals", []a2a.Part{file("Image/PNG", png)}, 1, false},
-		{"a listing gives none", []a2a.Part{file("image/png", png)}, 0, true},
+		{"a view without media gives none", []a2a.Part{file("image/png", png)}, 0, true},
 		{"a pdf", []a2a.Part{file("application/pdf", png)}, 0, false},
 		{"a type that is no type", []a2a.Part{file("image/png; x=<script>", png)}, 0, false},
 		{"base64 that is not", []a2a.Part{file("image/png", "not base64!")}, 0, false},
@@ -285,7 +285,7 @@ func TestViewGivesMedia(t *testing.T) {
 	} {
 		tk := &task{agent: &Attachment{Name: "a"}, last: &a2a.Task{Status: a2a.TaskStatus{State: a2a.TaskStateCompleted},
 			Artifacts: []*a2a.Artifact{{Parts: c.parts}}}}
-		v, _ := tk.viewWithin(viewText, !c.listed)
+		v := tk.render(viewText, !c.listed)
 		if len(v.Media) != c.given {
 			t.Errorf("%s: %d media given, want %d", c.name, len(v.Media), c.given)
 		}

@@ -254,7 +254,6 @@ type taskSummary struct {
 	LastMessage *attach.TaskMessage `json:"last_message,omitempty"`
 	Messages    int                 `json:"messages"`
 	Artifacts   int                 `json:"artifacts"`
-	NotShown    *attach.NotShown    `json:"not_shown,omitempty"`
 	Lost        string              `json:"lost,omitempty"`
 }
 
@@ -275,7 +274,7 @@ func (g *Gateway) listTasks(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	shown, total := s.att.Tasks(ctx, limit)
 	out := make([]taskSummary, 0, len(shown))
 	for _, v := range shown {
-		sum := taskSummary{ID: v.ID, Agent: v.Agent, ContextID: v.ContextID, State: v.State, Final: v.Final, Messages: len(v.Messages), Artifacts: len(v.Artifacts), NotShown: v.NotShown, Lost: v.Lost}
+		sum := taskSummary{ID: v.ID, Agent: v.Agent, ContextID: v.ContextID, State: v.State, Final: v.Final, Messages: len(v.Messages), Artifacts: len(v.Artifacts), Lost: v.Lost}
 		if n := len(v.Messages); n > 0 {
 			last := v.Messages[n-1]
 			last.Text = guard.Text(last.Text, 300)
