@@ -543,7 +543,10 @@ func uniqueTerms(text string) []string {
 // so a token from another query is refused instead of silently misread.
 func fingerprint(q Query) uint32 {
 	h := fnv.New32a()
-	h.Write([]byte(q.Text))
+	// Its words as they rank: a client that sends the text again with
+	// other spaces gets the same pages (its token was refused). Capitals
+	// do change a ranking: "GitHub" is two words, "github" one.
+	h.Write([]byte(strings.Join(strings.Fields(q.Text), " ")))
 	keys := make([]string, 0, len(q.Filter))
 	for k := range q.Filter {
 		keys = append(keys, k)

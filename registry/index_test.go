@@ -440,6 +440,13 @@ func TestSearchPageTokenRefused(t *testing.T) {
 	if _, err := ix.Search(same); err != nil {
 		t.Fatalf("the token's own query refused: %v", err)
 	}
+	// Its text with other spaces, which rank alike: accepted.
+	for _, text := range []string{"  mcp ", "mcp\t"} {
+		same.Text = text
+		if _, err := ix.Search(same); err != nil {
+			t.Fatalf("the token's own query as %q refused: %v", text, err)
+		}
+	}
 	fp := fingerprint(base)
 	forged := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
 	tests := []struct {
