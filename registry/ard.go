@@ -162,21 +162,34 @@ type globToken struct {
 
 func (t globToken) encode(fp uint32) string {
 	t.Query = fp
-	b, _ := json.Marshal(t)
-	return base64.RawURLEncoding.EncodeToString(b)
+	return encodeToken(t)
 }
 
 func decodeGlobToken(tok string, fp uint32) (globToken, error) {
 	var t globToken
-	if tok == "" {
-		return t, nil
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(tok)
-	if err != nil || json.Unmarshal(raw, &t) != nil || t.Query != fp || t.Given < 0 {
-		return globToken{}, fmt.Errorf("%w: pageToken is not one this registry issued for this query", ErrInvalidArgument)
+	if tok != "" && (!decodeToken(tok, &t) || t.Query != fp || t.Given < 0) {
+		return globToken{}, errForeignToken
 	}
 	return t, nil
 }
+
+// encodeToken is the page token of a remote search the gateway pages
+// itself, t its state as JSON.
+func encodeToken(t any) string {
+	b, _ := json.Marshal(t)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// decodeToken reads tok, made by encodeToken, into t, and says whether it
+// could.
+func decodeToken(tok string, t any) bool {
+	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	return err == nil && json.Unmarshal(raw, t) == nil
+}
+
+// errForeignToken refuses a page token the gateway did not make for the
+// query it comes with.
+var errForeignToken = fmt.Errorf("%w: pageToken is not one this registry issued for this query", ErrInvalidArgument)
 
 // Lookup implements Registry: GET /agents/{urn} where the registry has it,
 // else an entry seen in this registry's search results.

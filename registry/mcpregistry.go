@@ -2,7 +2,6 @@ package registry
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -251,18 +250,13 @@ type nameToken struct {
 
 func (t nameToken) encode(fp uint32) string {
 	t.Query = fp
-	b, _ := json.Marshal(t)
-	return base64.RawURLEncoding.EncodeToString(b)
+	return encodeToken(t)
 }
 
 func decodeNameToken(tok string, fp uint32) (nameToken, error) {
 	var t nameToken
-	if tok == "" {
-		return t, nil
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(tok)
-	if err != nil || json.Unmarshal(raw, &t) != nil || t.Query != fp || t.Offset < 0 || len(t.Cursors) > 3 {
-		return nameToken{}, fmt.Errorf("%w: pageToken is not one this registry issued for this query", ErrInvalidArgument)
+	if tok != "" && (!decodeToken(tok, &t) || t.Query != fp || t.Offset < 0 || len(t.Cursors) > 3) {
+		return nameToken{}, errForeignToken
 	}
 	return t, nil
 }
