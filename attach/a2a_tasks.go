@@ -303,6 +303,11 @@ func (t *task) apply(next *a2a.Task) bool {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.applyLocked(next)
+}
+
+// applyLocked is apply with t.mu held.
+func (t *task) applyLocked(next *a2a.Task) bool {
 	keepSaid(t.last, next)
 	if bound(next) {
 		t.dropped = true
@@ -378,42 +383,48 @@ func hasMessage(list []*a2a.Message, id string) bool {
 	return slices.ContainsFunc(list, func(m *a2a.Message) bool { return m.ID == id })
 }
 
-// lastCopy is a copy of the task as last seen, to change and apply.
-func (t *task) lastCopy() *a2a.Task {
+// update applies what change makes of a copy of the task as last seen,
+// unless change says there is nothing to apply. The copy is taken and
+// applied under one lock: a look or another wait applying in between
+// would otherwise be overwritten by a copy older than it.
+func (t *task) update(change func(next *a2a.Task) bool) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.last == nil {
-		return &a2a.Task{ID: a2a.TaskID(t.remote), ContextID: t.contextID}
+	next := &a2a.Task{ID: a2a.TaskID(t.remote), ContextID: t.contextID}
+	if t.last != nil {
+		c := *t.last
+		next = &c
 	}
-	c := *t.last
-	return &c
+	return change(next) && t.applyLocked(next)
 }
 
 // applyEvent folds one streamed event into the task.
 func (t *task) applyEvent(ev a2a.Event) bool {
-	next := t.lastCopy()
-	switch e := ev.(type) {
-	case *a2a.Task:
-		next = e
-	case *a2a.TaskStatusUpdateEvent:
-		if e.TaskID != "" && string(e.TaskID) != t.remote {
-			return false // another task's
-		}
-		// The status message a new status replaces joins the history,
-		// unless the agent's snapshot already had it there.
-		if m := next.Status.Message; m != nil && !hasMessage(next.History, m.ID) {
-			next.History = append(slices.Clone(next.History), m)
-		}
-		next.Status = e.Status
-	case *a2a.TaskArtifactUpdateEvent:
-		if e.Artifact == nil || e.TaskID != "" && string(e.TaskID) != t.remote {
+	if snap, ok := ev.(*a2a.Task); ok {
+		return t.apply(snap)
+	}
+	return t.update(func(next *a2a.Task) bool {
+		switch e := ev.(type) {
+		case *a2a.TaskStatusUpdateEvent:
+			if e.TaskID != "" && string(e.TaskID) != t.remote {
+				return false // another task's
+			}
+			// The status message a new status replaces joins the history,
+			// unless the agent's snapshot already had it there.
+			if m := next.Status.Message; m != nil && !hasMessage(next.History, m.ID) {
+				next.History = append(slices.Clone(next.History), m)
+			}
+			next.Status = e.Status
+		case *a2a.TaskArtifactUpdateEvent:
+			if e.Artifact == nil || e.TaskID != "" && string(e.TaskID) != t.remote {
+				return false
+			}
+			next.Artifacts = mergeArtifact(next.Artifacts, e)
+		default:
 			return false
 		}
-		next.Artifacts = mergeArtifact(next.Artifacts, e)
-	default:
-		return false
-	}
-	return t.apply(next)
+		return true
+	})
 }
 
 func mergeArtifact(list []*a2a.Artifact, e *a2a.TaskArtifactUpdateEvent) []*a2a.Artifact {
@@ -845,6 +856,14 @@ func (s *Session) wait(ctx context.Context, t *task, timeout time.Duration, onUp
 				break
 			}
 		}
+		// The stream tells only of what happened after it was joined,
+		// after the first look: what the agent said in between (an
+		// artifact) would be missing from a task the stream saw settle.
+		// One more look takes the agent's own record; should it fail,
+		// the stream's view stands.
+		if settled() && ctx.Err() == nil {
+			_ = refresh(ctx)
+		}
 	}
 	for !settled() {
 		if !sleep(ctx, 250*time.Millisecond) {
@@ -955,9 +974,10 @@ func (t *task) answeredWith(sent, reply *a2a.Message) {
 	if r.ID == "" { // the history tells messages apart by their ids
 		r.ID = a2a.NewMessageID()
 	}
-	next := t.lastCopy()
-	next.History = append(slices.Clone(next.History), sent, &r)
-	t.apply(next)
+	t.update(func(next *a2a.Task) bool {
+		next.History = append(slices.Clone(next.History), sent, &r)
+		return true
+	})
 }
 
 func (t *task) messagesSent() int {

@@ -540,6 +540,21 @@ func TestTaskViewBudget(t *testing.T) {
 	}
 }
 
+// A wait follows the agent's stream from after its first look: an
+// artifact the agent made in between reached neither, and the task was
+// shown completed without it (TestTaskViewBudget lost one so, under
+// load, one run in a few). The view of a task the stream saw settle is
+// the agent's own record.
+func TestWaitTakesWhatTheStreamMissed(t *testing.T) {
+	s := helperAttached(t)
+	v := s.task(s.call("spawn_agent", map[string]any{"message": "between"}))
+	res := s.call("wait_task", map[string]any{"task_id": v.TaskID, "timeout_seconds": 10})
+	v = s.task(res)
+	if v.State != "completed" || len(v.Artifacts) != 1 || len(v.Artifacts[0].Parts) != 1 || v.Artifacts[0].Parts[0] != a2afixture.BetweenText {
+		t.Fatalf("wait_task: %s with %+v; want completed with the artifact %q", v.State, v.Artifacts, a2afixture.BetweenText)
+	}
+}
+
 // An agent that stops answering its card is listed down after a health
 // check, with the reason.
 func TestAgentHealthCheck(t *testing.T) {

@@ -41,6 +41,12 @@
 //     (submitted), then that many artifacts, named "flood i", of that many
 //     text parts of [FloodPart] characters each, then a final status
 //     update in state completed.
+//   - "between": a Task (submitted) and a status update in state working;
+//     once the agent has answered a tasks/get of the task, an artifact
+//     "result" with the text [BetweenText]; once a tasks/resubscribe of it
+//     has come in, [BetweenPause] later, a final status update in state
+//     completed. A client that looks at the task, then joins its stream,
+//     is told of the artifact by neither.
 //   - "wait": a Task (submitted), then a status update in state working with
 //     the text "waiting (tick i)" every [WaitInterval] until the task is
 //     cancelled (tasks/cancel), which ends it in state canceled.
@@ -100,6 +106,12 @@ const (
 	StepInterval = 30 * time.Millisecond
 	// WaitInterval is how often "wait" emits a working status update.
 	WaitInterval = 100 * time.Millisecond
+	// BetweenText is the text of the artifact "between" makes between a
+	// look and a resubscription.
+	BetweenText = "said between a look and a subscription"
+	// BetweenPause is how long "between" gives a resubscription to be
+	// joined before it ends the task.
+	BetweenPause = 100 * time.Millisecond
 	// FloodPart is the length of each text part "flood" sends.
 	FloodPart = 4000
 
@@ -151,7 +163,7 @@ func Start(tb testing.TB) *Agent {
 func Serve() *Agent {
 	stop, cancel := context.WithCancel(context.Background())
 	queues := &trackedQueues{Manager: eventqueue.NewInMemoryManager(), live: map[a2a.TaskID]struct{}{}, linger: map[a2a.TaskID]time.Duration{}}
-	exec := &executor{stop: stop, cancelStop: cancel, queues: queues}
+	exec := &executor{stop: stop, cancelStop: cancel, queues: queues, requests: &requests{}}
 	handler := a2asrv.NewHandler(exec,
 		a2asrv.WithEventQueueManager(queues),
 		a2asrv.WithLogger(slog.New(slog.DiscardHandler)),
@@ -161,7 +173,7 @@ func Serve() *Agent {
 	srv := httptest.NewServer(mux)
 	card := NewCard(srv.URL + RPCPath)
 	mux.Handle(CardPath, a2asrv.NewStaticAgentCardHandler(card))
-	mux.Handle(RPCPath, a2asrv.NewJSONRPCHandler(handler))
+	mux.Handle(RPCPath, exec.requests.watch(a2asrv.NewJSONRPCHandler(handler)))
 	return &Agent{URL: srv.URL, Card: card, srv: srv, exec: exec, queues: queues}
 }
 
@@ -260,6 +272,7 @@ type executor struct {
 	stop       context.Context // cancelled by shutdown
 	cancelStop context.CancelFunc
 	queues     *trackedQueues
+	requests   *requests // what clients asked of each task, for "between"
 
 	mu      sync.Mutex
 	closed  bool
@@ -356,6 +369,8 @@ func (e *executor) Execute(ctx context.Context, reqCtx *a2asrv.RequestContext, q
 		return r.flood(artifacts, parts)
 	case "chart":
 		return r.chart()
+	case "between":
+		return r.between(e.requests)
 	case "wait":
 		return r.wait()
 	case "fail":
@@ -367,7 +382,7 @@ func (e *executor) Execute(ctx context.Context, reqCtx *a2asrv.RequestContext, q
 		}
 		return r.slow(ms)
 	default:
-		return fmt.Errorf("%w: unknown command %q (want reply, stream, flood, ask, intro, chart, wait, fail or slow)", a2a.ErrInvalidParams, cmd)
+		return fmt.Errorf("%w: unknown command %q (want reply, stream, flood, ask, intro, chart, between, wait, fail or slow)", a2a.ErrInvalidParams, cmd)
 	}
 }
 
@@ -548,6 +563,29 @@ func (r *run) ask() error {
 
 func (r *run) answer(name string) error {
 	if err := r.artifact(a2a.TextPart{Text: "hello " + strings.TrimSpace(name)}); err != nil {
+		return err
+	}
+	return r.status(a2a.TaskStateCompleted, "", true)
+}
+
+func (r *run) between(seen *requests) error {
+	if err := r.submit(); err != nil {
+		return err
+	}
+	if err := r.status(a2a.TaskStateWorking, "", false); err != nil {
+		return err
+	}
+	id := string(r.req.TaskID)
+	if err := seen.await(r.ctx, "tasks/get", id); err != nil {
+		return err
+	}
+	if err := r.artifact(a2a.TextPart{Text: BetweenText}); err != nil {
+		return err
+	}
+	if err := seen.await(r.ctx, "tasks/resubscribe", id); err != nil {
+		return err
+	}
+	if err := r.sleep(BetweenPause); err != nil {
 		return err
 	}
 	return r.status(a2a.TaskStateCompleted, "", true)
