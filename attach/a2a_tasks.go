@@ -124,7 +124,7 @@ type task struct {
 	// a second message goes after the first has, and is refused when the
 	// first answered the question it was sent for (sent tells).
 	sending sync.Mutex
-	sent    int // messages the agent took, under mu
+	sent    int // messages the agent took into the task (not those it answered with a message of its own), under mu
 }
 
 // taskStore keeps a session's tasks, up to max; when full, the oldest
@@ -949,18 +949,20 @@ func (s *Session) Reply(ctx context.Context, id, message string, timeout time.Du
 	}); err != nil {
 		return t.view(), t.refused(err, asking)
 	}
+	if r, ok := res.(*a2a.Message); ok {
+		// The agent answered the message itself, not with a task update
+		// ("that is not a number"): that is its answer, and the task is
+		// as it was, still asking what it asked. It was dropped, and the
+		// wait held its whole timeout. Nor is it counted as taken: a
+		// message sent alongside for the same question still goes.
+		t.answeredWith(msg, r)
+		return t.view(), nil
+	}
 	t.mu.Lock()
 	t.sent++
 	t.mu.Unlock()
-	switch r := res.(type) {
-	case *a2a.Task:
+	if r, ok := res.(*a2a.Task); ok {
 		t.apply(r)
-	case *a2a.Message:
-		// The agent answered the message itself, not with a task update
-		// ("that is not a number"): that is its answer, and the task is
-		// as it was. It was dropped, and the wait held its whole timeout.
-		t.answeredWith(msg, r)
-		return t.view(), nil
 	}
 	return s.wait(ctx, t, timeout, onUpdate, answered)
 }

@@ -862,6 +862,43 @@ func TestTwoAnswersAtOnce(t *testing.T) {
 	}
 }
 
+// Two answers sent at once to a question that the agent answers with a
+// message of its own, the task still asking ("forty-two" is not a
+// number): the first answered nothing, so the second is sent too. It was
+// refused as answered_meanwhile, "wait_task until the task asks again",
+// while the task asked the same question all along.
+func TestTwoNonAnswersAtOnce(t *testing.T) {
+	s := helperAttached(t)
+	// Each answer takes the agent 300 ms: the second message is surely
+	// sent while the first is under way.
+	v := s.task(s.call("spawn_agent", map[string]any{"message": "intro 300"}))
+	if v = s.task(s.call("wait_task", map[string]any{"task_id": v.TaskID})); v.State != "input-required" {
+		t.Fatalf("intro: %+v", v)
+	}
+	if v = s.task(s.call("message_task", map[string]any{"task_id": v.TaskID, "message": "Ann"})); v.State != "input-required" {
+		t.Fatalf("after the name: %+v", v)
+	}
+	results := make(chan *mcp.CallToolResult, 2)
+	for _, age := range []string{"forty-two", "forty-three"} {
+		args := map[string]any{"task_id": v.TaskID, "message": age}
+		go func() { results <- s.call("message_task", args) }()
+	}
+	for range 2 {
+		if res := <-results; res.IsError {
+			t.Fatalf("%s: %s", s.code(res), firstText(res))
+		}
+	}
+	v = s.task(s.call("wait_task", map[string]any{"task_id": v.TaskID, "timeout_seconds": 0}))
+	for _, age := range []string{"forty-two", "forty-three"} {
+		if !v.said(fmt.Sprintf("%q is not a number", age)) {
+			t.Fatalf("the agent never answered %q: %s", age, strings.Join(v.conversation(), " | "))
+		}
+	}
+	if v = s.task(s.call("message_task", map[string]any{"task_id": v.TaskID, "message": "42"})); !v.said("hello Ann, aged 42") {
+		t.Fatalf("after the age: %+v", v)
+	}
+}
+
 // An agent's inline image comes as image content after the task's view,
 // which says where it went; a file of another type is described as
 // before. wait_task said "11 bytes inline, not shown", and no tool gave

@@ -35,7 +35,7 @@
 //     input-required asking [AskQuestion]. The name it is answered brings,
 //     ms later (0 by default), a second question, [AgeQuestion]; an answer to that in digits ends
 //     the task with an artifact "result", "hello <name>, aged <age>", in
-//     state completed, and any other is answered at once with a Message,
+//     state completed, and any other is answered with a Message, ms later,
 //     `"<answer>" is not a number`, the task still asking.
 //   - "flood <artifacts> <parts>" (at most 1000 and 200): a Task
 //     (submitted), then that many artifacts, named "flood i", of that many
@@ -411,6 +411,9 @@ func (e *executor) answer(r *run, task *a2a.Task, text string) error {
 		}
 		return r.status(a2a.TaskStateInputRequired, AgeQuestion, true)
 	case text == "" || strings.Trim(text, "0123456789") != "":
+		if err := r.sleep(pause); err != nil {
+			return err
+		}
 		return r.write(agentText(r.req, fmt.Sprintf("%q is not a number", text)))
 	}
 	return r.answer(name + ", aged " + text)
