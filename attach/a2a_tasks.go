@@ -669,6 +669,16 @@ func partText(p a2a.Part) string {
 	return "[part of an unknown kind]"
 }
 
+// attachedAs is the agent attached now under urn, or nil.
+func (s *Session) attachedAs(urn string) *Attachment {
+	for _, a := range s.Attachments() {
+		if a.Kind == KindA2AAgent && a.URN == urn {
+			return a
+		}
+	}
+	return nil
+}
+
 // agentFor picks the agent a spawn names (attachment name or URN); with
 // no name and exactly one agent attached, that one.
 func (s *Session) agentFor(name string) (*Attachment, error) {
@@ -897,7 +907,7 @@ func (s *Session) Reply(ctx context.Context, id, message string, timeout time.Du
 		return TaskView{}, fmt.Errorf("%w: task %s was a direct reply; start a new one with spawn_agent (context_id %s keeps the conversation)", ErrTaskFinished, id, t.contextID)
 	}
 	if t.final() { // before the agent: one detached ended its tasks
-		return t.view(), t.finished()
+		return t.view(), s.finished(t)
 	}
 	conn, err := t.agent.agentConn()
 	if err != nil {
@@ -908,7 +918,7 @@ func (s *Session) Reply(ctx context.Context, id, message string, timeout time.Du
 	t.sending.Lock()
 	defer t.sending.Unlock()
 	if t.final() { // perhaps after a message sent just before
-		return t.view(), t.finished()
+		return t.view(), s.finished(t)
 	}
 	if t.messagesSent() != sent {
 		// Sent now, it would answer a question its sender never saw:
@@ -947,7 +957,7 @@ func (s *Session) Reply(ctx context.Context, id, message string, timeout time.Du
 		}
 		return err
 	}); err != nil {
-		return t.view(), t.refused(err, asking)
+		return t.view(), s.refused(t, err, asking)
 	}
 	if r, ok := res.(*a2a.Message); ok {
 		// The agent answered the message itself, not with a task update
@@ -1015,16 +1025,22 @@ func (t *task) question() string {
 	return guard.Text(strings.Join(parts, " "), 500)
 }
 
-// finished says that the task, finished, takes no more messages.
-func (t *task) finished() error {
+// finished says that the task, finished, takes no more messages, and
+// how to go on: with its agent, or with the agent attached again since
+// it was detached.
+func (s *Session) finished(t *task) error {
 	t.mu.Lock()
 	lost := t.lost
 	t.mu.Unlock()
 	again := fmt.Sprintf("start a new one with spawn_agent and context_id %s", t.contextID)
 	if t.agent.removed.Load() {
 		// Told to spawn_agent on an agent no longer attached, a model
-		// was refused again.
+		// was refused again; told to attach one attached again since, it
+		// was told it was attached already.
 		again = fmt.Sprintf("its agent %s is detached: attach it again to start a new one", t.agent.Name)
+		if a := s.attachedAs(t.agent.URN); a != nil {
+			again = fmt.Sprintf("its agent was detached and is attached again, as %s: start a new one with spawn_agent on %s and context_id %s", a.Name, a.Name, t.contextID)
+		}
 	}
 	if lost != "" { // not "has finished (submitted)", as a lost task read
 		return fmt.Errorf("%w: task %s is over: %s; %s", ErrTaskFinished, t.id, lost, again)
@@ -1036,11 +1052,11 @@ func (t *task) finished() error {
 // own error, or, where the task was not waiting for input, that it was
 // not. An agent on a2a-go answers a message to a working task with a bare
 // internal error, and one to a finished task with "invalid params".
-func (t *task) refused(err error, asking bool) error {
+func (s *Session) refused(t *task, err error, asking bool) error {
 	v := t.view()
 	switch {
 	case v.Final:
-		return fmt.Errorf("%w (the agent said: %v)", t.finished(), err)
+		return fmt.Errorf("%w (the agent said: %v)", s.finished(t), err)
 	case asking || errors.Is(err, ErrTimeout) || errors.Is(err, ErrUpstreamDown):
 		return err
 	}

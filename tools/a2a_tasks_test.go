@@ -1124,6 +1124,21 @@ func TestDetachCancelsAgentTasks(t *testing.T) {
 	if res := s.call("message_task", map[string]any{"task_id": ids[0], "message": "go on"}); !res.IsError || !strings.Contains(firstText(res), "its agent helper is detached: attach it again to start a new one") {
 		t.Errorf("message_task to a task of a detached agent: %s", firstText(res))
 	}
+	// Attached again (under another name), the agent is named, and the
+	// spawn the sentence gives goes on in the task's conversation: it
+	// still said to attach the agent, which attach_resource then said
+	// was attached already.
+	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:helper", "name": "helper2"}); res.IsError {
+		t.Fatalf("attach again: %s", firstText(res))
+	}
+	gone := s.task(s.call("wait_task", map[string]any{"task_id": ids[0], "timeout_seconds": 0}))
+	res = s.call("message_task", map[string]any{"task_id": ids[0], "message": "go on"})
+	if want := "is attached again, as helper2: start a new one with spawn_agent on helper2 and context_id " + gone.ContextID; !res.IsError || !strings.Contains(firstText(res), want) {
+		t.Errorf("message_task to a task of an agent attached again: %s; want %q", firstText(res), want)
+	}
+	if v := s.task(s.call("spawn_agent", map[string]any{"agent": "helper2", "message": "reply again", "context_id": gone.ContextID})); v.ContextID != gone.ContextID {
+		t.Errorf("spawn_agent as told: context %q, want %q", v.ContextID, gone.ContextID)
+	}
 	if !done.Final {
 		t.Errorf("a direct reply is not final: %+v", done)
 	}
