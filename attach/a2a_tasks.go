@@ -633,10 +633,13 @@ func (b *textBudget) give(p a2a.Part) string {
 	if err != nil {
 		return partText(p) // what a client could not show
 	}
-	m := TaskMedia{Audio: strings.HasPrefix(mime, "audio/"), MIMEType: mime, Data: f.Bytes}
-	b.given = append(b.given, m)
+	text := fmt.Sprintf("[file %q (%s), %d bytes inline: given after this view, as the result's media %d]", guard.Text(f.Name, 120), mime, len(data), len(b.given)+1)
+	if len(text) > b.left {
+		return text // not shown, so not given: no media the view does not tell of
+	}
+	b.given = append(b.given, TaskMedia{Audio: strings.HasPrefix(mime, "audio/"), MIMEType: mime, Data: f.Bytes})
 	b.mediaBytes += len(f.Bytes)
-	return fmt.Sprintf("[file %q (%s), %d bytes inline: given after this view, as the result's media %d]", guard.Text(f.Name, 120), mime, len(data), len(b.given))
+	return text
 }
 
 // partSize is about the length of partText(p), without rendering a text

@@ -299,4 +299,21 @@ func TestViewGivesMedia(t *testing.T) {
 			t.Errorf("%s: %d parts say they were given, want %d: %q", c.name, given, c.given, v.Artifacts[0].Parts)
 		}
 	}
+
+	// An image whose line does not fit in what is left of the view's text
+	// is not shown, and so not given: it was given, while the view
+	// counted it not shown and told nothing of it.
+	filler := strings.Repeat("x", maxPartText)
+	var parts []a2a.Part
+	fill := viewText - 60 // 60 bytes left, the image's line longer
+	for range fill / maxPartText {
+		parts = append(parts, a2a.TextPart{Text: filler})
+	}
+	parts = append(parts, a2a.TextPart{Text: filler[:fill%maxPartText]}, file("image/png", png))
+	tk := &task{agent: &Attachment{Name: "a"}, last: &a2a.Task{Status: a2a.TaskStatus{State: a2a.TaskStateCompleted},
+		Artifacts: []*a2a.Artifact{{Parts: parts}}}}
+	v := tk.render(viewText, true)
+	if len(v.Media) != 0 || v.NotShown == nil || v.NotShown.Parts != 1 || len(v.Artifacts[0].Parts) != len(parts)-1 {
+		t.Errorf("an image past the text budget: %d media given, %d parts shown of %d, not shown %+v", len(v.Media), len(v.Artifacts[0].Parts), len(parts), v.NotShown)
+	}
 }
