@@ -279,7 +279,7 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 		}
 	})
 
-	// Each process of a launched server is held to 2 GiB of memory unless
+	// Each process of a launched server is held to 8 GiB of memory unless
 	// the file or the environment says otherwise; 0 is no limit.
 	t.Run("stdio.memory_mib", func(t *testing.T) {
 		path := writeConfig(t, `{"stdio": {"memory_mib": 0, "cpu_seconds": 60}}`)

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"fmt"
+	"math"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,10 +39,10 @@ func (l Rlimits) Apply(pid int) error {
 		value    uint64
 	}{
 		{"core dumps", unix.RLIMIT_CORE, 0},
-		{"memory", unix.RLIMIT_DATA, uint64(l.MemoryMiB) << 20},
+		{"memory", unix.RLIMIT_DATA, mib(l.MemoryMiB)},
 		{"processor time", unix.RLIMIT_CPU, uint64(l.CPUSeconds)},
 		{"open files", unix.RLIMIT_NOFILE, uint64(l.OpenFiles)},
-		{"file size", unix.RLIMIT_FSIZE, uint64(l.FileMiB) << 20},
+		{"file size", unix.RLIMIT_FSIZE, mib(l.FileMiB)},
 	} {
 		if r.value == 0 && r.resource != unix.RLIMIT_CORE {
 			continue
@@ -64,4 +65,14 @@ func (l Rlimits) Apply(pid int) error {
 		}
 	}
 	return nil
+}
+
+// mib is n MiB in bytes; a number of MiB past what 64 bits of bytes hold
+// is no limit but the hard one. Shifted, 2^44 MiB wrapped to 0 (no limit
+// at all) and one more to 1 MiB, where no server starts.
+func mib(n int) uint64 {
+	if uint64(n) > math.MaxUint64>>20 {
+		return unix.RLIM_INFINITY
+	}
+	return uint64(n) << 20
 }
