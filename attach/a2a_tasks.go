@@ -298,12 +298,17 @@ func (t *task) asking() bool {
 // anything a caller would see changed. An answer that is no task, or
 // another task, is not taken.
 func (t *task) apply(next *a2a.Task) bool {
-	if next == nil || !t.direct && next.ID != "" && string(next.ID) != t.remote {
+	if !t.takes(next) {
 		return false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.applyLocked(next)
+}
+
+// takes tells whether next is a view of this task.
+func (t *task) takes(next *a2a.Task) bool {
+	return next != nil && (t.direct || next.ID == "" || string(next.ID) == t.remote)
 }
 
 // applyLocked is apply with t.mu held.
@@ -916,8 +921,10 @@ func (s *Session) Reply(ctx context.Context, id, message string, timeout time.Du
 	if err != nil {
 		return t.view(), fmt.Errorf("task %s is bound to %s: %w", id, t.agent.Name, err)
 	}
-	// The question the message answers, as the caller last saw it.
-	question, sent := t.statusMessageID(), t.messagesSent()
+	// The question the message answers, as the caller last saw it, and
+	// the messages taken by then, read together: a message taken is
+	// counted and its task's answer applied together too.
+	question, sent := t.askedAfter()
 	t.sending.Lock()
 	defer t.sending.Unlock()
 	if t.final() { // perhaps after a message sent just before
@@ -971,12 +978,8 @@ func (s *Session) Reply(ctx context.Context, id, message string, timeout time.Du
 		t.answeredWith(msg, r)
 		return t.view(), nil
 	}
-	t.mu.Lock()
-	t.sent++
-	t.mu.Unlock()
-	if r, ok := res.(*a2a.Task); ok {
-		t.apply(r)
-	}
+	r, _ := res.(*a2a.Task)
+	t.took(r)
 	return s.wait(ctx, t, timeout, onUpdate, answered)
 }
 
@@ -999,6 +1002,28 @@ func (t *task) messagesSent() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.sent
+}
+
+// askedAfter is the task's status message's id ("" when it has none) and
+// the count of messages it had taken when it was last seen so.
+func (t *task) askedAfter() (question string, sent int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.last != nil && t.last.Status.Message != nil {
+		question = t.last.Status.Message.ID
+	}
+	return question, t.sent
+}
+
+// took counts a message the agent took into the task, and applies the
+// task it answered with, if any, at once.
+func (t *task) took(answer *a2a.Task) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sent++
+	if t.takes(answer) {
+		t.applyLocked(answer)
+	}
 }
 
 // answeredMeanwhile refuses a message sent for question (a status
@@ -1077,12 +1102,8 @@ var replyRetries = []time.Duration{50 * time.Millisecond, 150 * time.Millisecond
 // statusMessageID identifies the task's current status message ("" when
 // it has none).
 func (t *task) statusMessageID() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.last == nil || t.last.Status.Message == nil {
-		return ""
-	}
-	return t.last.Status.Message.ID
+	question, _ := t.askedAfter()
+	return question
 }
 
 // Cancel asks the task's agent to cancel it; asked is false when the task
