@@ -44,16 +44,25 @@ func (a *Attachment) NamedAs(asked string) bool { return asked == "" || serverNa
 
 // toolName builds mcp_<server>__<tool>. Characters clients reject become
 // '_'. A name over 64 characters is cut and given a short hash of the whole
-// upstream name, so it stays unique and the same on every attach.
+// upstream name, so it stays unique and the same on every attach. A name
+// with no letter or digit left (天気 became "__", 'お天気' "___") is
+// "tool" and that hash: the model reads it, and the description says what
+// it does.
 func toolName(server, tool string) string {
 	var b strings.Builder
 	b.WriteString("mcp_" + server + "__")
+	readable := false
 	for _, r := range tool {
-		if r < 128 && (r == '_' || r == '.' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+		alnum := r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+		readable = readable || alnum
+		if alnum || r == '_' || r == '.' || r == '-' {
 			b.WriteRune(r)
 		} else {
 			b.WriteByte('_')
 		}
+	}
+	if !readable {
+		return hashed("mcp_"+server+"__tool", tool)
 	}
 	if name := b.String(); len(name) <= maxToolName {
 		return name

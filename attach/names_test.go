@@ -1,6 +1,8 @@
 package attach
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"regexp"
 	"slices"
@@ -30,6 +32,12 @@ func TestServerName(t *testing.T) {
 	}
 }
 
+// hash6 is the short hash a tool name is given of s.
+func hash6(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:3])
+}
+
 func TestToolName(t *testing.T) {
 	long := strings.Repeat("x", 80)
 	cases := []struct{ server, tool, want string }{
@@ -37,6 +45,11 @@ func TestToolName(t *testing.T) {
 		{"everything", "get-annotated-message", "mcp_everything__get-annotated-message"},
 		{"fs", "read file", "mcp_fs__read_file"},
 		{"fs", "ümlaut", "mcp_fs___mlaut"},
+		// No letter or digit left: "tool" and a hash of the name, where
+		// 天気 and お天気 were mcp_weird____ and mcp_weird_____.
+		{"weird", "天気", "mcp_weird__tool_" + hash6("天気")},
+		{"weird", "お天気", "mcp_weird__tool_" + hash6("お天気")},
+		{"weird", "--", "mcp_weird__tool_" + hash6("--")},
 	}
 	for _, c := range cases {
 		if got := toolName(c.server, c.tool); got != c.want {
