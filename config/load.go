@@ -803,6 +803,16 @@ func (c *Config) validate() []error {
 			add(f+".token_env", "%q is not a variable name", r.TokenEnv)
 		}
 	}
+	for i, v := range c.RequireTrust {
+		// Taken as they were, "" and " soc2 " refused every entry: no
+		// attestation type is empty or holds the spaces.
+		switch f := fmt.Sprintf("require_trust[%d]", i); {
+		case strings.TrimSpace(v) == "":
+			add(f, "%q is empty: name an attestation type, such as SOC2", v)
+		case strings.TrimSpace(v) != v:
+			add(f, "%q has white space around it, which no attestation type has: write %q", v, strings.TrimSpace(v))
+		}
+	}
 	for i, id := range c.Stdio.AllowFrom {
 		if !ids[id] {
 			add(fmt.Sprintf("stdio.allow_from[%d]", i), "%q is not a configured registry id", id)
