@@ -259,7 +259,7 @@ type taskSummary struct {
 
 func (g *Gateway) listTasks(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var a struct {
-		Limit *int `json:"limit"`
+		Limit *wholeNumber `json:"limit"`
 	}
 	s, fail := g.begin(ctx, req, "list_tasks", &a)
 	if fail != nil {
@@ -267,7 +267,7 @@ func (g *Gateway) listTasks(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	}
 	limit := 100
 	if a.Limit != nil {
-		if limit = *a.Limit; limit < 1 || limit > 1000 {
+		if limit = int(*a.Limit); limit < 1 || limit > 1000 {
 			return invalid("list_tasks", errors.New(`"limit" must be between 1 and 1000`)), nil
 		}
 	}

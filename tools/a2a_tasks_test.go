@@ -1180,6 +1180,16 @@ func TestTaskToolArguments(t *testing.T) {
 		{"message_task", map[string]any{"task_id": done.TaskID, "message": "more"}, "task_finished", "start a new one with spawn_agent"},
 		{"spawn_agent", map[string]any{"agent": "remote", "message": "hi"}, "unknown_agent", "remote is an MCP server, not an A2A agent: call its tools, named mcp_remote__<tool>"},
 		{"cancel_task", map[string]any{"task_id": done.TaskID}, "", "the task had already ended: nothing was cancelled"},
+		// A whole number however written: 2.0 was refused, "must be an
+		// integer, not number 2.0", in list_tasks, tool_search and
+		// discover_resources, while timeout_seconds took 5.0.
+		{"list_tasks", map[string]any{"limit": json.Number("1.0")}, "", `"count":1`},
+		{"list_tasks", map[string]any{"limit": json.Number("1e0")}, "", `"count":1`},
+		{"tool_search", map[string]any{"query": "echo", "limit": json.Number("2.0")}, "", `"tools"`},
+		{"discover_resources", map[string]any{"text": "echo", "page_size": json.Number("2.0")}, "", `"results"`},
+		{"list_tasks", map[string]any{"limit": json.Number("1.5")}, "invalid_arguments", `argument "limit" must be an integer, not number 1.5`},
+		{"list_tasks", map[string]any{"limit": "1"}, "invalid_arguments", `argument "limit" must be an integer, not string`},
+		{"discover_resources", map[string]any{"text": "echo", "page_size": json.Number("1e12")}, "invalid_arguments", `"page_size" must be between 1 and`},
 	} {
 		res := s.call(tc.tool, tc.args)
 		if s.code(res) != tc.code || !strings.Contains(firstText(res), tc.says) {

@@ -55,7 +55,7 @@ type discoverArgs struct {
 	Text       string                     `json:"text"`
 	Filter     map[string]json.RawMessage `json:"filter"`
 	RegistryID string                     `json:"registry_id"`
-	PageSize   *int                       `json:"page_size"` // nil: the registry's default
+	PageSize   *wholeNumber               `json:"page_size"` // nil: the registry's default
 	PageToken  string                     `json:"page_token"`
 	Follow     bool                       `json:"follow_referrals"`
 }
@@ -132,7 +132,7 @@ func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	}
 	pageSize := 0
 	if a.PageSize != nil {
-		pageSize = *a.PageSize
+		pageSize = int(*a.PageSize)
 	}
 	if a.PageSize != nil && (pageSize < 1 || pageSize > registry.MaxPageSize) {
 		return invalid("discover_resources", fmt.Errorf(`"page_size" must be between 1 and %d`, registry.MaxPageSize)), nil

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"reflect"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -170,6 +172,32 @@ func decodeArgs(req mcp.CallToolRequest, v any) error {
 		}
 		return fmt.Errorf("arguments are not valid JSON: %v", err)
 	}
+	return nil
+}
+
+// wholeNumber is an integer argument, taken however a whole number is
+// written: 2, 2.0 or 2e0, as JSON Schema's "integer" takes them (a Python
+// client sends 2.0). page_size 2.0 was refused, "must be an integer, not
+// number 2.0", while timeout_seconds 5.0 went through.
+type wholeNumber int
+
+func (n *wholeNumber) UnmarshalJSON(b []byte) error {
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil || f != math.Trunc(f) {
+		value := "number " + string(b)
+		switch b[0] {
+		case '"':
+			value = "string"
+		case '{':
+			value = "object"
+		case '[':
+			value = "array"
+		case 't', 'f':
+			value = "bool"
+		}
+		return &json.UnmarshalTypeError{Value: value, Type: reflect.TypeFor[int]()}
+	}
+	*n = wholeNumber(max(min(f, math.MaxInt32), math.MinInt32)) // out of every range checked
 	return nil
 }
 

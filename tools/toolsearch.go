@@ -64,9 +64,9 @@ var everyTool = regexp.MustCompile(`(?i)\b(tools?|mcp)\b`)
 // discovery: name, description, and the schema's property names.
 func (g *Gateway) toolSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var a struct {
-		Query     string `json:"query"`
-		Limit     *int   `json:"limit"`
-		PageToken string `json:"page_token"`
+		Query     string       `json:"query"`
+		Limit     *wholeNumber `json:"limit"`
+		PageToken string       `json:"page_token"`
 	}
 	s, fail := g.begin(ctx, req, "tool_search", &a)
 	if fail != nil {
@@ -77,7 +77,7 @@ func (g *Gateway) toolSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	}
 	limit := 5
 	if a.Limit != nil {
-		if limit = *a.Limit; limit < 1 || limit > 50 {
+		if limit = int(*a.Limit); limit < 1 || limit > 50 {
 			return invalid("tool_search", errors.New(`"limit" must be between 1 and 50`)), nil
 		}
 	}
