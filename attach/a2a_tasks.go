@@ -897,8 +897,11 @@ func (s *Session) wait(ctx context.Context, t *task, timeout time.Duration, onUp
 // waitError says why a wait ended early: its own deadline (not an error
 // the model must handle: the task still runs), or the agent.
 func (s *Session) waitError(ctx context.Context, t *task, err error) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return nil // the view says the task is still running
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		err = Cancelled(context.Cause(ctx))
 	}
 	t.agent.reached(err)
 	return &AgentError{URN: t.agent.URN, Err: fmt.Errorf("task %s on %s: %w", t.id, t.agent.Name, err)}

@@ -687,7 +687,7 @@ func (s *Session) Attach(ctx context.Context, req Request) (a *Attachment, alrea
 	case err != nil && ctx.Err() != nil:
 		// Its caller gave up (the client cancelled, or went away): said
 		// as such, not as the server's failure to start.
-		return nil, false, fmt.Errorf("attach %s: its request ended before the server started: %w", key, context.Cause(ctx))
+		return nil, false, fmt.Errorf("attach %s: its request ended before the server started: %w", key, Cancelled(context.Cause(ctx)))
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("attach %s: %w", key, err)

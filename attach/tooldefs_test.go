@@ -187,6 +187,15 @@ func TestAttachGivenUp(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "its request ended before the server started: context deadline exceeded") || errors.Is(err, ErrStartFailed) {
 		t.Fatalf("an attach given up: %v", err)
 	}
+	// Cancelled (its client gone: a stdio client closed its input), it
+	// says so in words, still a cancellation: it ended "context
+	// canceled", and the gateway told it as the upstream's error.
+	ctx, cancel = context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	_, _, err = m.NewSession("s2").Attach(ctx, Request{URN: urn})
+	if want := "its request ended before the server started: " + clientGone; err == nil || !strings.HasSuffix(err.Error(), want) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("an attach cancelled: %v; want it to end %q", err, want)
+	}
 }
 
 // A detach finds an attach either under way, which it stops, or done,

@@ -1145,6 +1145,16 @@ const clientGone = "its client went away: the connection or the session ended"
 
 // CancelReason says why a call was cancelled with cause, the cause of its
 // context or its error.
+// Cancelled is a request's end by its caller, cause being its context's
+// cause, said as CancelReason says it ("context canceled" told a model
+// nothing); it still unwraps to cause, context.Canceled most often.
+func Cancelled(cause error) error { return cancelled{cause} }
+
+type cancelled struct{ cause error }
+
+func (c cancelled) Error() string { return CancelReason(c.cause) }
+func (c cancelled) Unwrap() error { return c.cause }
+
 func CancelReason(cause error) string {
 	if cause == nil || cause == context.Canceled {
 		return clientGone

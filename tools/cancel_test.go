@@ -330,3 +330,19 @@ func TestCallWriter(t *testing.T) {
 		t.Errorf("the stream reads %q (%s), want %q", got, rec.Header().Get("Content-Type"), want)
 	}
 }
+
+// A tool whose caller gave up (a stdio client that closed its input
+// mid-attach or mid-wait) fails as cancelled, in words: it failed as
+// upstream_error, "context canceled", as if the server or agent had.
+func TestGivenUpSaidSo(t *testing.T) {
+	for _, err := range []error{
+		fmt.Errorf("attach urn:air:x:y: its request ended before the server started: %w", attach.Cancelled(context.Canceled)),
+		&attach.AgentError{URN: "urn:air:x:agent", Err: fmt.Errorf("task t on a: %w", attach.Cancelled(context.Canceled))},
+	} {
+		res := fromError(err)
+		var f failureBody
+		if err := json.Unmarshal(res.RawStructuredContent, &f); err != nil || f.Code != "cancelled" || strings.Contains(f.Error, "context canceled") || !strings.Contains(f.Error, "its client went away") {
+			t.Errorf("%v: %s %q", err, f.Code, f.Error)
+		}
+	}
+}

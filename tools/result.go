@@ -140,6 +140,10 @@ func fromError(err error) *mcp.CallToolResult {
 		return failure("task_store_full", "%s", msg)
 	case errors.Is(err, attach.ErrSessionClosed):
 		return failure("session_closed", "%s", msg)
+	case errors.Is(err, context.Canceled):
+		// Its caller gave up, or its session ended: said as a proxied
+		// call's cancellation is, not as the upstream's error.
+		return failure("cancelled", "%s", msg)
 	}
 	return failure("upstream_error", "%s", msg)
 }
