@@ -81,7 +81,11 @@ func (l *Limiter) AllowDiscovery(key string, now time.Time) error {
 		if len(recent) >= l.limits.RepeatMax {
 			l.seen[key] = recent
 			l.mu.Unlock()
-			return refuse("loop_guard", "the same request was made %d times in %s; its answer will not change, so use the earlier result or change the request", len(recent), l.limits.RepeatWindow)
+			// When it may be made again, too: an attach after a detach
+			// of the same server was told its answer would not change,
+			// and not how long to wait.
+			again := (recent[0].Add(l.limits.RepeatWindow).Sub(now) + time.Second - 1).Truncate(time.Second)
+			return refuse("loop_guard", "the same request was made %d times in %s; use the earlier result or change the request, or make it again in %s", len(recent), l.limits.RepeatWindow, again)
 		}
 		if len(l.seen) >= maxRepeatKeys {
 			clear(l.seen)

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -33,8 +34,8 @@ func TestLimiter(t *testing.T) {
 			t.Fatalf("repeat %d refused: %v", i, err)
 		}
 	}
-	if err := lim.AllowDiscovery("same", now.Add(4*time.Second)); !errors.As(err, &ref) || ref.Rule != "loop_guard" {
-		t.Fatalf("4th repeat: %v, want loop_guard", err)
+	if err := lim.AllowDiscovery("same", now.Add(4*time.Second)); !errors.As(err, &ref) || ref.Rule != "loop_guard" || !strings.HasSuffix(err.Error(), "make it again in 56s") {
+		t.Fatalf("4th repeat: %v, want loop_guard, saying when it may be made again", err)
 	}
 	if err := lim.AllowDiscovery("different", now.Add(5*time.Second)); err != nil {
 		t.Fatalf("a different request was refused: %v", err)
