@@ -677,16 +677,6 @@ func partText(p a2a.Part) string {
 	return "[part of an unknown kind]"
 }
 
-// attachedAs is the agent attached now under urn, or nil.
-func (s *Session) attachedAs(urn string) *Attachment {
-	for _, a := range s.Attachments() {
-		if a.Kind == KindA2AAgent && a.URN == urn {
-			return a
-		}
-	}
-	return nil
-}
-
 // agentFor picks the agent a spawn names (attachment name or URN); with
 // no name and exactly one agent attached, that one.
 func (s *Session) agentFor(name string) (*Attachment, error) {
@@ -933,7 +923,7 @@ func (s *Session) Reply(ctx context.Context, id, message string, timeout time.Du
 	if t.final() { // perhaps after a message sent just before
 		return t.view(), s.finished(t)
 	}
-	if t.messagesSent() != sent {
+	if _, now := t.askedAfter(); now != sent {
 		// Sent now, it would answer a question its sender never saw:
 		// of "Ann" and "Bea" sent at once to a task asking a name, then
 		// an age, one became the name and the other the age.
@@ -1001,12 +991,6 @@ func (t *task) answeredWith(sent, reply *a2a.Message) {
 	})
 }
 
-func (t *task) messagesSent() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.sent
-}
-
 // askedAfter is the task's status message's id ("" when it has none) and
 // the count of messages it had taken when it was last seen so.
 func (t *task) askedAfter() (question string, sent int) {
@@ -1069,7 +1053,10 @@ func (s *Session) finished(t *task) error {
 		// was refused again; told to attach one attached again since, it
 		// was told it was attached already.
 		again = fmt.Sprintf("its agent %s is detached: attach it again to start a new one", t.agent.Name)
-		if a := s.attachedAs(t.agent.URN); a != nil {
+		s.mu.Lock()
+		a := s.findLocked(t.agent.URN)
+		s.mu.Unlock()
+		if a != nil {
 			again = fmt.Sprintf("its agent was detached and is attached again, as %s: start a new one with spawn_agent on %s and context_id %s", a.Name, a.Name, t.contextID)
 		}
 	}
