@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"reflect"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -188,18 +187,7 @@ type wholeNumber int
 func (n *wholeNumber) UnmarshalJSON(b []byte) error {
 	var f float64
 	if err := json.Unmarshal(b, &f); err != nil || f != math.Trunc(f) {
-		value := "number " + string(b)
-		switch b[0] {
-		case '"':
-			value = "string"
-		case '{':
-			value = "object"
-		case '[':
-			value = "array"
-		case 't', 'f':
-			value = "bool"
-		}
-		return &json.UnmarshalTypeError{Value: value, Type: reflect.TypeFor[int]()}
+		return json.Unmarshal(b, new(int)) // the error an int field gives, naming what came
 	}
 	*n = wholeNumber(max(min(f, math.MaxInt32), math.MinInt32)) // out of every range checked
 	return nil
