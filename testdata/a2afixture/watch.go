@@ -17,9 +17,9 @@ type requests struct {
 	seen map[string]chan struct{} // method+" "+task id, closed once seen
 }
 
-func (r *requests) ch(method, taskID string) chan struct{} {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// chLocked is the channel of method and taskID, made at its first use;
+// r.mu is held.
+func (r *requests) chLocked(method, taskID string) chan struct{} {
 	if r.seen == nil {
 		r.seen = map[string]chan struct{}{}
 	}
@@ -33,9 +33,9 @@ func (r *requests) ch(method, taskID string) chan struct{} {
 }
 
 func (r *requests) saw(method, taskID string) {
-	c := r.ch(method, taskID)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	c := r.chLocked(method, taskID)
 	select {
 	case <-c:
 	default:
@@ -46,8 +46,11 @@ func (r *requests) saw(method, taskID string) {
 // await waits until a request of method for taskID has been seen, or ctx
 // ends.
 func (r *requests) await(ctx context.Context, method, taskID string) error {
+	r.mu.Lock()
+	c := r.chLocked(method, taskID)
+	r.mu.Unlock()
 	select {
-	case <-r.ch(method, taskID):
+	case <-c:
 		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)
