@@ -13,6 +13,7 @@ import (
 
 	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/registry"
 )
 
 // Task waits: the default, and the most one call may wait.
@@ -259,7 +260,7 @@ type taskSummary struct {
 
 func (g *Gateway) listTasks(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var a struct {
-		Limit *wholeNumber `json:"limit"`
+		Limit *registry.WholeNumber `json:"limit"`
 	}
 	s, fail := g.begin(ctx, req, "list_tasks", &a)
 	if fail != nil {

@@ -55,7 +55,7 @@ type discoverArgs struct {
 	Text       string                     `json:"text"`
 	Filter     map[string]json.RawMessage `json:"filter"`
 	RegistryID string                     `json:"registry_id"`
-	PageSize   *wholeNumber               `json:"page_size"` // nil: the registry's default
+	PageSize   *registry.WholeNumber      `json:"page_size"` // nil: the registry's default
 	PageToken  string                     `json:"page_token"`
 	Follow     bool                       `json:"follow_referrals"`
 }

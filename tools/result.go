@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -175,21 +174,6 @@ func decodeArgs(req mcp.CallToolRequest, v any) error {
 		}
 		return fmt.Errorf("arguments are not valid JSON: %v", err)
 	}
-	return nil
-}
-
-// wholeNumber is an integer argument, taken however a whole number is
-// written: 2, 2.0 or 2e0, as JSON Schema's "integer" takes them (a Python
-// client sends 2.0). page_size 2.0 was refused, "must be an integer, not
-// number 2.0", while timeout_seconds 5.0 went through.
-type wholeNumber int
-
-func (n *wholeNumber) UnmarshalJSON(b []byte) error {
-	var f float64
-	if err := json.Unmarshal(b, &f); err != nil || f != math.Trunc(f) {
-		return json.Unmarshal(b, new(int)) // the error an int field gives, naming what came
-	}
-	*n = wholeNumber(max(min(f, math.MaxInt32), math.MinInt32)) // out of every range checked
 	return nil
 }
 

@@ -64,9 +64,9 @@ var everyTool = regexp.MustCompile(`(?i)\b(tools?|mcp)\b`)
 // discovery: name, description, and the schema's property names.
 func (g *Gateway) toolSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var a struct {
-		Query     string       `json:"query"`
-		Limit     *wholeNumber `json:"limit"`
-		PageToken string       `json:"page_token"`
+		Query     string                `json:"query"`
+		Limit     *registry.WholeNumber `json:"limit"`
+		PageToken string                `json:"page_token"`
 	}
 	s, fail := g.begin(ctx, req, "tool_search", &a)
 	if fail != nil {

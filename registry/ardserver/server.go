@@ -405,10 +405,10 @@ func (q *queryModel) query() registry.Query {
 }
 
 type searchRequest struct {
-	Query      *queryModel `json:"query"`
-	Federation string      `json:"federation"`
-	PageSize   *int        `json:"pageSize"`
-	PageToken  string      `json:"pageToken"`
+	Query      *queryModel           `json:"query"`
+	Federation string                `json:"federation"`
+	PageSize   *registry.WholeNumber `json:"pageSize"`
+	PageToken  string                `json:"pageToken"`
 }
 
 // referral is the API's RegistryReferral: only these four fields.
@@ -449,7 +449,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request, ix *registry.Ind
 		if *req.PageSize < 1 || *req.PageSize > registry.MaxPageSize {
 			return badRequest(`"pageSize" is %d; it must be 1..%d`, *req.PageSize, registry.MaxPageSize)
 		}
-		q.PageSize = *req.PageSize
+		q.PageSize = int(*req.PageSize)
 	}
 	q.PageToken = req.PageToken
 	page, err := ix.Search(q)
@@ -507,9 +507,9 @@ type exploreRequest struct {
 }
 
 type facetRequest struct {
-	Field    string `json:"field"`
-	Limit    *int   `json:"limit"`
-	MinCount *int   `json:"minCount"`
+	Field    string                `json:"field"`
+	Limit    *registry.WholeNumber `json:"limit"`
+	MinCount *registry.WholeNumber `json:"minCount"`
 }
 
 type exploreResponse struct {
@@ -589,13 +589,13 @@ func (f facetRequest) spec() (facetSpec, error) {
 		if *f.Limit < 1 || *f.Limit > maxFacetLimit {
 			return facetSpec{}, badRequest(`"limit" is %d; it must be 1..%d`, *f.Limit, maxFacetLimit)
 		}
-		spec.limit = *f.Limit
+		spec.limit = int(*f.Limit)
 	}
 	if f.MinCount != nil {
 		if *f.MinCount < 0 {
 			return facetSpec{}, badRequest(`"minCount" is %d; it must not be negative`, *f.MinCount)
 		}
-		spec.minCount = *f.MinCount
+		spec.minCount = int(*f.MinCount)
 	}
 	return spec, nil
 }

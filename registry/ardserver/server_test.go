@@ -569,6 +569,7 @@ func TestErrors(t *testing.T) {
 	// JSON's words, not Go's.
 	for body, want := range map[string]string{
 		`{"query":{"text":"x"},"pageSize":"5"}`: `malformed request body: "pageSize" is a JSON string; it must be a whole number`,
+		`{"query":{"text":"x"},"pageSize":2.5}`: `malformed request body: "pageSize" is a JSON number 2.5; it must be a whole number`,
 		`{"query":{"text":7}}`:                  `malformed request body: "query.text" is a JSON number; it must be a string`,
 		`{"query":{"text":"x"},"colour":1}`:     `malformed request body: unknown field "colour"`,
 		// Not the server's own type's name ("ardserver.searchRequest").
@@ -579,6 +580,13 @@ func TestErrors(t *testing.T) {
 		if e.Message != want {
 			t.Errorf("%s: %q, want %q", body, e.Message, want)
 		}
+	}
+	// A whole number however written: 2.0 was refused, "is a JSON number
+	// 2.0; it must be a whole number".
+	var two struct{ Results []json.RawMessage }
+	f.do(t, http.MethodPost, "/search", `{"query":{"text":""},"pageSize":2.0}`).decode(t, 200, &two)
+	if len(two.Results) != 2 {
+		t.Errorf("pageSize 2.0: %d results", len(two.Results))
 	}
 	// A load balancer's readiness check.
 	var health struct {
