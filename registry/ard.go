@@ -192,7 +192,10 @@ func decodeToken(tok string, t any) bool {
 var errForeignToken = fmt.Errorf("%w: pageToken is not one this registry issued for this query", ErrInvalidArgument)
 
 // Lookup implements Registry: GET /agents/{urn} where the registry has it,
-// else an entry seen in this registry's search results.
+// else an entry seen in this registry's search results, as the MCP
+// Registry's does: also when the registry no longer answers, so that an
+// entry discover_resources just listed can be attached (it failed,
+// "registry r2 did not answer", while the entry was at hand).
 func (a *ARD) Lookup(ctx context.Context, urn string) (Entry, error) {
 	data, err := a.do(ctx, http.MethodGet, "/agents/"+url.PathEscape(urn), nil, nil)
 	if err == nil {
@@ -201,11 +204,11 @@ func (a *ARD) Lookup(ctx context.Context, urn string) (Entry, error) {
 			return e, nil
 		}
 	}
+	if e, ok := a.recall(urn); ok {
+		return e, nil
+	}
 	var se *StatusError
 	if err == nil || errors.As(err, &se) && (se.Status == http.StatusNotFound || se.Status == http.StatusNotImplemented || se.Status == http.StatusMethodNotAllowed) {
-		if e, ok := a.recall(urn); ok {
-			return e, nil
-		}
 		return Entry{}, fmt.Errorf("registry %s: %s: %w", a.id, urn, ErrNotFound)
 	}
 	return Entry{}, err

@@ -267,6 +267,21 @@ func TestARDLookup(t *testing.T) {
 			t.Fatalf("%d after search: falls back to seen entries: %v", status, err)
 		}
 	}
+	// A registry gone since its search: an entry it listed is still had
+	// (it was "registry r2 did not answer" while the model had just seen
+	// it); one it never listed is its failure, not an unknown URN.
+	lookupStatus.Store(200)
+	a = newTestARD(t, ts.URL)
+	if _, err := a.Search(ctx, Query{Text: "seen"}); err != nil {
+		t.Fatal(err)
+	}
+	ts.Close()
+	if e, err := a.Lookup(ctx, "urn:air:acme.com:mcp:seen"); err != nil || e.Identifier != "urn:air:acme.com:mcp:seen" {
+		t.Fatalf("a registry gone: the entry it listed: %v", err)
+	}
+	if _, err := a.Lookup(ctx, "urn:air:acme.com:mcp:weather"); err == nil || errors.Is(err, ErrNotFound) || !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("a registry gone: an entry it never listed: %v", err)
+	}
 }
 
 // The bearer token goes to the registry's origin and nowhere else, not
