@@ -196,12 +196,16 @@ func (g *Gateway) listTool() server.ServerTool {
 }
 
 type listedAttachment struct {
-	URN        string `json:"urn"`
-	Name       string `json:"name"`
-	Kind       string `json:"kind"`
-	MediaType  string `json:"media_type"`
-	RegistryID string `json:"registry_id"`
-	Endpoint   string `json:"endpoint"`
+	URN  string `json:"urn"`
+	Name string `json:"name"`
+	// Kind, MediaType, RegistryID and Endpoint are left out while not
+	// known: an attach under way has not resolved its entry yet, and a
+	// pinned agent's endpoint is its card's, once fetched. They were
+	// listed as "", kind outside its mcp_server|a2a_agent.
+	Kind       string `json:"kind,omitempty"`
+	MediaType  string `json:"media_type,omitempty"`
+	RegistryID string `json:"registry_id,omitempty"`
+	Endpoint   string `json:"endpoint,omitempty"`
 	Status     string `json:"status"`
 	WhyDown    string `json:"why_down,omitempty"`
 	ToolsCount int    `json:"tools_count"`

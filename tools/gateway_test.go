@@ -892,14 +892,21 @@ func TestDetachWhileStarting(t *testing.T) {
 		Count       int
 		Attachments []struct{ URN, Name, Status string }
 	}
+	var raw json.RawMessage
 	for deadline := time.Now().Add(5 * time.Second); l.Count == 0; time.Sleep(10 * time.Millisecond) {
-		_ = json.Unmarshal(s.call("list_attached_resources", map[string]any{}).RawStructuredContent, &l)
+		raw = s.call("list_attached_resources", map[string]any{}).RawStructuredContent
+		_ = json.Unmarshal(raw, &l)
 		if time.Now().After(deadline) {
 			t.Fatal("an attach under way was never listed")
 		}
 	}
 	if a := l.Attachments[0]; l.Count != 1 || a.URN != lateURN || a.Name != "late" || a.Status != "starting" {
 		t.Fatalf("listed as %+v", l)
+	}
+	// What is not known yet is left out, not listed as "" (kind "" is
+	// neither mcp_server nor a2a_agent).
+	if strings.Contains(string(raw), `""`) {
+		t.Errorf("an attach under way listed with empty fields: %s", raw)
 	}
 	if h := string(s.call("gateway_health", map[string]any{}).RawStructuredContent); !strings.Contains(h, `"starting":1`) {
 		t.Errorf("gateway_health: %s", h)
