@@ -179,3 +179,69 @@ func mustAbs(t *testing.T, p string) string {
 	}
 	return abs
 }
+
+// A Claude Desktop or Cursor mcpServers block, pasted as it is, and VS
+// Code's servers object, run as pinned servers: names with dashes or
+// capitals are normalised, env values reach the command's process (with
+// ${env:NAME} read from the gateway's environment), and a secret value
+// shows in no listing and no log line.
+func TestPastedDesktopConfig(t *testing.T) {
+	t.Parallel()
+	remote := startFixtureHTTP(t)
+	for _, tc := range []struct {
+		name string
+		key  string
+		// types written by each client for a command and a url server
+		stdio, http string
+	}{
+		{"Claude Desktop", "mcpServers", "", ""},
+		{"Cursor", "mcpServers", "stdio", "streamableHttp"},
+		{"VS Code", "servers", "stdio", "http"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			local := map[string]any{"command": fixtureBin, "args": []string{"--transport=stdio"},
+				"env": map[string]any{"FIXTURE_TOKEN": "${env:SOURCE_TOKEN}", "FIXTURE_PLAIN": "plain-value"}}
+			url := map[string]any{"url": remote}
+			if tc.stdio != "" {
+				local["type"], url["type"] = tc.stdio, tc.http
+			}
+			cfg := writeConfig(t, map[string]any{"allow_local_urls": true, tc.key: map[string]any{
+				"openfang-agents": local, "Remote": url, "off": map[string]any{"command": fixtureBin, "disabled": true}}})
+			g := startStdio(t, env(false, "SOURCE_TOKEN=tok-7f3a9c", "ARDGATE_CONFIG="+cfg))
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				names := g.toolNames()
+				if slices.Contains(names, "mcp_openfang_agents__env") && slices.Contains(names, "mcp_remote__echo") {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the pasted servers' tools never appeared: %v", names)
+				}
+			}
+			var got struct{ Env []string }
+			decode(t, g.call("mcp_openfang_agents__env", map[string]any{}), &got)
+			for _, kv := range []string{"FIXTURE_TOKEN=tok-7f3a9c", "FIXTURE_PLAIN=plain-value"} {
+				if !slices.Contains(got.Env, kv) {
+					t.Errorf("the server's environment lacks %s: %q", kv, got.Env)
+				}
+			}
+			if slices.ContainsFunc(got.Env, func(kv string) bool { return strings.HasPrefix(kv, "SOURCE_TOKEN=") }) {
+				t.Errorf("the gateway's own variable leaked into the server: %q", got.Env)
+			}
+			if res := g.call("mcp_remote__echo", map[string]any{"message": "hi"}); text(res) != "hi" {
+				t.Errorf("remote echo: %q", text(res))
+			}
+			l := g.list()
+			if len(l.Attachments) != 2 {
+				t.Errorf("want 2 pinned servers (the disabled one left out), got %+v", l.Attachments)
+			}
+			listed, _ := json.Marshal(l)
+			if strings.Contains(string(listed), "tok-7f3a9c") || strings.Contains(g.stderr.String(), "tok-7f3a9c") {
+				t.Errorf("the secret value shows in the listing or the log:\n%s\n%s", listed, g.stderr.String())
+			}
+			if !strings.Contains(g.stderr.String(), `"openfang-agents" is used as "openfang_agents"`) {
+				t.Errorf("no warning of the renamed server in\n%s", g.stderr.String())
+			}
+		})
+	}
+}

@@ -582,9 +582,19 @@ func (m *Manager) pinnedPlan(p config.Server) Plan {
 			}
 			headers["Authorization"] = "Bearer " + p.Token
 		}
-		return Plan{Transport: TransportStreamableHTTP, URL: p.URL, Headers: headers, Own: true}
+		transport := TransportStreamableHTTP
+		if p.Transport == config.TransportSSE {
+			transport = TransportSSE
+		}
+		return Plan{Transport: transport, URL: p.URL, Headers: headers, Own: true}
 	}
-	return Plan{Transport: TransportStdio, Program: p.Command, Args: p.Args, Env: m.Stdio.Env(p.Env)}
+	// Values set in the config come after those passed on, and so win:
+	// exec.Cmd keeps the last of a repeated name.
+	env := m.Stdio.Env(p.Env)
+	for _, k := range slices.Sorted(maps.Keys(p.EnvValues)) {
+		env = append(env, k+"="+p.EnvValues[k])
+	}
+	return Plan{Transport: TransportStdio, Program: p.Command, Args: p.Args, Env: env}
 }
 
 // Request asks for one attachment.

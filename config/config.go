@@ -153,12 +153,20 @@ type Stdio struct {
 
 // Server is a pinned MCP server: exactly one of Command or URL.
 type Server struct {
-	Name    string            `json:"name"`
-	Command string            `json:"command,omitempty"`
-	Args    []string          `json:"args,omitempty"`
-	Env     []string          `json:"env,omitempty"`
-	URL     string            `json:"url,omitempty"`
-	Headers map[string]string `json:"headers,omitempty"`
+	Name    string   `json:"name"`
+	Command string   `json:"command,omitempty"`
+	Args    []string `json:"args,omitempty"`
+	// Env names variables passed on from the gateway's environment.
+	Env []string `json:"env,omitempty"`
+	// EnvValues are variables set for a command's process as given. A
+	// value may name the gateway's variables as ${NAME} or ${env:NAME},
+	// as desktop configs do; headers may too.
+	EnvValues map[string]string `json:"env_values,omitempty"`
+	URL       string            `json:"url,omitempty"`
+	Headers   map[string]string `json:"headers,omitempty"`
+	// Transport of a url server: streamable-http (the default) or sse,
+	// the older HTTP+SSE transport.
+	Transport string `json:"transport,omitempty"`
 	// TokenEnv names the variable holding a bearer token for a url
 	// server, sent to it as Authorization: a secret stays out of the
 	// config file.
@@ -177,6 +185,10 @@ type Server struct {
 	// one connection to it serves every session instead of one each.
 	// Never assumed: an MCP session may carry state the server ties to it.
 	Stateless bool `json:"stateless,omitempty"`
+
+	// at is where the file wrote it, when not in servers: a desktop
+	// config's mcpServers.<name>.
+	at string
 }
 
 // Limits are per-session budgets. Zero means no limit.
@@ -205,6 +217,12 @@ type Agent struct {
 	// Token is read from TokenEnv when the config is loaded.
 	Token string `json:"-"`
 }
+
+// Transports of a pinned url server.
+const (
+	TransportStreamableHTTP = "streamable-http"
+	TransportSSE            = "sse"
+)
 
 // Tool modes.
 const (

@@ -59,6 +59,15 @@ type file struct {
 	} `json:"stdio"`
 	Servers []Server `json:"servers"`
 	Agents  []Agent  `json:"agents"`
+
+	// MCPServers is the block of Claude Desktop, Cursor and Claude Code.
+	MCPServers map[string]desktopServer `json:"mcpServers"`
+	// VSCodeServers is VS Code's "servers", an object where ardgate's is
+	// a list; walker.object reads an object there into this field.
+	VSCodeServers map[string]desktopServer `json:"servers (VS Code)"`
+	// Inputs are VS Code's prompts for values; ardgate asks no one, so
+	// they are only read past.
+	Inputs []json.RawMessage `json:"inputs"`
 }
 
 // fileLimits is the "limits" object. readFile starts it from DefaultLimits,
@@ -181,6 +190,21 @@ func load(flags Flags, environ []string) (*Config, error) {
 		Servers:            f.Servers,
 		Agents:             f.Agents,
 	}
+	for _, d := range []struct {
+		at      string
+		servers map[string]desktopServer
+	}{{"mcpServers", f.MCPServers}, {"servers", f.VSCodeServers}} {
+		servers, problems := desktopServers(d.at, d.servers)
+		c.Servers, errs = append(c.Servers, servers...), append(errs, problems...)
+	}
+	if f.Inputs != nil {
+		c.Warnings = append(c.Warnings, "inputs: VS Code's prompts are not asked: a ${input:…} value is refused")
+	}
+	for i := range c.Servers {
+		w, problems := expandServer(&c.Servers[i], c.Servers[i].field(i), vars)
+		c.Warnings, errs = append(c.Warnings, w...), append(errs, problems...)
+	}
+	c.normalNames()
 	if v := firstPtr(e.MaxAttachments, f.MaxAttachments); v != nil {
 		c.MaxAttachments = *v
 	}
@@ -228,6 +252,15 @@ func load(flags Flags, environ []string) (*Config, error) {
 	// Registries: the file's list (or builtin alone), then one catalog
 	// registry per catalog file named by flags, env or file.
 	c.Registries = f.Registries
+	for i := range c.Registries {
+		// Everruns writes its registries as id, url and federation: a
+		// registry with a url and no kind is an ARD registry.
+		if r := &c.Registries[i]; r.Kind == "" && r.URL != "" {
+			r.Kind = KindARD
+		} else if r.Kind == "" && r.Path != "" {
+			r.Kind = KindCatalog
+		}
+	}
 	if c.Registries == nil {
 		c.Registries = []Registry{{ID: BuiltinRegistryID, Kind: KindCatalog}}
 	}
@@ -546,6 +579,10 @@ func (w *walker) object(path string, t reflect.Type, raw json.RawMessage) map[st
 			field = path + "." + key
 		}
 		elem, known := jsonField(t, key)
+		if t == reflect.TypeFor[file]() && key == "servers" && bytes.HasPrefix(bytes.TrimSpace(v), []byte("{")) {
+			key = vscodeServers
+			elem, known = jsonField(t, key)
+		}
 		switch {
 		case err != nil:
 		case seen[key]:
@@ -562,6 +599,9 @@ func (w *walker) object(path string, t reflect.Type, raw json.RawMessage) map[st
 	}
 	return out
 }
+
+// vscodeServers is the key VS Code's servers object is kept under.
+const vscodeServers = "servers (VS Code)"
 
 // wrong records that the value at path is not what it should be.
 func (w *walker) wrong(path string, raw json.RawMessage, want string) any {
@@ -858,7 +898,7 @@ func (c *Config) validate() []error {
 		names[n] = true
 	}
 	for i, s := range c.Servers {
-		f := fmt.Sprintf("servers[%d]", i)
+		f := s.field(i)
 		checkName(f, s.Name)
 		switch {
 		case s.Command == "" && s.URL == "":
@@ -893,6 +933,19 @@ func (c *Config) validate() []error {
 			if !envPattern.MatchString(v) {
 				add(fmt.Sprintf("%s.env[%d]", f, j), "%q is not a variable name", v)
 			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(s.EnvValues)) {
+			switch {
+			case s.URL != "":
+				add(f+"."+s.envValuesField()+"."+k, "applies to command servers only: send a url server headers")
+			case !envPattern.MatchString(k):
+				add(f+"."+s.envValuesField(), "%q is not a variable name", k)
+			case strings.ContainsRune(s.EnvValues[k], 0):
+				add(f+"."+s.envValuesField()+"."+k, "the value holds a NUL character, which no environment can")
+			}
+		}
+		if s.Transport != "" && (s.URL == "" || s.Transport != TransportStreamableHTTP && s.Transport != TransportSSE) {
+			add(f+".transport", "%q is not streamable-http or sse, for a url server", s.Transport)
 		}
 		if s.ToolMode != "" && s.ToolMode != ToolModeListed && s.ToolMode != ToolModeDeferred {
 			add(f+".tool_mode", "%q is not listed or deferred", s.ToolMode)
