@@ -784,16 +784,17 @@ type Progress struct {
 // relayProgress gives a call whose caller asked for progress a token of
 // the gateway's for the upstream, unique on this connection: clients pick
 // theirs freely, and a connection shared by sessions must not hand one
-// session's progress to another. forget ends the relay once the call has
-// ended; the upstream's progress after that goes nowhere.
+// session's progress to another. The progress is coalesced (Coalescer): a
+// server that reported it in a loop had 100,000 notifications relayed to
+// the client in 3 s. Each one gives the call more time all the same.
+// forget ends the relay once the call has ended, sending the progress
+// held back first; the upstream's progress after that goes nowhere.
 func (u *upstream) relayProgress(p *Progress) (tok string, forget func()) {
 	tok = "ardgate-progress-" + strconv.FormatUint(u.rawIDs.Add(1), 10)
+	relay := NewCoalescer(0, func(n mcp.JSONRPCNotification, _ int) { p.To(p.relayed(n)) })
 	u.mu.Lock()
 	u.progress[tok] = func(n mcp.JSONRPCNotification) {
-		n.Params.AdditionalFields = maps.Clone(n.Params.AdditionalFields)
-		n.Params.AdditionalFields["progressToken"] = p.Token
-		n.Params.Meta = nil // the upstream's _meta was for the gateway
-		p.To(n)
+		relay.Offer(n)
 		p.reported.Store(true)
 		if p.heard != nil {
 			p.heard()
@@ -804,7 +805,17 @@ func (u *upstream) relayProgress(p *Progress) (tok string, forget func()) {
 		u.mu.Lock()
 		delete(u.progress, tok)
 		u.mu.Unlock()
+		relay.Stop()
 	}
+}
+
+// relayed is the upstream's progress n as the caller gets it, under its
+// own token.
+func (p *Progress) relayed(n mcp.JSONRPCNotification) mcp.JSONRPCNotification {
+	n.Params.AdditionalFields = maps.Clone(n.Params.AdditionalFields)
+	n.Params.AdditionalFields["progressToken"] = p.Token
+	n.Params.Meta = nil // the upstream's _meta was for the gateway
+	return n
 }
 
 // callRaw forwards one tool call with the arguments as the client sent

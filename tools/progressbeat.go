@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -26,28 +25,23 @@ import (
 const DefaultProgressBeat = 5 * time.Second
 
 // progressReport reports one operation's progress under the client's
-// token. A nil *progressReport reports nothing.
+// token, its steps coalesced (attach.MinUpdate) and beaten (ProgressBeat).
+// A nil *progressReport reports nothing.
 type progressReport struct {
 	g     *Gateway
 	ctx   context.Context
 	token mcp.ProgressToken
 	total int // 0 when not known
-
-	mu      sync.Mutex
-	step    int // the last step reported
-	beats   int // since it
-	msg     string
-	since   time.Time
-	sent    time.Time // when a step was last sent
-	pending bool      // the step is to be sent when the timer fires
-	timer   *time.Timer
-	ended   bool
+	steps *attach.Coalescer[progressStep]
 }
 
-// minUpdate is the least time between two reports of a task's updates
-// that leave its state as it was: an agent that streams a status every
-// 100 ms had ten notifications a second sent to the client.
-const minUpdate = 250 * time.Millisecond
+// progressStep is one step of an operation as reported: its number, its
+// message, and since when it lasts.
+type progressStep struct {
+	step  int
+	msg   string
+	since time.Time
+}
 
 // reportProgress returns the progress report of the request, or nil when
 // the client gave no progress token. Call stop when the operation ends.
@@ -55,68 +49,33 @@ func (g *Gateway) reportProgress(ctx context.Context, req mcp.CallToolRequest, t
 	if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
 		return nil
 	}
-	return &progressReport{g: g, ctx: ctx, token: req.Params.Meta.ProgressToken, total: total}
+	p := &progressReport{g: g, ctx: ctx, token: req.Params.Meta.ProgressToken, total: total}
+	p.steps = attach.NewCoalescer(g.opts.ProgressBeat, p.send)
+	return p
 }
 
-// report reports step with msg, and beats while it lasts.
-func (p *progressReport) report(step int, msg string) { p.update(step, msg, true) }
-
-// update is report, but for a step that need not go out at once (now is
-// false): it goes no sooner than minUpdate after the last, the latest of
-// those that came meanwhile.
-func (p *progressReport) update(step int, msg string, now bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ended {
-		return
-	}
-	p.step, p.beats, p.msg, p.since = step, 0, msg, time.Now()
-	if wait := minUpdate - time.Since(p.sent); !now && wait > 0 {
-		p.pending = true
-		p.armIn(wait)
-		return
-	}
-	p.pending = false
-	p.sent = time.Now()
-	p.send(float64(step), msg)
-	p.arm()
+// report reports step with msg at once, and beats while it lasts.
+func (p *progressReport) report(step int, msg string) {
+	p.steps.Send(progressStep{step, msg, time.Now()})
 }
 
-// arm sets the next beat; p.mu is held.
-func (p *progressReport) arm() { p.armIn(p.g.opts.ProgressBeat) }
-
-// armIn sets the timer to fire in d; p.mu is held.
-func (p *progressReport) armIn(d time.Duration) {
-	if p.timer == nil {
-		p.timer = time.AfterFunc(d, p.beat)
-	} else {
-		p.timer.Reset(d)
-	}
+// update is report, but for a step that need not go out at once: it goes
+// no sooner than attach.MinUpdate after the last, the latest of those
+// that came meanwhile.
+func (p *progressReport) update(step int, msg string) {
+	p.steps.Offer(progressStep{step, msg, time.Now()})
 }
 
-// beat sends a step held back (update), or reports the step again: step
-// + k/(k+1) after k beats, which rises and stays below the next step
-// however many beats come.
-func (p *progressReport) beat() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ended {
-		return
+// send sends one notifications/progress of s; after k beats, as step +
+// k/(k+1), which rises and stays below the next step however many beats
+// come, with how long the step has lasted. It runs under the steps'
+// lock, so that a beat and a new step go out in order.
+func (p *progressReport) send(s progressStep, beats int) {
+	progress, msg := float64(s.step), s.msg
+	if beats > 0 {
+		progress += float64(beats) / float64(beats+1)
+		msg = fmt.Sprintf("%s (%s)", s.msg, time.Since(s.since).Round(time.Second))
 	}
-	if p.pending {
-		p.pending, p.sent = false, time.Now()
-		p.send(float64(p.step), p.msg)
-		p.arm()
-		return
-	}
-	p.beats++
-	p.send(float64(p.step)+float64(p.beats)/float64(p.beats+1), fmt.Sprintf("%s (%s)", p.msg, time.Since(p.since).Round(time.Second)))
-	p.arm()
-}
-
-// send sends one notifications/progress; p.mu is held, so that a beat and
-// a new step go out in order.
-func (p *progressReport) send(progress float64, msg string) {
 	params := map[string]any{"progressToken": p.token, "progress": progress, "message": msg}
 	if p.total > 0 {
 		params["total"] = p.total
@@ -126,16 +85,11 @@ func (p *progressReport) send(progress float64, msg string) {
 	}
 }
 
-// stop ends the beats: the operation has ended.
+// stop ends the beats, once a step held back has gone: the operation has
+// ended.
 func (p *progressReport) stop() {
-	if p == nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.ended = true
-	if p.timer != nil {
-		p.timer.Stop()
+	if p != nil {
+		p.steps.Stop()
 	}
 }
 
@@ -156,10 +110,7 @@ func (p *progressReport) tasks() func(attach.TaskView) {
 	if p == nil {
 		return nil
 	}
-	p.mu.Lock()
-	p.msg, p.since = "waiting", time.Now()
-	p.arm()
-	p.mu.Unlock()
+	p.steps.Await(progressStep{0, "waiting", time.Now()})
 	n, state := 0, ""
 	return func(v attach.TaskView) {
 		n++
@@ -167,7 +118,11 @@ func (p *progressReport) tasks() func(attach.TaskView) {
 		if len(v.Messages) > 0 {
 			msg += ": " + v.Messages[len(v.Messages)-1].Text
 		}
-		p.update(n, msg, v.State != state) // a new state goes at once
+		if v.State != state {
+			p.report(n, msg) // a new state goes at once
+		} else {
+			p.update(n, msg)
+		}
 		state = v.State
 	}
 }

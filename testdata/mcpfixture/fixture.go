@@ -24,6 +24,8 @@
 //   - big {bytes: integer}: returns one text content of that many 'x' bytes.
 //   - garbage {}: on stdio, writes a line that is not JSON and a reply to
 //     a request nobody sent, then answers normally.
+//   - progress {count, pad, inline}: sends count notifications/progress
+//     as fast as it can, then answers.
 //   - offer {name}: adds a prompt and a resource (offers.go).
 //
 // Handlers never panic on missing or mistyped arguments: they return an
@@ -207,6 +209,14 @@ func New(name string) *server.MCPServer {
 		mcp.WithBoolean("inline", mcp.Description("Write them straight to stdout (stdio only), so that they come before the answer.")),
 	), logMessages(s))
 
+	s.AddTool(mcp.NewTool("progress",
+		mcp.WithDescription("Sends count progress notifications under the call's progress token as fast as it can, "+
+			"each with a message of pad bytes when pad is set, then answers."),
+		mcp.WithInteger("count", mcp.Min(1), mcp.Max(1000000)),
+		mcp.WithInteger("pad", mcp.Min(0), mcp.Max(1<<20)),
+		mcp.WithBoolean("inline", mcp.Description("Write them straight to stdout (stdio only), so that they come before the answer.")),
+	), progressNotes(s))
+
 	s.AddTool(mcp.NewTool("cancellations",
 		mcp.WithDescription("Returns the reason of each notifications/cancelled the server read, one a line (stdio only)."),
 	), cancellations)
@@ -361,13 +371,13 @@ func schemaProbe(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResul
 var LogLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
 // logMessages sends log messages, "log 1" to "log <count>" under the logger
-// "fixture". A full queue of notices is waited out, not a message lost.
-// Written inline, they come before the answer.
+// "fixture" (sendNote).
 func logMessages(s *server.MCPServer) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		level := mcp.LoggingLevel(req.GetString("level", ""))
 		count := req.GetInt("count", 1)
 		force := req.GetBool("force", false)
+		inline := req.GetBool("inline", false)
 		var clientLevel mcp.LoggingLevel
 		if cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithLogging); ok {
 			clientLevel = cs.GetLogLevel()
@@ -378,43 +388,78 @@ func logMessages(s *server.MCPServer) server.ToolHandlerFunc {
 				break
 			}
 			params := map[string]any{"level": level, "logger": "fixture", "data": fmt.Sprintf("log %d", i)}
-			if req.GetBool("inline", false) {
-				// mcp-go's server writes notices from a goroutine of its
-				// own, which may come after the answer.
-				line, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": mcp.MethodNotificationMessage, "params": params})
-				if _, err := os.Stdout.Write(append(line, '\n')); err != nil {
-					return nil, err
-				}
-				sent++
-				continue
-			}
-			for {
-				err := s.SendNotificationToClient(ctx, string(mcp.MethodNotificationMessage), params)
-				if err == nil {
-					break
-				}
-				if !errors.Is(err, server.ErrNotificationChannelBlocked) {
-					return mcp.NewToolResultError(fmt.Sprintf("log %d not sent: %v", i, err)), nil
-				}
-				select {
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				case <-time.After(time.Millisecond):
-				}
+			if err := sendNote(ctx, s, string(mcp.MethodNotificationMessage), params, inline); err != nil {
+				return mcp.NewToolResultError(fmt.Sprintf("log %d not sent: %v", i, err)), nil
 			}
 			sent++
 		}
-		// mcp-go's streamable HTTP server drops a notice that the
-		// forwarder of the call's stream takes from the session's queue
-		// after the answer went: the answer waits until the queue is
-		// empty, and a moment more for the last notice to be written.
-		if cs := server.ClientSessionFromContext(ctx); cs != nil && sent > 0 && !req.GetBool("inline", false) {
-			for ch := cs.NotificationChannel(); len(ch) > 0 && ctx.Err() == nil; {
-				time.Sleep(time.Millisecond)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		notesSent(ctx, sent, inline)
 		return mcp.NewToolResultText(fmt.Sprintf("sent %d at %s; the client's level is %s", sent, level, clientLevel)), nil
+	}
+}
+
+// progressNotes sends count notifications/progress under the call's
+// token, 1 to count of count, with a message of pad bytes when pad is
+// set, as fast as it can (sendNote), then answers with how many it sent.
+func progressNotes(s *server.MCPServer) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var token mcp.ProgressToken
+		if req.Params.Meta != nil {
+			token = req.Params.Meta.ProgressToken
+		}
+		if token == nil {
+			return mcp.NewToolResultError("progress needs a progress token in _meta."), nil
+		}
+		count, inline := req.GetInt("count", 1), req.GetBool("inline", false)
+		pad := strings.Repeat("p", req.GetInt("pad", 0))
+		for i := 1; i <= count; i++ {
+			params := map[string]any{"progressToken": token, "progress": i, "total": count}
+			if pad != "" {
+				params["message"] = pad
+			}
+			if err := sendNote(ctx, s, string(mcp.MethodNotificationProgress), params, inline); err != nil {
+				return mcp.NewToolResultError(fmt.Sprintf("progress %d not sent: %v", i, err)), nil
+			}
+		}
+		notesSent(ctx, count, inline)
+		return mcp.NewToolResultText(fmt.Sprintf("sent %d progress notifications", count)), nil
+	}
+}
+
+// sendNote sends one notification of the server's. Inline, it is written
+// straight to stdout (stdio only): mcp-go's server writes notices from a
+// goroutine of its own, which may come after the answer. Otherwise a full
+// queue of notices is waited out, not a notice lost.
+func sendNote(ctx context.Context, s *server.MCPServer, method string, params map[string]any, inline bool) error {
+	if inline {
+		line, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
+		_, err := os.Stdout.Write(append(line, '\n'))
+		return err
+	}
+	for {
+		err := s.SendNotificationToClient(ctx, method, params)
+		if !errors.Is(err, server.ErrNotificationChannelBlocked) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// notesSent waits, once a call has sent notices not inline, for them to
+// be written before its answer: mcp-go's streamable HTTP server drops a
+// notice that the forwarder of the call's stream takes from the session's
+// queue after the answer went. The answer waits until the queue is empty,
+// and a moment more for the last notice to be written.
+func notesSent(ctx context.Context, sent int, inline bool) {
+	if cs := server.ClientSessionFromContext(ctx); cs != nil && sent > 0 && !inline {
+		for ch := cs.NotificationChannel(); len(ch) > 0 && ctx.Err() == nil; {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
