@@ -1,11 +1,15 @@
 package attach
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/ardgate/ardgate/guard"
 )
@@ -40,8 +44,7 @@ func (c capAnswers) RoundTrip(r *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	if media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); media == "text/event-stream" {
-		// A line holds a message and its field name.
-		resp.Body = readCloser{Reader: guard.LimitFrames(resp.Body, guard.MaxMessage+len("data: \r\n")), Closer: resp.Body, cut: c.cut}
+		resp.Body = readCloser{Reader: &deepEvents{lr: guard.NewLineReader(eventLines(resp.Body), eventBuffer)}, Closer: resp.Body, cut: c.cut}
 	} else {
 		resp.Body = &cappedBody{ReadCloser: resp.Body, left: guard.MaxMessage, cut: c.cut}
 	}
@@ -62,6 +65,54 @@ func (r readCloser) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// eventBuffer is deepEvents' buffer: small, as a legacy SSE server's
+// stream lasts as long as the connection; a longer line is gathered apart
+// (guard.LineReader).
+const eventBuffer = 4 << 10
+
+// deepEvents reads an event stream for mcp-go's transport, which drops an
+// event it cannot decode: an answer nested deeper than guard reads (as
+// encoding/json reads) is passed on as an error answering the same
+// request, saying why, so that the request fails at once; it waited out
+// its timeout.
+type deepEvents struct {
+	lr   *guard.LineReader
+	line []byte // what is still to be read of the line read
+	err  error  // reading the stream, once line is read
+}
+
+func (d *deepEvents) Read(p []byte) (int, error) {
+	for len(d.line) == 0 {
+		if d.err != nil {
+			return 0, d.err
+		}
+		d.line, d.err = d.lr.ReadLine()
+		d.line = refusedIfDeep(d.line)
+	}
+	n := copy(p, d.line)
+	d.line = d.line[n:]
+	return n, nil
+}
+
+// refusedIfDeep is line, an event stream's, or in place of a data line
+// that answers a request nested too deep, an error answer to it.
+func refusedIfDeep(line []byte) []byte {
+	data, ok := bytes.CutPrefix(line, []byte("data:"))
+	if !ok {
+		return line
+	}
+	data = bytes.TrimSpace(data)
+	if _, err := guard.ReadMessage(data); !errors.Is(err, guard.ErrTooDeep) {
+		return line
+	}
+	id, method := guard.RouteOf(data)
+	if id == nil || method {
+		return line // a request or a notification: dropped, as before
+	}
+	why, _ := json.Marshal(fmt.Sprintf("the server's response is %s: %s", errMalformedAnswer, guard.ErrTooDeep))
+	return fmt.Appendf(nil, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":%d,\"message\":%s}}\n", id, mcp.PARSE_ERROR, why)
+}
+
 // cappedBody fails the read that goes past its cap, and every one after,
 // saying so.
 type cappedBody struct {
@@ -72,6 +123,11 @@ type cappedBody struct {
 
 // errAnswerTooLarge is an answer past the message cap.
 var errAnswerTooLarge = fmt.Errorf("the answer is larger than the %d MiB cap", guard.MaxMessage>>20)
+
+// errMalformedAnswer is an answer that is not JSON-RPC the gateway reads:
+// one nested deeper than guard.ErrTooDeep allows, say. That request
+// fails, not the connection.
+var errMalformedAnswer = errors.New("not JSON-RPC the gateway reads")
 
 func (b *cappedBody) Read(p []byte) (int, error) {
 	if b.left < 0 {

@@ -370,18 +370,40 @@ func (p *pipeTransport) read() {
 // server stays up.
 func (p *pipeTransport) dropLong(long *guard.LongLine) {
 	p.log.Warn("the server wrote a message over the cap: dropped", "bytes", long.Size, "id", string(long.ID), "request", long.Method)
-	if long.ID == nil {
-		return // a notification, or nothing that routes
+	p.refuse(long.ID, long.Method, errAnswerTooLarge, fmt.Sprintf("the request is larger than the gateway's %d MiB cap", guard.MaxMessage>>20))
+}
+
+// dropMalformed drops a line that is not JSON-RPC, err saying why. One
+// nested deeper than the gateway reads ends what it was about, when it
+// routes: the call it answers fails at once, instead of when out of time
+// (an attach waited for its start_timeout), and a request of the
+// server's is refused; the server stays up. Another, cut short say, is
+// skipped: the server may go on to answer properly.
+func (p *pipeTransport) dropMalformed(line []byte, err error) {
+	p.log.Debug("the server wrote a line that is not JSON-RPC", "err", err, "bytes", len(line))
+	if errors.Is(err, guard.ErrTooDeep) {
+		id, method := guard.RouteOf(line)
+		p.refuse(id, method, fmt.Errorf("the server's response is %w: %w", errMalformedAnswer, err), "the request is not JSON-RPC the gateway reads: "+err.Error())
 	}
-	if long.Method {
+}
+
+// refuse ends what a message of the server's, dropped, was about: the call
+// its id answers fails with answerErr, or its request is refused with
+// requestWhy. Without an id, a notification or nothing that routes, it
+// was about nothing.
+func (p *pipeTransport) refuse(rawID []byte, request bool, answerErr error, requestWhy string) {
+	if rawID == nil {
+		return
+	}
+	if request {
 		var id mcp.RequestId
-		if id.UnmarshalJSON(long.ID) == nil {
-			p.reply(transport.NewJSONRPCErrorResponse(id, mcp.INVALID_REQUEST, fmt.Sprintf("the request is larger than the gateway's %d MiB cap", guard.MaxMessage>>20), nil))
+		if id.UnmarshalJSON(rawID) == nil {
+			p.reply(transport.NewJSONRPCErrorResponse(id, mcp.INVALID_REQUEST, requestWhy, nil))
 		}
 		return
 	}
-	if c, ok := p.takeID(long.ID); ok {
-		c.w.failed(errAnswerTooLarge)
+	if c, ok := p.takeID(rawID); ok {
+		c.w.failed(answerErr)
 	}
 }
 
@@ -392,14 +414,14 @@ type frame = guard.Message
 
 // dispatch routes one line: a response to its caller, a notification to
 // the handler, a request to the request handler on a goroutine of its own.
-// A line that is not JSON-RPC is skipped, as mcp-go's transport does: the
-// server may go on to answer properly. Only answers are held in b: what
-// else the server sends may take a while to handle, so the answers held
-// go first.
+// A line that is not JSON-RPC is skipped, as mcp-go's transport does, but
+// for one nested too deep (dropMalformed). Only answers are held in b:
+// what else the server sends may take a while to handle, so the answers
+// held go first.
 func (p *pipeTransport) dispatch(line []byte, b *guard.Batch) {
 	f, err := guard.ReadMessage(line)
 	if err != nil {
-		p.log.Debug("the server wrote a line that is not JSON-RPC", "err", err, "bytes", len(line))
+		p.dropMalformed(line, err)
 		return
 	}
 	if f.Method != nil {

@@ -135,14 +135,13 @@ func (p *poster) exchange(ctx context.Context, key string, line []byte) (*transp
 		return nil, err
 	}
 	defer resp.body.Close()
-	body := io.LimitReader(resp.body, guard.MaxMessage+1)
 	switch {
 	case resp.status == http.StatusNotFound:
 		return nil, errSessionGone
 	case resp.status != http.StatusOK:
 		// A JSON-RPC error may come with any status; anything else is the
 		// server failing.
-		b, _ := io.ReadAll(io.LimitReader(body, 64<<10))
+		b, _ := io.ReadAll(io.LimitReader(resp.body, 64<<10))
 		if r, err := p.response(key, b); err == nil {
 			return r, nil
 		}
@@ -151,7 +150,7 @@ func (p *poster) exchange(ctx context.Context, key string, line []byte) (*transp
 	media, _, _ := mime.ParseMediaType(resp.media)
 	switch media {
 	case "application/json":
-		b, err := readBody(body, resp.length)
+		b, err := readBody(io.LimitReader(resp.body, guard.MaxMessage+1), resp.length)
 		if err != nil {
 			return nil, fmt.Errorf("reading the response: %w", err)
 		}
@@ -161,7 +160,7 @@ func (p *poster) exchange(ctx context.Context, key string, line []byte) (*transp
 		return p.response(key, b)
 	case "text/event-stream":
 		var at streamAt
-		r, err := p.events(ctx, key, guard.NewLineReader(body, maxLineBuffer), &at)
+		r, err := p.events(ctx, key, guard.NewLineReader(io.LimitReader(resp.body, guard.MaxMessage+1), maxLineBuffer), &at)
 		return p.resume(ctx, key, &at, r, err)
 	}
 	return nil, fmt.Errorf("the server answered with content type %q", resp.media)
@@ -272,11 +271,17 @@ func (p *poster) do(ctx context.Context, req request) (*http.Response, error) {
 	return p.client.Do(r)
 }
 
+// eventLines bounds the lines of an event stream: a line holds at most a
+// message and its field name.
+func eventLines(body io.Reader) io.Reader {
+	return guard.LimitFrames(body, guard.MaxMessage+len("data: \r\n"))
+}
+
 // response reads one JSON-RPC response that must answer key.
 func (p *poster) response(key string, b []byte) (*transport.JSONRPCResponse, error) {
 	f, err := guard.ReadMessage(b)
 	if err != nil {
-		return nil, fmt.Errorf("the server's response is malformed: %w", err)
+		return nil, fmt.Errorf("the server's response is %w: %w", errMalformedAnswer, err)
 	}
 	if f.Method != nil || !answers(f.ID, key) {
 		return nil, fmt.Errorf("the server's response answers another request (id %s)", guard.Text(string(f.ID), 80))
@@ -301,8 +306,8 @@ func (p *poster) events(ctx context.Context, key string, lr *guard.LineReader, a
 			if len(data) == 0 {
 				break
 			}
-			if resp := p.event(ctx, key, data); resp != nil {
-				return resp, nil
+			if resp, err := p.event(ctx, key, data); resp != nil || err != nil {
+				return resp, err
 			}
 			data = data[:0]
 		case bytes.HasPrefix(line, []byte("data:")):
@@ -330,16 +335,25 @@ func (p *poster) events(ctx context.Context, key string, lr *guard.LineReader, a
 var errStreamEnded = errors.New("the server's event stream ended without answering the call")
 
 // event handles one SSE event and returns the response when it answers
-// key. data is reused for the next event, so what is kept is copied.
-func (p *poster) event(ctx context.Context, key string, data []byte) *transport.JSONRPCResponse {
+// key, or why it cannot be read when it would (nested too deep, say).
+// data is reused for the next event, so what is kept is copied.
+func (p *poster) event(ctx context.Context, key string, data []byte) (*transport.JSONRPCResponse, error) {
 	f, err := guard.ReadMessage(data)
 	if err != nil {
-		return nil // not a message; a well-behaved server sends none
+		// Not a message; a well-behaved server sends none. One nested too
+		// deep ends the call it answers (pipeTransport.dropMalformed).
+		if !errors.Is(err, guard.ErrTooDeep) {
+			return nil, nil
+		}
+		if id, method := guard.RouteOf(data); !method && answers(id, key) {
+			return nil, fmt.Errorf("the server's response is %w: %w", errMalformedAnswer, err)
+		}
+		return nil, nil
 	}
 	switch {
 	case f.Method == nil:
 		if answers(f.ID, key) {
-			return responseOf(f, false)
+			return responseOf(f, false), nil
 		}
 	case f.ID == nil || string(f.ID) == "null":
 		var n mcp.JSONRPCNotification
@@ -349,7 +363,7 @@ func (p *poster) event(ctx context.Context, key string, data []byte) *transport.
 	default:
 		p.answer(ctx, f)
 	}
-	return nil
+	return nil, nil
 }
 
 // answer replies to a request the server made during a call, or on the

@@ -101,10 +101,7 @@ func (p *poster) openStream(ctx context.Context, key string, at *streamAt, buf i
 	if media, _, _ := mime.ParseMediaType(r.media); media != "text/event-stream" {
 		return nil, false, fmt.Errorf("the server answered with content type %q", r.media)
 	}
-	// A line is bounded by a message and its field name: the stream has
-	// no end to bound it by, as a call's POST has.
-	lines := guard.LimitFrames(r.body, guard.MaxMessage+len("data: \r\n"))
-	resp, err = p.events(ctx, key, guard.NewLineReader(lines, buf), at)
+	resp, err = p.events(ctx, key, guard.NewLineReader(eventLines(r.body), buf), at)
 	return resp, true, err
 }
 

@@ -1276,6 +1276,8 @@ func callError(att *Attachment, tool string, err, out error) error {
 	case errors.Is(err, errAnswerTooLarge):
 		// Said without whose answer it was.
 		return fmt.Errorf("%s: its answer to %s: %w; ask it for less", att.Name, tool, err)
+	case errors.Is(err, errMalformedAnswer):
+		return fmt.Errorf("%s: its answer to %s: %w", att.Name, tool, err)
 	}
 	return err
 }

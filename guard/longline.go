@@ -59,6 +59,16 @@ func (l *LineReader) skipLong(read []byte, err error) error {
 	return &LongLine{Size: n, Max: l.Max, ID: s.routeID(), Method: s.method}
 }
 
+// RouteOf finds what routes line, a message ReadMessage may have refused
+// (one nested too deep, or not JSON at all), as a LongLine does: the
+// top-level id, nil when it has none that routes, and whether it has a
+// method. Its sender can then be answered, or its caller told, at once.
+func RouteOf(line []byte) (id []byte, method bool) {
+	var s idSeeker
+	s.feed(line)
+	return s.routeID(), s.method
+}
+
 // maxID bounds the id a LongLine keeps.
 const maxID = 128
 

@@ -127,3 +127,29 @@ func FuzzLongLine(f *testing.F) {
 		}
 	})
 }
+
+// RouteOf finds the id of a line ReadMessage refuses, wherever it lies:
+// after a result nested too deep too, as the TypeScript SDK writes it
+// last.
+func TestRouteOf(t *testing.T) {
+	deep := strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth)
+	for _, c := range []struct {
+		line, id string
+		method   bool
+	}{
+		{`{"jsonrpc":"2.0","result":{"tools":` + deep + `},"id":7}`, "7", false},
+		{`{"id":"a","result":` + deep + `}`, `"a"`, false},
+		{`{"method":"x","id":3,"params":` + deep + `}`, "3", true},
+		{`{"method":"notifications/x","params":` + deep + `}`, "", true},
+		{`{"id":{"not":"an id"},"result":1}`, "", false},
+		{`not json`, "", false},
+	} {
+		if _, err := ReadMessage([]byte(c.line)); err == nil && strings.Contains(c.line, deep) {
+			t.Fatalf("ReadMessage took %.40s…", c.line)
+		}
+		id, method := RouteOf([]byte(c.line))
+		if string(id) != c.id || method != c.method {
+			t.Errorf("RouteOf(%.40s…) = %s, %v; want %s, %v", c.line, id, method, c.id, c.method)
+		}
+	}
+}

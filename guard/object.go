@@ -131,6 +131,16 @@ var ErrNotJSON = errors.New("not a JSON object")
 // brackets cannot grow the stack without limit.
 const maxDepth = 10000
 
+// ErrTooDeep is a message nested deeper than ScanObject reads, as
+// encoding/json reads; it is an ErrNotJSON.
+var ErrTooDeep error = tooDeep{}
+
+type tooDeep struct{}
+
+func (tooDeep) Error() string { return fmt.Sprintf("nested deeper than %d levels", maxDepth) }
+
+func (tooDeep) Is(target error) bool { return target == ErrNotJSON }
+
 type span struct{ start, end int }
 
 type scanner struct {
@@ -167,9 +177,6 @@ func (s *scanner) space() {
 
 // value skips one JSON value, checking it.
 func (s *scanner) value(depth int) error {
-	if depth > maxDepth {
-		return fmt.Errorf("%w: nested deeper than %d", ErrNotJSON, maxDepth)
-	}
 	if s.i >= len(s.b) {
 		return s.fail("a value")
 	}
@@ -177,6 +184,10 @@ func (s *scanner) value(depth int) error {
 	case c == '"':
 		_, _, err := s.str()
 		return err
+	case (c == '{' || c == '[') && depth >= maxDepth:
+		// The value would be the maxDepth+1-th level, counting the
+		// top-level object as the first, as encoding/json counts.
+		return ErrTooDeep
 	case c == '{':
 		return s.object(depth, nil)
 	case c == '[':

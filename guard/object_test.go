@@ -3,6 +3,7 @@ package guard
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"maps"
 	"strings"
 	"testing"
@@ -50,7 +51,7 @@ func TestScanObject(t *testing.T) {
 		{"single quotes", `{'id':1}`, nil},
 		{"bad literal", `{"id":nul}`, nil},
 		{"unquoted name", `{id:1}`, nil},
-		{"too deep", `{"r":` + strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1) + `}`, nil},
+		{"too deep", `{"r":` + strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth) + `}`, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -69,10 +70,15 @@ func TestScanObject(t *testing.T) {
 			}
 		})
 	}
-	// As deep as encoding/json allows is still an object.
-	deep := []byte(`{"r":` + strings.Repeat("[", maxDepth-1) + strings.Repeat("]", maxDepth-1) + `}`)
+	// As deep as encoding/json allows, maxDepth levels with the object,
+	// is still an object; one more is not, and says why.
+	deep := []byte(`{"r":` + strings.Repeat("[", maxDepth-1) + "1" + strings.Repeat("]", maxDepth-1) + `}`)
 	if _, err := members(deep); err != nil || !json.Valid(deep) {
-		t.Errorf("nesting of %d: ScanObject %v, json.Valid %v", maxDepth-1, err, json.Valid(deep))
+		t.Errorf("nesting of %d: ScanObject %v, json.Valid %v", maxDepth, err, json.Valid(deep))
+	}
+	deeper := []byte(`{"r":` + strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth) + `}`)
+	if _, err := members(deeper); !errors.Is(err, ErrTooDeep) || !errors.Is(err, ErrNotJSON) || json.Valid(deeper) {
+		t.Errorf("nesting of %d: ScanObject %v, json.Valid %v; want ErrTooDeep, and not valid", maxDepth+1, err, json.Valid(deeper))
 	}
 }
 

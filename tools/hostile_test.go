@@ -39,9 +39,40 @@ func rawToolsUpstream(t *testing.T, list func(cursor string) string) *httptest.S
 }
 
 // rawUpstream is rawToolsUpstream declaring capabilities, whose answer to
-// a request other than initialize is what answer gives: the response's
+// a request other than initialize is what answer gives, given the method
+// and the cursor (for a call, the tool's name): the response's
 // "result":… or "error":… member; "" answers with an "ok" tool result.
 func rawUpstream(t *testing.T, capabilities string, answer func(method, cursor string) string) *httptest.Server {
+	t.Helper()
+	return rawUpstreamWith(t, capabilities, answer, func(w http.ResponseWriter, _ string, frame string) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, frame)
+	})
+}
+
+// rawEventsUpstream is rawUpstream answering every request but
+// initialize as an event stream, a call's after noise bytes of progress
+// notifications under a token no call has, as a chatty server may.
+func rawEventsUpstream(t *testing.T, noise int, answer func(method, cursor string) string) *httptest.Server {
+	t.Helper()
+	event := "event: message\ndata: " + `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"noise","progress":1,"message":"` + strings.Repeat("n", 1000) + `"}}` + "\n\n"
+	return rawUpstreamWith(t, `{"tools":{}}`, answer, func(w http.ResponseWriter, method string, frame string) {
+		if method == "initialize" {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, frame)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		if method == "tools/call" && noise > 0 {
+			io.WriteString(w, strings.Repeat(event, noise/len(event)+1))
+		}
+		io.WriteString(w, "event: message\ndata: "+frame+"\n\n")
+	})
+}
+
+// rawUpstreamWith is rawUpstream writing each answer, frame, to the
+// request of method with write.
+func rawUpstreamWith(t *testing.T, capabilities string, answer func(method, cursor string) string, write func(w http.ResponseWriter, method, frame string)) *httptest.Server {
 	t.Helper()
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -53,6 +84,7 @@ func rawUpstream(t *testing.T, capabilities string, answer func(method, cursor s
 			Method string          `json:"method"`
 			Params struct {
 				Cursor string `json:"cursor"`
+				Name   string `json:"name"`
 			} `json:"params"`
 		}
 		body, _ := io.ReadAll(r.Body)
@@ -64,11 +96,10 @@ func rawUpstream(t *testing.T, capabilities string, answer func(method, cursor s
 		if req.Method == "initialize" {
 			w.Header().Set("Mcp-Session-Id", "raw-1")
 			member = `"result":{"protocolVersion":"2025-11-25","capabilities":` + capabilities + `,"serverInfo":{"name":"raw","version":"1"}}`
-		} else if a := answer(req.Method, req.Params.Cursor); a != "" {
+		} else if a := answer(req.Method, req.Params.Cursor+req.Params.Name); a != "" {
 			member = a
 		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,%s}`, req.ID, member)
+		write(w, req.Method, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,%s}`, req.ID, member))
 	}))
 	t.Cleanup(up.Close)
 	return up
@@ -514,5 +545,93 @@ func TestHostileOfferLists(t *testing.T) {
 	}
 	if res := s.call("mcp_remote__echo", map[string]any{}); res.IsError || firstText(res) != "ok" {
 		t.Fatalf("the tool after it: %v", res)
+	}
+}
+
+// An upstream's answer nested deeper than the gateway reads (10,000
+// levels, as encoding/json reads) is refused at once, saying so, and the
+// server stays up: a tools/list, which was dropped, the attach of a stdio
+// server waiting out start_timeout to say "context deadline exceeded"
+// (an HTTP server's answer as an event stream, "unexpected nil
+// response"); the answer to a call, over stdio (on the fast path and on
+// mcp-go's) and over HTTP, as JSON and as an event stream, which waited
+// out the call's timeout over stdio and took an HTTP server down.
+func TestAnswerNestedTooDeep(t *testing.T) {
+	fixture := buildFixture(t)
+	const why = "nested deeper than 10000 levels"
+	t.Run("tools/list over http", func(t *testing.T) {
+		up := rawEventsUpstream(t, 0, func(method, _ string) string {
+			return `"result":{"tools":[{"name":"deep","inputSchema":{"type":"object","properties":{"d":{"default":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}}}}]}`
+		})
+		start := time.Now()
+		if _, res := attachAt(t, up.URL); !res.IsError || !strings.Contains(firstText(res), why) || time.Since(start) > 5*time.Second {
+			t.Fatalf("attach of a tools/list nested too deep, after %s: %s", time.Since(start), firstText(res))
+		}
+	})
+	t.Run("tools/list over stdio", func(t *testing.T) {
+		pinned := []config.Server{{Name: "deep", Command: fixture, Args: []string{"--transport=stdio", "--nested-tools=10000"}}}
+		s := newGatewayWith(t, 10*time.Second, Options{Version: "test"}, HTTPOptions{}, pinned).connect(t)
+		start := time.Now()
+		var l struct {
+			Attachments []struct {
+				Status  string
+				WhyDown string `json:"why_down"`
+			}
+		}
+		for l.Attachments = nil; len(l.Attachments) != 1 || l.Attachments[0].Status == attach.StatusStarting; time.Sleep(20 * time.Millisecond) {
+			_ = json.Unmarshal(s.call("list_attached_resources", map[string]any{}).RawStructuredContent, &l)
+		}
+		if took := time.Since(start); !strings.Contains(l.Attachments[0].WhyDown, why) || took > 5*time.Second {
+			t.Fatalf("a tools/list nested too deep, after %s: %+v; want it refused at once, saying why", took, l.Attachments)
+		}
+	})
+
+	// Two servers written by hand, as mcp-go writes no such answer: their
+	// one tool answers nested too deep.
+	answer := func(method, tool string) string {
+		switch {
+		case method == "tools/list":
+			return `"result":{"tools":[{"name":"nested","inputSchema":{"type":"object"}},{"name":"echo","inputSchema":{"type":"object"}}]}`
+		case tool == "nested":
+			return `"result":{"content":[{"type":"text","text":"deep"}],"structuredContent":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`
+		}
+		return ""
+	}
+	tg := newGatewayWith(t, 10*time.Second, Options{Version: "test"}, HTTPOptions{}, []config.Server{
+		{Name: "fx", Command: fixture, Args: []string{"--transport=stdio"}},
+		{Name: "json", URL: rawUpstream(t, `{"tools":{}}`, answer).URL},
+		{Name: "events", URL: rawEventsUpstream(t, 0, answer).URL},
+	})
+	s := tg.connect(t)
+	for _, name := range []string{"fx", "json", "events"} {
+		waitPinned(t, s, "mcp_"+name+"__echo")
+	}
+	for _, c := range []struct{ name, tool string }{
+		{"stdio, fast path", "mcp_fx__nested"},
+		{"stdio, call_attached_tool", "call_attached_tool"},
+		{"http json", "mcp_json__nested"},
+		{"http event stream", "mcp_events__nested"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := map[string]any{"depth": 10000}
+			if c.tool == "call_attached_tool" {
+				args = map[string]any{"name": "mcp_fx__nested", "arguments": args}
+			}
+			start := time.Now()
+			res := s.call(c.tool, args)
+			if took := time.Since(start); !res.IsError || s.code(res) == "upstream_down" || !strings.Contains(firstText(res), why) || took > 5*time.Second {
+				t.Fatalf("an answer nested too deep, after %s: %s %s", took, s.code(res), guard.Text(firstText(res), 300))
+			}
+			next := strings.Replace(c.tool, "nested", "echo", 1)
+			if c.tool == "call_attached_tool" {
+				next = "mcp_fx__echo"
+			}
+			if res := s.call(next, map[string]any{"message": "after"}); res.IsError {
+				t.Fatalf("the server's next call: %s", firstText(res))
+			}
+		})
+	}
+	if l := firstText(s.call("list_attached_resources", map[string]any{})); strings.Contains(l, `"status":"down"`) {
+		t.Errorf("after: %s", l)
 	}
 }

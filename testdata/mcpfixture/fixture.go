@@ -26,6 +26,8 @@
 //     a request nobody sent, then answers normally.
 //   - progress {count, pad, inline}: sends count notifications/progress
 //     as fast as it can, then answers.
+//   - nested {depth}: answers with structured content nested depth
+//     arrays deep, over stdio (DeepAnswers, deep.go).
 //   - offer {name}: adds a prompt and a resource (offers.go).
 //
 // Handlers never panic on missing or mistyped arguments: they return an
@@ -216,6 +218,13 @@ func New(name string) *server.MCPServer {
 		mcp.WithInteger("pad", mcp.Min(0), mcp.Max(1<<20)),
 		mcp.WithBoolean("inline", mcp.Description("Write them straight to stdout (stdio only), so that they come before the answer.")),
 	), progressNotes(s))
+
+	s.AddTool(mcp.NewTool("nested",
+		mcp.WithDescription("Answers with structured content nested depth arrays deep, deeper than a JSON reader may read (stdio only: DeepAnswers)."),
+		mcp.WithInteger("depth", mcp.Required(), mcp.Min(0), mcp.Max(MaxNesting)),
+	), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultError("nested answers over stdio only, where DeepAnswers writes its answer."), nil
+	})
 
 	s.AddTool(mcp.NewTool("cancellations",
 		mcp.WithDescription("Returns the reason of each notifications/cancelled the server read, one a line (stdio only)."),

@@ -15,6 +15,7 @@
 //	--start-delay=DURATION  wait this long before serving (a slow server)
 //	--stderr-noise          write a few lines to stderr before serving
 //	--many-tools=N          also serve N tools of about 2 KiB each (mcpfixture.AddManyTools)
+//	--nested-tools=N        over stdio, list a tool whose schema nests N arrays (mcpfixture.DeepAnswers)
 //
 // Over stdio, stdout carries nothing but MCP frames. Over http, the only line
 // written to stdout is "READY http://HOST:PORT/mcp", once the listener is
@@ -47,6 +48,7 @@ type options struct {
 	noise       bool
 	startDelay  time.Duration
 	manyTools   int
+	nestedTools int
 }
 
 func parseArgs(args []string) options {
@@ -67,6 +69,8 @@ func parseArgs(args []string) options {
 			o.startDelay, _ = time.ParseDuration(strings.TrimPrefix(a, "--start-delay="))
 		case strings.HasPrefix(a, "--many-tools="):
 			o.manyTools, _ = strconv.Atoi(strings.TrimPrefix(a, "--many-tools="))
+		case strings.HasPrefix(a, "--nested-tools="):
+			o.nestedTools, _ = strconv.Atoi(strings.TrimPrefix(a, "--nested-tools="))
 		}
 		// Anything else (-y, @scope/pkg@version, ...) is what an npx-style
 		// launcher passes along; ignore it.
@@ -101,7 +105,7 @@ func main() {
 	var err error
 	switch o.transport {
 	case "stdio":
-		err = serveStdio(ctx, s, logger)
+		err = serveStdio(ctx, s, o.nestedTools, logger)
 	case "http":
 		err = serveHTTP(ctx, s, o.addr, logger)
 	default:
@@ -113,7 +117,7 @@ func main() {
 	}
 }
 
-func serveStdio(ctx context.Context, s *server.MCPServer, logger *log.Logger) error {
+func serveStdio(ctx context.Context, s *server.MCPServer, nestedTools int, logger *log.Logger) error {
 	// The default pool of 5 workers would queue the 6th concurrent tools/call
 	// behind the others; tests that fan out slow calls should not see that.
 	// Nor should they meet the default queue of 100 full: mcp-go then runs
@@ -125,7 +129,8 @@ func serveStdio(ctx context.Context, s *server.MCPServer, logger *log.Logger) er
 	stdio.SetErrorLogger(logger)
 	// Listen returns nil when stdin reaches EOF, so closing our stdin is a
 	// clean way to stop us.
-	err := stdio.Listen(ctx, mcpfixture.HoldableInput(os.Stdin), os.Stdout)
+	in := mcpfixture.DeepAnswers(mcpfixture.HoldableInput(os.Stdin), os.Stdout, nestedTools)
+	err := stdio.Listen(ctx, in, os.Stdout)
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
