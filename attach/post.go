@@ -159,8 +159,12 @@ func (p *poster) exchange(ctx context.Context, key string, line []byte) (*transp
 		}
 		return p.response(key, b)
 	case "text/event-stream":
+		// Each message is held to the cap, not the stream: the events
+		// before the answer (the server's progress, its log) may take
+		// more, and were cut at 10 MiB, the call failing as a stream that
+		// "ended without answering" and the server marked down.
 		var at streamAt
-		r, err := p.events(ctx, key, guard.NewLineReader(io.LimitReader(resp.body, guard.MaxMessage+1), maxLineBuffer), &at)
+		r, err := p.events(ctx, key, guard.NewLineReader(eventLines(resp.body), maxLineBuffer), &at)
 		return p.resume(ctx, key, &at, r, err)
 	}
 	return nil, fmt.Errorf("the server answered with content type %q", resp.media)
@@ -322,10 +326,12 @@ func (p *poster) events(ctx context.Context, key string, lr *guard.LineReader, a
 		default:
 			at.field(line)
 		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil, errStreamEnded
-			}
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil, errStreamEnded
+		case errors.Is(err, guard.ErrFrameTooLarge):
+			return nil, fmt.Errorf("an event of the server's: %w", errAnswerTooLarge)
+		case err != nil:
 			return nil, fmt.Errorf("reading the server's event stream: %w", err)
 		}
 	}

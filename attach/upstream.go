@@ -1200,9 +1200,10 @@ func (u *upstream) cancelRequest(reason string, id mcp.RequestId) {
 func (u *upstream) failure(err error) error {
 	var te *transport.Error
 	// A server too busy to take the call is not down, nor one whose
-	// answer was over the cap or malformed: that request failed, not the
-	// connection (over a pipe the answer was read through and dropped).
-	if errors.Is(err, guard.ErrBacklog) || errors.Is(err, errAnswerTooLarge) || errors.Is(err, errMalformedAnswer) {
+	// answer was over the cap or malformed, or whose event stream ended
+	// without it: that request failed, not the connection (over a pipe
+	// the answer was read through and dropped).
+	if errors.Is(err, guard.ErrBacklog) || errors.Is(err, errAnswerTooLarge) || errors.Is(err, errMalformedAnswer) || errors.Is(err, errStreamEnded) {
 		if errors.As(err, &te) {
 			return te.Err
 		}

@@ -50,9 +50,14 @@ func rawUpstream(t *testing.T, capabilities string, answer func(method, cursor s
 	})
 }
 
+// mute is the answer of a rawEventsUpstream that ends the event stream
+// without it.
+const mute = `"result":{"content":[{"type":"text","text":"mute"}]}`
+
 // rawEventsUpstream is rawUpstream answering every request but
 // initialize as an event stream, a call's after noise bytes of progress
-// notifications under a token no call has, as a chatty server may.
+// notifications under a token no call has, as a chatty server may; an
+// answer of mute is left out of it.
 func rawEventsUpstream(t *testing.T, noise int, answer func(method, cursor string) string) *httptest.Server {
 	t.Helper()
 	event := "event: message\ndata: " + `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"noise","progress":1,"message":"` + strings.Repeat("n", 1000) + `"}}` + "\n\n"
@@ -66,7 +71,9 @@ func rawEventsUpstream(t *testing.T, noise int, answer func(method, cursor strin
 		if method == "tools/call" && noise > 0 {
 			io.WriteString(w, strings.Repeat(event, noise/len(event)+1))
 		}
-		io.WriteString(w, "event: message\ndata: "+frame+"\n\n")
+		if !strings.Contains(frame, mute) {
+			io.WriteString(w, "event: message\ndata: "+frame+"\n\n")
+		}
 	})
 }
 
@@ -545,6 +552,53 @@ func TestHostileOfferLists(t *testing.T) {
 	}
 	if res := s.call("mcp_remote__echo", map[string]any{}); res.IsError || firstText(res) != "ok" {
 		t.Fatalf("the tool after it: %v", res)
+	}
+}
+
+// An HTTP server's answer to a call, as an event stream, is read however
+// many bytes of notifications come before it, on the fast path and
+// through call_attached_tool: the cap holds each message, not the
+// stream. Past 10 MiB of them, the call failed as a stream that "ended
+// without answering", and the server was marked down; a stream that
+// does end so, or with an answer over the cap, fails that call alone.
+func TestAnswerAfterManyEvents(t *testing.T) {
+	up := rawEventsUpstream(t, 11<<20, func(method, tool string) string {
+		switch {
+		case method == "tools/list":
+			return `"result":{"tools":[{"name":"echo","inputSchema":{"type":"object"}},{"name":"mute","inputSchema":{"type":"object"}},{"name":"big","inputSchema":{"type":"object"}}]}`
+		case tool == "mute":
+			return mute
+		case tool == "big":
+			return `"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 11<<20) + `"}]}`
+		}
+		return ""
+	})
+	s, res := attachAt(t, up.URL)
+	if res.IsError {
+		t.Fatalf("attach: %s", firstText(res))
+	}
+	for _, call := range []func() *mcp.CallToolResult{
+		func() *mcp.CallToolResult { return s.call("mcp_remote__echo", map[string]any{}) },
+		func() *mcp.CallToolResult {
+			return s.call("call_attached_tool", map[string]any{"name": "mcp_remote__echo", "arguments": map[string]any{}})
+		},
+	} {
+		if res := call(); res.IsError || firstText(res) != "ok" {
+			t.Fatalf("an answer after 11 MiB of notifications: %s", firstText(res))
+		}
+	}
+	// A stream that ends without the answer, or whose answer is over the
+	// cap, fails that call alone: the server answers the next.
+	for tool, want := range map[string]string{"mute": "ended without answering", "big": "larger than the 10 MiB cap"} {
+		if res := s.call("mcp_remote__"+tool, map[string]any{}); !res.IsError || s.code(res) == "upstream_down" || !strings.Contains(firstText(res), want) {
+			t.Fatalf("%s: %s %s; want %q, the server up", tool, s.code(res), firstText(res), want)
+		}
+		if res := s.call("mcp_remote__echo", map[string]any{}); res.IsError || firstText(res) != "ok" {
+			t.Fatalf("the call after %s: %s", tool, firstText(res))
+		}
+	}
+	if l := firstText(s.call("list_attached_resources", map[string]any{})); !strings.Contains(l, `"status":"up"`) {
+		t.Fatalf("the remote after: %s", l)
 	}
 }
 
