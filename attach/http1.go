@@ -195,7 +195,7 @@ type h1Conn struct {
 	net.Conn
 	br        *bufio.Reader // reads through head
 	head      headLimit
-	raw       syscall.RawConn // nil when the connection has no descriptor
+	raw       syscall.RawConn // nil when the connection has no descriptor, and on Windows
 	idleSince time.Time
 
 	// What peek reads and finds, and peek itself as a method value made
@@ -210,10 +210,8 @@ type h1Conn struct {
 func newH1Conn(conn net.Conn) *h1Conn {
 	c := &h1Conn{Conn: conn, head: headLimit{r: conn, left: -1}}
 	c.br = bufio.NewReaderSize(&c.head, 4<<10)
-	if sc, ok := conn.(syscall.Conn); ok {
-		c.raw, _ = sc.SyscallConn()
-	}
-	c.peekFn, c.poisonFn = c.peek, c.poison
+	c.initPeek(conn)
+	c.poisonFn = c.poison
 	return c
 }
 
@@ -253,18 +251,7 @@ func (c *h1Conn) usable() bool {
 	if time.Since(c.idleSince) > idleTimeout || c.br.Buffered() > 0 {
 		return false
 	}
-	if c.raw == nil {
-		return true
-	}
-	if err := c.raw.Read(c.peekFn); err != nil {
-		return false
-	}
-	return errors.Is(c.peekErr, syscall.EAGAIN) // nothing to read, and not closed
-}
-
-func (c *h1Conn) peek(fd uintptr) bool {
-	_, _, c.peekErr = syscall.Recvfrom(int(fd), c.peekBuf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-	return true // done, whatever it found: the check never waits
+	return c.idleOpen()
 }
 
 // poison makes the connection's reads and writes in progress, and all

@@ -54,7 +54,7 @@ type upstream struct {
 	waiting clientWait
 
 	cmd    *exec.Cmd     // nil for remotes
-	leader guard.Proc    // cmd's process, as it started
+	tree   *guard.Tree   // cmd's processes
 	exited chan struct{} // closed once a stdio child has exited and been reaped
 	stdout io.Closer     // our end of the child's stdout
 	stderr *tail
@@ -303,27 +303,17 @@ func (u *upstream) startProcess(plan Plan, limits guard.Rlimits) (*pipeTransport
 	u.lines = newStderrLines(u.log)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, io.MultiWriter(u.stderr, u.lines)
 	cmd.WaitDelay = time.Second // a grandchild holding stderr must not stall Wait
-	if err := cmd.Start(); err != nil {
-		inR.Close()
-		inW.Close()
-		outR.Close()
-		outW.Close()
-		removeDir()
-		return nil, fmt.Errorf("launch %s: %w", plan.Program, err)
-	}
+	tree, err := guard.Start(cmd, limits)
 	inR.Close() // the child's ends; ours are inW and outR
 	outW.Close()
-	u.memoryMiB = limits.MemoryMiB
-	if err := limits.Apply(cmd.Process.Pid); err != nil {
-		_ = guard.KillGroup(cmd.Process.Pid)
-		_ = cmd.Wait()
+	if err != nil {
 		inW.Close()
 		outR.Close()
 		removeDir()
 		return nil, fmt.Errorf("launch %s: %w", plan.Program, err)
 	}
-	u.cmd = cmd
-	u.leader, _ = guard.Find(cmd.Process.Pid)
+	u.memoryMiB = limits.MemoryMiB
+	u.cmd, u.tree = cmd, tree
 	u.stdout = outR
 	u.exited = make(chan struct{})
 	go func() {
@@ -1233,8 +1223,8 @@ func (u *upstream) pid() int {
 }
 
 // close ends the connection. A stdio child gets its stdin closed and a
-// moment to exit, then its whole process group is killed: npx's node and
-// anything it started go with it.
+// moment to exit, then SIGTERM (on Unix), then its whole process tree is
+// killed: npx's node and anything it started go with it.
 func (u *upstream) close() {
 	u.markDown(detachedReason)
 	u.mu.Lock()
@@ -1243,7 +1233,6 @@ func (u *upstream) close() {
 	u.listed = nil
 	u.mu.Unlock()
 	u.defs.drop(listed)
-	var tree []guard.Proc
 	if u.cmd != nil {
 		select {
 		case <-u.exited: // reaped: its pid may be another's now
@@ -1251,7 +1240,7 @@ func (u *upstream) close() {
 			// Seen while the server runs, before its stdin closes: a
 			// process that left its group (setsid) is found only as its
 			// descendant.
-			tree = guard.Descendants(u.leader)
+			u.tree.Survey()
 		}
 	}
 	if u.post != nil {
@@ -1263,7 +1252,6 @@ func (u *upstream) close() {
 	if u.cmd == nil {
 		return
 	}
-	pid := u.cmd.Process.Pid
 	// npm cut by SIGKILL while it installs a package leaves npx's cache
 	// entry half written (its lock, part of node_modules), and every later
 	// npx of that package fails: given SIGTERM, it cleans up in about 3 s.
@@ -1274,15 +1262,14 @@ func (u *upstream) close() {
 	select {
 	case <-u.exited:
 	case <-time.After(500 * time.Millisecond):
-		_ = guard.SignalGroup(pid, syscall.SIGTERM)
+		u.tree.Terminate()
 		select {
 		case <-u.exited:
 		case <-time.After(termGrace):
 		}
 	}
 	// The leader may be gone while children it left behind still run.
-	_ = guard.KillGroup(pid)
-	guard.KillProcs(tree)
+	u.tree.Kill()
 	<-u.exited
 	_ = u.stdout.Close()
 }
@@ -1306,7 +1293,7 @@ func (n *noteErrors) Read(p []byte) (int, error) {
 	switch {
 	case errors.Is(err, guard.ErrFrameTooLarge):
 		n.u.markDown(fmt.Sprintf("the server wrote a line of over %d MiB (the cap on a message is %d MiB): it was ended as a flood", maxFlood>>20, guard.MaxMessage>>20))
-		_ = guard.KillGroup(n.u.cmd.Process.Pid)
+		n.u.tree.Kill()
 	case err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed):
 		n.u.markDown("the server " + err.Error())
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"syscall"
 )
@@ -147,7 +146,8 @@ type FrameWriter struct {
 	// and is not written; the stream goes on. Only a descriptor the
 	// runtime polls (the ends of an os.Pipe) can tell that a write would
 	// wait; to any other writer, frames are written as without a
-	// backlog. Set it before use.
+	// backlog. On Windows, where no write can tell, every frame is
+	// written by that goroutine. Set it before use.
 	Backlog int
 
 	mu  sync.Mutex
@@ -282,52 +282,6 @@ func (f *FrameWriter) write(p []byte) error {
 // ErrBacklog is the error of a frame that a writer with a Backlog did not
 // take: its reader has left that much unread.
 var ErrBacklog = errors.New("the reader has stopped reading")
-
-// tryWrite writes what of p the stream takes without waiting. f.mu is
-// held.
-func (f *FrameWriter) tryWrite(p []byte) (int, error) {
-	if !f.rawTried {
-		f.rawTried = true
-		if sc, ok := f.w.(syscall.Conn); ok {
-			f.raw, _ = sc.SyscallConn()
-		}
-		f.try = f.tryOnce
-	}
-	if f.raw == nil {
-		return f.w.Write(p)
-	}
-	f.tryBuf, f.tryN, f.tryErr = p, 0, nil
-	err := f.raw.Write(f.try)
-	n := f.tryN
-	if err == nil {
-		err = f.tryErr
-	}
-	f.tryBuf, f.tryErr = nil, nil
-	return n, err
-}
-
-// tryOnce writes f.tryBuf until the descriptor would block (EAGAIN); it
-// never asks the runtime to wait.
-func (f *FrameWriter) tryOnce(fd uintptr) bool {
-	for f.tryN < len(f.tryBuf) {
-		n, err := syscall.Write(int(fd), f.tryBuf[f.tryN:])
-		if n > 0 {
-			f.tryN += n
-		}
-		switch {
-		case err == syscall.EINTR:
-		case err == syscall.EAGAIN:
-			return true
-		case err != nil:
-			f.tryErr = &os.PathError{Op: "write", Path: "pipe", Err: err}
-			return true
-		case n == 0:
-			f.tryErr = io.ErrShortWrite
-			return true
-		}
-	}
-	return true
-}
 
 // drain writes the backlog, waiting on the reader, until none is left or
 // the stream fails.

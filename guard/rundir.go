@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -33,22 +32,16 @@ func RunDir() (dir string, release func(), err error) {
 	if err != nil {
 		return "", nil, err
 	}
-	f, err := os.Open(dir) // close-on-exec: the server holds no lock
-	if err == nil {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_SH)
-	}
+	hold, err := holdDir(dir)
 	if err != nil {
-		if f != nil {
-			f.Close()
-		}
 		os.Remove(dir)
 		return "", nil, fmt.Errorf("lock %s: %w", dir, err)
 	}
-	return dir, func() { f.Close() }, nil // closing it lets go of the lock
+	return dir, func() { hold.Close() }, nil // closing it lets go of the lock
 }
 
 // SweepRunDirs removes from dir the run directories no gateway holds a
-// lock on, ours (by uid) only, and says how many it removed. A gateway's
+// lock on, ours only (rundir_unix.go, rundir_windows.go), and says how many it removed. A gateway's
 // lock goes with it however it ends (SIGKILL runs no cleanup), and tells a
 // live gateway's directory from a dead one's where a pid cannot: a
 // gateway in a container sharing the temp dir has pids of its own.
@@ -66,7 +59,7 @@ func SweepRunDirs(dir string) int {
 		if err != nil {
 			continue
 		}
-		if st, _ := info.Sys().(*syscall.Stat_t); st == nil || int(st.Uid) != os.Getuid() || time.Since(info.ModTime()) < runDirYoung {
+		if !ours(info) || time.Since(info.ModTime()) < runDirYoung {
 			continue
 		}
 		if sweepRunDir(filepath.Join(dir, e.Name())) {
@@ -78,13 +71,11 @@ func SweepRunDirs(dir string) int {
 
 // sweepRunDir removes path unless a gateway holds its lock.
 func sweepRunDir(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
+	claim, ok := claimDir(path)
+	if !ok {
 		return false
 	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return false // held (EWOULDBLOCK), or not ours to tell
-	}
-	return os.RemoveAll(path) == nil
+	removed := os.RemoveAll(path) == nil
+	claim.Close()
+	return removed || os.Remove(path) == nil
 }

@@ -1,14 +1,12 @@
 package guard
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 )
 
 // Stdio is the launch policy for local (stdio) upstream servers.
@@ -91,21 +89,30 @@ func CheckPackage(registryType, identifier, version string) error {
 	return nil
 }
 
-// Env returns a child's whole environment: PATH and the policy's
-// variables, plus extra names, each with its value in the gateway's
-// environment. Nothing else of the gateway's environment leaks through.
+// Env returns a child's whole environment: the variables every child
+// gets on this OS (PATH; on Windows also what its programs need to start,
+// baseEnv) and the policy's, plus extra names, each with its value in the
+// gateway's environment. Nothing else of the gateway's environment leaks
+// through. Names are told apart as the OS does: on Windows, Path and PATH
+// are one variable, passed once.
 func (p *Stdio) Env(extra []string) []string {
 	lookup := p.LookupEnv
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
+	return envFrom(lookup, envKey, baseEnv, p.PassEnv, extra)
+}
+
+// envFrom is each of the named variables that lookup finds, once as key
+// tells names apart, in the order first named.
+func envFrom(lookup func(string) (string, bool), key func(string) string, lists ...[]string) []string {
 	var env []string
 	seen := map[string]bool{}
-	for _, name := range slices.Concat([]string{"PATH"}, p.PassEnv, extra) {
-		if seen[name] {
+	for _, name := range slices.Concat(lists...) {
+		if seen[key(name)] {
 			continue
 		}
-		seen[name] = true
+		seen[key(name)] = true
 		if v, ok := lookup(name); ok {
 			env = append(env, name+"="+v)
 		}
@@ -113,16 +120,12 @@ func (p *Stdio) Env(extra []string) []string {
 	return env
 }
 
-// Command builds the exec.Cmd of a local server: no shell, the given
-// environment only, and its own process group so that KillGroup reaches
-// every process it starts (npx starts node, which may start more). It gets
-// SIGTERM when the gateway dies: a gateway killed with SIGKILL ends nothing
-// itself, and a server busy with a call, or one that does not read stdin,
-// outlived it. (Linux sends it when the thread that started the child
-// ends; Go's threads end only with a goroutine locked to one, and the
-// gateway locks none.)
+// Command builds the exec.Cmd of a local server, to be started with
+// Start: no shell, the given environment only, and the program as this OS
+// must run it (on Windows npx is node running npm's npx-cli.js, never
+// cmd.exe: see launchPath).
 func Command(program string, args, env []string) (*exec.Cmd, error) {
-	path, err := exec.LookPath(program)
+	path, args, err := launchPath(program, args)
 	if err != nil {
 		return nil, err
 	}
@@ -131,21 +134,6 @@ func Command(program string, args, env []string) (*exec.Cmd, error) {
 	if cmd.Env == nil {
 		cmd.Env = []string{} // nil would mean "inherit everything"
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = sysProcAttr()
 	return cmd, nil
-}
-
-// KillGroup sends SIGKILL to the process group led by pid.
-func KillGroup(pid int) error { return SignalGroup(pid, syscall.SIGKILL) }
-
-// SignalGroup sends sig to the process group led by pid. A group that is
-// already gone is not an error.
-func SignalGroup(pid int, sig syscall.Signal) error {
-	if pid <= 0 {
-		return nil
-	}
-	if err := syscall.Kill(-pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return err
-	}
-	return nil
 }

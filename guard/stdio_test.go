@@ -4,20 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"os/signal"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/ardgate/ardgate/guard"
-
-	"github.com/ardgate/ardgate/testdata/proctest"
 )
 
 // wantRefusal asserts err is a *guard.Refusal by rule, wrapping
@@ -262,7 +255,7 @@ func TestStdioEnv(t *testing.T) {
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("Env = %q, want %q", got, tt.want)
 			}
-			asked := slices.Concat([]string{"PATH"}, tt.passEnv, tt.extra)
+			asked := slices.Concat(guard.BaseEnv, tt.passEnv, tt.extra)
 			for _, kv := range got {
 				name, value, _ := strings.Cut(kv, "=")
 				if !slices.Contains(asked, name) {
@@ -301,217 +294,10 @@ func TestStdioEnv(t *testing.T) {
 				t.Errorf("Env leaked %q", kv)
 			}
 		}
-		if len(got) > 2 {
-			t.Errorf("Env = %q, want PATH and one variable", got)
+		for _, kv := range got {
+			if name, _, _ := strings.Cut(kv, "="); name != "ARDGATE_GUARD_TEST_PASS" && !slices.Contains(guard.BaseEnv, name) {
+				t.Errorf("Env has %q, neither passed nor one every child gets", kv)
+			}
 		}
 	})
-}
-
-func TestCommand(t *testing.T) {
-	for _, prog := range []string{"sh", "env", "echo", "sleep"} {
-		if _, err := exec.LookPath(prog); err != nil {
-			t.Skipf("%s not found: %v", prog, err)
-		}
-	}
-	tests := []struct {
-		name    string
-		program string
-		args    []string
-		env     []string
-		wantEnv []string
-	}{
-		{"nil env is empty, not inherited", "env", nil, nil, []string{}},
-		{"empty env", "env", nil, []string{}, []string{}},
-		{"given env", "env", nil, []string{"A=1", "PATH=/bin"}, []string{"A=1", "PATH=/bin"}},
-		{"args are not shell words", "echo", []string{"$HOME; echo pwned", "`id`", "a b", "*"}, nil, []string{}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cmd, err := guard.Command(tt.program, tt.args, tt.env)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if cmd.Env == nil || !slices.Equal(cmd.Env, tt.wantEnv) {
-				t.Errorf("Env = %#v, want %#v (non-nil)", cmd.Env, tt.wantEnv)
-			}
-			if cmd.SysProcAttr == nil || !cmd.SysProcAttr.Setpgid {
-				t.Errorf("SysProcAttr = %+v, want Setpgid", cmd.SysProcAttr)
-			}
-			if !filepath.IsAbs(cmd.Path) || filepath.Base(cmd.Path) != tt.program {
-				t.Errorf("Path = %q, want an absolute path to %s", cmd.Path, tt.program)
-			}
-			if !slices.Equal(cmd.Args[1:], tt.args) || len(cmd.Args) != len(tt.args)+1 {
-				t.Errorf("Args = %q, want program then %q", cmd.Args, tt.args)
-			}
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatal(err)
-			}
-			switch tt.program {
-			case "env":
-				// env prints exactly the child's environment.
-				var got []string
-				if s := strings.TrimSuffix(string(out), "\n"); s != "" {
-					got = strings.Split(s, "\n")
-				}
-				if !slices.Equal(got, tt.wantEnv) && !(len(got) == 0 && len(tt.wantEnv) == 0) {
-					t.Errorf("child environment = %q, want %q", got, tt.wantEnv)
-				}
-			case "echo":
-				if want := strings.Join(tt.args, " ") + "\n"; string(out) != want {
-					t.Errorf("echo printed %q, want %q (no shell expansion)", out, want)
-				}
-			}
-		})
-	}
-
-	t.Run("own process group", func(t *testing.T) {
-		cmd, err := guard.Command("sleep", []string{"30"}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		pid := cmd.Process.Pid
-		t.Cleanup(func() { _ = guard.KillGroup(pid); _ = cmd.Wait() })
-		pgid, err := syscall.Getpgid(pid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pgid != pid || pgid == syscall.Getpgrp() {
-			t.Errorf("child pgid = %d, want its own pid %d (test's group %d)", pgid, pid, syscall.Getpgrp())
-		}
-	})
-
-	t.Run("unknown program", func(t *testing.T) {
-		if _, err := guard.Command("ardgate-no-such-program-xyz", nil, nil); err == nil {
-			t.Error("no error for a program that does not exist")
-		}
-	})
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func TestKillGroup(t *testing.T) {
-	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		t.Skip("needs /proc")
-	}
-	tests := []struct {
-		name string
-		kill func(pid int) error
-	}{
-		{"KillGroup", guard.KillGroup},
-		{"SignalGroup SIGTERM", func(pid int) error { return guard.SignalGroup(pid, syscall.SIGTERM) }},
-		{"SignalGroup SIGKILL", func(pid int) error { return guard.SignalGroup(pid, syscall.SIGKILL) }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			env := (&guard.Stdio{}).Env(nil) // PATH only, so sh finds sleep
-			cmd, err := guard.Command("sh", []string{"-c", "sleep 300 & sleep 300"}, env)
-			if err != nil {
-				t.Skip(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			pid := cmd.Process.Pid
-			waited := false
-			t.Cleanup(func() {
-				_ = guard.KillGroup(pid)
-				if !waited {
-					_ = cmd.Wait()
-				}
-			})
-
-			// The grandchild (backgrounded sleep) and the second sleep (or sh
-			// waiting for it) are in the group.
-			waitFor(t, "two processes in the group", func() bool { return len(proctest.GroupMembers(pid)) >= 2 })
-
-			if err := tt.kill(pid); err != nil {
-				t.Fatalf("kill: %v", err)
-			}
-			werr := cmd.Wait()
-			waited = true
-			var exit *exec.ExitError
-			if !errors.As(werr, &exit) {
-				t.Errorf("Wait = %v, want the child killed by a signal", werr)
-			}
-			waitFor(t, "the group to die", func() bool { return len(proctest.GroupMembers(pid)) == 0 })
-
-			// A group that is already gone is not an error.
-			if err := tt.kill(pid); err != nil {
-				t.Errorf("second kill of a dead group = %v, want nil", err)
-			}
-		})
-	}
-}
-
-// TestSignalGroupNonPositive checks that pid 0 and negative pids do not
-// turn into kill(0) (the caller's own group) or kill(-1) (everything).
-func TestSignalGroupNonPositive(t *testing.T) {
-	ch := make(chan os.Signal, 4)
-	signal.Notify(ch, syscall.SIGWINCH) // harmless if the rule breaks
-	defer signal.Stop(ch)
-	for _, pid := range []int{0, -1, -os.Getpid()} {
-		if err := guard.SignalGroup(pid, syscall.SIGWINCH); err != nil {
-			t.Errorf("SignalGroup(%d) = %v, want nil", pid, err)
-		}
-	}
-	select {
-	case s := <-ch:
-		t.Errorf("the test process got %v", s)
-	case <-time.After(200 * time.Millisecond):
-	}
-}
-
-// A child outlives no gateway: killed with SIGKILL, the gateway's death
-// sends its children SIGTERM (Linux's parent-death signal). A server busy
-// with a call, or one that does not read stdin, outlived it.
-func TestChildEndsWithTheGateway(t *testing.T) {
-	if os.Getenv("ARDGATE_TEST_GATEWAY") == "1" {
-		cmd, err := guard.Command("sleep", []string{"60"}, []string{"PATH=" + os.Getenv("PATH")})
-		if err == nil {
-			err = cmd.Start()
-		}
-		if err != nil {
-			fmt.Println(-1, err)
-			os.Exit(2)
-		}
-		fmt.Println(cmd.Process.Pid)
-		time.Sleep(time.Minute) // until killed
-		return
-	}
-	gateway := exec.Command(os.Args[0], "-test.run=^TestChildEndsWithTheGateway$")
-	gateway.Env = append(os.Environ(), "ARDGATE_TEST_GATEWAY=1")
-	out, err := gateway.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := gateway.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var pid int
-	if _, err := fmt.Fscan(out, &pid); err != nil || pid <= 0 {
-		_ = gateway.Process.Kill()
-		_ = gateway.Wait()
-		t.Fatalf("the stand-in gateway started no child: %d %v", pid, err)
-	}
-	_ = gateway.Process.Kill()
-	_ = gateway.Wait()
-	for deadline := time.Now().Add(5 * time.Second); proctest.Alive(pid); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatal("the child outlived the gateway killed with SIGKILL")
-		}
-	}
 }

@@ -32,7 +32,7 @@ func TestRlimitsApply(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-			if err := c.limits.Apply(cmd.Process.Pid); err != nil {
+			if err := c.limits.apply(cmd.Process.Pid); err != nil {
 				t.Fatal(err)
 			}
 			b, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/limits")

@@ -1,0 +1,55 @@
+//go:build unix
+
+package guard
+
+import (
+	"io"
+	"os"
+	"syscall"
+)
+
+// tryWrite writes what of p the stream takes without waiting. f.mu is
+// held.
+func (f *FrameWriter) tryWrite(p []byte) (int, error) {
+	if !f.rawTried {
+		f.rawTried = true
+		if sc, ok := f.w.(syscall.Conn); ok {
+			f.raw, _ = sc.SyscallConn()
+		}
+		f.try = f.tryOnce
+	}
+	if f.raw == nil {
+		return f.w.Write(p)
+	}
+	f.tryBuf, f.tryN, f.tryErr = p, 0, nil
+	err := f.raw.Write(f.try)
+	n := f.tryN
+	if err == nil {
+		err = f.tryErr
+	}
+	f.tryBuf, f.tryErr = nil, nil
+	return n, err
+}
+
+// tryOnce writes f.tryBuf until the descriptor would block (EAGAIN); it
+// never asks the runtime to wait.
+func (f *FrameWriter) tryOnce(fd uintptr) bool {
+	for f.tryN < len(f.tryBuf) {
+		n, err := syscall.Write(int(fd), f.tryBuf[f.tryN:])
+		if n > 0 {
+			f.tryN += n
+		}
+		switch {
+		case err == syscall.EINTR:
+		case err == syscall.EAGAIN:
+			return true
+		case err != nil:
+			f.tryErr = &os.PathError{Op: "write", Path: "pipe", Err: err}
+			return true
+		case n == 0:
+			f.tryErr = io.ErrShortWrite
+			return true
+		}
+	}
+	return true
+}
