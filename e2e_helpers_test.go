@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -111,14 +110,14 @@ func freePort(t *testing.T) string {
 // ends, and waits up to wait for ready on its stderr, which it returns.
 func startHTTPUpstream(t *testing.T, up *exec.Cmd, ready string, wait time.Duration) *syncBuffer {
 	t.Helper()
-	up.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	up.SysProcAttr = ownGroup()
 	stderr := &syncBuffer{}
 	up.Stderr = stderr
 	if err := up.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = syscall.Kill(-up.Process.Pid, syscall.SIGKILL)
+		killGroup(up.Process.Pid)
 		_ = up.Wait()
 	})
 	for deadline := time.Now().Add(wait); !strings.Contains(stderr.String(), ready); time.Sleep(20 * time.Millisecond) {

@@ -288,7 +288,7 @@ func TestStdioFixtureEndToEnd(t *testing.T) {
 	waitGroupGone(t, pid, 5*time.Second)
 	for deadline := time.Now().Add(5 * time.Second); proctest.Alive(escaped.ChildPID); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			_ = syscall.Kill(escaped.ChildPID, syscall.SIGKILL)
+			killGroup(escaped.ChildPID) // it leads a group of its own
 			t.Fatalf("the grandchild %d that left the group outlived the detach", escaped.ChildPID)
 		}
 	}
@@ -525,7 +525,7 @@ func TestStdioBadInput(t *testing.T) {
 			done <- text(res)
 		}()
 		time.Sleep(300 * time.Millisecond)
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		killGroup(pid)
 		select {
 		case msg := <-done:
 			if !strings.Contains(msg, "killed") {

@@ -18,9 +18,12 @@
 //     time, where the input is read through [HoldableInput]
 //     (cmd/mcpfixture over stdio).
 //   - crash {}: exits the process with status 3 without replying.
-//   - env {}: returns the environment, pid, process group and argv.
+//   - env {}: returns the environment, pid, process group (0 on Windows,
+//     which has none) and argv.
 //   - spawn_child {}: starts "sleep 300" in the fixture's process group and
-//     returns {"child_pid": N}.
+//     returns {"child_pid": N}. On Windows, which has no sleep, it starts
+//     its own executable with --sleep=300s (cmd/mcpfixture), and
+//     own_session asks to break away from the job it runs in.
 //   - big {bytes: integer}: returns one text content of that many 'x' bytes.
 //   - garbage {}: on stdio, writes a line that is not JSON and a reply to
 //     a request nobody sent, then answers normally.
@@ -43,13 +46,11 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -526,7 +527,7 @@ func crash(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 }
 
 func env(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	pgid, err := syscall.Getpgid(0)
+	pgid, err := processGroup()
 	if err != nil {
 		return mcp.NewToolResultError("env could not read the process group: " + err.Error() + "."), nil
 	}
@@ -554,9 +555,12 @@ func spawnChild(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult
 	// tests can check that the gateway kills the whole group, unless asked
 	// to leave it. Its stdio is /dev/null, so it does not hold the
 	// fixture's pipes open.
-	cmd := exec.Command("sleep", "300")
+	cmd, err := sleeper()
+	if err != nil {
+		return mcp.NewToolResultError("spawn_child could not find its sleeper: " + err.Error() + "."), nil
+	}
 	if own, _ := req.GetArguments()["own_session"].(bool); own {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		cmd.SysProcAttr = ownSession()
 	}
 	if err := cmd.Start(); err != nil {
 		return mcp.NewToolResultError("spawn_child could not start `sleep 300`: " + err.Error() + "."), nil

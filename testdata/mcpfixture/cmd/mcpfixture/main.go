@@ -16,6 +16,7 @@
 //	--stderr-noise          write a few lines to stderr before serving
 //	--many-tools=N          also serve N tools of about 2 KiB each (mcpfixture.AddManyTools)
 //	--nested-tools=N        over stdio, list a tool whose schema nests N arrays (mcpfixture.DeepAnswers)
+//	--sleep=DURATION        serve nothing: sleep, then exit (spawn_child's child on Windows)
 //
 // Over stdio, stdout carries nothing but MCP frames. Over http, the only line
 // written to stdout is "READY http://HOST:PORT/mcp", once the listener is
@@ -49,6 +50,7 @@ type options struct {
 	startDelay  time.Duration
 	manyTools   int
 	nestedTools int
+	sleep       time.Duration
 }
 
 func parseArgs(args []string) options {
@@ -67,6 +69,8 @@ func parseArgs(args []string) options {
 			o.noise = true
 		case strings.HasPrefix(a, "--start-delay="):
 			o.startDelay, _ = time.ParseDuration(strings.TrimPrefix(a, "--start-delay="))
+		case strings.HasPrefix(a, "--sleep="):
+			o.sleep, _ = time.ParseDuration(strings.TrimPrefix(a, "--sleep="))
 		case strings.HasPrefix(a, "--many-tools="):
 			o.manyTools, _ = strconv.Atoi(strings.TrimPrefix(a, "--many-tools="))
 		case strings.HasPrefix(a, "--nested-tools="):
@@ -82,6 +86,10 @@ func main() {
 	o := parseArgs(os.Args[1:])
 	logger := log.New(os.Stderr, "mcpfixture: ", log.LstdFlags)
 
+	if o.sleep > 0 {
+		time.Sleep(o.sleep)
+		return
+	}
 	if o.exitAtStart {
 		fmt.Fprintln(os.Stderr, "mcpfixture: exiting at start as asked")
 		os.Exit(1)
