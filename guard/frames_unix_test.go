@@ -1,0 +1,11 @@
+//go:build unix
+
+package guard
+
+import (
+	"errors"
+	"syscall"
+)
+
+// brokenPipe tells a write to a pipe whose reader has gone.
+func brokenPipe(err error) bool { return errors.Is(err, syscall.EPIPE) }
