@@ -31,8 +31,25 @@ func TestWindowsBuildUnderWine(t *testing.T) {
 	// A name of its own, to find its processes (and only them) by.
 	marker := fmt.Sprintf("mcpfixture-%d", time.Now().UnixNano())
 	fixture := build(t, dir, marker+".exe", "github.com/ardgate/ardgate/testdata/mcpfixture/cmd/mcpfixture")
+	nodeDir := fakeNode(t, filepath.Join(dir, marker+"-nodejs"), fixture)
+	tool := filepath.Join(dir, "tool.cmd") // leaves a file saying it ran, which it must not
+	if err := os.WriteFile(tool, []byte("@echo ran> "+windowsPath(tool+"-ran")+"\r\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// What no batch file may leave: a file it made, or one made by a
+	// command a registry's argument spelled to cmd.exe.
+	ran := []string{tool + "-ran", filepath.Join(nodeDir, "npx.cmd-ran"), filepath.Join(dir, "pwned")}
+	hostile := hostileArgs(ran[2])
 	config := filepath.Join(dir, "ardgate.json")
-	writeConfig(t, config, fixture)
+	writeConfig(t, config, fixture, tool, hostile)
+	t.Cleanup(func() {
+		for _, f := range ran {
+			if _, err := os.Stat(f); err == nil {
+				t.Errorf("a batch file ran: %s is there", f)
+			}
+		}
+	})
+	t.Setenv("WINEPATH", windowsPath(nodeDir)) // before Wine's PATH: its "node" is found
 
 	t.Run("version", func(t *testing.T) {
 		cmd := exec.Command(wine, gateway, "version")
@@ -45,7 +62,7 @@ func TestWindowsBuildUnderWine(t *testing.T) {
 
 	t.Run("session", func(t *testing.T) {
 		s := start(t, wine, gateway, config)
-		s.discoverAndCall(marker)
+		s.discoverAndCall(marker, hostile)
 		if err := s.in.Close(); err != nil { // the session ends with stdin
 			t.Fatal(err)
 		}
@@ -58,7 +75,7 @@ func TestWindowsBuildUnderWine(t *testing.T) {
 
 	t.Run("gateway killed", func(t *testing.T) {
 		s := start(t, wine, gateway, config)
-		s.discoverAndCall(marker)
+		s.discoverAndCall(marker, hostile)
 		if err := s.cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
@@ -118,14 +135,54 @@ func build(t *testing.T, dir, name, pkg string) string {
 // windowsPath is path as Wine's drive Z: shows it.
 func windowsPath(path string) string { return `Z:` + strings.ReplaceAll(path, "/", `\`) }
 
-// writeConfig pins the fixture, given time to start under Wine.
-func writeConfig(t *testing.T, path, fixture string) {
+// fakeNode lays out dir as Node.js installs itself on Windows: node.exe
+// (the fixture, which takes any arguments), npm's npx-cli.js beside it, and
+// an npx.cmd, which must not run: it leaves a file saying it did.
+func fakeNode(t *testing.T, dir, fixture string) string {
+	t.Helper()
+	b, err := os.ReadFile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := filepath.Join(dir, "node_modules", "npm", "bin", "npx-cli.js")
+	if err := os.MkdirAll(filepath.Dir(cli), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string][]byte{
+		filepath.Join(dir, "node.exe"): b,
+		cli:                            []byte("// npm's npx, which the fake node.exe does not read\n"),
+		filepath.Join(dir, "npx.cmd"):  []byte("@echo ran> " + windowsPath(filepath.Join(dir, "npx.cmd-ran")) + "\r\n"),
+	} {
+		if err := os.WriteFile(name, content, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// hostileArgs are a registry's arguments with characters cmd.exe would
+// act on: npx must pass them to node as they are; a batch file is refused
+// them. The first, as Go quotes it for a command line, ends cmd.exe's
+// quoting at its \" and runs a command that makes the file pwned.
+func hostileArgs(pwned string) []string {
+	return []string{`x"&echo pwned>` + windowsPath(pwned) + `&rem "`, `%PATH%`, `^x`, `"quoted" two`, `a|b`, `!x!`}
+}
+
+// writeConfig pins three servers, given time to start under Wine: the
+// fixture; npx, with hostile arguments (the fake node.exe running the
+// fixture); and a batch file with a hostile argument, which the gateway
+// must refuse to start.
+func writeConfig(t *testing.T, path, fixture, batch string, hostile []string) {
 	t.Helper()
 	b, err := json.Marshal(map[string]any{
 		"registries":       []any{map[string]any{"id": "builtin", "kind": "catalog"}},
 		"pinned_list_wait": "2m",
 		"start_timeout":    "2m",
-		"servers":          []any{map[string]any{"name": "fixture", "command": windowsPath(fixture), "args": []string{"--transport=stdio"}}},
+		"servers": []any{
+			map[string]any{"name": "fixture", "command": windowsPath(fixture), "args": []string{"--transport=stdio"}},
+			map[string]any{"name": "vianpx", "command": "npx", "args": slices.Concat([]string{"-y", "--", "@scope/pkg@1.0.0"}, hostile)},
+			map[string]any{"name": "batch", "command": windowsPath(batch), "args": []string{hostile[0]}},
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -265,7 +322,7 @@ func (s *session) call(name string, args any) result {
 // fixture: echo; env, which must hold what Windows programs need and no
 // more of the gateway's environment; spawn_child, whose child must be in
 // the fixture's tree. The fixture's processes, two, then run.
-func (s *session) discoverAndCall(marker string) {
+func (s *session) discoverAndCall(marker string, hostile []string) {
 	s.t.Helper()
 	var found struct {
 		Count   int
@@ -275,12 +332,15 @@ func (s *session) discoverAndCall(marker string) {
 		!slices.ContainsFunc(found.Results, func(r struct{ URN string }) bool { return strings.Contains(r.URN, ":mcp:everything") }) {
 		s.t.Fatalf("discover_resources found %+v (%v), want the builtin catalog's server-everything", found, err)
 	}
-	echo := s.fixtureTool("echo")
+	echo := s.tool("fixture", "echo")
 	if r := s.call(echo, map[string]any{"message": "hello from Wine"}); r.Content[0].Text != "hello from Wine" {
 		s.t.Errorf("%s = %+v", echo, r)
 	}
-	var env struct{ Env []string }
-	if err := json.Unmarshal(s.call(s.fixtureTool("env"), map[string]any{}).StructuredContent, &env); err != nil {
+	var env struct {
+		Env  []string
+		Args []string
+	}
+	if err := json.Unmarshal(s.call(s.tool("fixture", "env"), map[string]any{}).StructuredContent, &env); err != nil {
 		s.t.Fatal(err)
 	}
 	for _, want := range []string{"SystemRoot=", "PATH=", "TEMP="} {
@@ -291,26 +351,56 @@ func (s *session) discoverAndCall(marker string) {
 	if slices.ContainsFunc(env.Env, func(kv string) bool { return strings.HasPrefix(strings.ToUpper(kv), secret) }) {
 		s.t.Errorf("the gateway's %s reached the server: %q", secret, env.Env)
 	}
-	s.call(s.fixtureTool("spawn_child"), map[string]any{})
-	if n := len(processes(marker)); n != 2 {
-		s.t.Fatalf("%d processes of the fixture run, want 2 (it and its child)", n)
+	s.call(s.tool("fixture", "spawn_child"), map[string]any{})
+	s.npxAndBatch(hostile)
+	if n := len(processes(marker)); n != 3 {
+		s.t.Fatalf("%d processes of the fixture run, want 3 (it, its child, and npx's node)", n)
 	}
 }
 
-// fixtureTool is the name the session lists the pinned fixture's tool
-// under.
-func (s *session) fixtureTool(tool string) string {
+// npxAndBatch checks that npx ran as node on npx-cli.js, its arguments
+// whole, and that the batch file was refused its argument. That no batch
+// file ran is checked at the end of the test.
+func (s *session) npxAndBatch(hostile []string) {
+	s.t.Helper()
+	var npx struct{ Args []string }
+	if err := json.Unmarshal(s.call(s.tool("vianpx", "env"), map[string]any{}).StructuredContent, &npx); err != nil {
+		s.t.Fatal(err)
+	}
+	want := slices.Concat([]string{`node_modules\npm\bin\npx-cli.js`, "-y", "--", "@scope/pkg@1.0.0"}, hostile)
+	if len(npx.Args) != len(want)+1 || !strings.HasSuffix(strings.ToLower(npx.Args[0]), `\node.exe`) ||
+		!strings.HasSuffix(npx.Args[1], want[0]) || !slices.Equal(npx.Args[2:], want[1:]) {
+		s.t.Errorf("npx ran as %q, want node.exe on ...\\%s with %q", npx.Args, want[0], want[1:])
+	}
+	var list struct{ Attachments []attachment }
+	if err := json.Unmarshal(s.call("list_attached_resources", map[string]any{}).StructuredContent, &list); err != nil {
+		s.t.Fatal(err)
+	}
+	i := slices.IndexFunc(list.Attachments, func(a attachment) bool { return a.Name == "batch" })
+	if i < 0 || list.Attachments[i].Status != "down" || !strings.Contains(list.Attachments[i].WhyDown, "batch file") {
+		s.t.Errorf("the batch file given %q: %+v, want it down, refused", hostile[0], list.Attachments)
+	}
+}
+
+// attachment is an entry of list_attached_resources.
+type attachment struct {
+	Name, Status string
+	WhyDown      string `json:"why_down"`
+}
+
+// tool is the name the session lists a pinned server's tool under.
+func (s *session) tool(server, tool string) string {
 	s.t.Helper()
 	var list struct{ Tools []struct{ Name string } }
 	if err := json.Unmarshal(s.request("tools/list", map[string]any{}), &list); err != nil {
 		s.t.Fatal(err)
 	}
 	for _, tl := range list.Tools {
-		if strings.Contains(tl.Name, "fixture") && strings.HasSuffix(tl.Name, "__"+tool) {
+		if strings.HasSuffix(tl.Name, "_"+server+"__"+tool) {
 			return tl.Name
 		}
 	}
-	s.t.Fatalf("no tool %s of the pinned fixture in %+v", tool, list.Tools)
+	s.t.Fatalf("no tool %s of the pinned %s in %+v", tool, server, list.Tools)
 	return ""
 }
 
