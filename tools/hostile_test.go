@@ -116,8 +116,14 @@ func rawUpstreamWith(t *testing.T, capabilities string, answer func(method, curs
 // new session of a new gateway, and returns the session and the result.
 func attachAt(t *testing.T, url string) (*clientSession, *mcp.CallToolResult) {
 	t.Helper()
+	return attachWithin(t, url, 10*time.Second)
+}
+
+// attachWithin is attachAt with a call timeout of d.
+func attachWithin(t *testing.T, url string, d time.Duration) (*clientSession, *mcp.CallToolResult) {
+	t.Helper()
 	const urn = "urn:air:ardgate.test:mcp:remote"
-	s := newGateway(t, 10*time.Second, remoteEntry(urn, url)).connect(t)
+	s := newGateway(t, d, remoteEntry(urn, url)).connect(t)
 	return s, s.call("attach_resource", map[string]any{"urn": urn})
 }
 
@@ -573,7 +579,10 @@ func TestAnswerAfterManyEvents(t *testing.T) {
 		}
 		return ""
 	})
-	s, res := attachAt(t, up.URL)
+	// Reading 11 MiB of events takes a second or so; ten times that on a
+	// loaded machine with the race detector on. The call timeout is not
+	// what is tested.
+	s, res := attachWithin(t, up.URL, time.Minute)
 	if res.IsError {
 		t.Fatalf("attach: %s", firstText(res))
 	}
