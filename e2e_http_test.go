@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
@@ -289,18 +290,83 @@ func TestHTTPIdleSessionSwept(t *testing.T) {
 	if err != nil || h.Sessions != 3 {
 		t.Fatalf("healthz after the sweep: %d sessions (%v), want 3, the ones in use", h.Sessions, err)
 	}
+	if code := postStatus(t, url, sid); code != http.StatusNotFound {
+		t.Fatalf("the swept session's id: HTTP %d, want 404", code)
+	}
+}
+
+// A session whose client shows no sign of life for session_reap_after
+// ends long before session_idle_timeout, and its server's process with
+// it: the Inspector CLI, LangChain and Mastra close without a DELETE,
+// and left their npx servers running for the idle timeout's 30 minutes.
+// A session in use, one with a call running and one with its GET stream
+// open are kept.
+func TestHTTPQuietSessionReaped(t *testing.T) {
+	t.Parallel()
+	const reap = 3 * time.Second
+	url, _ := startHTTP(t, env(true, "ARDGATE_SESSION_REAP_AFTER="+reap.String()), "--catalog", "testdata/catalogs/fixture.json")
+	gone, busy, calling, listening := connectHTTP(t, url), connectHTTP(t, url), connectHTTP(t, url), connectHTTP(t, url)
+	for _, g := range []*gateway{gone, busy, calling, listening} {
+		if res := g.call("attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:fixture"}); res.IsError {
+			t.Fatalf("attach: %s", text(res))
+		}
+	}
+	slow := make(chan string, 1)
+	go func() {
+		slow <- text(calling.call("mcp_fixture__slow", map[string]any{"ms": (3 * reap).Milliseconds()}))
+	}()
+	get, _ := http.NewRequest(http.MethodGet, url, nil)
+	get.Header.Set("Accept", "text/event-stream")
+	get.Header.Set("Mcp-Session-Id", listening.c.GetSessionId())
+	ctx, stopListening := context.WithCancel(context.Background())
+	defer stopListening()
+	stream, err := http.DefaultClient.Do(get.WithContext(ctx))
+	if err != nil || stream.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream: %v %v", err, stream)
+	}
+	defer stream.Body.Close()
+
+	pid := gone.pidOf("fixture")
+	for deadline := time.Now().Add(10 * reap); len(proctest.GroupMembers(pid)) > 0; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the quiet session's server still runs %s on: %v", 10*reap, proctest.GroupMembers(pid))
+		}
+		if got := text(busy.call("mcp_fixture__echo", map[string]any{"message": "busy"})); got != "busy" {
+			t.Fatalf("the session in use: %q", got)
+		}
+	}
+	if code := postStatus(t, url, gone.c.GetSessionId()); code != http.StatusNotFound {
+		t.Fatalf("the reaped session's id: HTTP %d, want 404", code)
+	}
+	// Each of the others is looked at while it still shows a sign of
+	// life: the one in use now, the others once their call or stream ends.
+	still := func(name string, g *gateway) {
+		if got := text(g.call("mcp_fixture__echo", map[string]any{"message": "still here"})); got != "still here" {
+			t.Errorf("the session %s: %q", name, got)
+		}
+	}
+	still("in use", busy)
+	if got := <-slow; got != fmt.Sprintf("slept %dms", (3*reap).Milliseconds()) {
+		t.Fatalf("a call longer than session_reap_after: %q", got)
+	}
+	still("calling", calling)
+	stopListening()
+	still("listening", listening)
+}
+
+// postStatus is the HTTP status of a tools/list in session sid.
+func postStatus(t *testing.T, url, sid string) int {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Mcp-Session-Id", sid)
 	req.Header.Set("Mcp-Protocol-Version", mcp.ProtocolVersion20251125)
-	resp, err = http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
-		t.Fatalf("the swept session's id: HTTP %d, want 404", resp.StatusCode)
-	}
+	return resp.StatusCode
 }
 
 // With ARDGATE_AUTH_TOKEN set, a request without it gets 401 and one from

@@ -79,6 +79,11 @@ type Config struct {
 	// idle this long (no request, no event sent on its stream): clients
 	// often go away without ending their sessions.
 	SessionIdleTimeout time.Duration
+	// SessionReapAfter ends an HTTP session sooner, once its client shows
+	// no sign of life this long: no request, none running, and no GET
+	// stream open. Clients that close without a DELETE left their npx
+	// servers running until SessionIdleTimeout.
+	SessionReapAfter time.Duration
 	// AllowLocalURLs lets endpoints resolve to loopback and private
 	// addresses. For local testing only.
 	AllowLocalURLs bool
@@ -236,6 +241,7 @@ const (
 	DefaultMaxAttachments = 5
 	DefaultMaxSessions    = 10000
 	DefaultSessionIdle    = 30 * time.Minute
+	DefaultSessionReap    = 5 * time.Minute
 	DefaultCallTimeout    = 60 * time.Second
 	DefaultMaxCallTime    = 10 * time.Minute
 	DefaultPinnedListWait = 10 * time.Second

@@ -40,6 +40,7 @@ type file struct {
 	MaxAttachments   *int        `json:"max_attachments"`
 	MaxSessions      *int        `json:"max_sessions"`
 	SessionIdle      *string     `json:"session_idle_timeout"`
+	SessionReap      *string     `json:"session_reap_after"`
 	AllowLocalURLs   *bool       `json:"allow_local_urls"`
 	CallTimeout      *string     `json:"call_timeout"`
 	StartTimeout     *string     `json:"start_timeout"`
@@ -89,6 +90,7 @@ type environment struct {
 	MaxAttachments   *int     `env:"MAX_ATTACHMENTS"`
 	MaxSessions      *int     `env:"MAX_SESSIONS"`
 	SessionIdle      *string  `env:"SESSION_IDLE_TIMEOUT"`
+	SessionReap      *string  `env:"SESSION_REAP_AFTER"`
 	AllowLocalURLs   *bool    `env:"ALLOW_LOCAL_URLS"`
 	RequireTrust     []string `env:"REQUIRE_TRUST" envSeparator:","`
 	StdioEnv         []string `env:"STDIO_ENV" envSeparator:","`
@@ -180,6 +182,7 @@ func load(flags Flags, environ []string) (*Config, error) {
 		MaxAttachments:     DefaultMaxAttachments,
 		MaxSessions:        DefaultMaxSessions,
 		SessionIdleTimeout: DefaultSessionIdle,
+		SessionReapAfter:   DefaultSessionReap,
 		AllowLocalURLs:     false,
 		CallTimeout:        DefaultCallTimeout,
 		PinnedListWait:     DefaultPinnedListWait,
@@ -220,7 +223,8 @@ func load(flags Flags, environ []string) (*Config, error) {
 		into  *time.Duration
 	}{{"call_timeout", f.CallTimeout, &c.CallTimeout}, {"max_call_time", f.MaxCallTime, &c.MaxCallTime}, {"pinned_list_wait", f.PinnedListWait, &c.PinnedListWait},
 		{"start_timeout", f.StartTimeout, &c.StartTimeout},
-		{"session_idle_timeout", firstPtr(e.SessionIdle, f.SessionIdle), &c.SessionIdleTimeout}} {
+		{"session_idle_timeout", firstPtr(e.SessionIdle, f.SessionIdle), &c.SessionIdleTimeout},
+		{"session_reap_after", firstPtr(e.SessionReap, f.SessionReap), &c.SessionReapAfter}} {
 		if d.value == nil {
 			continue
 		}
@@ -381,6 +385,7 @@ func (e *environment) named(flags Flags, problems []error) []error {
 		{"max_attachments", "MAX_ATTACHMENTS", e.MaxAttachments != nil},
 		{"max_sessions", "MAX_SESSIONS", e.MaxSessions != nil},
 		{"session_idle_timeout", "SESSION_IDLE_TIMEOUT", e.SessionIdle != nil},
+		{"session_reap_after", "SESSION_REAP_AFTER", e.SessionReap != nil},
 		{"require_trust", "REQUIRE_TRUST", e.RequireTrust != nil},
 		{"stdio.env", "STDIO_ENV", e.StdioEnv != nil},
 		{"stdio.memory_mib", "STDIO_MEMORY_MIB", e.StdioMemoryMiB != nil},
@@ -755,6 +760,9 @@ func (c *Config) validate() []error {
 	}
 	if c.SessionIdleTimeout < time.Second || c.SessionIdleTimeout > 7*24*time.Hour {
 		add("session_idle_timeout", "%s is outside [1s, 168h]", c.SessionIdleTimeout)
+	}
+	if c.SessionReapAfter < time.Second || c.SessionReapAfter > 7*24*time.Hour {
+		add("session_reap_after", "%s is outside [1s, 168h]", c.SessionReapAfter)
 	}
 	if c.CallTimeout <= 0 || c.CallTimeout > time.Hour {
 		add("call_timeout", "%s is outside (0, 1h]", c.CallTimeout)

@@ -449,6 +449,8 @@ func TestLoadValidation(t *testing.T) {
 		{"session_idle_timeout not a duration", `{"session_idle_timeout": "30"}`, "session_idle_timeout"},
 		{"session_idle_timeout too short", `{"session_idle_timeout": "500ms"}`, "session_idle_timeout"},
 		{"session_idle_timeout too long", `{"session_idle_timeout": "169h"}`, "session_idle_timeout"},
+		{"session_reap_after not a duration", `{"session_reap_after": "5"}`, "session_reap_after"},
+		{"session_reap_after too short", `{"session_reap_after": "10ms"}`, "session_reap_after"},
 		{"pinned_list_wait not a duration", `{"pinned_list_wait": "a while"}`, "pinned_list_wait"},
 		{"pinned_list_wait zero", `{"pinned_list_wait": "0s"}`, "pinned_list_wait"},
 		{"pinned_list_wait too long", `{"pinned_list_wait": "6m"}`, "pinned_list_wait"},

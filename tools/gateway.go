@@ -134,6 +134,13 @@ type session struct {
 	streams   atomic.Int32
 	clock     atomic.Pointer[time.Timer]
 	clockOnce sync.Once
+	// heard is when the client's last request came or ended (unix
+	// nanoseconds), and requests counts those of them under way: the
+	// signs of life that keep the session from being reaped (reap.go).
+	heard    atomic.Int64
+	requests atomic.Int32
+	reaper   atomic.Pointer[time.Timer]
+	reapOnce sync.Once
 }
 
 // noticesQueued tells whether the MCP server holds notifications for the
@@ -256,8 +263,10 @@ func (g *Gateway) onUnregister(_ context.Context, cs server.ClientSession) {
 	g.open.Add(-1)
 	s := v.(*session)
 	g.stdio.CompareAndSwap(s, nil)
-	if t := s.clock.Load(); t != nil {
-		t.Stop()
+	for _, t := range []*time.Timer{s.clock.Load(), s.reaper.Load()} {
+		if t != nil {
+			t.Stop()
+		}
 	}
 	s.att.Close()
 }

@@ -350,6 +350,7 @@ type HTTP struct {
 	mux           *http.ServeMux
 	authToken     string
 	idleTTL       time.Duration
+	reapAfter     time.Duration
 	headerTimeout time.Duration
 	bodyTimeout   time.Duration
 	connTimeout   time.Duration // IdleConnTimeout
@@ -369,6 +370,9 @@ type HTTPOptions struct {
 	// IdleTTL ends sessions whose client went away without saying so;
 	// zero means config.DefaultSessionIdle.
 	IdleTTL time.Duration
+	// ReapAfter ends a session sooner, once its client shows no sign of
+	// life for that long (reap.go); zero means config.DefaultSessionReap.
+	ReapAfter time.Duration
 	// ReadHeaderTimeout bounds the reading of a request's head on the
 	// connections the gateway serves itself (keepalive.go); zero means
 	// DefaultReadHeaderTimeout. Give the http.Server the same.
@@ -395,7 +399,7 @@ type HTTPOptions struct {
 
 // HTTPOptionsFrom returns the options cfg sets.
 func HTTPOptionsFrom(cfg *config.Config) HTTPOptions {
-	return HTTPOptions{AuthToken: cfg.AuthToken, MaxSessions: cfg.MaxSessions, IdleTTL: cfg.SessionIdleTimeout}
+	return HTTPOptions{AuthToken: cfg.AuthToken, MaxSessions: cfg.MaxSessions, IdleTTL: cfg.SessionIdleTimeout, ReapAfter: cfg.SessionReapAfter}
 }
 
 // DefaultIdleConnTimeout is how long a client's connection may wait idle
@@ -423,6 +427,9 @@ func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 	if opt.IdleTTL == 0 {
 		opt.IdleTTL = config.DefaultSessionIdle
 	}
+	if opt.ReapAfter == 0 {
+		opt.ReapAfter = config.DefaultSessionReap
+	}
 	if opt.ReadHeaderTimeout == 0 {
 		opt.ReadHeaderTimeout = DefaultReadHeaderTimeout
 	}
@@ -438,7 +445,7 @@ func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 	if opt.StreamHeartbeat == 0 {
 		opt.StreamHeartbeat = DefaultStreamHeartbeat
 	}
-	h := &HTTP{g: g, authToken: opt.AuthToken, mux: http.NewServeMux(), idleTTL: opt.IdleTTL, headerTimeout: opt.ReadHeaderTimeout,
+	h := &HTTP{g: g, authToken: opt.AuthToken, mux: http.NewServeMux(), idleTTL: opt.IdleTTL, reapAfter: opt.ReapAfter, headerTimeout: opt.ReadHeaderTimeout,
 		connTimeout: opt.IdleConnTimeout, bodyTimeout: opt.BodyTimeout, maxSessions: int64(opt.MaxSessions),
 		heartbeat: opt.StreamHeartbeat}
 	h.kept.idle = opt.IdleConnTimeout
@@ -590,6 +597,9 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 			return
 		}
 		s, ok := h.fastSession(r)
+		if s != nil {
+			defer h.serving(r, s)()
+		}
 		switch r.Method {
 		case http.MethodPost:
 			if !answerable(acceptOf(r.Header)) {
@@ -869,6 +879,7 @@ func (h *HTTP) fastTarget(r *http.Request) (*session, bool) {
 	if s == nil || !s.perSession {
 		return nil, false
 	}
+	s.heard.Store(time.Now().UnixNano())
 	if r.Method != http.MethodPost || !h.fastEligible(r) || s.noticesQueued() {
 		return s, false
 	}
