@@ -114,18 +114,19 @@ func rawUpstreamWith(t *testing.T, capabilities string, answer func(method, curs
 
 // attachAt attaches the streamable HTTP server at url, as "remote", in a
 // new session of a new gateway, and returns the session and the result.
+//
+// The call timeout is a minute: moving 10 MiB and more of hostile
+// answers takes a second or so, ten times that on a loaded machine with
+// the race detector on, and these tests are not of the timeout.
 func attachAt(t *testing.T, url string) (*clientSession, *mcp.CallToolResult) {
 	t.Helper()
-	return attachWithin(t, url, 10*time.Second)
-}
-
-// attachWithin is attachAt with a call timeout of d.
-func attachWithin(t *testing.T, url string, d time.Duration) (*clientSession, *mcp.CallToolResult) {
-	t.Helper()
 	const urn = "urn:air:ardgate.test:mcp:remote"
-	s := newGateway(t, d, remoteEntry(urn, url)).connect(t)
+	s := newGateway(t, hostileCallTimeout, remoteEntry(urn, url)).connect(t)
 	return s, s.call("attach_resource", map[string]any{"urn": urn})
 }
+
+// hostileCallTimeout is the call timeout of attachAt's gateways.
+const hostileCallTimeout = time.Minute
 
 // An upstream tool whose x-mcp-header annotations break SEP-2243's rules
 // is left out, and the server's other tools are attached and called, over
@@ -579,10 +580,7 @@ func TestAnswerAfterManyEvents(t *testing.T) {
 		}
 		return ""
 	})
-	// Reading 11 MiB of events takes a second or so; ten times that on a
-	// loaded machine with the race detector on. The call timeout is not
-	// what is tested.
-	s, res := attachWithin(t, up.URL, time.Minute)
+	s, res := attachAt(t, up.URL)
 	if res.IsError {
 		t.Fatalf("attach: %s", firstText(res))
 	}
@@ -627,7 +625,8 @@ func TestAnswerNestedTooDeep(t *testing.T) {
 			return `"result":{"tools":[{"name":"deep","inputSchema":{"type":"object","properties":{"d":{"default":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}}}}]}`
 		})
 		start := time.Now()
-		if _, res := attachAt(t, up.URL); !res.IsError || !strings.Contains(firstText(res), why) || time.Since(start) > 5*time.Second {
+		// At once, not once the attach has timed out.
+		if _, res := attachAt(t, up.URL); !res.IsError || !strings.Contains(firstText(res), why) || time.Since(start) > hostileCallTimeout/2 {
 			t.Fatalf("attach of a tools/list nested too deep, after %s: %s", time.Since(start), firstText(res))
 		}
 	})
