@@ -217,6 +217,7 @@ func TestAgentForgetsTasks(t *testing.T) {
 // the next spawn_agent (at most every 5 s): it stayed down for the whole
 // session, and said it "was detached".
 func TestPinnedAgentReachedLater(t *testing.T) {
+	t.Parallel()
 	// Nothing listens on its address yet: dials are refused.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

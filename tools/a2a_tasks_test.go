@@ -319,6 +319,7 @@ func TestSessionEndCancelsAFewAtATime(t *testing.T) {
 // cancellations went first, and the answer waited out the shutdown's
 // whole time, to be lost with it.
 func TestShutdownAnswersBeforeTasksAreCancelled(t *testing.T) {
+	t.Parallel()
 	agent := a2afixture.Start(t)
 	proxied := httputil.NewSingleHostReverseProxy(mustParse(t, agent.URL))
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -493,6 +494,7 @@ func TestAgentTasksUnderLoad(t *testing.T) {
 // A listing's views share a budget, the oldest tasks' parts left out
 // first.
 func TestTaskViewBudget(t *testing.T) {
+	t.Parallel()
 	s := helperAttached(t)
 	const budget = 256 << 10
 	big := s.task(s.call("spawn_agent", map[string]any{"message": "flood 10 50"})) // 2 MB

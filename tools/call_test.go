@@ -107,6 +107,7 @@ func TestFailureFitsOutputSchema(t *testing.T) {
 // started again by the next call all the same: the start ran on the
 // call's clock, and such a server never came back.
 func TestRevivedSlowerThanCallTimeout(t *testing.T) {
+	t.Parallel()
 	m := pinnedFixture(buildFixture(t), time.Second)
 	m.Pinned[0].Args = append(m.Pinned[0].Args, "--start-delay=1500ms")
 	c := rawStdio(t, New(m, quietLog, Options{Version: "test"}))

@@ -441,6 +441,7 @@ func (r *restartable) stop() {
 // the sessions share, is dialled again once, for them all: it stayed down
 // for every session open at the time.
 func TestRemoteRevived(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"attached", "pinned", "stateless"} {
 		t.Run(kind, func(t *testing.T) {
 			up := newRestartable(t)

@@ -427,6 +427,7 @@ func TestOfferCancelledHTTP(t *testing.T) {
 // A list the server fails to give when it is listed again (its answer over
 // the 4 MiB a list may take) stays as it was; the others are listed anew.
 func TestOfferListKeptOnFailure(t *testing.T) {
+	t.Parallel()
 	const urn = "urn:air:ardgate.test:mcp:one"
 	tg := newGateway(t, 20*time.Second, remoteEntry(urn, upstream(t).URL))
 	s := tg.connect(t, transport.WithContinuousListening())

@@ -104,6 +104,7 @@ func TestCallWhileStartingBounded(t *testing.T) {
 // unanswered: over stdio no answer comes, over HTTP its POST is an event
 // stream with no message.
 func TestCallWhileStartingCancelled(t *testing.T) {
+	t.Parallel()
 	fixture := buildFixture(t)
 	t.Run("stdio", func(t *testing.T) {
 		// Uncancelled, the call would be refused once pinned_list_wait
