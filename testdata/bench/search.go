@@ -115,7 +115,7 @@ func pct(sorted []time.Duration, p int) time.Duration {
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: go run ./testdata/bench search|proxy|registry|sessions|coldstart|soak [flags]")
+		fmt.Fprintln(os.Stderr, "usage: go run ./testdata/bench search|proxy|registry|sessions|coldstart|soak|hostile-registry [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -134,6 +134,8 @@ func main() {
 		err = soakBench(os.Args[2:], os.Stdout)
 	case "relay":
 		err = relay(os.Args[2:])
+	case "hostile-registry":
+		err = hostileRegistryBench(os.Args[2:], os.Stdout)
 	default:
 		err = fmt.Errorf("unknown benchmark %q", os.Args[1])
 	}
