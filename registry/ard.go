@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/ardgate/ardgate/guard"
 )
 
 // ARD is a remote registry speaking the ARD registry API.
@@ -136,7 +138,7 @@ func (a *ARD) search(ctx context.Context, text string, filter map[string][]strin
 	if err != nil {
 		return Page{}, err
 	}
-	page, err := decodeSearch(data, a.base.String())
+	page, err := decodeSearch(data, a.base.String(), cmp.Or(size, DefaultPageSize))
 	if err != nil {
 		return Page{}, a.malformed(fmt.Errorf("registry %s: %w", a.id, err))
 	}
@@ -201,7 +203,9 @@ func (a *ARD) Lookup(ctx context.Context, urn string) (Entry, error) {
 	if err == nil {
 		var e Entry
 		if err := json.Unmarshal(data, &e); err == nil && checkEntry(&e) == nil {
-			return e, nil
+			if e, ok := bounded(e); ok {
+				return e, nil
+			}
 		}
 	}
 	if e, ok := a.recall(urn); ok {
@@ -216,8 +220,11 @@ func (a *ARD) Lookup(ctx context.Context, urn string) (Entry, error) {
 
 // decodeSearch reads a search response tolerantly: score as int or float,
 // pageToken null, missing optional fields, and results that do not decode
-// or break the entry rules are dropped rather than failing the page.
-func decodeSearch(data []byte, source string) (Page, error) {
+// or break the entry rules are dropped rather than failing the page. It
+// keeps the first size results and maxReferrals referrals, however many
+// the registry sent (asked for one, a registry sent 40,000, and the
+// gateway answered with a frame of 19 MB), each bounded.
+func decodeSearch(data []byte, source string, size int) (Page, error) {
 	var raw struct {
 		Results   []json.RawMessage `json:"results"`
 		Referrals []json.RawMessage `json:"referrals"`
@@ -228,24 +235,22 @@ func decodeSearch(data []byte, source string) (Page, error) {
 	}
 	page := Page{Results: []Result{}}
 	for _, rr := range raw.Results {
-		var r struct {
-			Entry
-			Score  json.Number `json:"score"`
-			Source string      `json:"source"`
+		if len(page.Results) == size {
+			break
 		}
-		if json.Unmarshal(rr, &r) != nil || checkEntry(&r.Entry) != nil {
-			continue
+		if res, ok := decodeResult(rr, source); ok {
+			page.Results = append(page.Results, res)
 		}
-		score, _ := r.Score.Float64()
-		res := Result{Entry: r.Entry, Score: int(math.Round(max(0, min(100, score)))), Source: r.Source}
-		if res.Source == "" {
-			res.Source = source
-		}
-		page.Results = append(page.Results, res)
 	}
 	for _, rr := range raw.Referrals {
+		if len(page.Referrals) == maxReferrals {
+			break
+		}
 		var e Entry
-		if json.Unmarshal(rr, &e) == nil && e.URL != "" {
+		if json.Unmarshal(rr, &e) != nil || e.URL == "" {
+			continue
+		}
+		if e, ok := bounded(e); ok {
 			page.Referrals = append(page.Referrals, e)
 		}
 	}
@@ -253,6 +258,33 @@ func decodeSearch(data []byte, source string) (Page, error) {
 		page.PageToken = *raw.PageToken
 	}
 	return page, nil
+}
+
+// maxReferrals bounds the referrals kept of one answer: 40,000 made a
+// frame of 9.8 MB.
+const maxReferrals = 20
+
+// decodeResult reads one result of a search response; ok is false for
+// one that does not decode, breaks the entry rules or is over the bounds.
+func decodeResult(raw json.RawMessage, source string) (Result, bool) {
+	var r struct {
+		Entry
+		Score  json.Number `json:"score"`
+		Source string      `json:"source"`
+	}
+	if json.Unmarshal(raw, &r) != nil || checkEntry(&r.Entry) != nil {
+		return Result{}, false
+	}
+	e, ok := bounded(r.Entry)
+	if !ok {
+		return Result{}, false
+	}
+	score, _ := r.Score.Float64()
+	res := Result{Entry: e, Score: int(math.Round(max(0, min(100, score)))), Source: guard.Text(r.Source, MaxNameRunes)}
+	if res.Source == "" {
+		res.Source = source
+	}
+	return res, true
 }
 
 // splitGlobs separates filter keys with a prefix-glob value (ours, not

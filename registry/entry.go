@@ -5,6 +5,9 @@ package registry
 import (
 	"encoding/json"
 	"errors"
+	"math"
+
+	"github.com/ardgate/ardgate/guard"
 )
 
 // Media types of catalog entries that are not attachable artifacts.
@@ -101,3 +104,82 @@ const (
 	DefaultPageSize = 10
 	MaxPageSize     = 100
 )
+
+// Bounds on what the gateway keeps of an entry a third party sent (a
+// remote registry's results, referrals and lookups, a well-known host's
+// catalog and card), applied as it is decoded: its text is cut to what
+// the gateway ever shows of it, and cleaned as shown, so that a
+// description of 1 MiB is not kept to show 600 runes of it.
+const (
+	// MaxNameRunes bounds a name, a media type, a source, a version.
+	MaxNameRunes = 120
+	// MaxDescriptionRunes bounds a description.
+	MaxDescriptionRunes = 600
+	// maxListItems bounds tags, capabilities and representative
+	// queries, which filters match on and no result shows.
+	maxListItems = 32
+	// maxURLBytes: an entry whose url is longer is left out (a URL cut
+	// is another URL).
+	maxURLBytes = 2048
+	// maxEntryData: an entry whose data and trust manifest are larger
+	// together is left out, as a card the gateway fetches over 1 MiB is
+	// refused.
+	maxEntryData = 1 << 20
+	// maxMetadataBytes: metadata larger when encoded is dropped.
+	maxMetadataBytes = 16 << 10
+)
+
+// bounded returns e, from a third party, cut to the bounds above, and
+// false when it cannot be kept at all. What it returns shares no memory
+// with what e held, so that the answer it came in can be freed.
+func bounded(e Entry) (Entry, bool) {
+	if len(e.URL) > maxURLBytes || len(e.Data)+len(e.TrustManifest) > maxEntryData {
+		return Entry{}, false
+	}
+	for _, s := range []*string{&e.DisplayName, &e.Type, &e.Version, &e.UpdatedAt} {
+		*s = guard.Text(*s, MaxNameRunes)
+	}
+	e.Description = guard.Text(e.Description, MaxDescriptionRunes)
+	for _, l := range []*[]string{&e.Tags, &e.Capabilities, &e.RepresentativeQueries} {
+		*l = boundedList(*l)
+	}
+	if metadataSize(e.Metadata) > maxMetadataBytes {
+		e.Metadata = nil
+	}
+	return e, true
+}
+
+func boundedList(l []string) []string {
+	if len(l) == 0 {
+		return l
+	}
+	out := make([]string, min(len(l), maxListItems))
+	for i := range out {
+		out[i] = guard.Text(l[i], MaxNameRunes)
+	}
+	return out
+}
+
+func metadataSize(m map[string]any) int {
+	if m == nil {
+		return 0
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return math.MaxInt
+	}
+	return len(b)
+}
+
+// size is about how many bytes e holds, for the bounds of what is kept.
+func (e *Entry) size() int {
+	const overhead = 256 // the struct, its slices' and map's headers
+	n := overhead + len(e.Identifier) + len(e.DisplayName) + len(e.Type) + len(e.URL) + len(e.Data) +
+		len(e.Description) + len(e.Version) + len(e.UpdatedAt) + len(e.TrustManifest) + metadataSize(e.Metadata)
+	for _, l := range [][]string{e.Tags, e.Capabilities, e.RepresentativeQueries} {
+		for _, s := range l {
+			n += 16 + len(s)
+		}
+	}
+	return n
+}

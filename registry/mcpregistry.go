@@ -226,7 +226,8 @@ func (m *MCPRegistry) named(ctx context.Context, word, cursor string) (entries [
 			}
 			return nil, "", err
 		}
-		for _, s := range list.Servers {
+		// The page asked for, however many the registry sent.
+		for _, s := range list.Servers[:min(len(list.Servers), namePage)] {
 			if e, ok := serverEntry(s); ok {
 				entries = append(entries, e)
 			}
@@ -341,7 +342,10 @@ func serverEntry(s serverResponse) (Entry, bool) {
 	}
 	e := Entry{Identifier: urn, DisplayName: display, Type: "application/mcp-server-card+json",
 		Data: s.Server, Description: sj.Description, Version: sj.Version, UpdatedAt: s.Meta.Official.UpdatedAt}
-	return e, checkEntry(&e) == nil
+	if checkEntry(&e) != nil {
+		return Entry{}, false
+	}
+	return bounded(e)
 }
 
 // ServerURN maps an MCP Registry server name (reverse-DNS namespace, a

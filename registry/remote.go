@@ -33,14 +33,9 @@ type remote struct {
 
 	flight singleflight.Group
 	mu     sync.Mutex
-	cache  map[string]cached
-	seen   map[string]Entry
-	last   HostHealth // outcome of the latest round trip
-}
-
-type cached struct {
-	body    []byte
-	expires time.Time
+	cache  *kept[[]byte] // answers by request, nil when not kept
+	seen   *kept[Entry]  // entries by canonical URN
+	last   HostHealth    // outcome of the latest round trip
 }
 
 // RemoteOptions configure a remote registry client.
@@ -50,18 +45,27 @@ type RemoteOptions struct {
 	// Token, if set, is sent as a bearer token to the registry's own
 	// origin only.
 	Token string
-	// TTL is how long identical responses are reused (default 30s).
+	// TTL is how long identical responses are reused (default 30s;
+	// below zero, they are not kept).
 	TTL time.Duration
 	// Retries on 429 and 5xx (default 2).
 	Retries int
 }
 
-// Limits of a remote registry client.
+// Limits of a remote registry client. What it keeps of a registry's
+// answers is bounded in bytes as well as in count, and expires unread:
+// at most 16 MiB of answers and 8 MiB of entries (cut to what is shown,
+// see bounded) per registry, whatever the registry sends.
 const (
 	maxRegistryResponse = 8 << 20
 	maxCachedResponses  = 256
+	maxCachedBytes      = 16 << 20
 	maxSeenEntries      = 10000
-	maxBackoff          = 5 * time.Second
+	maxSeenBytes        = 8 << 20
+	// seenTTL is how long an entry a search listed can be attached
+	// from, when the registry has no lookup route or no longer answers.
+	seenTTL    = time.Hour
+	maxBackoff = 5 * time.Second
 )
 
 func newRemote(id, baseURL string, o RemoteOptions) (*remote, error) {
@@ -73,9 +77,13 @@ func newRemote(id, baseURL string, o RemoteOptions) (*remote, error) {
 		return nil, fmt.Errorf("registry %s: no HTTP client", id)
 	}
 	r := &remote{id: id, base: u, token: o.Token, ttl: o.TTL, retries: o.Retries, maxBody: maxRegistryResponse,
-		cache: map[string]cached{}, seen: map[string]Entry{}}
+		seen: newKept(maxSeenEntries, maxSeenBytes, seenTTL, func(e Entry) int { return e.size() })}
 	if r.ttl == 0 {
 		r.ttl = 30 * time.Second
+	}
+	if r.ttl > 0 {
+		// By capacity: a body io.ReadAll grew holds up to a quarter more.
+		r.cache = newKept(maxCachedResponses, maxCachedBytes, r.ttl, func(b []byte) int { return cap(b) })
 	}
 	if o.Retries == 0 {
 		r.retries = 2
@@ -149,12 +157,9 @@ func (r *remote) do(ctx context.Context, method, path string, query url.Values, 
 	u.RawQuery = query.Encode()
 	key := method + " " + u.String() + "\x00" + string(body)
 
-	r.mu.Lock()
-	if c, ok := r.cache[key]; ok && time.Now().Before(c.expires) {
-		r.mu.Unlock()
-		return c.body, nil
+	if body, ok := r.cached(key); ok {
+		return body, nil
 	}
-	r.mu.Unlock()
 
 	v, err, _ := r.flight.Do(key, func() (any, error) {
 		var last error
@@ -162,12 +167,7 @@ func (r *remote) do(ctx context.Context, method, path string, query url.Values, 
 			out, retryAfter, err := r.once(ctx, method, u.String(), body)
 			r.record(err)
 			if err == nil {
-				r.mu.Lock()
-				if len(r.cache) >= maxCachedResponses {
-					clear(r.cache)
-				}
-				r.cache[key] = cached{body: out, expires: time.Now().Add(r.ttl)}
-				r.mu.Unlock()
+				r.keep(key, out)
 				return out, nil
 			}
 			last = err
@@ -196,6 +196,26 @@ func (r *remote) do(ctx context.Context, method, path string, query url.Values, 
 		return nil, err
 	}
 	return v.([]byte), nil
+}
+
+// cached returns the answer kept for key, unless it expired.
+func (r *remote) cached(key string) ([]byte, bool) {
+	if r.cache == nil {
+		return nil, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cache.get(key)
+}
+
+// keep keeps body, the answer for key, for the TTL.
+func (r *remote) keep(key string, body []byte) {
+	if r.cache == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cache.put(key, body)
 }
 
 func (r *remote) once(ctx context.Context, method, u string, body []byte) ([]byte, time.Duration, error) {
@@ -310,21 +330,18 @@ func (r *remote) Health() []HostHealth {
 	return []HostHealth{h}
 }
 
-// remember keeps entries from results for Lookup.
+// remember keeps entries from results for Lookup; they were bounded as
+// they were decoded.
 func (r *remote) remember(entries []Entry) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.seen)+len(entries) > maxSeenEntries {
-		clear(r.seen)
-	}
 	for _, e := range entries {
-		r.seen[CanonicalURN(e.Identifier)] = e
+		r.seen.put(CanonicalURN(e.Identifier), e)
 	}
 }
 
 func (r *remote) recall(urn string) (Entry, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, ok := r.seen[CanonicalURN(urn)]
-	return e, ok
+	return r.seen.get(CanonicalURN(urn))
 }

@@ -67,7 +67,7 @@ func (h HostHealth) MarshalJSON() ([]byte, error) {
 func NewWellKnown(id string, hosts []string, o RemoteOptions, log *slog.Logger) (*WellKnown, error) {
 	w := &WellKnown{id: id, log: log, health: map[string]HostHealth{}, refresh: 5 * time.Minute, ready: make(chan struct{})}
 	for _, h := range hosts {
-		o.TTL = time.Nanosecond // Run decides when to fetch again
+		o.TTL = -1 // Run decides when to fetch again: answers are not kept
 		r, err := newRemote(id, h, o)
 		if err != nil {
 			return nil, err
@@ -209,6 +209,7 @@ func fetchHost(ctx context.Context, h *remote) ([]Entry, error) {
 	case !errors.Is(err, ErrNotFound):
 		problems = append(problems, err.Error())
 	}
+	entries = boundedHost(entries)
 	for i := range entries {
 		if entries[i].Metadata == nil {
 			entries[i].Metadata = map[string]any{}
@@ -222,6 +223,25 @@ func fetchHost(ctx context.Context, h *remote) ([]Entry, error) {
 		return nil, errors.New(strings.Join(problems, "; "))
 	}
 	return entries, nil
+}
+
+// maxHostEntries bounds the entries kept of one well-known host: a
+// catalog of 8 MiB holds tens of thousands of small ones.
+const maxHostEntries = 1000
+
+// boundedHost is what is kept of the entries a host published: the
+// first maxHostEntries, each bounded.
+func boundedHost(entries []Entry) []Entry {
+	out := make([]Entry, 0, min(len(entries), maxHostEntries))
+	for _, e := range entries {
+		if len(out) == maxHostEntries {
+			break
+		}
+		if e, ok := bounded(e); ok {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func firstFound(ctx context.Context, h *remote, paths ...string) ([]byte, error) {

@@ -102,10 +102,11 @@ type registryError struct {
 	Error      string `json:"error"`
 }
 
-// Bounds on registry text shown to the model.
+// Bounds on registry text shown to the model: the registry package
+// cuts what it keeps of a third party's entries to them.
 const (
-	maxNameRunes = 120
-	maxDescRunes = 600
+	maxNameRunes = registry.MaxNameRunes
+	maxDescRunes = registry.MaxDescriptionRunes
 	maxTextRunes = 1000
 )
 

@@ -540,3 +540,55 @@ func TestDiscoverGlobFillsPages(t *testing.T) {
 		}
 	})
 }
+
+// A registry's answer is cut to the page asked for: asked for one, a
+// registry sent 40,000 results and 20,000 referrals, and the gateway
+// wrote a frame of 19 MB.
+func TestDiscoverCutsARegistryToThePage(t *testing.T) {
+	t.Parallel()
+	flood := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b strings.Builder
+		b.WriteString(`{"results":[`)
+		for i := range 40000 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"identifier":"urn:air:f.test:mcp:s%d","displayName":"S","type":"t","url":"https://f.test/","score":5}`, i)
+		}
+		b.WriteString(`],"referrals":[`)
+		for i := range 20000 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"identifier":"urn:air:f.test:r:r%d","displayName":"R","type":"r","url":"https://r%d.f.test/"}`, i, i)
+		}
+		b.WriteString(`]}`)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, b.String())
+	}))
+	t.Cleanup(flood.Close)
+	hc := (&guard.Dialer{AllowLocal: true}).Client()
+	reg, err := registry.NewARD("flood", flood.URL, "", registry.RemoteOptions{HTTP: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &attach.Manager{Registries: []registry.Registry{reg}, HTTP: hc, AllowTypes: config.DefaultAllowAttachTypes, MaxAttachments: 5,
+		CallTimeout: time.Second, StartTimeout: time.Second, Log: quietLog}
+	g := New(m, quietLog, Options{Version: "test"})
+	h := g.NewHTTP(HTTPOptions{})
+	ts := httptest.NewServer(h)
+	t.Cleanup(func() { _ = h.Shutdown(t.Context()); ts.Close(); g.Close(); hc.CloseIdleConnections() })
+	s := (&testGateway{g: g, h: h, url: ts.URL + "/mcp"}).connect(t)
+	res := s.call("discover_resources", map[string]any{"text": "weather", "page_size": 1})
+	var out struct {
+		Count     int
+		Results   []json.RawMessage
+		Referrals []json.RawMessage
+	}
+	if err := json.Unmarshal(res.RawStructuredContent, &out); err != nil || res.IsError {
+		t.Fatalf("discover: %s", firstText(res))
+	}
+	if out.Count != 1 || len(out.Results) != 1 || len(out.Referrals) > 20 {
+		t.Errorf("%d results (count %d), %d referrals; want 1 result and at most 20 referrals", len(out.Results), out.Count, len(out.Referrals))
+	}
+}
