@@ -90,7 +90,8 @@ func (g *Gateway) failed(err error) *mcp.CallToolResult {
 
 // limit is the middleware every tool call passes: the session's rate
 // limit, and for discover and attach the discovery budget and loop guard.
-// It also times and counts every call for the metrics.
+// It also times and counts every call for the metrics, and fails a
+// result larger than the gateway sends in one message (fitFrame).
 func (g *Gateway) limit(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 		s := g.current(ctx)
@@ -99,7 +100,11 @@ func (g *Gateway) limit(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 			return g.fitFailure(s, req.Params.Name, refused), nil
 		}
 		defer func() { a.end(err != nil || res == nil || res.IsError) }()
-		return next(ctx, req)
+		res, err = next(ctx, req)
+		if fit := fitFrame(req.Params.Name, res); fit != res {
+			res = g.fitFailure(s, req.Params.Name, fit)
+		}
+		return res, err
 	}
 }
 

@@ -282,16 +282,19 @@ func (g *Gateway) fastResult(ctx context.Context, s *session, c callFrame, a adm
 		a.end(true)
 		return g.failedFrame(s, c, g.callFailed(ctx, s, name, err))
 	}
-	if len(raw) > g.opts.MaxResultBytes {
+	if len(raw) > min(g.opts.MaxResultBytes, maxResultFrame) {
 		// Over the cap in bytes, perhaps in content: only now decode it.
 		res, err := mcp.ParseCallToolResult(&raw)
 		if err != nil {
 			a.end(true)
 			return g.failedFrame(s, c, failure("upstream_error", "%s answered with a malformed result: %v", name, err))
 		}
-		res = capResult(res, g.opts.MaxResultBytes)
-		a.end(res.IsError)
-		return response(c.ID, res)
+		f := response(c.ID, capResult(res, g.opts.MaxResultBytes))
+		if len(f.result) > maxResultFrame {
+			f = g.failedFrame(s, c, resultTooLarge(name, len(f.result)))
+		}
+		a.end(isErrorResult(f.result))
+		return f
 	}
 	a.end(isErrorResult(raw))
 	return frame{id: c.ID, result: raw}

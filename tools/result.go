@@ -28,6 +28,33 @@ func result(v any) *mcp.CallToolResult {
 	}
 }
 
+// maxResultFrame is the most a tool result the gateway writes may encode
+// to: the cap on one message (guard.MaxMessage), which the gateway
+// enforces on everyone else, less room for the JSON-RPC envelope and the
+// request's id. A registry's answer of 40,000 results made a frame of
+// 19 MB.
+const maxResultFrame = guard.MaxMessage - 64<<10
+
+// fitFrame is res, the result of a call of tool, unless it would encode
+// to more than maxResultFrame; then a failure saying so, which a model
+// can act on.
+func fitFrame(tool string, res *mcp.CallToolResult) *mcp.CallToolResult {
+	if res == nil {
+		return res
+	}
+	raw, err := json.Marshal(res)
+	if err != nil || len(raw) <= maxResultFrame {
+		return res // one that does not encode fails where it is encoded
+	}
+	return resultTooLarge(tool, len(raw))
+}
+
+// resultTooLarge is the failure of a result of n bytes, over maxResultFrame.
+func resultTooLarge(tool string, n int) *mcp.CallToolResult {
+	return failure("size_limit", "the result of %s would be %.1f MiB, over the %d MiB the gateway sends in one message; "+
+		"ask for less in one call (a smaller page_size, a narrower query, or fewer items)", tool, float64(n)/(1<<20), guard.MaxMessage>>20)
+}
+
 // failureBody is the structured form of every error result.
 type failureBody struct {
 	Error string `json:"error"`
