@@ -226,9 +226,9 @@ func (a *ARD) Lookup(ctx context.Context, urn string) (Entry, error) {
 // gateway answered with a frame of 19 MB), each bounded.
 func decodeSearch(data []byte, source string, size int) (Page, error) {
 	var raw struct {
-		Results   []json.RawMessage `json:"results"`
-		Referrals []json.RawMessage `json:"referrals"`
-		PageToken *string           `json:"pageToken"`
+		Results   []rawRef `json:"results"`
+		Referrals []rawRef `json:"referrals"`
+		PageToken *string  `json:"pageToken"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return Page{}, fmt.Errorf("malformed search response: %w", err)
@@ -260,13 +260,25 @@ func decodeSearch(data []byte, source string, size int) (Page, error) {
 	return page, nil
 }
 
+// rawRef is a JSON value as a slice of the document it is decoded from,
+// not a copy (json.RawMessage's): the document outlives it, and 7
+// results of 1 MiB descriptions were held twice while decoded.
+type rawRef []byte
+
+// UnmarshalJSON keeps b, a slice of the document (encoding/json hands an
+// Unmarshaler its value so).
+func (r *rawRef) UnmarshalJSON(b []byte) error {
+	*r = b
+	return nil
+}
+
 // maxReferrals bounds the referrals kept of one answer: 40,000 made a
 // frame of 9.8 MB.
 const maxReferrals = 20
 
 // decodeResult reads one result of a search response; ok is false for
 // one that does not decode, breaks the entry rules or is over the bounds.
-func decodeResult(raw json.RawMessage, source string) (Result, bool) {
+func decodeResult(raw []byte, source string) (Result, bool) {
 	var r struct {
 		Entry
 		Score  json.Number `json:"score"`

@@ -46,7 +46,8 @@ func (k *kept[V]) get(key string) (V, bool) {
 }
 
 // put stores v under key, newest, and evicts what is expired or over
-// the bounds. A value larger than all the bytes allowed is not stored.
+// the bounds. A value larger than a quarter of the bytes allowed is not
+// stored: one answer of 7 MiB would push out all the others.
 func (k *kept[V]) put(key string, v V) {
 	if el, ok := k.byKey[key]; ok {
 		k.remove(el)
@@ -56,7 +57,7 @@ func (k *kept[V]) put(key string, v V) {
 		k.remove(el)
 	}
 	n := k.size(v)
-	if n > k.maxBytes {
+	if n > k.maxBytes/4 {
 		return
 	}
 	for k.order.Len() > 0 && (k.order.Len() >= k.maxEntries || k.bytes+n > k.maxBytes) {

@@ -19,22 +19,22 @@ func TestKeptBoundsBytes(t *testing.T) {
 	t.Parallel()
 	k, _ := keptAt(100, 1000, time.Hour)
 	for i := range 50 {
-		k.put(fmt.Sprint(i), string(make([]byte, 300)))
+		k.put(fmt.Sprint(i), string(make([]byte, 240)))
 		if k.bytes > 1000 {
-			t.Fatalf("after %d values of 300 bytes: %d bytes kept, over the bound of 1000", i+1, k.bytes)
+			t.Fatalf("after %d values of 240 bytes: %d bytes kept, over the bound of 1000", i+1, k.bytes)
 		}
 	}
-	if k.len() != 3 {
-		t.Errorf("%d values kept; want the 3 newest", k.len())
+	if k.len() != 4 {
+		t.Errorf("%d values kept; want the 4 newest", k.len())
 	}
-	for _, key := range []string{"47", "48", "49"} {
+	for _, key := range []string{"46", "47", "48", "49"} {
 		if _, ok := k.get(key); !ok {
 			t.Errorf("%s, among the newest, is not kept", key)
 		}
 	}
-	k.put("huge", string(make([]byte, 1001)))
-	if _, ok := k.get("huge"); ok || k.bytes > 1000 {
-		t.Errorf("a value over all the bytes allowed was kept (%d bytes)", k.bytes)
+	k.put("huge", string(make([]byte, 251)))
+	if _, ok := k.get("huge"); ok || k.len() != 4 {
+		t.Errorf("a value over a quarter of the bytes allowed was kept (%d values)", k.len())
 	}
 }
 
