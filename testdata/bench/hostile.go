@@ -37,8 +37,8 @@ func hostileRegistryBench(args []string, out io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	fmt.Fprintf(out, "hostile registry: %d results of %d KiB descriptions per answer, %d searches at once, %s per variant\n",
-		*entries, *desc>>10, *workers, *duration)
+	fmt.Fprintf(out, "hostile registry: %d results of %d KiB descriptions per answer, %d searches at once, %s per variant; %s\n",
+		*entries, *desc>>10, *workers, *duration, machine())
 	fmt.Fprintf(out, "%-12s %9s %10s %10s %10s %7s\n", "URNs", "searches", "start MB", "peak MB", "final MB", "errors")
 	for _, fixed := range []bool{false, true} {
 		f, err := hostileRun(dir, gw, *entries, *desc, *workers, *duration, fixed)
