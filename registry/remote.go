@@ -54,8 +54,9 @@ type RemoteOptions struct {
 
 // Limits of a remote registry client. What it keeps of a registry's
 // answers is bounded in bytes as well as in count, and expires unread:
-// at most 16 MiB of answers and 8 MiB of entries (cut to what is shown,
-// see bounded) per registry, whatever the registry sends.
+// at most 16 MiB of answers (none over a quarter of it) and 8 MiB of
+// entries (cut to what is shown, see bounded) per registry, whatever the
+// registry sends.
 const (
 	maxRegistryResponse = 8 << 20
 	maxCachedResponses  = 256
