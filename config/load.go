@@ -142,30 +142,65 @@ func Load(flags Flags, environ []string) (*Config, error) {
 }
 
 func load(flags Flags, environ []string) (*Config, error) {
-	vars := envMap(environ)
-	var e environment
-	var errs []error // every problem, reported together
-	if err := env.ParseWithOptions(&e, env.Options{Prefix: "ARDGATE_", Environment: vars}); err != nil {
-		errs = envProblems(err, vars, &e)
+	l := &loader{flags: flags, vars: envMap(environ)}
+	if err := l.read(); err != nil {
+		return nil, err
 	}
+	l.defaults()
+	l.servers()
+	l.numbers()
+	l.registries()
+	l.tokens()
+	l.launches()
+	errs := append(l.errs, notCovered(l.c.validate(), l.errs)...)
+	if len(errs) > 0 {
+		src := "flags and environment"
+		if l.path != "" {
+			src = l.path
+		}
+		return nil, &Error{Source: src, Problems: l.e.named(flags, errs)}
+	}
+	return l.c, nil
+}
+
+// A loader builds a Config from the flags, the environment and the file,
+// step by step, collecting every problem so that all are reported
+// together.
+type loader struct {
+	flags Flags
+	vars  map[string]string // the environment
+	e     environment
+	path  string // the config file's; "" for none
+	f     file
+	c     *Config
+	errs  []error
+}
+
+// read reads the environment and the config file.
+func (l *loader) read() error {
+	if err := env.ParseWithOptions(&l.e, env.Options{Prefix: "ARDGATE_", Environment: l.vars}); err != nil {
+		l.errs = envProblems(err, l.vars, &l.e)
+	}
+	e := &l.e
 	e.Catalogs, e.RequireTrust, e.StdioEnv = trimAll(e.Catalogs), trimAll(e.RequireTrust), trimAll(e.StdioEnv)
-	if tok, ok := vars["ARD_REGISTRY_TOKEN"]; ok {
+	if tok, ok := l.vars["ARD_REGISTRY_TOKEN"]; ok {
 		e.ARDRegistryToken = &tok
 	}
-
-	path := first(flags.Config, deref(e.Config))
-	var f file
-	if path != "" {
-		var fileErrs []error
-		var err error
-		if f, fileErrs, err = readFile(path); err != nil {
-			return nil, err
-		}
-		errs = append(errs, fileErrs...)
+	l.path = first(l.flags.Config, deref(e.Config))
+	if l.path == "" {
+		return nil
 	}
+	f, problems, err := readFile(l.path)
+	l.f, l.errs = f, append(l.errs, problems...)
+	return err
+}
 
-	c := &Config{
-		File:               path,
+// defaults makes the Config: flags beat the environment, which beats the
+// file, which beats the defaults.
+func (l *loader) defaults() {
+	flags, e, f := l.flags, &l.e, &l.f
+	l.c = &Config{
+		File:               l.path,
 		Transport:          first(flags.Transport, deref(e.Transport), deref(f.Transport), TransportStdio),
 		Addr:               first(flags.Addr, deref(e.Addr), deref(f.Addr), DefaultAddr),
 		LogLevel:           first(flags.LogLevel, deref(e.LogLevel), deref(f.LogLevel), "info"),
@@ -189,21 +224,32 @@ func load(flags Flags, environ []string) (*Config, error) {
 		Servers:            f.Servers,
 		Agents:             f.Agents,
 	}
+}
+
+// servers adds the servers of a pasted desktop config to the file's, and
+// expands and normalises them all.
+func (l *loader) servers() {
+	c := l.c
 	for _, d := range []struct {
 		at      string
 		servers map[string]desktopServer
-	}{{"mcpServers", f.MCPServers}, {"servers", f.VSCodeServers}} {
+	}{{"mcpServers", l.f.MCPServers}, {"servers", l.f.VSCodeServers}} {
 		servers, problems := desktopServers(d.at, d.servers)
-		c.Servers, errs = append(c.Servers, servers...), append(errs, problems...)
+		c.Servers, l.errs = append(c.Servers, servers...), append(l.errs, problems...)
 	}
-	if f.Inputs != nil {
+	if l.f.Inputs != nil {
 		c.Warnings = append(c.Warnings, "inputs: VS Code's prompts are not asked: a ${input:…} value is refused")
 	}
 	for i := range c.Servers {
-		w, problems := expandServer(&c.Servers[i], c.Servers[i].field(i), vars)
-		c.Warnings, errs = append(c.Warnings, w...), append(errs, problems...)
+		w, problems := expandServer(&c.Servers[i], c.Servers[i].field(i), l.vars)
+		c.Warnings, l.errs = append(c.Warnings, w...), append(l.errs, problems...)
 	}
 	c.normalNames()
+}
+
+// numbers sets the caps, durations and rate limits.
+func (l *loader) numbers() {
+	c, e, f := l.c, &l.e, &l.f
 	if v := firstPtr(e.MaxAttachments, f.MaxAttachments); v != nil {
 		c.MaxAttachments = *v
 	}
@@ -226,7 +272,7 @@ func load(flags Flags, environ []string) (*Config, error) {
 		}
 		v, err := time.ParseDuration(*d.value)
 		if err != nil {
-			errs = append(errs, fieldError(d.field, "%q is not a duration like \"60s\"", *d.value))
+			l.errs = append(l.errs, fieldError(d.field, "%q is not a duration like \"60s\"", *d.value))
 		} else {
 			*d.into = v
 		}
@@ -243,15 +289,19 @@ func load(flags Flags, environ []string) (*Config, error) {
 		if f.Limits.RepeatWindow != "" {
 			d, err := time.ParseDuration(f.Limits.RepeatWindow)
 			if err != nil || d <= 0 {
-				errs = append(errs, fieldError("limits.repeat_window", "%q is not a positive duration like \"60s\"", f.Limits.RepeatWindow))
+				l.errs = append(l.errs, fieldError("limits.repeat_window", "%q is not a positive duration like \"60s\"", f.Limits.RepeatWindow))
 			}
 			c.Limits.RepeatWindow = d
 		}
 	}
+}
 
-	// Registries: the file's list (or builtin alone), then one catalog
-	// registry per catalog file named by flags, env or file.
-	c.Registries = f.Registries
+// registries sets the file's list (or builtin alone), then one catalog
+// registry per catalog file named by flags, env or file. Paths are
+// relative to the config file, not the working directory.
+func (l *loader) registries() {
+	c := l.c
+	c.Registries = l.f.Registries
 	for i := range c.Registries {
 		// Everruns writes its registries as id, url and federation: a
 		// registry with a url and no kind is an ARD registry.
@@ -264,45 +314,71 @@ func load(flags Flags, environ []string) (*Config, error) {
 	if c.Registries == nil {
 		c.Registries = []Registry{{ID: BuiltinRegistryID, Kind: KindCatalog}}
 	}
-	base := filepath.Dir(path)
+	base := filepath.Dir(l.path)
 	for i := range c.Registries {
-		if r := &c.Registries[i]; r.Kind == KindCatalog && r.Path != "" && !filepath.IsAbs(r.Path) && path != "" {
-			r.Path = filepath.Join(base, r.Path) // relative to the config file, not the cwd
+		if r := &c.Registries[i]; r.Kind == KindCatalog && r.Path != "" && !filepath.IsAbs(r.Path) && l.path != "" {
+			r.Path = filepath.Join(base, r.Path)
 		}
 	}
-	// Tokens are read here, with the rest of the environment.
-	token := func(field, name string) string {
-		v, ok := vars[name]
-		switch {
-		case !ok:
-			c.Warnings = append(c.Warnings, fmt.Sprintf("%s.token_env: %s is not set: requests go without a token", field, name))
-		case v == "":
-			c.Warnings = append(c.Warnings, fmt.Sprintf("%s.token_env: %s is empty: requests go without a token", field, name))
-		case strings.TrimSpace(v) != v || !httpguts.ValidHeaderFieldValue(v):
-			// Sent as a header as it is: a line break (often the end of a
-			// file the secret came from) failed every request, unnamed.
-			errs = append(errs, fieldError(field+".token_env", "%s holds white space at an end, a line break or a control character; a token is sent in a header as it is", name))
+	catalogs := firstList(l.flags.Catalogs, l.e.Catalogs)
+	if catalogs == nil {
+		for _, p := range l.f.Catalogs {
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(base, p)
+			}
+			catalogs = append(catalogs, p)
 		}
-		return v
 	}
+	for _, p := range catalogs {
+		c.Registries = append(c.Registries, Registry{ID: catalogID(p, c.Registries), Kind: KindCatalog, Path: p})
+	}
+}
+
+// tokens reads the tokens that token_env names, with the rest of the
+// environment.
+func (l *loader) tokens() {
+	c := l.c
 	for i := range c.Registries {
 		switch r := &c.Registries[i]; {
 		case r.TokenEnv != "":
-			r.Token = token(fmt.Sprintf("registries[%d]", i), r.TokenEnv)
+			r.Token = l.token(fmt.Sprintf("registries[%d]", i), r.TokenEnv)
 		case r.Kind == KindARD:
 			r.Token = c.ARDRegistryToken
 		}
 	}
 	for i := range c.Agents {
 		if a := &c.Agents[i]; a.TokenEnv != "" {
-			a.Token = token(fmt.Sprintf("agents[%d]", i), a.TokenEnv)
+			a.Token = l.token(fmt.Sprintf("agents[%d]", i), a.TokenEnv)
 		}
 	}
 	for i := range c.Servers {
 		if sv := &c.Servers[i]; sv.TokenEnv != "" {
-			sv.Token = token(fmt.Sprintf("servers[%d]", i), sv.TokenEnv)
+			sv.Token = l.token(fmt.Sprintf("servers[%d]", i), sv.TokenEnv)
 		}
 	}
+}
+
+// token returns variable name's value for field's token_env, saying when
+// it is not set or empty, and refusing one no header can carry.
+func (l *loader) token(field, name string) string {
+	v, ok := l.vars[name]
+	switch {
+	case !ok:
+		l.c.Warnings = append(l.c.Warnings, fmt.Sprintf("%s.token_env: %s is not set: requests go without a token", field, name))
+	case v == "":
+		l.c.Warnings = append(l.c.Warnings, fmt.Sprintf("%s.token_env: %s is empty: requests go without a token", field, name))
+	case strings.TrimSpace(v) != v || !httpguts.ValidHeaderFieldValue(v):
+		// Sent as a header as it is: a line break (often the end of a
+		// file the secret came from) failed every request, unnamed.
+		l.errs = append(l.errs, fieldError(field+".token_env", "%s holds white space at an end, a line break or a control character; a token is sent in a header as it is", name))
+	}
+	return v
+}
+
+// launches sets the launch policy, and warns of servers that cannot
+// start and of an address no stdio gateway listens on.
+func (l *loader) launches() {
+	c, e, f := l.c, &l.e, &l.f
 	for i, sv := range c.Servers {
 		if sv.Command == "" {
 			continue
@@ -319,19 +395,6 @@ func load(flags Flags, environ []string) (*Config, error) {
 	if c.Transport == TransportStdio && c.Addr != DefaultAddr {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("addr %s is for transport http: serving stdio, listening nowhere", c.Addr))
 	}
-	catalogs := firstList(flags.Catalogs, e.Catalogs)
-	if catalogs == nil {
-		for _, p := range f.Catalogs {
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(base, p) // relative to the config file, like registry paths
-			}
-			catalogs = append(catalogs, p)
-		}
-	}
-	for _, p := range catalogs {
-		c.Registries = append(c.Registries, Registry{ID: catalogID(p, c.Registries), Kind: KindCatalog, Path: p})
-	}
-
 	c.Stdio = Stdio{Launchers: DefaultLaunchers, MemoryMiB: DefaultStdioMemoryMiB}
 	if f.Stdio != nil {
 		c.Stdio = Stdio{AllowFrom: f.Stdio.AllowFrom, Launchers: firstList(f.Stdio.Launchers, DefaultLaunchers), Env: f.Stdio.Env,
@@ -352,16 +415,6 @@ func load(flags Flags, environ []string) (*Config, error) {
 			}
 		}
 	}
-
-	errs = append(errs, notCovered(c.validate(), errs)...)
-	if len(errs) > 0 {
-		src := "flags and environment"
-		if path != "" {
-			src = path
-		}
-		return nil, &Error{Source: src, Problems: e.named(flags, errs)}
-	}
-	return c, nil
 }
 
 // named says, of each problem with a value the environment set, which
