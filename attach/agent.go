@@ -1,6 +1,7 @@
 package attach
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -67,14 +68,14 @@ func (m *Manager) fetchCard(ctx context.Context, url string, own bool) ([]byte, 
 	return nil, fmt.Errorf("no agent card at %s: %w", url, last)
 }
 
-// dialAgent validates a card and builds the client for it. It speaks A2A
-// v0.3 JSON-RPC through the guarded client; a card that offers only v1.0
-// interfaces, or no JSON-RPC, is refused with the versions it offers.
-// own: the operator configured the agent (client).
-func (m *Manager) dialAgent(ctx context.Context, data []byte, own bool) (*agentConn, error) {
-	var card a2a.AgentCard
-	if err := json.Unmarshal(data, &card); err != nil {
-		return nil, notAttachable("the agent card is malformed: %v", err)
+// readAgentCard decodes and validates an agent card: the card, its URL
+// its v0.3 JSON-RPC endpoint, and v1URL its v1.0 one when it offers no
+// v0.3 interface ("" otherwise). A card that offers neither is refused
+// with the versions it offers.
+func readAgentCard(data []byte) (card *a2a.AgentCard, v1URL string, err error) {
+	card = &a2a.AgentCard{}
+	if err := json.Unmarshal(data, card); err != nil {
+		return nil, "", notAttachable("the agent card is malformed: %v", err)
 	}
 	var v1 struct {
 		SupportedInterfaces []struct {
@@ -88,7 +89,6 @@ func (m *Manager) dialAgent(ctx context.Context, data []byte, own bool) (*agentC
 		// A v1.0 card: prefer a v0.3 JSON-RPC interface (a2a-go), else
 		// speak v1.0 JSON-RPC with our own client.
 		var offered []string
-		var v1URL string
 		for _, it := range v1.SupportedInterfaces {
 			offered = append(offered, it.ProtocolBinding+" "+it.ProtocolVersion)
 			switch {
@@ -99,21 +99,52 @@ func (m *Manager) dialAgent(ctx context.Context, data []byte, own bool) (*agentC
 				v1URL = it.URL
 			}
 		}
-		if card.URL == "" && v1URL != "" {
-			return m.dialV1(&card, v1URL, own)
-		}
-		if card.URL == "" {
-			return nil, fmt.Errorf("%w: the agent offers only %s; ardgate speaks A2A JSON-RPC v0.3 and v1.0", ErrNotImplemented, strings.Join(offered, ", "))
+		switch {
+		case card.URL != "":
+			v1URL = ""
+		case v1URL == "":
+			return nil, "", fmt.Errorf("%w: the agent offers only %s; ardgate speaks A2A JSON-RPC v0.3 and v1.0", ErrNotImplemented, strings.Join(offered, ", "))
 		}
 	}
 	switch {
 	case card.Name == "":
-		return nil, notAttachable("the agent card has no name")
-	case card.URL == "":
-		return nil, notAttachable("the agent card has no endpoint url")
+		return nil, "", notAttachable("the agent card has no name")
+	case card.URL == "" && v1URL == "":
+		return nil, "", notAttachable("the agent card has no endpoint url")
 	}
-	if _, err := guard.CheckURL(card.URL); err != nil {
+	return card, v1URL, nil
+}
+
+// checkAgentEndpoint is what the guard refuses of the endpoint of an
+// agent's card before any lookup, as of a remote MCP server's URL
+// (checkEndpoint): a card that names 127.0.0.1 was listed attachable,
+// attached and stayed up, its requests refused only once sent. own: the
+// operator configured the agent, whose own addresses its client reaches.
+func (m *Manager) checkAgentEndpoint(endpoint string, own bool) error {
+	if own {
+		_, err := guard.CheckURL(endpoint)
+		return err
+	}
+	if err := m.checkEndpoint(endpoint); err != nil {
+		return fmt.Errorf("the agent card's endpoint: %w", err)
+	}
+	return nil
+}
+
+// dialAgent validates a card and builds the client for it. It speaks A2A
+// v0.3 JSON-RPC through the guarded client, or v1.0 JSON-RPC when the
+// card offers only that (readAgentCard). own: the operator configured
+// the agent (client).
+func (m *Manager) dialAgent(ctx context.Context, data []byte, own bool) (*agentConn, error) {
+	card, v1URL, err := readAgentCard(data)
+	if err != nil {
 		return nil, err
+	}
+	if err := m.checkAgentEndpoint(cmp.Or(v1URL, card.URL), own); err != nil {
+		return nil, err
+	}
+	if v1URL != "" {
+		return m.dialV1(card, v1URL, own)
 	}
 	if card.PreferredTransport == "" {
 		card.PreferredTransport = a2a.TransportProtocolJSONRPC
@@ -122,10 +153,8 @@ func (m *Manager) dialAgent(ctx context.Context, data []byte, own bool) (*agentC
 	// connection is checked at dial time.
 	var ifaces []a2a.AgentInterface
 	for _, it := range append([]a2a.AgentInterface{{Transport: card.PreferredTransport, URL: card.URL}}, card.AdditionalInterfaces...) {
-		if it.Transport == a2a.TransportProtocolJSONRPC {
-			if _, err := guard.CheckURL(it.URL); err == nil {
-				ifaces = append(ifaces, it)
-			}
+		if it.Transport == a2a.TransportProtocolJSONRPC && m.checkAgentEndpoint(it.URL, own) == nil {
+			ifaces = append(ifaces, it)
 		}
 	}
 	if len(ifaces) == 0 {
@@ -138,17 +167,12 @@ func (m *Manager) dialAgent(ctx context.Context, data []byte, own bool) (*agentC
 	if err != nil {
 		return nil, fmt.Errorf("connect to agent %s: %w", card.Name, err)
 	}
-	return &agentConn{card: &card, client: m.traced(client, card.Name), streaming: card.Capabilities.Streaming, protocol: "0.3"}, nil
+	return &agentConn{card: card, client: m.traced(client, card.Name), streaming: card.Capabilities.Streaming, protocol: "0.3"}, nil
 }
 
-// dialV1 connects to an agent through its v1.0 JSON-RPC interface.
+// dialV1 connects to an agent through its v1.0 JSON-RPC interface, at
+// endpoint, checked.
 func (m *Manager) dialV1(card *a2a.AgentCard, endpoint string, own bool) (*agentConn, error) {
-	if card.Name == "" {
-		return nil, notAttachable("the agent card has no name")
-	}
-	if _, err := guard.CheckURL(endpoint); err != nil {
-		return nil, err
-	}
 	card.URL = endpoint
 	return &agentConn{card: card, client: m.traced(&v1Client{url: endpoint, http: m.agentHTTP(endpoint, own)}, card.Name),
 		streaming: card.Capabilities.Streaming, protocol: "1.0"}, nil

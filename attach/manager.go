@@ -264,9 +264,7 @@ func (m *Manager) Assess(e *registry.Entry, registryID string) Assessment {
 		return a
 	}
 	if KindOf(e.Type) == KindA2AAgent {
-		if len(e.Data) == 0 {
-			a.Err = m.checkEndpoint(e.URL)
-		}
+		a.Err = m.assessAgent(e)
 		return a
 	}
 	if len(e.Data) == 0 {
@@ -283,6 +281,19 @@ func (m *Manager) Assess(e *registry.Entry, registryID string) Assessment {
 	}
 	a.Err, a.MayNeed = err, plan.Unset
 	return a
+}
+
+// assessAgent is what refuses agent entry e before any lookup: the URL of
+// its card, or the endpoint of its card inline.
+func (m *Manager) assessAgent(e *registry.Entry) error {
+	if len(e.Data) == 0 {
+		return m.checkEndpoint(e.URL)
+	}
+	card, v1URL, err := readAgentCard(e.Data)
+	if err != nil {
+		return err
+	}
+	return m.checkAgentEndpoint(cmp.Or(v1URL, card.URL), false)
 }
 
 // checkEndpoint is what the guard refuses of a URL before any lookup: a

@@ -49,10 +49,11 @@ func agentGatewayWith(t *testing.T, allowLocal bool, callTimeout time.Duration, 
 func agentGatewayPinning(t *testing.T, allowLocal bool, callTimeout time.Duration, pinned []config.Agent, entries ...registry.Entry) *testGateway {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	hc := (&guard.Dialer{AllowLocal: allowLocal}).Client()
+	d := &guard.Dialer{AllowLocal: allowLocal}
+	hc := d.Client()
 	m := &attach.Manager{
 		Registries: []registry.Registry{registry.NewLocal("test", registry.NewIndex("test", entries))},
-		HTTP:       hc, AllowTypes: config.DefaultAllowAttachTypes, MaxAttachments: 5, CallTimeout: callTimeout,
+		HTTP:       hc, Dialer: d, AllowTypes: config.DefaultAllowAttachTypes, MaxAttachments: 5, CallTimeout: callTimeout,
 		StartTimeout: 10 * time.Second, Log: log, Agents: pinned,
 	}
 	g := New(m, log, Options{Version: "test"})

@@ -70,6 +70,7 @@ func newGatewayWith(t testing.TB, callTimeout time.Duration, opts Options, hopts
 	m := &attach.Manager{
 		Registries:     []registry.Registry{registry.NewLocal("test", registry.NewIndex("test", entries))},
 		HTTP:           d.Client(),
+		Dialer:         d,
 		AllowTypes:     config.DefaultAllowAttachTypes,
 		MaxAttachments: 5,
 		CallTimeout:    callTimeout,

@@ -34,11 +34,12 @@ func TestUnknownTool(t *testing.T) {
 	}
 	gateway := func(deferred bool) *Gateway {
 		log := slog.New(slog.NewTextHandler(io.Discard, nil))
-		hc := (&guard.Dialer{AllowLocal: true}).Client()
+		d := &guard.Dialer{AllowLocal: true}
+		hc := d.Client()
 		t.Cleanup(hc.CloseIdleConnections)
 		return New(&attach.Manager{
 			Registries: []registry.Registry{registry.NewLocal("test", registry.NewIndex("test", catalog))},
-			HTTP:       hc, AllowTypes: config.DefaultAllowAttachTypes, MaxAttachments: 5, CallTimeout: 10 * time.Second,
+			HTTP:       hc, Dialer: d, AllowTypes: config.DefaultAllowAttachTypes, MaxAttachments: 5, CallTimeout: 10 * time.Second,
 			StartTimeout: 10 * time.Second, Log: log, Deferred: deferred,
 		}, log, Options{Version: "test"})
 	}
