@@ -87,17 +87,21 @@ const (
 // mediaType matches the media types given as content.
 var mediaType = regexp.MustCompile(`^(image|audio)/[a-z0-9][a-z0-9.+-]{0,60}$`)
 
-// TaskMessage is one message of a task, its parts rendered as text.
+// TaskMessage is one message of a task, its parts rendered as text. Its
+// text is bounded by the view's budget (viewText) as it is rendered; the
+// bound of its tag, twice that, holds the newlines joining its parts.
 type TaskMessage struct {
 	Role string `json:"role"`
-	Text string `json:"text"`
+	Text string `json:"text" shown:"524288,lines"`
 }
 
 // TaskArtifact is one artifact, its parts rendered as text; file and data
-// parts are described, not inlined.
+// parts are described, not inlined. A part shows at most maxPartText
+// characters, after "[data] " for a data part and before the note of its
+// cut: its tag's bound holds them.
 type TaskArtifact struct {
 	Name  string   `json:"name,omitempty"`
-	Parts []string `json:"parts"`
+	Parts []string `json:"parts" shown:"4100,lines"`
 }
 
 // task is one task the session started, bound to the agent that runs it.

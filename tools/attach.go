@@ -54,10 +54,10 @@ type attachResult struct {
 	Protocol   string         `json:"a2a_protocol,omitempty"`
 	// Instructions are the server's own, from its initialize: how to use
 	// it, as clients put them before a model.
-	Instructions string `json:"server_instructions,omitempty"`
+	Instructions string `json:"server_instructions,omitempty" shown:"2000"`
 	// Trust is what the trust gate checked, digests included.
 	Trust *guard.TrustReport `json:"trust,omitempty"`
-	Note  string             `json:"note,omitempty"`
+	Note  string             `json:"note,omitempty" shown:"4000"`
 }
 
 // auditAttached writes the audit line of an attach of session s that

@@ -67,7 +67,7 @@ type discoverResult struct {
 	Referrals  []referral        `json:"referrals"`
 	PageToken  string            `json:"page_token,omitempty"`
 	Errors     []registryError   `json:"errors,omitempty"`
-	Note       string            `json:"note"`
+	Note       string            `json:"note" shown:"4000"`
 }
 
 type discoveredEntry struct {

@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/ardgate/ardgate/attach"
+	"github.com/ardgate/ardgate/guard"
 )
 
 // The gateway's own long operations (attach_resource, wait_task,
@@ -76,7 +77,9 @@ func (p *progressReport) send(s progressStep, beats int) {
 		progress += float64(beats) / float64(beats+1)
 		msg = fmt.Sprintf("%s (%s)", s.msg, time.Since(s.since).Round(time.Second))
 	}
-	params := map[string]any{"progressToken": p.token, "progress": progress, "message": msg}
+	// The message may quote an agent's (tasks): cleaned and cut as a
+	// result's strings are (guard.Shown); the token is the client's own.
+	params := map[string]any{"progressToken": p.token, "progress": progress, "message": guard.Text(msg, guard.ShownMax)}
 	if p.total > 0 {
 		params["total"] = p.total
 	}

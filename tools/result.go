@@ -15,8 +15,12 @@ import (
 	"github.com/ardgate/ardgate/registry"
 )
 
-// result returns v both as structuredContent and as its JSON text.
+// result returns v both as structuredContent and as its JSON text, its
+// strings cleaned and cut (guard.Shown): every result of the gateway's
+// own tools is made here, and whatever third-party text it quotes is fit
+// to show a model, whether or not its tool cleaned it first.
 func result(v any) *mcp.CallToolResult {
+	v = guard.Shown(v)
 	text, err := json.Marshal(v)
 	if err != nil {
 		return failure("internal", "the gateway could not encode its result: %v", err)
@@ -57,17 +61,19 @@ func resultTooLarge(tool string, n int) *mcp.CallToolResult {
 
 // failureBody is the structured form of every error result.
 type failureBody struct {
-	Error string `json:"error"`
+	Error string `json:"error" shown:"4000"`
 	Code  string `json:"code"`
 }
 
 // failure is a tool result with isError set: a sentence that says what
 // happened and what to do, and a stable code, as structuredContent and in
 // _meta (failureMeta) alike, so that a program reads a failure in one
-// place whichever tool failed (fitFailure leaves out the former).
+// place whichever tool failed (fitFailure leaves out the former). The
+// sentence is cleaned and cut (guard.Shown), as every result is: what it
+// quotes of an entry, a registry or an upstream is theirs.
 func failure(code, format string, args ...any) *mcp.CallToolResult {
-	msg := fmt.Sprintf(format, args...)
-	f := failureBody{Error: msg, Code: code}
+	f := guard.Shown(failureBody{Error: fmt.Sprintf(format, args...), Code: code}).(failureBody)
+	msg := f.Error
 	body, _ := json.Marshal(f)
 	return &mcp.CallToolResult{
 		Result:               mcp.Result{Meta: mcp.NewMetaFromMap(map[string]any{failureMeta: f})},

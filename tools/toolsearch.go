@@ -40,7 +40,7 @@ type foundTool struct {
 	Name         string              `json:"name"`
 	Title        string              `json:"title,omitempty"`
 	Attachment   string              `json:"attachment"`
-	Description  string              `json:"description,omitempty"`
+	Description  string              `json:"description,omitempty" shown:"2000,lines"`
 	Score        int                 `json:"score"`
 	InputSchema  json.RawMessage     `json:"inputSchema"`
 	OutputSchema json.RawMessage     `json:"outputSchema,omitempty"`
@@ -123,7 +123,7 @@ func (g *Gateway) toolSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		Matched   int         `json:"matched"`
 		Tools     []foundTool `json:"tools"`
 		PageToken string      `json:"page_token,omitempty"`
-		Note      string      `json:"note,omitempty"`
+		Note      string      `json:"note,omitempty" shown:"4000"`
 	}{Tools: []foundTool{}, Matched: page.Matched, PageToken: page.PageToken}
 	down := map[string]string{}
 	var notUp []string
