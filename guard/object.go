@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -97,6 +100,97 @@ func ScanCheckedArray(b []byte, elem func(value []byte)) error {
 	return nil
 }
 
+// ScanFrame is ScanObject for a message read from a client: it also
+// fails with a *MemberError when an object, at any depth, names a member
+// twice (ErrMemberRepeated), after unescaping. JSON readers disagree on
+// which of two such members counts (encoding/json takes the last, others
+// the first), so a filter in front of the gateway and the gateway itself
+// could read two different messages in one frame.
+func ScanFrame(b []byte, member func(name, value []byte)) error {
+	names := namesPool.Get().(*[][]byte)
+	err := scanObject(scanner{b: b, unique: true, names: (*names)[:0]}, member)
+	clear((*names)[:cap(*names)]) // holds no frame
+	namesPool.Put(names)
+	return err
+}
+
+// namesPool holds ScanFrame's lists of names, so that a frame costs no
+// allocation for them.
+var namesPool = sync.Pool{New: func() any { n := make([][]byte, 0, 32); return &n }}
+
+// ReadFrame is ReadMessage for a message read from a client (ScanFrame):
+// it also fails with a *MemberError when the frame has a member that is
+// one of JSON-RPC's in another case ("Id", "METHOD"; ErrMemberCase),
+// which encoding/json takes for that member.
+func ReadFrame(frame []byte) (Message, error) {
+	var m Message
+	var variant, of string
+	err := ScanFrame(frame, func(name, value []byte) {
+		switch string(name) {
+		case "id":
+			m.ID = value
+		case "method":
+			m.Method = value
+		case "params":
+			m.Params = value
+		case "result":
+			m.Result = value
+		case "error":
+			m.Error = value
+		case "jsonrpc":
+		default:
+			if w, ok := CaseVariant(name, rpcMembers...); ok && variant == "" {
+				variant, of = string(name), w
+			}
+		}
+	})
+	if err == nil && variant != "" {
+		err = &MemberError{Path: []string{variant}, Of: of}
+	}
+	return m, err
+}
+
+// rpcMembers are the members of a JSON-RPC message.
+var rpcMembers = []string{"jsonrpc", "id", "method", "params", "result", "error"}
+
+// CaseVariant tells whether name is one of names in another case, as
+// encoding/json matches a member to a field, and which.
+func CaseVariant(name []byte, names ...string) (string, bool) {
+	for _, n := range names {
+		if string(name) != n && bytes.EqualFold(name, []byte(n)) {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// ErrMemberRepeated and ErrMemberCase are the MemberErrors of a member
+// named twice, and of one named as a known member in another case.
+var (
+	ErrMemberRepeated = errors.New("a member is named twice")
+	ErrMemberCase     = errors.New("a member is named as a known one in another case")
+)
+
+// MemberError is a message refused for a member's name: Path is the
+// member's, from the top (["params", "_meta", "progressToken"]); Of is
+// the known member it names in another case, "" when it is named twice.
+type MemberError struct {
+	Path []string
+	Of   string
+}
+
+func (e *MemberError) Error() string {
+	path := strings.Join(e.Path, ".")
+	if e.Of != "" {
+		return fmt.Sprintf("member %q is %q in another case", path, e.Of)
+	}
+	return fmt.Sprintf("member %q is named twice", path)
+}
+
+func (e *MemberError) Is(target error) bool {
+	return target == ErrMemberRepeated && e.Of == "" || target == ErrMemberCase && e.Of != ""
+}
+
 func scanObject(s scanner, member func(name, value []byte)) error {
 	b := s.b
 	s.space()
@@ -147,6 +241,11 @@ type scanner struct {
 	b       []byte
 	i       int
 	checked bool // the bytes are known to be JSON: strings are not checked
+	// unique: an object that names a member twice is an error
+	// (ScanFrame). names holds the names of the objects open, each
+	// object's after its parent's.
+	unique bool
+	names  [][]byte
 }
 
 func (s *scanner) fail(want string) error {
@@ -240,11 +339,16 @@ func (s *scanner) object(depth int, member func(name span, escaped bool, value s
 	if s.eat('}') {
 		return nil
 	}
+	base := len(s.names)
 	for {
 		s.space()
 		name, escaped, err := s.str()
 		if err != nil {
 			return err
+		}
+		own := len(s.names) // where its name is, when unique
+		if s.unique {
+			s.names = append(s.names, s.nameOf(name, escaped))
 		}
 		s.space()
 		if !s.eat(':') {
@@ -253,6 +357,9 @@ func (s *scanner) object(depth int, member func(name span, escaped bool, value s
 		s.space()
 		start := s.i
 		if err := s.value(depth + 1); err != nil {
+			if e, ok := err.(*MemberError); ok {
+				e.Path = append([]string{string(s.names[own])}, e.Path...)
+			}
 			return err
 		}
 		if member != nil {
@@ -260,12 +367,61 @@ func (s *scanner) object(depth int, member func(name span, escaped bool, value s
 		}
 		s.space()
 		if s.eat('}') {
-			return nil
+			return s.closeNames(base)
 		}
 		if !s.eat(',') {
 			return s.fail("a comma or the end of the object")
 		}
 	}
+}
+
+// nameOf is the name in span, as encoding/json decodes it when it has
+// escapes or bad UTF-8, else a slice of the bytes.
+func (s *scanner) nameOf(name span, escaped bool) []byte {
+	raw := s.b[name.start:name.end]
+	if !escaped && utf8.Valid(raw) {
+		return raw
+	}
+	var k string
+	_ = json.Unmarshal(s.b[name.start-1:name.end+1], &k) // checked by str
+	return []byte(k)
+}
+
+// closeNames ends the object whose names begin at base in s.names: an
+// error if it names a member twice.
+func (s *scanner) closeNames(base int) error {
+	if !s.unique {
+		return nil
+	}
+	names := s.names[base:]
+	s.names = s.names[:base]
+	if twice := repeated(names); twice != nil {
+		return &MemberError{Path: []string{string(twice)}}
+	}
+	return nil
+}
+
+// repeated is a name that names holds twice, or nil. A few names are
+// compared pairwise; many are sorted, so that an object of a million
+// members costs no more than a sort.
+func repeated(names [][]byte) []byte {
+	if len(names) <= 16 {
+		for i, a := range names {
+			for _, b := range names[i+1:] {
+				if bytes.Equal(a, b) {
+					return a
+				}
+			}
+		}
+		return nil
+	}
+	slices.SortFunc(names, bytes.Compare)
+	for i := 1; i < len(names); i++ {
+		if bytes.Equal(names[i-1], names[i]) {
+			return names[i]
+		}
+	}
+	return nil
 }
 
 func (s *scanner) literal(lit string) error {

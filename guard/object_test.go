@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -175,6 +176,15 @@ func BenchmarkScanObject(b *testing.B) {
 				}
 			}
 		})
+		b.Run(f.name+"/ScanFrame", func(b *testing.B) {
+			b.SetBytes(int64(len(line)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := ScanFrame(line, func(_, _ []byte) {}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		b.Run(f.name+"/ScanCheckedObject", func(b *testing.B) {
 			b.SetBytes(int64(len(line)))
 			for b.Loop() {
@@ -248,5 +258,70 @@ func TestObjectOrAbsent(t *testing.T) {
 		if got := ObjectOrAbsent([]byte(c.raw)); got != c.optional {
 			t.Errorf("ObjectOrAbsent(%q) = %v", c.raw, got)
 		}
+	}
+}
+
+// ScanFrame refuses an object that names a member twice, at any depth and
+// however the names are escaped, and names the member by its path;
+// ReadFrame also refuses a JSON-RPC member in another case. Distinct
+// names, and names of other cases deeper down, are read as they are.
+func TestReadFrame(t *testing.T) {
+	many := func(repeat bool) string {
+		var b strings.Builder
+		b.WriteString(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{`)
+		for i := range 1000 {
+			fmt.Fprintf(&b, `"k%d":%d,`, i, i)
+		}
+		if repeat {
+			b.WriteString(`"k500":0,`)
+		}
+		b.WriteString(`"end":true}}}`)
+		return b.String()
+	}
+	cases := []struct {
+		name, in string
+		path     string // "": read
+		of       string // the known member, for a case variant
+	}{
+		{"plain", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"Name":1,"name":2}}}`, "", ""},
+		{"a thousand members", many(false), "", ""},
+		{"the same name in sibling objects", `{"a":{"x":1},"b":{"x":2},"c":[{"x":1},{"x":2}]}`, "", ""},
+		{"id twice", `{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}`, "id", ""},
+		{"method twice, escaped", `{"jsonrpc":"2.0","id":1,"method":"ping","m\u0065thod":"tools/call"}`, "method", ""},
+		{"params.name twice", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}`, "params.name", ""},
+		{"params._meta.progressToken twice", `{"id":1,"params":{"_meta":{"progressToken":1,"progressToken":2}},"method":"tools/call"}`, "params._meta.progressToken", ""},
+		{"in an array", `{"params":{"arguments":{"items":[{"a":1,"a":2}]}}}`, "params.arguments.items.a", ""},
+		{"one of a thousand", many(true), "params.arguments.k500", ""},
+		{"Id beside id", `{"jsonrpc":"2.0","id":1,"Id":2,"method":"ping"}`, "Id", "id"},
+		{"METHOD", `{"jsonrpc":"2.0","id":1,"METHOD":"ping","method":"tools/call"}`, "METHOD", "method"},
+		{"Params alone", `{"jsonrpc":"2.0","id":1,"method":"tools/call","Params":{"name":"x"}}`, "Params", "params"},
+		{"folded by Unicode", `{"jsonrpc":"2.0","id":1,"method":"tools/list","paramſ":{}}`, "paramſ", "params"},
+		{"JSONRPC", `{"JSONRPC":"1.0","jsonrpc":"2.0","id":1,"method":"ping"}`, "JSONRPC", "jsonrpc"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ReadFrame([]byte(c.in))
+			if c.path == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var e *MemberError
+			if !errors.As(err, &e) || strings.Join(e.Path, ".") != c.path || e.Of != c.of {
+				t.Fatalf("error %v, want member %s (of %q)", err, c.path, c.of)
+			}
+			want := ErrMemberRepeated
+			if c.of != "" {
+				want = ErrMemberCase
+			}
+			if !errors.Is(err, want) || errors.Is(err, ErrNotJSON) {
+				t.Fatalf("%v is not %v alone", err, want)
+			}
+		})
+	}
+	// What ScanObject refuses as no JSON, ScanFrame refuses the same way.
+	if _, err := ReadFrame([]byte(`{"id":1,"id":`)); !errors.Is(err, ErrNotJSON) {
+		t.Fatalf("a frame cut short: %v", err)
 	}
 }
