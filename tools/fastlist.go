@@ -124,17 +124,11 @@ const onePage = "this gateway lists all of them in one page: send the list reque
 // server read a cursor as a tool's name in base64 and listed the tools
 // after it, or said "illegal base64 data at input byte 4".
 func toolsListRefusal(frame []byte) []byte {
-	// Read as the server reads it (encoding/json: "Params" is params
-	// too), lest a member the door does not read carry the cursor.
-	var r struct {
-		ID     json.RawMessage
-		Method string
-		Params json.RawMessage
-	}
-	if json.Unmarshal(frame, &r) != nil || r.Method != string(mcp.MethodToolsList) || !guard.ObjectOrAbsent(r.Params) || onlyMeta(r.Params, true) {
+	id, method, params, ok := request(frame)
+	if !ok || jsonString(method) != string(mcp.MethodToolsList) || !guard.ObjectOrAbsent(params) || onlyMeta(params, true) {
 		return nil
 	}
-	return message{Message: guard.Message{ID: r.ID}}.refusedAs(mcp.INVALID_PARAMS, onePage)
+	return message{Message: guard.Message{ID: id}}.refusedAs(mcp.INVALID_PARAMS, onePage)
 }
 
 // onlyMeta tells whether a request's params are absent or an object with

@@ -100,10 +100,11 @@ func (g *Gateway) fastCall(s *session, frame []byte) (c callFrame, ok bool) {
 // neither a string nor a number.
 //
 // The frame is read with guard.ScanObject, which checks it all but
-// decodes only the members named here.
+// decodes only the members named here, by their exact names: a frame
+// that names one twice or in another case was refused at the door
+// (memberRefusal).
 func request(frame []byte) (id, method, params []byte, ok bool) {
 	var version []byte
-	folded := false
 	err := guard.ScanObject(frame, func(name, value []byte) {
 		switch string(name) {
 		case "jsonrpc":
@@ -114,24 +115,10 @@ func request(frame []byte) (id, method, params []byte, ok bool) {
 			method = value
 		case "params":
 			params = value
-		default:
-			// encoding/json, as the server reads the frame, takes a
-			// member of another case for the same one.
-			folded = folded || foldsTo(name, "jsonrpc", "id", "method", "params")
 		}
 	})
-	ok = err == nil && !folded && string(version) == `"`+mcp.JSONRPC_VERSION+`"` && plainID(id)
+	ok = err == nil && string(version) == `"`+mcp.JSONRPC_VERSION+`"` && plainID(id)
 	return id, method, params, ok
-}
-
-// foldsTo tells whether name equals one of names, case folded.
-func foldsTo(name []byte, names ...string) bool {
-	for _, n := range names {
-		if bytes.EqualFold(name, []byte(n)) {
-			return true
-		}
-	}
-	return false
 }
 
 // called is the name of the tool the client called: Name, or the

@@ -2,10 +2,15 @@ package tools
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
+	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -265,4 +270,234 @@ func statelessRefusal(m message) []byte {
 		return nil
 	}
 	return b
+}
+
+// A client's frame is read strictly, at the door of each transport,
+// before the fast path or mcp-go's server sees it (memberRefusal).
+// Member names are case-sensitive in JSON-RPC, but mcp-go's server reads
+// them with encoding/json, which takes "Params" for params, and the last
+// of two members of one name, where the gateway's own reading (and most
+// filters in front of it) took the exact name, or the first. A frame
+// whose members two readers could read two ways is refused, so that what
+// a filter or an audit log in front of the gateway reads is what runs.
+
+// frameRefusal is the error answering frame, a client's message, at the
+// door of either transport, before the fast path or the server sees it:
+// a batch, or a frame whose members could be read two ways
+// (memberRefusal); nil for any other.
+func frameRefusal(frame []byte) []byte {
+	if isBatch(frame) {
+		return batchRefusal
+	}
+	return memberRefusal(frame)
+}
+
+// notInitialized is the error answering frame, a client's message over
+// stdio before it has sent initialize, when it is a request that may not
+// come first: anything but initialize, ping and server/discover (which
+// mcp-go's clients send first), as the spec has it. Served, a call of a
+// pinned server's tool waited for a start that never came, for good.
+// Notifications and responses go on.
+func notInitialized(frame []byte) []byte {
+	m := readMessage(frame)
+	if !m.request() {
+		return nil
+	}
+	switch mcp.MCPMethod(jsonString(m.Method)) {
+	case mcp.MethodInitialize, mcp.MethodPing, mcp.MethodServerDiscover:
+		return nil
+	}
+	return m.refused("the session is not initialized: send initialize first, and notifications/initialized once it is answered; before that only ping is answered")
+}
+
+// opening notes that frame, on its way to the server, opens the session:
+// an initialize request.
+func (r *stdioReader) opening(frame []byte) {
+	if r.opened.Load() {
+		return
+	}
+	if m := readMessage(frame); m.request() && jsonString(m.Method) == string(mcp.MethodInitialize) {
+		r.opened.Store(true)
+	}
+}
+
+// memberRefusal is the error answering frame, a client's message, when
+// an object in it, at any depth, names a member twice, or it names in
+// another case a member that the gateway or mcp-go's server reads: at
+// the top, JSON-RPC's; in params, the method's as mcp-go decodes them;
+// in params._meta, the keys the gateway reads; in call_attached_tool's
+// arguments, name and arguments. nil for any other frame, one that is
+// no JSON object too (the door's other checks answer it).
+func memberRefusal(frame []byte) []byte {
+	m, err := guard.ReadFrame(frame)
+	if err == nil {
+		err = paramsVariant(m)
+	}
+	e, ok := err.(*guard.MemberError) // as ReadFrame returns it, unwrapped
+	if !ok {
+		return nil
+	}
+	return message{Message: guard.Message{ID: safeID(frame, e)}}.refused(memberWhy(e))
+}
+
+// memberWhy says why a frame was refused for e.
+func memberWhy(e *guard.MemberError) string {
+	path := strings.Join(e.Path, ".")
+	if e.Of != "" {
+		return fmt.Sprintf("the message has a member %q, which is %q in another case: member names are case-sensitive; send each as the spec spells it, once", path, e.Of)
+	}
+	return fmt.Sprintf("the message names the member %q twice: readers differ on which one counts; send each member once", path)
+}
+
+// safeID is the id of frame, refused for e, when it can be read one way:
+// a request's, named exactly and once, and not what e is about; nil
+// otherwise.
+func safeID(frame []byte, e *guard.MemberError) []byte {
+	if e.Path[0] == "id" || e.Of == "id" {
+		return nil
+	}
+	var id []byte
+	ids, method := 0, false
+	_ = guard.ScanCheckedObject(frame, func(name, value []byte) { // checked by ReadFrame
+		switch {
+		case string(name) == "id":
+			id = value
+			ids++
+		case bytes.EqualFold(name, []byte("id")):
+			ids++
+		case string(name) == "method":
+			method = true
+		}
+	})
+	if ids != 1 || !method {
+		return nil
+	}
+	return id
+}
+
+// paramsVariant is the *guard.MemberError of m's params when they name
+// in another case a member that is read by name (memberRefusal).
+func paramsVariant(m guard.Message) error {
+	if !guard.IsObject(m.Params) {
+		return nil
+	}
+	method := unquoted(m.Method)
+	names, ok := paramNames[string(method)]
+	if !ok {
+		names = metaOnly
+	}
+	var meta, name, args []byte
+	var err error
+	_ = guard.ScanCheckedObject(m.Params, func(n, value []byte) { // checked by ReadFrame
+		switch string(n) {
+		case "_meta":
+			meta = value
+		case "name":
+			name = value
+		case "arguments":
+			args = value
+		}
+		err = cmp.Or(err, variant(n, names, "params"))
+	})
+	if err == nil && guard.IsObject(meta) {
+		err = variantIn(meta, metaNames, "params", "_meta")
+	}
+	if err == nil && string(method) == string(mcp.MethodToolsCall) && string(unquoted(name)) == callAttachedTool && guard.IsObject(args) {
+		err = variantIn(args, throughNames, "params", "arguments")
+	}
+	return err
+}
+
+// variantIn is the *guard.MemberError of obj, a checked object at path,
+// when it names one of names in another case.
+func variantIn(obj []byte, names []string, path ...string) error {
+	var err error
+	_ = guard.ScanCheckedObject(obj, func(n, _ []byte) {
+		err = cmp.Or(err, variant(n, names, path...))
+	})
+	return err
+}
+
+// variant is the *guard.MemberError of name, a member's at path, when it
+// is one of names in another case.
+func variant(name []byte, names []string, path ...string) error {
+	of, ok := guard.CaseVariant(name, names...)
+	if !ok {
+		return nil
+	}
+	return &guard.MemberError{Path: append(append([]string(nil), path...), string(name)), Of: of}
+}
+
+// unquoted is raw, a JSON string, without its quotes, decoded only when
+// it has escapes; nil when it is no string.
+func unquoted(raw []byte) []byte {
+	if len(raw) < 2 || raw[0] != '"' {
+		return nil
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return raw[1 : len(raw)-1]
+	}
+	return []byte(jsonString(raw))
+}
+
+// metaOnly are the params of a method mcp-go decodes none of, and
+// throughNames the arguments of call_attached_tool that the gateway
+// reads.
+var metaOnly, throughNames = []string{"_meta"}, []string{"name", "arguments"}
+
+// metaNames are the keys of a request's _meta that the gateway reads.
+var metaNames = []string{"progressToken", "traceparent", "tracestate", mcp.MetaKeyProtocolVersion}
+
+// paramNames are, by method, the members of its params that mcp-go's
+// server decodes, into its structs, by name in any case; a method of none
+// of these has only _meta.
+var paramNames = func() map[string][]string {
+	out := map[string][]string{}
+	for method, req := range map[mcp.MCPMethod]any{
+		mcp.MethodInitialize: mcp.InitializeRequest{}, mcp.MethodPing: mcp.PingRequest{},
+		mcp.MethodServerDiscover: mcp.DiscoverRequest{}, mcp.MethodSetLogLevel: mcp.SetLevelRequest{},
+		mcp.MethodResourcesList: mcp.ListResourcesRequest{}, mcp.MethodResourcesTemplatesList: mcp.ListResourceTemplatesRequest{},
+		mcp.MethodResourcesRead: mcp.ReadResourceRequest{}, mcp.MethodResourcesSubscribe: mcp.SubscribeRequest{},
+		mcp.MethodResourcesUnsubscribe: mcp.UnsubscribeRequest{}, mcp.MethodPromptsList: mcp.ListPromptsRequest{},
+		mcp.MethodPromptsGet: mcp.GetPromptRequest{}, mcp.MethodToolsList: mcp.ListToolsRequest{},
+		mcp.MethodToolsCall: mcp.CallToolRequest{}, mcp.MethodTasksGet: mcp.GetTaskRequest{},
+		mcp.MethodTasksList: mcp.ListTasksRequest{}, mcp.MethodTasksResult: mcp.TaskResultRequest{},
+		mcp.MethodTasksCancel: mcp.CancelTaskRequest{}, mcp.MethodCompletionComplete: mcp.CompleteRequest{},
+		mcp.MethodSubscriptionsListen:   mcp.SubscriptionsListenRequest{},
+		mcp.MethodNotificationCancelled: mcp.CancelledNotification{}, mcp.MethodNotificationProgress: mcp.ProgressNotification{},
+	} {
+		f, _ := reflect.TypeOf(req).FieldByName("Params")
+		names := jsonNames(f.Type)
+		if !slices.Contains(names, "_meta") {
+			names = append(names, "_meta")
+		}
+		out[string(method)] = names
+	}
+	return out
+}()
+
+// jsonNames are the names encoding/json gives the fields of t, a struct
+// (or a pointer to one), those of embedded structs among them.
+func jsonNames(t reflect.Type) []string {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var names []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case tag == "-":
+		case tag == "" && f.Anonymous:
+			names = append(names, jsonNames(f.Type)...)
+		case tag != "":
+			names = append(names, tag)
+		case f.IsExported():
+			names = append(names, f.Name)
+		}
+	}
+	return names
 }

@@ -2,8 +2,10 @@ package tools
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -77,9 +79,6 @@ var paramRefusals = func() (out []struct{ frame, want string }) {
 			out = append(out, struct{ frame, want string }{`{"jsonrpc":"2.0","id":25,"method":` + method + `,"params":` + params + `}`,
 				`{"jsonrpc":"2.0","id":25,"error":{"code":-32602,"message":"` + onePage + `"}}`})
 		}
-		// Params of another case, which the server reads as params.
-		out = append(out, struct{ frame, want string }{`{"jsonrpc":"2.0","id":25,"method":"tools/list","Params":` + params + `}`,
-			`{"jsonrpc":"2.0","id":25,"error":{"code":-32602,"message":"` + onePage + `"}}`})
 	}
 	return out
 }()
@@ -239,5 +238,175 @@ func TestStdioFraming(t *testing.T) {
 	_ = c.w.Close()
 	if line := c.next(t); !bytes.Contains(line, []byte(`"id":"last","result":{}`)) {
 		t.Fatalf("the last frame, ended by the stream: %s", line)
+	}
+}
+
+// twoWays are frames that two readers could read as two messages: a
+// member named twice, or named in another case as one that encoding/json
+// (mcp-go's server) takes for it. Each is refused at the door with
+// -32600, naming the member, under its id when that reads one way (null
+// otherwise), on every method and path; before, most of them ran, and
+// ran what the last member said.
+var twoWays = []struct{ name, frame, id, path string }{
+	{"prompts/list, id and Id", `{"jsonrpc":"2.0","id":1,"Id":2,"method":"prompts/list"}`, "null", "Id"},
+	{"resources/list, id and Id", `{"jsonrpc":"2.0","id":1,"Id":2,"method":"resources/list"}`, "null", "Id"},
+	{"tools/list, id and Id", `{"jsonrpc":"2.0","id":1,"Id":2,"method":"tools/list"}`, "null", "Id"},
+	{"ping, id and Id", `{"jsonrpc":"2.0","id":1,"Id":2,"method":"ping"}`, "null", "Id"},
+	{"tools/call, id and Id", `{"jsonrpc":"2.0","id":1,"Id":2,"method":"tools/call","params":{"name":"gateway_health","arguments":{}}}`, "null", "Id"},
+	{"params and Params", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"gateway_health","arguments":{}},"Params":{"name":"list_attached_resources","arguments":{}}}`, "3", "Params"},
+	{"METHOD and method", `{"jsonrpc":"2.0","id":4,"METHOD":"ping","method":"tools/call","params":{"name":"gateway_health","arguments":{}}}`, "4", "METHOD"},
+	{"a proxied tool, Params.name", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":"x"}},"Params":{"name":"mcp_fx__add","arguments":{"a":1,"b":2}}}`, "5", "Params"},
+	{"a proxied tool, params.Name", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"mcp_fx__echo","Name":"mcp_fx__add","arguments":{"message":"x","a":1,"b":2}}}`, "6", "params.Name"},
+	{"id twice", `{"jsonrpc":"2.0","id":7,"id":8,"method":"ping"}`, "null", "id"},
+	{"method twice", `{"jsonrpc":"2.0","id":9,"method":"ping","method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":"x"}}}`, "9", "method"},
+	{"params.name twice", `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"mcp_fx__echo","name":"mcp_fx__add","arguments":{"message":"x","a":1,"b":2}}}`, "10", "params.name"},
+	{"params.arguments twice", `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":"a"},"arguments":{"message":"b"}}}`, "11", "params.arguments"},
+	{"params._meta.progressToken twice", `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":"x"},"_meta":{"progressToken":1,"progressToken":2}}}`, "12", "params._meta.progressToken"},
+	{"params._meta.ProgressToken", `{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":"x"},"_meta":{"ProgressToken":1}}}`, "13", "params._meta.ProgressToken"},
+	{"call_attached_tool, its name twice", `{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"call_attached_tool","arguments":{"name":"mcp_fx__echo","name":"mcp_fx__add","arguments":{}}}}`, "14", "params.arguments.name"},
+	{"an escaped id twice", `{"jsonrpc":"2.0","id":15,"\u0069d":16,"method":"ping"}`, "null", "id"},
+	{"a notification", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"requestId":2}}`, "null", "params.requestId"},
+}
+
+// refusedFor checks that answer is the refusal of tc.
+func refusedFor(t *testing.T, name, answer, id, path string) {
+	t.Helper()
+	var m struct {
+		ID    json.RawMessage `json:"id"`
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(answer), &m); err != nil || string(m.ID) != id || m.Error.Code != -32600 || !strings.Contains(m.Error.Message, `"`+path+`"`) {
+		t.Errorf("%s: answered %.300s; want -32600 naming %q under id %s", name, answer, path, id)
+	}
+}
+
+// Over stdio, on the fast path's methods and the server's alike.
+func TestTwoWaysStdio(t *testing.T) {
+	c := rawStdio(t, New(pinnedFixture(buildFixture(t), 10*time.Second), quietLog, Options{Version: "test"}))
+	echo := c.caller(t, `"mcp_fx__echo","arguments":{"message":"ready?"}`, `"text":"ready?"`)
+	ping := `{"jsonrpc":"2.0","id":"next","method":"ping"}` + "\n"
+	for _, tc := range twoWays {
+		refusedFor(t, tc.name, string(c.roundTrip(t, []byte(tc.frame+"\n"+ping))), tc.id, tc.path)
+		if line := c.next(t); !bytes.Contains(line, []byte(`"id":"next"`)) { // and nothing else
+			t.Fatalf("after %s: %s", tc.name, line)
+		}
+	}
+	echo()
+}
+
+// Over streamable HTTP, with 400, on a connection the gateway keeps
+// (keepalive.go) and on net/http's, and with no session.
+func TestTwoWaysHTTP(t *testing.T) {
+	tg, _, sid := keptGateway(t, HTTPOptions{})
+	c := dialRaw(t, tg, sid)
+	noSession := dialRaw(t, tg, "")
+	for i, tc := range twoWays {
+		frame := strings.ReplaceAll(tc.frame, "mcp_fx__", "mcp_remote__")
+		c.echo(100+i, "kept") // the connection is served in place
+		for _, conn := range []*rawConn{c, noSession} {
+			conn.send(conn.request(frame))
+			code, body := conn.answer()
+			if code != http.StatusBadRequest {
+				t.Errorf("%s, session %q: %d %s", tc.name, conn.sid, code, body)
+			}
+			refusedFor(t, tc.name, body, tc.id, tc.path)
+		}
+	}
+	c.echo(99, "after them")
+}
+
+// nextWithin is the client's next answer, which must come within d.
+func (c *rawClient) nextWithin(t *testing.T, d time.Duration) string {
+	t.Helper()
+	got := make(chan string, 1)
+	go func() {
+		line, err := c.out.ReadString('\n')
+		if err != nil {
+			line = "read: " + err.Error()
+		}
+		got <- line
+	}()
+	select {
+	case line := <-got:
+		return strings.TrimSpace(line)
+	case <-time.After(d):
+		t.Fatalf("no answer within %v", d)
+		return ""
+	}
+}
+
+const notInitializedWhy = "the session is not initialized: send initialize first"
+
+// Over stdio, a request sent before initialize is refused at once,
+// saying that initialize comes first; ping, and server/discover, which
+// mcp-go's clients send first, are answered, and a notification goes
+// unanswered. A call of a pinned server's tool waited for a start that
+// never came, for good: 2,000 of them held 31 MB. Now a flood of them is
+// answered and holds nothing, and the session opens as usual after it.
+func TestBeforeInitialize(t *testing.T) {
+	c := rawPipes(t, New(pinnedFixture(buildFixture(t), 10*time.Second), quietLog, Options{Version: "test", PinnedListWait: 20 * time.Second}))
+	refused := func(id int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":-32600,"message":"`+notInitializedWhy+`, and notifications/initialized once it is answered; before that only ping is answered"}}`, id)
+	}
+	for _, tc := range []struct{ name, frame, want string }{
+		{"a pinned server's tool", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":"early"}}}`, refused(1)},
+		{"a gateway tool", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"gateway_health","arguments":{}}}`, refused(2)},
+		{"tools/list", `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, refused(3)},
+		{"prompts/list", `{"jsonrpc":"2.0","id":4,"method":"prompts/list"}`, refused(4)},
+		{"resources/read", `{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"fixture://readme"}}`, refused(5)},
+		{"logging/setLevel", `{"jsonrpc":"2.0","id":6,"method":"logging/setLevel","params":{"level":"debug"}}`, refused(6)},
+		{"a notification, then ping", `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}` + "\n" + `{"jsonrpc":"2.0","id":7,"method":"ping"}`, `{"jsonrpc":"2.0","id":7,"result":{}}`},
+	} {
+		if _, err := c.w.Write([]byte(tc.frame + "\n")); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.nextWithin(t, 5*time.Second); got != tc.want {
+			t.Errorf("%s: %s", tc.name, got)
+		}
+	}
+	if _, err := c.w.Write([]byte(`{"jsonrpc":"2.0","id":8,"method":"server/discover"}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.nextWithin(t, 5*time.Second); !strings.Contains(got, `"id":8`) || strings.Contains(got, notInitializedWhy) {
+		t.Errorf("server/discover: %s", got)
+	}
+
+	before := runtime.NumGoroutine()
+	const flood = 2000
+	call := []byte(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":"early"}}}` + "\n")
+	go func() { _, _ = c.w.Write(bytes.Repeat(call, flood)) }()
+	for i := range flood {
+		if got := c.nextWithin(t, 10*time.Second); got != refused(9) {
+			t.Fatalf("call %d of the flood: %s", i, got)
+		}
+	}
+	if n := runtime.NumGoroutine(); n > before+5 {
+		t.Errorf("%d goroutines after a flood of calls answered, %d before", n, before)
+	}
+
+	c.roundTrip(t, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`+"\n"))
+	if _, err := c.w.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	c.caller(t, `"mcp_fx__echo","arguments":{"message":"initialized"}`, `"text":"initialized"`)
+}
+
+// A call sent after an initialize that the server refused, which starts
+// no pinned server, waits for one at most pinned_list_wait, once; it
+// waited again, for good.
+func TestAfterFailedInitialize(t *testing.T) {
+	c := rawPipes(t, New(pinnedFixture(buildFixture(t), 10*time.Second), quietLog, Options{Version: "test", PinnedListWait: time.Second}))
+	init := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":"none","clientInfo":{"name":"t","version":"0"}}}`
+	if got := string(c.roundTrip(t, []byte(init+"\n"))); !strings.Contains(got, `"error"`) {
+		t.Fatalf("initialize: %s", got)
+	}
+	if _, err := c.w.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":"late"}}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.nextWithin(t, 5*time.Second); !strings.Contains(got, `"id":1`) {
+		t.Fatalf("the call: %s", got)
 	}
 }

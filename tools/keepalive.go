@@ -326,8 +326,8 @@ func (c *keptConn) serve() bool {
 	if deadline {
 		_ = c.conn.SetReadDeadline(time.Time{})
 	}
-	if err != nil {
-		return c.handBack()
+	if err != nil || frameRefusal(body) != nil {
+		return c.handBack() // refused by net/http's path, at the door (fast)
 	}
 	call, ok := c.h.g.fastCall(s, body)
 	if !ok {

@@ -91,9 +91,8 @@ func (g *Gateway) offerRun(s *session, line []byte) (run func(context.Context) [
 		return nil, m, "", nil, false
 	}
 	if !ok {
-		// A member twice in two cases ("id" and "Id"), an id neither a
-		// string nor a number, or no jsonrpc "2.0": the request is not
-		// read two ways.
+		// An id neither a string nor a number, or no jsonrpc "2.0":
+		// refused, not answered as if the session had no prompts.
 		m = readMessage(line)
 		return func(context.Context) []byte {
 			return m.refused(method + ": the request could not be read as one: send jsonrpc \"2.0\", an id (a string or an integer), the method and its params, each once and in lower case")

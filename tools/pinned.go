@@ -65,8 +65,8 @@ func (g *Gateway) startingFor(s *session, frame []byte) (id []byte, att *attach.
 
 // startingCall takes line, a tools/call over stdio of a tool of a pinned
 // server still starting, and reports whether it did: on a goroutine of
-// its own, it waits for the server, then serves the call as if it had
-// just been read. A call the client cancels while it waits ends at once,
+// its own, it waits for the server, then serves the call, past the door
+// already, as if the server were up (route), waiting no more. A call the client cancels while it waits ends at once,
 // unanswered.
 func (r *stdioReader) startingCall(ctx context.Context, s *session, line []byte) bool {
 	id, att := r.g.startingFor(s, line)
@@ -92,7 +92,7 @@ func (r *stdioReader) startingCall(ctx context.Context, s *session, line []byte)
 		}
 		var held guard.Batch
 		defer held.Flush()
-		r.take(ctx, line, &held)
+		r.route(ctx, line, &held, false) // past the door already; it waits no more
 	}()
 	return true
 }

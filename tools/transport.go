@@ -116,6 +116,9 @@ type stdioReader struct {
 	inFlight inflight
 	// unanswered are the server's calls that the client cancelled.
 	unanswered unanswered
+	// opened: an initialize has gone to the server; before, requests but
+	// ping are refused (notInitialized).
+	opened atomic.Bool
 }
 
 // run reads the client's frames. A frame is valid until the next read:
@@ -143,21 +146,45 @@ func (r *stdioReader) run(ctx context.Context, in *guard.LineReader) {
 	}
 }
 
-// take serves line, a frame of the client's: on the fast path, with a
-// refusal at the door, or on to the MCP server. What it writes to the
-// client or an upstream may be held in held. It reports false when the
-// server stopped listening.
+// take serves line, a frame of the client's: with a refusal at the door
+// (door), on the fast path, or on to the MCP server. What it writes to
+// the client or an upstream may be held in held. It reports false when
+// the server stopped listening.
 func (r *stdioReader) take(ctx context.Context, line []byte, held *guard.Batch) bool {
+	if len(line) == 0 || r.door(line, held) {
+		return true // nothing read, or refused
+	}
+	return r.route(ctx, line, held, true)
+}
+
+// door answers line with the error that refuses it before either path
+// sees it, if one does, and reports whether it did: a batch or a frame
+// whose members could be read two ways (frameRefusal), or a request
+// before initialize (notInitialized).
+func (r *stdioReader) door(line []byte, held *guard.Batch) bool {
+	msg := frameRefusal(line)
+	if msg == nil && !r.opened.Load() {
+		msg = notInitialized(line)
+	}
+	if msg != nil {
+		r.refuse(held, msg)
+	}
+	return msg != nil
+}
+
+// route serves line, a frame past the door, as take does. wait: a call
+// of a tool of a pinned server still starting may wait for it
+// (startingCall); after that wait, the call is routed again with none.
+func (r *stdioReader) route(ctx context.Context, line []byte, held *guard.Batch, wait bool) bool {
 	switch {
-	case isBatch(line):
-		r.refuse(held, batchRefusal)
 	case bytes.Contains(line, metaKeyProtocolVersion) && r.refuseStateless(line, held):
 		// a request of the stateless protocol, on no path
-	case len(line) == 0 || r.fast(ctx, line, held):
-		// nothing read, or answered on the fast path
+	case r.fast(ctx, line, held, wait):
+		// answered on the fast path
 	case r.atDoor(line, held):
 		// refused with an error, or dropped
 	default:
+		r.opening(line)
 		r.unanswered.forget(line) // a new request reusing the id
 		held.Flush()
 		if _, err := r.server.Write(line); err != nil {
@@ -173,7 +200,7 @@ func (r *stdioReader) take(ctx context.Context, line []byte, held *guard.Batch) 
 // other call runs on a goroutine of its own, as the server runs calls. A
 // cancellation of a fast call is applied here and still passed on to the
 // server.
-func (r *stdioReader) fast(ctx context.Context, line []byte, held *guard.Batch) bool {
+func (r *stdioReader) fast(ctx context.Context, line []byte, held *guard.Batch, wait bool) bool {
 	s := r.g.stdio.Load()
 	c, ok := r.g.fastCall(s, line)
 	if !ok {
@@ -181,7 +208,7 @@ func (r *stdioReader) fast(ctx context.Context, line []byte, held *guard.Batch) 
 			r.reply(f, held)
 			return true
 		}
-		if r.offers(ctx, s, line) || r.startingCall(ctx, s, line) {
+		if r.offers(ctx, s, line) || wait && r.startingCall(ctx, s, line) {
 			return true
 		}
 		// Looked for only now: a call's frame may be large, and a
@@ -651,8 +678,7 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 			refuse(w, http.StatusRequestEntityTooLarge, tooLargeRefusal)
 			return
 		}
-		if err == nil && isBatch(body) {
-			refuse(w, http.StatusBadRequest, batchRefusal)
+		if err == nil && h.atDoor(w, body) {
 			return
 		}
 		if s != nil && err == nil && h.waitStarting(w, r, s, body) {
@@ -721,6 +747,17 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 
 // noSessionID answers a request that needs a session and names none.
 const noSessionID = "Bad Request: Mcp-Session-Id header required: open a session with an initialize request (POST) first"
+
+// atDoor answers body, a message posted, with the error that refuses it
+// before either path sees it (frameRefusal), if one does, and reports
+// whether it did.
+func (h *HTTP) atDoor(w http.ResponseWriter, body []byte) bool {
+	msg := frameRefusal(body)
+	if msg != nil {
+		refuse(w, http.StatusBadRequest, msg)
+	}
+	return msg != nil
+}
 
 // refuseSessionless answers m, posted with no session id, unless it opens
 // a session the gateway can take, and reports whether it did: a body that

@@ -131,12 +131,6 @@ func (g *Gateway) callRefusal(s *session, frame []byte) []byte {
 	m := message{Message: guard.Message{ID: id}}
 	var raw []byte
 	if guard.IsObject(params) {
-		if foldedMember(params, "name", "arguments", "_meta") {
-			// encoding/json, as the server reads them, takes "Name" for
-			// "name", the last of the two: the call went to another tool
-			// than the one the door read.
-			return m.refusedAs(mcp.INVALID_PARAMS, `tools/call's params hold a member spelt in another case beside name, arguments or _meta ("Name"): send each once, as the spec spells it`)
-		}
 		raw, _, _, _ = callMembers(params)
 	}
 	var name string
@@ -176,14 +170,4 @@ func initRefusal(frame []byte) []byte {
 	}
 	m := message{Message: guard.Message{ID: id}}
 	return m.refusedAs(mcp.INVALID_PARAMS, "initialize needs params.protocolVersion, the newest MCP version the client speaks (such as "+mcp.LATEST_LEGACY_PROTOCOL_VERSION+"), with params.capabilities and params.clientInfo")
-}
-
-// foldedMember tells whether obj, a JSON object checked already, has a
-// member that is one of names in another case.
-func foldedMember(obj []byte, names ...string) bool {
-	folded := false
-	_ = guard.ScanObject(obj, func(n, _ []byte) {
-		folded = folded || !slices.Contains(names, string(n)) && foldsTo(n, names...)
-	})
-	return folded
 }
