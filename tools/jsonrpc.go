@@ -292,16 +292,21 @@ func frameRefusal(frame []byte) []byte {
 	return memberRefusal(frame)
 }
 
-// notInitialized is the error answering frame, a client's message over
+// beforeInitialize is the error answering frame, a client's message over
 // stdio before it has sent initialize, when it is a request that may not
 // come first: anything but initialize, ping and server/discover (which
 // mcp-go's clients send first), as the spec has it. Served, a call of a
-// pinned server's tool waited for a start that never came, for good.
-// Notifications and responses go on.
-func notInitialized(frame []byte) []byte {
+// pinned server's tool waited for a start that never came, for good. A
+// request of the stateless protocol is told the versions served instead
+// (statelessRefusal), as at any time, so that its client negotiates
+// down. Notifications and responses go on.
+func beforeInitialize(frame []byte) []byte {
 	m := readMessage(frame)
 	if !m.request() {
 		return nil
+	}
+	if msg := statelessRefusal(m); msg != nil {
+		return msg
 	}
 	switch mcp.MCPMethod(jsonString(m.Method)) {
 	case mcp.MethodInitialize, mcp.MethodPing, mcp.MethodServerDiscover:

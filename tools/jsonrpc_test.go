@@ -367,11 +367,17 @@ func TestBeforeInitialize(t *testing.T) {
 			t.Errorf("%s: %s", tc.name, got)
 		}
 	}
-	if _, err := c.w.Write([]byte(`{"jsonrpc":"2.0","id":8,"method":"server/discover"}` + "\n")); err != nil {
-		t.Fatal(err)
-	}
-	if got := c.nextWithin(t, 5*time.Second); !strings.Contains(got, `"id":8`) || strings.Contains(got, notInitializedWhy) {
-		t.Errorf("server/discover: %s", got)
+	// Answered by the server, or told the versions served.
+	for _, tc := range []struct{ frame, want string }{
+		{`{"jsonrpc":"2.0","id":8,"method":"server/discover"}`, `"id":8`},
+		{`{"jsonrpc":"2.0","id":10,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, "2025-11-25"},
+	} {
+		if _, err := c.w.Write([]byte(tc.frame + "\n")); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.nextWithin(t, 5*time.Second); !strings.Contains(got, tc.want) || strings.Contains(got, notInitializedWhy) {
+			t.Errorf("%s: %s", tc.frame, got)
+		}
 	}
 
 	before := runtime.NumGoroutine()

@@ -117,7 +117,7 @@ type stdioReader struct {
 	// unanswered are the server's calls that the client cancelled.
 	unanswered unanswered
 	// opened: an initialize has gone to the server; before, requests but
-	// ping are refused (notInitialized).
+	// ping are refused (beforeInitialize).
 	opened atomic.Bool
 }
 
@@ -160,11 +160,11 @@ func (r *stdioReader) take(ctx context.Context, line []byte, held *guard.Batch) 
 // door answers line with the error that refuses it before either path
 // sees it, if one does, and reports whether it did: a batch or a frame
 // whose members could be read two ways (frameRefusal), or a request
-// before initialize (notInitialized).
+// before initialize (beforeInitialize).
 func (r *stdioReader) door(line []byte, held *guard.Batch) bool {
 	msg := frameRefusal(line)
 	if msg == nil && !r.opened.Load() {
-		msg = notInitialized(line)
+		msg = beforeInitialize(line)
 	}
 	if msg != nil {
 		r.refuse(held, msg)
