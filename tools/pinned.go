@@ -66,8 +66,8 @@ func (g *Gateway) startingFor(s *session, frame []byte) (id []byte, att *attach.
 // startingCall takes line, a tools/call over stdio of a tool of a pinned
 // server still starting, and reports whether it did: on a goroutine of
 // its own, it waits for the server, then serves the call, past the door
-// already, as if the server were up (route), waiting no more. A call the client cancels while it waits ends at once,
-// unanswered.
+// already, as if the server were up (route), waiting no more. A call the
+// client cancels while it waits ends at once, unanswered.
 func (r *stdioReader) startingCall(ctx context.Context, s *session, line []byte) bool {
 	id, att := r.g.startingFor(s, line)
 	if att == nil || !r.calls.add() {

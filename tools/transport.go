@@ -147,21 +147,21 @@ func (r *stdioReader) run(ctx context.Context, in *guard.LineReader) {
 }
 
 // take serves line, a frame of the client's: with a refusal at the door
-// (door), on the fast path, or on to the MCP server. What it writes to
-// the client or an upstream may be held in held. It reports false when
-// the server stopped listening.
+// (refuseFrame, atDoor), on the fast path, or on to the MCP server. What
+// it writes to the client or an upstream may be held in held. It reports
+// false when the server stopped listening.
 func (r *stdioReader) take(ctx context.Context, line []byte, held *guard.Batch) bool {
-	if len(line) == 0 || r.door(line, held) {
+	if len(line) == 0 || r.refuseFrame(line, held) {
 		return true // nothing read, or refused
 	}
 	return r.route(ctx, line, held, true)
 }
 
-// door answers line with the error that refuses it before either path
-// sees it, if one does, and reports whether it did: a batch or a frame
-// whose members could be read two ways (frameRefusal), or a request
-// before initialize (beforeInitialize).
-func (r *stdioReader) door(line []byte, held *guard.Batch) bool {
+// refuseFrame answers line with the error that refuses it before either
+// path sees it, if one does, and reports whether it did: a batch or a
+// frame whose members could be read two ways (frameRefusal), or a
+// request before initialize (beforeInitialize).
+func (r *stdioReader) refuseFrame(line []byte, held *guard.Batch) bool {
 	msg := frameRefusal(line)
 	if msg == nil && !r.opened.Load() {
 		msg = beforeInitialize(line)
@@ -608,7 +608,8 @@ func (h *HTTP) authorized(r *http.Request) bool {
 // next, the MCP server, with its body as it came. A notifications/cancelled
 // among them stops the fast call it names on its way, or cancels the
 // answer of a request the server runs (serverCall).
-// A batch, a body over the cap, or a request whose id is refused
+// A batch or a frame whose members could be read two ways
+// (frameRefusal), a body over the cap, or a request whose id is refused
 // (idRefusal) is answered with an error (jsonrpc.go).
 //
 // The server keeps each session's idle clock, and only it can: a session
@@ -678,7 +679,7 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 			refuse(w, http.StatusRequestEntityTooLarge, tooLargeRefusal)
 			return
 		}
-		if err == nil && h.atDoor(w, body) {
+		if err == nil && h.refuseFrame(w, body) {
 			return
 		}
 		if s != nil && err == nil && h.waitStarting(w, r, s, body) {
@@ -748,10 +749,10 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 // noSessionID answers a request that needs a session and names none.
 const noSessionID = "Bad Request: Mcp-Session-Id header required: open a session with an initialize request (POST) first"
 
-// atDoor answers body, a message posted, with the error that refuses it
-// before either path sees it (frameRefusal), if one does, and reports
-// whether it did.
-func (h *HTTP) atDoor(w http.ResponseWriter, body []byte) bool {
+// refuseFrame answers body, a message posted, with the error that
+// refuses it before either path sees it (frameRefusal), if one does, and
+// reports whether it did.
+func (h *HTTP) refuseFrame(w http.ResponseWriter, body []byte) bool {
 	msg := frameRefusal(body)
 	if msg != nil {
 		refuse(w, http.StatusBadRequest, msg)
