@@ -114,6 +114,11 @@ func sameAsEncodingJSON(t *testing.T, b []byte) {
 	if (err == nil) != want {
 		t.Fatalf("ScanObject(%q) error %v; json.Valid says %v", b, err, json.Valid(b))
 	}
+	// ScanFrame refuses what ScanObject does, and more only for a member
+	// named twice.
+	if ferr := ScanFrame(b, func(_, _ []byte) {}); err != nil && ferr == nil || err == nil && ferr != nil && !errors.Is(ferr, ErrMemberRepeated) {
+		t.Fatalf("ScanFrame(%q): %v; ScanObject: %v", b, ferr, err)
+	}
 	if err != nil {
 		return
 	}
