@@ -264,6 +264,7 @@ var twoWays = []struct{ name, frame, id, path string }{
 	{"params._meta.progressToken twice", `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":"x"},"_meta":{"progressToken":1,"progressToken":2}}}`, "12", "params._meta.progressToken"},
 	{"params._meta.ProgressToken", `{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":"x"},"_meta":{"ProgressToken":1}}}`, "13", "params._meta.ProgressToken"},
 	{"call_attached_tool, its name twice", `{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"call_attached_tool","arguments":{"name":"mcp_fx__echo","name":"mcp_fx__add","arguments":{}}}}`, "14", "params.arguments.name"},
+	{"call_attached_tool, its name in another case", `{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"call_attached_tool","arguments":{"NAME":"mcp_fx__echo","arguments":{"message":"x"}}}}`, "17", "params.arguments.NAME"},
 	{"an escaped id twice", `{"jsonrpc":"2.0","id":15,"\u0069d":16,"method":"ping"}`, "null", "id"},
 	{"a notification", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"requestId":2}}`, "null", "params.requestId"},
 }
@@ -414,5 +415,26 @@ func TestAfterFailedInitialize(t *testing.T) {
 	}
 	if got := c.nextWithin(t, 5*time.Second); !strings.Contains(got, `"id":1`) {
 		t.Fatalf("the call: %s", got)
+	}
+}
+
+// The gateway's own tools read their arguments' names exactly too: one
+// named in another case, which encoding/json took for the argument (the
+// last of two), is an unknown argument that says so.
+func TestArgumentsReadExactly(t *testing.T) {
+	s := newGateway(t, 10*time.Second).connect(t)
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+		name string
+	}{
+		{"attach_resource", map[string]any{"urn": "urn:air:ardgate.test:mcp:a", "URN": "urn:air:ardgate.test:mcp:b"}, "URN"},
+		{"discover_resources", map[string]any{"Text": "fixture"}, "Text"},
+		{"detach_resource", map[string]any{"NAME": "fixture"}, "NAME"},
+	} {
+		res := s.call(tc.tool, tc.args)
+		if s.code(res) != "invalid_arguments" || !strings.Contains(firstText(res), `unknown argument "`+tc.name+`"`) {
+			t.Errorf("%s %v: %s %s", tc.tool, tc.args, s.code(res), firstText(res))
+		}
 	}
 }

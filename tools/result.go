@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -193,6 +194,12 @@ func decodeArgs(req mcp.CallToolRequest, v any) error {
 			}
 		}
 	}
+	// encoding/json matches "URN" to urn too: a filter in front of the
+	// gateway, reading names as they are, would not see the argument
+	// that the tool takes.
+	if err := caseVariantArg(raw, jsonNames(reflect.TypeOf(v))); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -208,6 +215,18 @@ func decodeArgs(req mcp.CallToolRequest, v any) error {
 		return fmt.Errorf("arguments are not valid JSON: %v", err)
 	}
 	return nil
+}
+
+// caseVariantArg is the error for raw, a call's arguments, when one of
+// them is named as one of names in another case.
+func caseVariantArg(raw []byte, names []string) error {
+	var err error
+	_ = guard.ScanObject(raw, func(name, _ []byte) {
+		if of, ok := guard.CaseVariant(name, names...); ok && err == nil {
+			err = fmt.Errorf("unknown argument %q: argument names are case-sensitive; did you mean %q?", name, of)
+		}
+	})
+	return err
 }
 
 func jsonKind(goKind string) string {
