@@ -24,8 +24,7 @@ import (
 // those bytes, in the server's order (by name) and as the server encodes
 // them, byte for byte (TestFastListMatchesServer).
 //
-// Only a listing that needs nothing else takes it: no cursor, no other
-// parameter but _meta, tracing off (the server traces every method), and
+// Only a listing that needs nothing else takes it: no cursor, tracing off (the server traces every method), and
 // the session's pinned servers no longer starting (the server's listing
 // waits for them).
 
@@ -77,7 +76,7 @@ func (g *Gateway) fastList(s *session, line []byte) (f frame, ok bool) {
 		return f, false
 	}
 	id, method, params, ok := request(line)
-	if !ok || !bytes.Equal(method, toolsListMethod) || !onlyMeta(params, false) {
+	if !ok || !bytes.Equal(method, toolsListMethod) || !firstPage(params, false) {
 		return f, false
 	}
 	if s.att.PinnedPending(g.opts.PinnedListWait) {
@@ -114,28 +113,32 @@ func (g *Gateway) fastList(s *session, line []byte) (f frame, ok bool) {
 	return frame{id: string(id), result: b}, true
 }
 
-// onePage refuses a list request with a cursor or params of its own: the
-// gateway's lists have no pages.
-const onePage = "this gateway lists all of them in one page: send the list request without a cursor or other params"
+// onePage refuses a list request with a cursor of its own: the gateway's
+// lists have no pages.
+const onePage = "this gateway lists all of them in one page: send the list request without a cursor"
 
 // toolsListRefusal answers frame when it is a tools/list with a cursor
-// or params of its own, which the gateway's lists, one page, never give
+// of its own, which the gateway's lists, one page, never give
 // (prompts/list and the others are refused so in offers.go). mcp-go's
 // server read a cursor as a tool's name in base64 and listed the tools
 // after it, or said "illegal base64 data at input byte 4".
 func toolsListRefusal(frame []byte) []byte {
 	id, method, params, ok := request(frame)
-	if !ok || jsonString(method) != string(mcp.MethodToolsList) || !guard.ObjectOrAbsent(params) || onlyMeta(params, true) {
+	if !ok || jsonString(method) != string(mcp.MethodToolsList) || !guard.ObjectOrAbsent(params) || firstPage(params, true) {
 		return nil
 	}
 	return message{Message: guard.Message{ID: id}}.refusedAs(mcp.INVALID_PARAMS, onePage)
 }
 
-// onlyMeta tells whether a request's params are absent or an object with
-// no member but _meta, itself an object or null as the server reads it
-// (the server refuses any other _meta), and, with cursor, a cursor that
-// asks for the first page (null or "").
-func onlyMeta(params []byte, cursor bool) bool {
+// firstPage tells whether a list request's params ask for the first page,
+// which is all there is: absent, or an object whose _meta, if any, is an
+// object or null as the server reads it (the server refuses any other
+// _meta), and, with cursor, whose cursor asks for the first page (null or
+// ""); without cursor, with no cursor at all. Other params are ignored,
+// as the server ignores them: clients send their own (Mastra sends its
+// timeout, {"timeout":60000}). One spelt as _meta or cursor in another
+// case is refused at the door (frameRefusal).
+func firstPage(params []byte, cursor bool) bool {
 	if params == nil {
 		return true
 	}
@@ -147,10 +150,8 @@ func onlyMeta(params []byte, cursor bool) bool {
 		switch {
 		case string(name) == "_meta":
 			ok = ok && (value[0] == '{' || string(value) == "null")
-		case cursor && string(name) == "cursor":
-			ok = ok && (string(value) == "null" || string(value) == `""`)
-		default:
-			ok = false
+		case string(name) == "cursor":
+			ok = ok && cursor && (string(value) == "null" || string(value) == `""`)
 		}
 	})
 	return ok

@@ -74,7 +74,7 @@ var paramRefusals = func() (out []struct{ frame, want string }) {
 	// A tools/list cursor the gateway never gave: mcp-go's server read it
 	// as a tool's name in base64 and listed the tools after it ("Zm9v":
 	// "foo"), or said "illegal base64 data at input byte 4".
-	for _, params := range []string{`{"cursor":"Zm9v"}`, `{"cursor":"bogus"}`, `{"cursor":5}`, `{"limit":2}`} {
+	for _, params := range []string{`{"cursor":"Zm9v"}`, `{"cursor":"bogus"}`, `{"cursor":5}`, `{"cursor":"Zm9v","timeout":1}`} {
 		for _, method := range []string{`"tools/list"`, `"tools\/list"`} {
 			out = append(out, struct{ frame, want string }{`{"jsonrpc":"2.0","id":25,"method":` + method + `,"params":` + params + `}`,
 				`{"jsonrpc":"2.0","id":25,"error":{"code":-32602,"message":"` + onePage + `"}}`})
@@ -104,6 +104,17 @@ var dropped = []string{`{"jsonrpc":"2.0","id":"x","error":{"code":1,"message":"m
 var escapedNames = []string{
 	`{"jsonrpc":"2.0","id":"e1","method":"tools/call","params":{"name":"\u006cist_attached_resources","arguments":{}}}`,
 	`{"jsonrpc":"2.0","id":"e2","method":"tools/call","params":{"name":"mcp_fx__\u0065cho","arguments":{"message":"escaped"}}}`,
+}
+
+// listParamsIgnored are list requests with params the gateway does not
+// know, which it ignores and answers with the list: Mastra sends its
+// timeout in every list's params.
+var listParamsIgnored = []struct{ frame, want string }{
+	{`{"jsonrpc":"2.0","id":"l1","method":"tools/list","params":{"timeout":60000}}`, `"name":"mcp_fx__echo"`},
+	{`{"jsonrpc":"2.0","id":"l2","method":"tools/list","params":{"cursor":null,"limit":2,"_meta":{}}}`, `"name":"mcp_fx__echo"`},
+	{`{"jsonrpc":"2.0","id":"l3","method":"prompts/list","params":{"timeout":60000}}`, `"result":{"prompts":[`},
+	{`{"jsonrpc":"2.0","id":"l4","method":"resources/list","params":{"timeout":60000}}`, `"result":{"resources":[`},
+	{`{"jsonrpc":"2.0","id":"l5","method":"resources/templates/list","params":{"timeout":60000}}`, `"result":{"resourceTemplates":[`},
 }
 
 // idsKept are request ids the gateway takes on mcp-go's path, and answers
@@ -146,6 +157,11 @@ func TestRefusedStdio(t *testing.T) {
 	for _, frame := range escapedNames {
 		if line := c.roundTrip(t, []byte(frame+"\n")); !bytes.Contains(line, []byte(`"result"`)) || bytes.Contains(line, []byte(`"isError":true`)) {
 			t.Fatalf("%s: %s", frame, line)
+		}
+	}
+	for _, r := range listParamsIgnored {
+		if line := c.roundTrip(t, []byte(r.frame+"\n")); !bytes.Contains(line, []byte(r.want)) {
+			t.Fatalf("%s: %s", r.frame, line)
 		}
 	}
 	// A notification with a null in it is not refused: the ping's answer
@@ -200,6 +216,15 @@ func TestRefusedHTTP(t *testing.T) {
 			c.send(c.request(strings.ReplaceAll(frame, "mcp_fx__", "mcp_remote__")))
 			if code, body := c.answer(); code != http.StatusOK || !strings.Contains(body, `"result"`) || strings.Contains(body, `"isError":true`) {
 				t.Errorf("%s: %d %s", frame, code, body)
+			}
+		}
+		for _, r := range listParamsIgnored {
+			if id == "" {
+				break
+			}
+			c.send(c.request(r.frame))
+			if code, body := c.answer(); code != http.StatusOK || !strings.Contains(body, strings.ReplaceAll(r.want, "mcp_fx__", "mcp_remote__")) {
+				t.Errorf("%s: %d %s", r.frame, code, body)
 			}
 		}
 		// A body over the cap: 413, saying so (it was 400, "read request

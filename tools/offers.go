@@ -115,7 +115,7 @@ func (g *Gateway) offerRun(s *session, line []byte) (run func(context.Context) [
 	default:
 		return g.forwardOffer(s, m, method, params), m, method, params, true
 	}
-	if !onlyMeta(params, true) {
+	if !firstPage(params, true) {
 		return refusal(m, onePage), m, method, params, true
 	}
 	return func(ctx context.Context) []byte {
