@@ -83,7 +83,7 @@ func TestSessionEndedHTTP(t *testing.T) {
 }
 
 // A GET or DELETE that names no live session is refused, as such a POST
-// is, and opens no session: mcp-go's server opened one for a GET with no
+// is (a GET with no id with 405 and Allow: POST), and opens no session: mcp-go's server opened one for a GET with no
 // id or a made-up one, which counted against max_sessions until swept, and
 // answered a DELETE of any id with 200. The live session's GET stream and
 // DELETE still work. Another method gets 405 and Allow (it got 404, "page
@@ -135,7 +135,10 @@ func TestUnknownSessionRefusedHTTP(t *testing.T) {
 		{http.MethodPost, made, http.StatusNotFound, "Invalid session ID", ping},
 		// The stateless protocol, not offered, is for the server to refuse.
 		{http.MethodPost, "", http.StatusBadRequest, "protocol", `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`},
-		{http.MethodGet, "", http.StatusBadRequest, "Mcp-Session-Id header required", ""},
+		// A GET with no id opens no stream: 405, as the spec says of a
+		// GET the server opens none for (the AI SDK, which GETs before
+		// initialize, failed on a 400).
+		{http.MethodGet, "", http.StatusMethodNotAllowed, "open a session with an initialize request (POST) first", ""},
 		{http.MethodGet, made, http.StatusNotFound, "Invalid session ID", ""},
 		{http.MethodGet, "fake-1", http.StatusNotFound, "Invalid session ID", ""},
 		{http.MethodDelete, "", http.StatusBadRequest, "Mcp-Session-Id header required", ""},
@@ -150,6 +153,16 @@ func TestUnknownSessionRefusedHTTP(t *testing.T) {
 	}
 	if n := tg.g.open.Load(); n != 1 {
 		t.Fatalf("%d sessions open, want the one live", n)
+	}
+	get, _ := http.NewRequest(http.MethodGet, tg.url, nil)
+	get.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Header.Get("Allow") != "POST" {
+		t.Errorf("a GET with no id: Allow %q, want POST", resp.Header.Get("Allow"))
 	}
 	// A protocol version never agreed is refused first, before the
 	// gateway's own answers at the door (an unknown tool was answered 200).

@@ -637,6 +637,15 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 				return
 			}
 		case http.MethodGet, http.MethodDelete:
+			if r.Method == http.MethodGet && r.Header.Get(server.HeaderKeySessionID) == "" {
+				// The spec's answer to a GET the server opens no stream
+				// for: clients that open one before initialize (the AI
+				// SDK) take 405 as "no stream here" and go on, but fail
+				// on a 400.
+				w.Header().Set("Allow", "POST")
+				http.Error(w, noStreamWithoutSession, http.StatusMethodNotAllowed)
+				return
+			}
 			if h.refuseUnknownSession(w, r) {
 				return
 			}
@@ -748,6 +757,10 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 
 // noSessionID answers a request that needs a session and names none.
 const noSessionID = "Bad Request: Mcp-Session-Id header required: open a session with an initialize request (POST) first"
+
+// noStreamWithoutSession answers a GET that names no session: the event
+// stream a GET opens is a session's.
+const noStreamWithoutSession = "Method Not Allowed: a GET opens a session's event stream, named in Mcp-Session-Id: open a session with an initialize request (POST) first"
 
 // refuseFrame answers body, a message posted, with the error that
 // refuses it before either path sees it (frameRefusal), if one does, and
