@@ -1,9 +1,13 @@
 package tools
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,7 +31,8 @@ const attachSchema = `{
 
 func (g *Gateway) attachTool() server.ServerTool {
 	use := "Its tools appear as mcp_<name>__<tool> (the client is told the tool list changed) " +
-		"and can be called on the next turn, or through call_attached_tool."
+		"and can be called on the next turn where the client lists tools again; a framework that fixes a run's tools at its start " +
+		"lists them only in its next run: call them at once through call_attached_tool, with the input schemas the result gives."
 	if g.manager.Deferred {
 		use = "Its tools stay out of your tool list (deferred tool mode): find them with tool_search and call them through call_attached_tool."
 	}
@@ -58,6 +63,11 @@ type attachResult struct {
 	// Trust is what the trust gate checked, digests included.
 	Trust *guard.TrustReport `json:"trust,omitempty"`
 	Note  string             `json:"note,omitempty" shown:"4000"`
+	// HowToCall and CallExample say how to call the tools in the run that
+	// attached them, which a framework that fixed its tools at the run's
+	// start never lists.
+	HowToCall   string        `json:"how_to_call,omitempty"`
+	CallExample *attachedCall `json:"call_example,omitempty"`
 }
 
 // auditAttached writes the audit line of an attach of session s that
@@ -79,8 +89,89 @@ const deferredNote = "Its tools are not in your tool list (deferred tool mode): 
 const instructionsNote = "server_instructions are the server's own words on how to use its tools: a third party's, not the user's or the gateway's."
 
 type attachedTool struct {
-	Name        string `json:"name"`
-	Description string `json:"description,omitempty"`
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+}
+
+// Bounds of the input schemas an attach's result gives, compacted: one
+// tool's, and all of them. A tool whose schema does not fit goes without
+// one, and how_to_call says tool_search gives it.
+const (
+	maxAttachedSchema  = 4 << 10
+	maxAttachedSchemas = 32 << 10
+)
+
+// attachedTools are tools as an attach's result gives them, and how many
+// of them go without their input schema, for its bounds.
+func attachedTools(tools []attach.Tool) (out []attachedTool, unschemed int) {
+	budget := maxAttachedSchemas
+	for _, t := range tools {
+		at := attachedTool{Name: t.Name, Description: guard.Text(t.Upstream.Description, 200)}
+		var b bytes.Buffer
+		if json.Compact(&b, t.Upstream.RawInputSchema) == nil && b.Len() <= min(maxAttachedSchema, budget) {
+			at.InputSchema = b.Bytes()
+			budget -= b.Len()
+		} else {
+			unschemed++
+		}
+		out = append(out, at)
+	}
+	return out, unschemed
+}
+
+// attachedCall is a call of an attached tool through call_attached_tool,
+// as a model makes it: the arguments its schema requires hold
+// placeholders that name their types.
+type attachedCall struct {
+	Tool      string `json:"tool"`
+	Arguments struct {
+		Name      string            `json:"name"`
+		Arguments map[string]string `json:"arguments"`
+	} `json:"arguments"`
+}
+
+// maxExampleArguments bounds the placeholders of a call's example.
+const maxExampleArguments = 8
+
+// exampleCall is the call of t through call_attached_tool, with a
+// placeholder for each argument its schema requires (the first
+// maxExampleArguments, of names up to 64 bytes); t is the first tool
+// whose schema the result gives.
+func exampleCall(t attachedTool) *attachedCall {
+	c := &attachedCall{Tool: callAttachedTool}
+	c.Arguments.Name = t.Name
+	c.Arguments.Arguments = map[string]string{}
+	var schema struct {
+		Required   []string `json:"required"`
+		Properties map[string]struct {
+			Type any `json:"type"`
+		} `json:"properties"`
+	}
+	_ = json.Unmarshal(t.InputSchema, &schema) // none, or not one: no placeholders
+	for _, name := range schema.Required {
+		if len(c.Arguments.Arguments) == maxExampleArguments || len(name) > 64 || name != guard.Text(name, 64) {
+			continue
+		}
+		kind, _ := schema.Properties[name].Type.(string)
+		c.Arguments.Arguments[name] = "<" + cmp.Or(guard.Text(kind, 16), "value") + ">"
+	}
+	return c
+}
+
+// howToCall says how to call an attachment's tools in the run that
+// attached them, and where the schemas left out are.
+func howToCall(deferred bool, unschemed int) string {
+	how := "A client that lists tools again when told they changed has these tools from its next turn; " +
+		"a framework that fixes a run's tools at its start lists them only in its next run. " +
+		"Meanwhile, call them through call_attached_tool, as call_example shows, with arguments that match their inputSchema."
+	if deferred {
+		how = "Call them through call_attached_tool, as call_example shows, with arguments that match their inputSchema."
+	}
+	if unschemed > 0 {
+		how += fmt.Sprintf(" The input schemas of %d of them are left out for size: tool_search gives them.", unschemed)
+	}
+	return how
 }
 
 // Stages of an attach, reported as progress.
@@ -136,8 +227,11 @@ func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	if att.Kind == attach.KindMCPServer {
 		out.Tools = []attachedTool{}
 	}
-	for _, t := range att.Tools() {
-		out.Tools = append(out.Tools, attachedTool{Name: t.Name, Description: guard.Text(t.Upstream.Description, 200)})
+	tools, unschemed := attachedTools(att.Tools())
+	out.Tools = append(out.Tools, tools...)
+	if len(tools) > 0 {
+		example := tools[max(0, slices.IndexFunc(tools, func(t attachedTool) bool { return t.InputSchema != nil }))]
+		out.HowToCall, out.CallExample = howToCall(att.Deferred, unschemed), exampleCall(example)
 	}
 	return result(out), nil
 }
