@@ -33,11 +33,18 @@ func TestTypeScriptClient(t *testing.T) {
 // when they are missing, unless CI is set.
 func needTSModules(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat("testdata/ts-client/node_modules"); err != nil {
+	needNodeModules(t, "testdata/ts-client")
+}
+
+// needNodeModules skips a test that needs the npm packages of the npm
+// project in dir when they are missing, unless CI is set.
+func needNodeModules(t *testing.T, dir string) {
+	t.Helper()
+	if _, err := os.Stat(dir + "/node_modules"); err != nil {
 		if os.Getenv("CI") == "" {
-			t.Skip("testdata/ts-client/node_modules missing: run npm ci --prefix testdata/ts-client")
+			t.Skipf("%s/node_modules missing: run npm ci --prefix %s", dir, dir)
 		}
-		t.Fatalf("CI set but testdata/ts-client/node_modules missing: %v", err)
+		t.Fatalf("CI set but %s/node_modules missing: %v", dir, err)
 	}
 }
 
@@ -95,9 +102,16 @@ func runTSClient(t *testing.T, environ []string, args ...string) {
 // to print OK.
 func runTSScript(t *testing.T, script string, environ []string, args ...string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	runNodeOK(t, "testdata/ts-client/"+script, 60*time.Second, environ, args...)
+}
+
+// runNodeOK runs the node script with args, for up to d, and expects it
+// to print OK.
+func runNodeOK(t *testing.T, script string, d time.Duration, environ []string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", append([]string{"testdata/ts-client/" + script}, args...)...)
+	cmd := exec.CommandContext(ctx, "node", append([]string{script}, args...)...)
 	cmd.Env = environ
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr strings.Builder
