@@ -7,9 +7,10 @@
 //
 // <library> is ai-sdk (@ai-sdk/mcp), langchain (@langchain/mcp-adapters),
 // openai-agents (@openai/agents) or mastra (@mastra/mcp). Each run lists
-// the tools, discovers and attaches npm server-everything, calls its echo
-// through call_attached_tool with a tool object listed at the start (what
-// an agent whose tools are fixed for the run has), then lists again and
+// the tools, discovers and attaches npm server-everything (its result
+// gives the schemas and a call_example), calls its echo through
+// call_attached_tool with a tool object listed at the start (what an
+// agent whose tools are fixed for the run has), then lists again and
 // calls the echo by name. Prints "OK", or "FAIL: <reason>" and exits 1.
 // Run by e2e_clients_test.go.
 import { createMCPClient } from '@ai-sdk/mcp';
@@ -123,6 +124,13 @@ async function main() {
   if (!found.includes(URN)) fail(`discover_resources did not find ${URN}: ${found.slice(0, 500)}`);
   const attached = await call(atStart, 'attach_resource', { urn: URN });
   if (!attached.includes('"attached"') || !attached.includes(ECHO)) fail(`attach_resource: ${attached.slice(0, 500)}`);
+  // What a model needs to call the tools in this run: their schemas, and
+  // a call of call_attached_tool to copy.
+  const result = JSON.parse(attached);
+  const echo = result.tools.find((t) => t.name === ECHO);
+  if (!echo?.inputSchema?.properties?.message || result.call_example?.tool !== 'call_attached_tool' || !/call_attached_tool/.test(result.how_to_call)) {
+    fail(`attach_resource gave no schemas or call_example: ${attached.slice(0, 500)}`);
+  }
 
   // An agent whose tools were fixed at the run's start calls the new tool
   // through call_attached_tool, one of those it has.
