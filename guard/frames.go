@@ -3,6 +3,7 @@ package guard
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -150,6 +151,15 @@ type FrameWriter struct {
 	// written by that goroutine. Set it before use.
 	Backlog int
 
+	// Wait, with a Backlog, has a frame that finds the backlog at Backlog
+	// bytes or more wait until the reader has taken some, instead of
+	// failing: nothing is lost, and a reader that stopped reading holds
+	// up its writers, not the gateway's memory. A writer whose stream
+	// cannot tell that a write would wait then has every frame written
+	// by that goroutine, so that none waits on the reader while the
+	// backlog has room. Set it before use.
+	Wait bool
+
 	mu  sync.Mutex
 	w   io.Writer
 	buf []byte // the frames held, and where the next one is put together
@@ -163,8 +173,9 @@ type FrameWriter struct {
 	tryBuf   []byte
 	tryN     int
 	tryErr   error
-	writing  int    // the bytes drain is writing now
-	backlog  []byte // what drain writes next
+	writing  int           // the bytes drain is writing now
+	backlog  []byte        // what drain writes next
+	progress chan struct{} // closed when drain has written some, or the stream failed
 }
 
 // NewFrameWriter writes frames to w.
@@ -194,7 +205,7 @@ func (f *FrameWriter) Frame(b *Batch, head func([]byte) []byte, body []byte, tai
 	if head != nil {
 		f.buf = head(f.buf)
 	}
-	if waiting := f.waiting(); waiting > 0 && waiting+len(f.buf)+len(body)+len(tail) > f.Backlog {
+	if waiting := f.waiting(); !f.Wait && waiting > 0 && waiting+len(f.buf)+len(body)+len(tail) > f.Backlog {
 		f.buf = f.buf[:held]
 		f.mu.Unlock()
 		return fmt.Errorf("%w: %s sent wait unread", ErrBacklog, size(waiting))
@@ -237,9 +248,15 @@ func (f *FrameWriter) Flush() error {
 }
 
 // lock locks f, unless the stream has failed: then it returns why, and f
-// stays unlocked.
+// stays unlocked. With Wait, it first waits for room in the backlog.
 func (f *FrameWriter) lock() error {
 	f.mu.Lock()
+	for f.Wait && f.err == nil && f.full() {
+		progress := f.progressed()
+		f.mu.Unlock()
+		<-progress
+		f.mu.Lock()
+	}
 	if err := f.err; err != nil {
 		f.mu.Unlock()
 		return err
@@ -283,24 +300,85 @@ func (f *FrameWriter) write(p []byte) error {
 // take: its reader has left that much unread.
 var ErrBacklog = errors.New("the reader has stopped reading")
 
+// drainChunk is the most drain writes at once: what waits on room in the
+// backlog hears of it as the reader takes each, not only once it has taken
+// the whole backlog.
+const drainChunk = 256 << 10
+
 // drain writes the backlog, waiting on the reader, until none is left or
 // the stream fails.
 func (f *FrameWriter) drain() {
 	f.mu.Lock()
 	for len(f.backlog) > 0 {
-		p := f.backlog
-		f.backlog, f.writing = nil, len(p)
+		// What is appended meanwhile goes after p, or to a new array.
+		p := f.backlog[:min(len(f.backlog), drainChunk)]
+		f.backlog, f.writing = f.backlog[len(p):], len(p)
 		f.mu.Unlock()
 		_, err := f.w.Write(p)
 		f.mu.Lock()
 		f.writing = 0
+		f.progress = wake(f.progress)
 		if err != nil {
 			f.backlog = nil
 			_ = f.unlock(err)
 			return
 		}
 	}
+	f.backlog = nil // a burst's memory is not kept
 	f.mu.Unlock()
+}
+
+// progressed returns the channel closed at drain's next progress, or when
+// the stream fails. f.mu is held.
+func (f *FrameWriter) progressed() chan struct{} {
+	if f.progress == nil {
+		f.progress = make(chan struct{})
+	}
+	return f.progress
+}
+
+// wake closes progress, when there is one, and returns nil for it.
+func wake(progress chan struct{}) chan struct{} {
+	if progress != nil {
+		close(progress)
+	}
+	return nil
+}
+
+// Room waits until the backlog is under Backlog bytes, the stream has
+// failed, or ctx is done, and reports whether ctx is still live. A reader
+// whose requests are answered through f waits on it before it reads the
+// next one, so that a peer that stops reading its answers stops being
+// read too, rather than grow the answers held without bound.
+func (f *FrameWriter) Room(ctx context.Context) bool {
+	f.mu.Lock()
+	for f.err == nil && f.full() && ctx.Err() == nil {
+		progress := f.progressed()
+		f.mu.Unlock()
+		select {
+		case <-progress:
+		case <-ctx.Done():
+		}
+		f.mu.Lock()
+	}
+	f.mu.Unlock()
+	return ctx.Err() == nil
+}
+
+// Written waits until the stream has taken every frame accepted, and
+// returns the stream's error if it failed first: the backlog of a stream
+// about to be closed goes out before it.
+func (f *FrameWriter) Written() error {
+	f.mu.Lock()
+	for f.err == nil && f.waiting() > 0 {
+		progress := f.progressed()
+		f.mu.Unlock()
+		<-progress
+		f.mu.Lock()
+	}
+	err := f.err
+	f.mu.Unlock()
+	return err
 }
 
 // Waiting returns the bytes of frames accepted with a Backlog that the
@@ -315,6 +393,9 @@ func (f *FrameWriter) Waiting() int {
 // while drain runs. f.mu is held.
 func (f *FrameWriter) waiting() int { return f.writing + len(f.backlog) }
 
+// full tells a backlog at its bound. f.mu is held.
+func (f *FrameWriter) full() bool { return f.Backlog > 0 && f.waiting() >= f.Backlog }
+
 // unlock records err as the stream's first error, unlocks, and tells
 // OnError, outside the lock: it may write to the stream itself.
 func (f *FrameWriter) unlock(err error) error {
@@ -322,6 +403,7 @@ func (f *FrameWriter) unlock(err error) error {
 	if first {
 		f.err = err
 		f.buf = nil
+		f.progress = wake(f.progress) // what waits on the backlog waits no more
 	}
 	f.mu.Unlock()
 	if first && f.OnError != nil {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // tryWrite writes what of p the stream takes without waiting. f.mu is
@@ -16,9 +18,15 @@ func (f *FrameWriter) tryWrite(p []byte) (int, error) {
 		if sc, ok := f.w.(syscall.Conn); ok {
 			f.raw, _ = sc.SyscallConn()
 		}
+		if f.raw != nil && !nonBlocking(f.raw) {
+			f.raw = nil // its writes wait: they cannot tell
+		}
 		f.try = f.tryOnce
 	}
-	if f.raw == nil {
+	switch {
+	case f.raw == nil && f.Wait:
+		return 0, nil // drain writes it all, as on Windows
+	case f.raw == nil:
 		return f.w.Write(p)
 	}
 	f.tryBuf, f.tryN, f.tryErr = p, 0, nil
@@ -29,6 +37,17 @@ func (f *FrameWriter) tryWrite(p []byte) (int, error) {
 	}
 	f.tryBuf, f.tryErr = nil, nil
 	return n, err
+}
+
+// nonBlocking tells a descriptor whose writes return instead of waiting
+// (O_NONBLOCK): the ends of an os.Pipe, not an inherited stdout.
+func nonBlocking(raw syscall.RawConn) bool {
+	var fl int
+	var err error
+	if cerr := raw.Control(func(fd uintptr) { fl, err = unix.FcntlInt(fd, unix.F_GETFL, 0) }); cerr != nil || err != nil {
+		return false
+	}
+	return fl&unix.O_NONBLOCK != 0
 }
 
 // tryOnce writes f.tryBuf until the descriptor would block (EAGAIN); it

@@ -74,7 +74,16 @@ type Options struct {
 	// progress while nothing new comes (progressbeat.go); zero means
 	// DefaultProgressBeat.
 	ProgressBeat time.Duration
+	// StdioBacklog bounds the bytes written to the stdio client that it
+	// has not read yet: past it, the gateway reads no more of its
+	// requests until it reads again. Zero means DefaultStdioBacklog.
+	StdioBacklog int
 }
+
+// DefaultStdioBacklog is the stdio client's unread answers the gateway
+// holds before it stops reading the client: more than the largest
+// message, so that one answer never stalls the session alone.
+const DefaultStdioBacklog = 16 << 20
 
 // session ties an MCP client session to its attachments and to the
 // proxied tools the client is told of.

@@ -53,6 +53,12 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w := guard.NewFrameWriter(out) // the server writes a frame per Write
+	// No writer waits on a client that stops reading while its answers
+	// fit the backlog; past it, writers wait and the reader reads no more
+	// requests (stdioReader.run). mcp-go serves each request on a
+	// goroutine of its own: without this, each held an answer, and a
+	// client that wrote and never read grew memory without bound.
+	w.Backlog, w.Wait = cmp.Or(g.opts.StdioBacklog, DefaultStdioBacklog), true
 	// A client that closed its end of out has gone, even if it keeps in
 	// open: the session ends, and with it its upstreams.
 	w.OnError = func(err error) {
@@ -75,9 +81,10 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 	r.inFlight.stopAll()
 	r.calls.wait()
 	// A call is done once its answer is written or held; what an
-	// upstream's reader still holds goes out now, before the caller
-	// closes out.
+	// upstream's reader still holds goes out now, and the backlog, before
+	// the caller closes out.
 	_ = w.Flush()
+	_ = w.Written()
 	return err
 }
 
@@ -128,6 +135,9 @@ type stdioReader struct {
 func (r *stdioReader) run(ctx context.Context, in *guard.LineReader) {
 	defer r.held.Flush()
 	for {
+		if !r.room(ctx) {
+			return // the session ends
+		}
 		line, err := in.ReadLine()
 		if long, ok := err.(*guard.LongLine); ok { // as ReadLine returns it, unwrapped
 			r.refuseLong(long)
@@ -144,6 +154,17 @@ func (r *stdioReader) run(ctx context.Context, in *guard.LineReader) {
 			return
 		}
 	}
+}
+
+// room waits, before the next frame is read, while the client has left
+// a backlog of answers unread; what is held goes out first. It reports
+// false when the session ended meanwhile.
+func (r *stdioReader) room(ctx context.Context) bool {
+	if r.w.Waiting() < r.w.Backlog {
+		return true
+	}
+	r.held.Flush()
+	return r.w.Room(ctx)
 }
 
 // take serves line, a frame of the client's: with a refusal at the door
