@@ -2,6 +2,7 @@ package guard
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -449,4 +451,95 @@ func TestFrameWriterBacklogConcurrent(t *testing.T) {
 	t.Logf("%d frames arrived, %d refused", got, total)
 	w.Close()
 	r.Close()
+}
+
+// A writer with a backlog and Wait takes frames while the backlog has
+// room, whether or not its stream can tell that a write would wait; at
+// the bound it holds its writers, and Room its reader, until the reader
+// reads. Nothing is refused: every frame arrives, in order.
+func TestFrameWriterBacklogWait(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		pipes func(t *testing.T) (io.ReadCloser, io.WriteCloser)
+	}{
+		{"os.Pipe", func(t *testing.T) (io.ReadCloser, io.WriteCloser) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r, w
+		}},
+		{"io.Pipe", func(*testing.T) (io.ReadCloser, io.WriteCloser) { return io.Pipe() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer goleak.VerifyNone(t)
+			r, w := tc.pipes(t)
+			defer r.Close()
+			const bound, frame, frames = 256 << 10, 1 << 10, 1024
+			f := NewFrameWriter(w)
+			f.Backlog, f.Wait = bound, true
+			var taken atomic.Int64
+			wrote := make(chan error, 1)
+			var want strings.Builder
+			for i := range frames {
+				fmt.Fprintf(&want, "%04d%s\n", i, strings.Repeat("w", frame-5))
+			}
+			go func() {
+				for i := range frames {
+					line := want.String()[i*frame : (i+1)*frame]
+					if err := f.Frame(nil, nil, []byte(line), ""); err != nil {
+						wrote <- err
+						return
+					}
+					taken.Add(1)
+				}
+				wrote <- nil
+			}()
+			for deadline := time.Now().Add(10 * time.Second); f.Waiting() < bound; time.Sleep(time.Millisecond) {
+				select {
+				case err := <-wrote:
+					t.Fatalf("every frame taken (%v) with none read, %d bytes waiting", err, f.Waiting())
+				default:
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("10 s on, %d frames taken and %d bytes waiting, bound %d", taken.Load(), f.Waiting(), bound)
+				}
+			}
+			if n := f.Waiting(); n > bound+frame {
+				t.Errorf("%d bytes waiting, bound %d", n, bound)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			if f.Room(ctx) {
+				t.Error("Room reported room at the bound, ctx done")
+			}
+
+			got := make([]byte, want.Len())
+			if _, err := io.ReadFull(r, got); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-wrote; err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != want.String() {
+				t.Fatal("the frames did not all arrive in order")
+			}
+			if err := f.Written(); err != nil || f.Waiting() != 0 || !f.Room(context.Background()) {
+				t.Fatalf("drained: Written %v, %d bytes waiting", err, f.Waiting())
+			}
+
+			// A reader that goes away ends the waits, with its error.
+			go func() { _ = f.Frame(nil, nil, []byte(strings.Repeat("x", 2*bound)), "\n") }()
+			for deadline := time.Now().Add(10 * time.Second); f.Waiting() == 0; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("a frame twice the bound was not taken")
+				}
+			}
+			r.Close()
+			if err := f.Written(); err == nil {
+				t.Fatal("Written returned no error with the reader gone")
+			}
+			w.Close()
+		})
+	}
 }
