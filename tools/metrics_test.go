@@ -13,6 +13,18 @@ import (
 	"github.com/ardgate/ardgate/config"
 )
 
+// progressed tells whether a progress notification of token has come.
+func (s *clientSession) progressed(token string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range s.notes {
+		if n.Method == "notifications/progress" && n.Params.AdditionalFields["progressToken"] == token {
+			return true
+		}
+	}
+	return false
+}
+
 // What waits for a stdio server that has stopped reading its input shows
 // in /metrics while it waits, under the attachment's name, and is gone
 // once the server has read it.
@@ -45,11 +57,20 @@ func TestMetricsStdioBacklog(t *testing.T) {
 		t.Fatalf("a backlog of %v bytes before any call waited", v)
 	}
 
-	// The fixture stops reading its stdin for 1.5 s; four 1 MiB calls
-	// sent meanwhile wait in the gateway, more than its pipe holds.
+	// The fixture stops reading its stdin for 3 s from the moment it
+	// starts the slow call, which its first progress tells; four 1 MiB
+	// calls sent then wait in the gateway, more than its pipe holds.
 	var wg sync.WaitGroup
-	wg.Go(func() { s.call("mcp_fx__slow", map[string]any{"ms": 1500, "hold_input": true}) })
-	time.Sleep(200 * time.Millisecond)
+	held := make(chan struct{})
+	wg.Go(func() {
+		defer close(held)
+		s.callWithToken("mcp_fx__slow", map[string]any{"ms": 3000, "hold_input": true}, "held")
+	})
+	for deadline := time.Now().Add(10 * time.Second); !s.progressed("held"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no progress of the slow call in 10 s")
+		}
+	}
 	big := strings.Repeat("b", 1<<20)
 	for range 4 {
 		wg.Go(func() {
@@ -59,11 +80,13 @@ func TestMetricsStdioBacklog(t *testing.T) {
 		})
 	}
 	var seen float64
-	for deadline := time.Now().Add(1200 * time.Millisecond); seen < 2<<20 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for ; seen < 2<<20; time.Sleep(20 * time.Millisecond) {
+		select {
+		case <-held:
+			t.Fatalf("the backlog peaked at %v bytes while four 1 MiB calls waited on a server not reading, want over 2 MiB", seen)
+		default:
+		}
 		seen, _ = scrape()
-	}
-	if seen < 2<<20 {
-		t.Errorf("the backlog peaked at %v bytes while four 1 MiB calls waited on a server not reading, want over 2 MiB", seen)
 	}
 	wg.Wait()
 	// The writer's last write returns just after the server has read it.
