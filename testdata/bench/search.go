@@ -115,7 +115,7 @@ func pct(sorted []time.Duration, p int) time.Duration {
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: go run ./testdata/bench search|proxy|registry|sessions|coldstart|soak|hostile-registry [flags]")
+		fmt.Fprintln(os.Stderr, "usage: go run ./testdata/bench search|proxy|registry|sessions|coldstart|soak|hostile-registry|unread [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -132,6 +132,8 @@ func main() {
 		err = coldStartBench(os.Args[2:], os.Stdout)
 	case "soak":
 		err = soakBench(os.Args[2:], os.Stdout)
+	case "unread":
+		err = unreadBench(os.Args[2:], os.Stdout)
 	case "relay":
 		err = relay(os.Args[2:])
 	case "hostile-registry":

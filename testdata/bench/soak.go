@@ -371,10 +371,13 @@ func sampleGateway(url string, pid int) soakSample {
 }
 
 // rssKiB is process pid's resident memory (VmRSS), in KiB.
-func rssKiB(pid int) int {
+func rssKiB(pid int) int { return statusKiB(pid, "VmRSS:") }
+
+// statusKiB is the figure, in KiB, of field in process pid's status.
+func statusKiB(pid int, field string) int {
 	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	for _, line := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, field); ok {
 			kib, _ := strconv.Atoi(strings.Fields(v)[0])
 			return kib
 		}
