@@ -144,7 +144,7 @@ type FrameWriter struct {
 	// what the stream does not take at once is kept, and written in order
 	// by a goroutine of the writer's own. While it is being written, a
 	// frame that would take it past Backlog bytes fails with ErrBacklog
-	// and is not written; the stream goes on. Only a descriptor the
+	// and is not written (unless Wait); the stream goes on. Only a descriptor the
 	// runtime polls (the ends of an os.Pipe) can tell that a write would
 	// wait; to any other writer, frames are written as without a
 	// backlog. On Windows, where no write can tell, every frame is
