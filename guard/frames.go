@@ -170,6 +170,7 @@ type FrameWriter struct {
 	raw      syscall.RawConn
 	rawTried bool
 	try      func(fd uintptr) bool // tryOnce, made once: a closure per write would allocate
+	drains   func()                // drain, made once, for the same reason
 	tryBuf   []byte
 	tryN     int
 	tryErr   error
@@ -292,7 +293,10 @@ func (f *FrameWriter) write(p []byte) error {
 		return err
 	}
 	f.backlog = append(f.backlog, p[n:]...)
-	go f.drain()
+	if f.drains == nil {
+		f.drains = f.drain
+	}
+	go f.drains()
 	return nil
 }
 
@@ -309,9 +313,10 @@ const drainChunk = 256 << 10
 // the stream fails.
 func (f *FrameWriter) drain() {
 	f.mu.Lock()
+	var p []byte
 	for len(f.backlog) > 0 {
 		// What is appended meanwhile goes after p, or to a new array.
-		p := f.backlog[:min(len(f.backlog), drainChunk)]
+		p = f.backlog[:min(len(f.backlog), drainChunk)]
 		f.backlog, f.writing = f.backlog[len(p):], len(p)
 		f.mu.Unlock()
 		_, err := f.w.Write(p)
@@ -324,7 +329,10 @@ func (f *FrameWriter) drain() {
 			return
 		}
 	}
-	f.backlog = nil // a burst's memory is not kept
+	f.backlog = nil // a burst's memory is not kept, a small one's is
+	if cap(p) <= maxHeld {
+		f.backlog = p[:0] // written: the next frames reuse it
+	}
 	f.mu.Unlock()
 }
 
