@@ -255,16 +255,8 @@ func TestHTTPIdleSessionSwept(t *testing.T) {
 	// it runs, nor while its GET stream is open: both were swept.
 	slow := make(chan string, 1)
 	go func() { slow <- text(calling.call("mcp_fixture__slow", map[string]any{"ms": 6000})) }()
-	get, _ := http.NewRequest(http.MethodGet, url, nil)
-	get.Header.Set("Accept", "text/event-stream")
-	get.Header.Set("Mcp-Session-Id", listening.c.GetSessionId())
-	ctx, stopListening := context.WithCancel(context.Background())
+	stopListening := listen(t, url, listening.c.GetSessionId())
 	defer stopListening()
-	stream, err := http.DefaultClient.Do(get.WithContext(ctx))
-	if err != nil || stream.StatusCode != http.StatusOK {
-		t.Fatalf("GET stream: %v %v", err, stream)
-	}
-	defer stream.Body.Close()
 	start := time.Now()
 	for time.Since(start) < 6*time.Second { // past the timeout, and a sweep or two
 		if got := text(busy.call("mcp_fixture__echo", map[string]any{"message": "busy"})); got != "busy" {
@@ -315,16 +307,8 @@ func TestHTTPQuietSessionReaped(t *testing.T) {
 	go func() {
 		slow <- text(calling.call("mcp_fixture__slow", map[string]any{"ms": (3 * reap).Milliseconds()}))
 	}()
-	get, _ := http.NewRequest(http.MethodGet, url, nil)
-	get.Header.Set("Accept", "text/event-stream")
-	get.Header.Set("Mcp-Session-Id", listening.c.GetSessionId())
-	ctx, stopListening := context.WithCancel(context.Background())
+	stopListening := listen(t, url, listening.c.GetSessionId())
 	defer stopListening()
-	stream, err := http.DefaultClient.Do(get.WithContext(ctx))
-	if err != nil || stream.StatusCode != http.StatusOK {
-		t.Fatalf("GET stream: %v %v", err, stream)
-	}
-	defer stream.Body.Close()
 
 	pid := gone.pidOf("fixture")
 	for deadline := time.Now().Add(10 * reap); len(proctest.GroupMembers(pid)) > 0; time.Sleep(200 * time.Millisecond) {
@@ -352,6 +336,25 @@ func TestHTTPQuietSessionReaped(t *testing.T) {
 	still("calling", calling)
 	stopListening()
 	still("listening", listening)
+}
+
+// listen opens the GET stream of session sid, unread, until the function
+// it returns closes it.
+func listen(t *testing.T, url, sid string) (stop func()) {
+	t.Helper()
+	get, _ := http.NewRequest(http.MethodGet, url, nil)
+	get.Header.Set("Accept", "text/event-stream")
+	get.Header.Set("Mcp-Session-Id", sid)
+	ctx, cancel := context.WithCancel(context.Background())
+	stream, err := http.DefaultClient.Do(get.WithContext(ctx))
+	if err != nil || stream.StatusCode != http.StatusOK {
+		cancel()
+		t.Fatalf("GET stream: %v %v", err, stream)
+	}
+	return func() {
+		cancel()
+		stream.Body.Close()
+	}
 }
 
 // postStatus is the HTTP status of a tools/list in session sid.

@@ -41,21 +41,28 @@ type Message struct {
 // members read before it are set.
 func ReadMessage(frame []byte) (Message, error) {
 	var m Message
-	err := ScanObject(frame, func(name, value []byte) {
-		switch string(name) {
-		case "id":
-			m.ID = value
-		case "method":
-			m.Method = value
-		case "params":
-			m.Params = value
-		case "result":
-			m.Result = value
-		case "error":
-			m.Error = value
-		}
-	})
+	err := ScanObject(frame, func(name, value []byte) { m.set(name, value) })
 	return m, err
+}
+
+// set keeps value when name is a routing member, and reports whether it
+// is one.
+func (m *Message) set(name, value []byte) bool {
+	switch string(name) {
+	case "id":
+		m.ID = value
+	case "method":
+		m.Method = value
+	case "params":
+		m.Params = value
+	case "result":
+		m.Result = value
+	case "error":
+		m.Error = value
+	default:
+		return false
+	}
+	return true
 }
 
 // IsObject tells whether raw, a JSON value as written, is an object, by
@@ -126,22 +133,11 @@ func ReadFrame(frame []byte) (Message, error) {
 	var m Message
 	var variant, of string
 	err := ScanFrame(frame, func(name, value []byte) {
-		switch string(name) {
-		case "id":
-			m.ID = value
-		case "method":
-			m.Method = value
-		case "params":
-			m.Params = value
-		case "result":
-			m.Result = value
-		case "error":
-			m.Error = value
-		case "jsonrpc":
-		default:
-			if w, ok := CaseVariant(name, rpcMembers...); ok && variant == "" {
-				variant, of = string(name), w
-			}
+		if m.set(name, value) || string(name) == "jsonrpc" {
+			return
+		}
+		if w, ok := CaseVariant(name, rpcMembers...); ok && variant == "" {
+			variant, of = string(name), w
 		}
 	})
 	if err == nil && variant != "" {
