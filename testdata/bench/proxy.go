@@ -39,6 +39,7 @@ func proxyBench(args []string, out io.Writer) error {
 	var rival rivals
 	fs.StringVar(&rival.toolhive, "toolhive", "", "also measure ToolHive's thv proxy and vMCP (HTTP), given the thv binary (rivals.go)")
 	fs.StringVar(&rival.dockerMCP, "docker-mcp", "", "also measure Docker's MCP gateway (stdio and HTTP), given the docker-mcp binary (rivals.go)")
+	baseline := fs.String("baseline", "", "also measure this ardgate binary, built at an earlier commit, beside the current one")
 	progress := fs.Bool("progress-token", false, "give every measured call a progress token, as Claude Code and the MCP Inspector call tools")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -74,6 +75,11 @@ func proxyBench(args []string, out io.Writer) error {
 			paths = append(paths, benchPath{nativeRelay(transportName), func() (target, func(), error) { return startNative(transportName, fx, dir, *stdioSessions) }})
 		}
 		paths = append(paths, rival.paths(transportName, *stdioSessions)...)
+		if *baseline != "" {
+			paths = append(paths, benchPath{"ardgate@base", func() (target, func(), error) {
+				return startViaGateway(transportName, *baseline, fx, dir, *stdioSessions)
+			}})
+		}
 		paths = append(paths, benchPath{"ardgate", func() (target, func(), error) { return startViaGateway(transportName, gw, fx, dir, *stdioSessions) }})
 		targets := make([]target, len(paths))
 		for i, p := range paths {
