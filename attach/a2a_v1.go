@@ -17,6 +17,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2a"
 
 	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
 // agentClient is what the task tools need from an A2A client. a2a-go's
@@ -309,7 +310,7 @@ func (c *v1Client) ResubscribeToTask(ctx context.Context, p *a2a.TaskIDParams) i
 		}
 		defer resp.Body.Close()
 		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 64<<10), guard.MaxMessage+len("data: \r\n"))
+		sc.Buffer(make([]byte, 64<<10), jsonrpc.MaxMessage+len("data: \r\n"))
 		for sc.Scan() {
 			data, ok := strings.CutPrefix(sc.Text(), "data:")
 			if !ok {

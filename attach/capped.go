@@ -11,7 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
 // capAnswers holds the answers of an upstream (an MCP server through
@@ -44,9 +44,9 @@ func (c capAnswers) RoundTrip(r *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	if media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); media == "text/event-stream" {
-		resp.Body = readCloser{Reader: &deepEvents{lr: guard.NewLineReader(eventLines(resp.Body), eventBuffer)}, Closer: resp.Body, cut: c.cut}
+		resp.Body = readCloser{Reader: &deepEvents{lr: jsonrpc.NewLineReader(eventLines(resp.Body), eventBuffer)}, Closer: resp.Body, cut: c.cut}
 	} else {
-		resp.Body = &cappedBody{ReadCloser: resp.Body, left: guard.MaxMessage, cut: c.cut}
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: jsonrpc.MaxMessage, cut: c.cut}
 	}
 	return resp, nil
 }
@@ -59,7 +59,7 @@ type readCloser struct {
 
 func (r readCloser) Read(p []byte) (int, error) {
 	n, err := r.Reader.Read(p)
-	if errors.Is(err, guard.ErrFrameTooLarge) && r.cut != nil {
+	if errors.Is(err, jsonrpc.ErrFrameTooLarge) && r.cut != nil {
 		r.cut()
 	}
 	return n, err
@@ -67,7 +67,7 @@ func (r readCloser) Read(p []byte) (int, error) {
 
 // eventBuffer is deepEvents' buffer: small, as a legacy SSE server's
 // stream lasts as long as the connection; a longer line is gathered apart
-// (guard.LineReader).
+// (jsonrpc.LineReader).
 const eventBuffer = 4 << 10
 
 // deepEvents reads an event stream for mcp-go's transport, which drops an
@@ -76,7 +76,7 @@ const eventBuffer = 4 << 10
 // request, saying why, so that the request fails at once; it waited out
 // its timeout.
 type deepEvents struct {
-	lr   *guard.LineReader
+	lr   *jsonrpc.LineReader
 	line []byte // what is still to be read of the line read
 	err  error  // reading the stream, once line is read
 }
@@ -102,14 +102,14 @@ func refusedIfDeep(line []byte) []byte {
 		return line
 	}
 	data = bytes.TrimSpace(data)
-	if _, err := guard.ReadMessage(data); !errors.Is(err, guard.ErrTooDeep) {
+	if _, err := jsonrpc.ReadMessage(data); !errors.Is(err, jsonrpc.ErrTooDeep) {
 		return line
 	}
-	id, method := guard.RouteOf(data)
+	id, method := jsonrpc.RouteOf(data)
 	if id == nil || method {
 		return line // a request or a notification: dropped, as before
 	}
-	why, _ := json.Marshal(fmt.Sprintf("the server's response is %s: %s", errMalformedAnswer, guard.ErrTooDeep))
+	why, _ := json.Marshal(fmt.Sprintf("the server's response is %s: %s", errMalformedAnswer, jsonrpc.ErrTooDeep))
 	return fmt.Appendf(nil, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":%d,\"message\":%s}}\n", id, mcp.PARSE_ERROR, why)
 }
 
@@ -122,10 +122,10 @@ type cappedBody struct {
 }
 
 // errAnswerTooLarge is an answer past the message cap.
-var errAnswerTooLarge = fmt.Errorf("the answer is larger than the %d MiB cap", guard.MaxMessage>>20)
+var errAnswerTooLarge = fmt.Errorf("the answer is larger than the %d MiB cap", jsonrpc.MaxMessage>>20)
 
 // errMalformedAnswer is an answer that is not JSON-RPC the gateway reads:
-// one nested deeper than guard.ErrTooDeep allows, say. That request
+// one nested deeper than jsonrpc.ErrTooDeep allows, say. That request
 // fails, not the connection.
 var errMalformedAnswer = errors.New("not JSON-RPC the gateway reads")
 

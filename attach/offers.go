@@ -17,7 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/tracing"
 	"github.com/yosida95/uritemplate/v3"
 
-	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
 // What an MCP server offers beside its tools: prompts, resources and
@@ -162,7 +162,7 @@ func (u *upstream) listAll(ctx context.Context, method, member, key string) ([]o
 		}
 		items, next, err := listPage(res, member)
 		if err == nil {
-			err = guard.ScanCheckedArray(items, func(raw []byte) {
+			err = jsonrpc.ScanCheckedArray(items, func(raw []byte) {
 				if size += len(raw); size > maxListBytes {
 					return
 				}
@@ -194,10 +194,10 @@ func (u *upstream) listAll(ctx context.Context, method, member, key string) ([]o
 // key; "" when it is not an object, or has no such string.
 func memberString(obj []byte, key string) string {
 	var s string
-	if !guard.IsObject(obj) {
+	if !jsonrpc.IsObject(obj) {
 		return ""
 	}
-	_ = guard.ScanCheckedObject(obj, func(name, value []byte) {
+	_ = jsonrpc.ScanCheckedObject(obj, func(name, value []byte) {
 		if string(name) == key && json.Unmarshal(value, &s) != nil {
 			s = ""
 		}
@@ -233,7 +233,7 @@ func (u *upstream) request(ctx context.Context, method string, params any) (res 
 	if resp.Error != nil {
 		return nil, &AnswerError{Method: method, Code: resp.Error.Code, Message: resp.Error.Message}
 	}
-	if !guard.IsObject(resp.Result) {
+	if !jsonrpc.IsObject(resp.Result) {
 		return nil, fmt.Errorf("the server answered %s with a result that is not a JSON object", method)
 	}
 	return resp.Result, nil

@@ -15,7 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
 // pipeTransport is the client side of JSON-RPC over a stdio server's
@@ -23,16 +23,16 @@ import (
 // stdio transport; it exists because that transport's reader reads lines
 // in 4 KiB pieces, copies each line four times and decodes it twice, which
 // was most of what the gateway added to a 1 MiB result. Here each line is
-// read into a 64 KiB buffer, checked and split once (guard.ReadMessage), and a
+// read into a 64 KiB buffer, checked and split once (jsonrpc.ReadMessage), and a
 // result is copied at most once, to hand it to its caller. Calls can also
 // be sent without a goroutine waiting on them (send).
 //
 // What it does not do, mcp-go's did not do either: the process is the
 // upstream's (startProcess), so Close only closes the server's stdin.
 type pipeTransport struct {
-	w   io.WriteCloser     // the server's stdin
-	out *guard.FrameWriter // w, one whole line at a time
-	r   io.Reader          // its stdout
+	w   io.WriteCloser       // the server's stdin
+	out *jsonrpc.FrameWriter // w, one whole line at a time
+	r   io.Reader            // its stdout
 	log *slog.Logger
 	// answering answers the server's requests off the reader (post.go).
 	answering answering
@@ -60,7 +60,7 @@ var _ transport.BidirectionalInterface = (*pipeTransport)(nil)
 func newPipeTransport(stdout io.Reader, stdin io.WriteCloser, log *slog.Logger) *pipeTransport {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &pipeTransport{
-		w: stdin, out: guard.NewFrameWriter(stdin), r: stdout, log: log,
+		w: stdin, out: jsonrpc.NewFrameWriter(stdin), r: stdout, log: log,
 		pending: map[string]pendingCall{},
 		done:    make(chan struct{}),
 		ctx:     ctx, cancel: cancel,
@@ -72,7 +72,7 @@ func newPipeTransport(stdout io.Reader, stdin io.WriteCloser, log *slog.Logger) 
 	// A server busy on a call may stop reading its stdin; the session's
 	// reader, which writes the requests of fast calls, must not wait on
 	// it, or every other call of the session would wait too.
-	p.out.Backlog = guard.MaxMessage
+	p.out.Backlog = jsonrpc.MaxMessage
 	return p
 }
 
@@ -88,7 +88,7 @@ type waiter interface {
 	// reader's, valid only during the call. The reader has more frames at
 	// hand while it holds them back in b: a frame written with b is
 	// written when the reader has none left.
-	answered(f frame, b *guard.Batch)
+	answered(f frame, b *jsonrpc.Batch)
 	// failed says why no response will come: the connection's end,
 	// ErrTimeout, or the cause the request was stopped with.
 	failed(err error)
@@ -119,7 +119,7 @@ func (p *pipeTransport) SendRequest(ctx context.Context, request transport.JSONR
 
 // roundTrip sends the request keyed key, whose frame is what head appends,
 // then body, then tail, and waits for its response. A large body is
-// written where it lies (guard.FrameWriter).
+// written where it lies (jsonrpc.FrameWriter).
 func (p *pipeTransport) roundTrip(ctx context.Context, key string, head func([]byte) []byte, body []byte, tail string) (*transport.JSONRPCResponse, error) {
 	ch := make(replyChan, 1)
 	if err := p.send(key, ch, callLimits{}, nil, head, body, tail); err != nil {
@@ -142,12 +142,12 @@ type reply struct {
 	err  error
 }
 
-func (ch replyChan) answered(f frame, _ *guard.Batch) { ch <- reply{resp: responseOf(f, false)} }
-func (ch replyChan) failed(err error)                 { ch <- reply{err: err} }
+func (ch replyChan) answered(f frame, _ *jsonrpc.Batch) { ch <- reply{resp: responseOf(f, false)} }
+func (ch replyChan) failed(err error)                   { ch <- reply{err: err} }
 
 // send registers w under key, keyed as mcp.RequestId.String keys its id,
 // within limits when their timeout is not zero, and writes the request
-// that line appends, or holds it in b (guard.FrameWriter). It returns at
+// that line appends, or holds it in b (jsonrpc.FrameWriter). It returns at
 // once: w hears the response, the connection's end, ErrTimeout when out
 // of time, or the cause given to stop, on the goroutine that saw it. On
 // failure w is not called.
@@ -155,7 +155,7 @@ func (ch replyChan) failed(err error)                 { ch <- reply{err: err} }
 // It is how a proxied call over stdio waits without a goroutine of its
 // own: the response is written to the client from the reader that read it,
 // as a relay copying bytes would, with no hand-off in between.
-func (p *pipeTransport) send(key string, w waiter, limits callLimits, b *guard.Batch, head func([]byte) []byte, body []byte, tail string) error {
+func (p *pipeTransport) send(key string, w waiter, limits callLimits, b *jsonrpc.Batch, head func([]byte) []byte, body []byte, tail string) error {
 	c := pendingCall{w: w, timeout: limits.timeout}
 	p.mu.Lock()
 	if p.ended {
@@ -271,14 +271,14 @@ func (p *pipeTransport) SendNotification(_ context.Context, n mcp.JSONRPCNotific
 
 // writeLine writes the message that line appends, and its newline, in one
 // write (the server may read it the moment it lands), or holds it in b.
-func (p *pipeTransport) writeLine(b *guard.Batch, head func([]byte) []byte, body []byte, tail string) error {
+func (p *pipeTransport) writeLine(b *jsonrpc.Batch, head func([]byte) []byte, body []byte, tail string) error {
 	select {
 	case <-p.done:
 		return transport.ErrTransportClosed
 	default:
 	}
 	err := p.out.Frame(b, head, body, tail)
-	if errors.Is(err, guard.ErrBacklog) {
+	if errors.Is(err, jsonrpc.ErrBacklog) {
 		p.log.Warn("the server has stopped reading its input: a request to it was refused", "err", err)
 	}
 	if err != nil {
@@ -332,7 +332,7 @@ func (p *pipeTransport) end() {
 }
 
 // maxLineBuffer is the reader's buffer; a longer line is gathered apart
-// (guard.LineReader), up to the frame cap that p.r enforces. It is a
+// (jsonrpc.LineReader), up to the frame cap that p.r enforces. It is a
 // pipe's capacity on Linux, so a read empties a full pipe.
 const maxLineBuffer = 64 << 10
 
@@ -341,12 +341,12 @@ const maxLineBuffer = 64 << 10
 // held back, so that a run of answers reaches a client in one write.
 func (p *pipeTransport) read() {
 	defer p.end()
-	lr := guard.NewLineReader(p.r, maxLineBuffer)
-	lr.Max = guard.MaxMessage
-	var held guard.Batch
+	lr := jsonrpc.NewLineReader(p.r, maxLineBuffer)
+	lr.Max = jsonrpc.MaxMessage
+	var held jsonrpc.Batch
 	for {
 		line, err := lr.ReadLine()
-		if long, ok := err.(*guard.LongLine); ok { // as ReadLine returns it, unwrapped
+		if long, ok := err.(*jsonrpc.LongLine); ok { // as ReadLine returns it, unwrapped
 			p.dropLong(long)
 			line, err = nil, nil
 		}
@@ -368,9 +368,9 @@ func (p *pipeTransport) read() {
 // dropLong ends what a line over the message cap was about: the call it
 // answers fails, saying so, and a request of the server's is refused; the
 // server stays up.
-func (p *pipeTransport) dropLong(long *guard.LongLine) {
+func (p *pipeTransport) dropLong(long *jsonrpc.LongLine) {
 	p.log.Warn("the server wrote a message over the cap: dropped", "bytes", long.Size, "id", string(long.ID), "request", long.Method)
-	p.refuse(long.ID, long.Method, errAnswerTooLarge, fmt.Sprintf("the request is larger than the gateway's %d MiB cap", guard.MaxMessage>>20))
+	p.refuse(long.ID, long.Method, errAnswerTooLarge, fmt.Sprintf("the request is larger than the gateway's %d MiB cap", jsonrpc.MaxMessage>>20))
 }
 
 // dropMalformed drops a line that is not JSON-RPC, err saying why. One
@@ -381,8 +381,8 @@ func (p *pipeTransport) dropLong(long *guard.LongLine) {
 // skipped: the server may go on to answer properly.
 func (p *pipeTransport) dropMalformed(line []byte, err error) {
 	p.log.Debug("the server wrote a line that is not JSON-RPC", "err", err, "bytes", len(line))
-	if errors.Is(err, guard.ErrTooDeep) {
-		id, method := guard.RouteOf(line)
+	if errors.Is(err, jsonrpc.ErrTooDeep) {
+		id, method := jsonrpc.RouteOf(line)
 		p.refuse(id, method, fmt.Errorf("the server's response is %w: %w", errMalformedAnswer, err), "the request is not JSON-RPC the gateway reads: "+err.Error())
 	}
 }
@@ -408,9 +408,9 @@ func (p *pipeTransport) refuse(rawID []byte, request bool, answerErr error, requ
 }
 
 // frame is one JSON-RPC message from the server, read at its top level
-// only (guard.ReadMessage): the result goes on to the client as the
+// only (jsonrpc.ReadMessage): the result goes on to the client as the
 // server wrote it.
-type frame = guard.Message
+type frame = jsonrpc.Message
 
 // dispatch routes one line: a response to its caller, a notification to
 // the handler, a request to the request handler on a goroutine of its own.
@@ -418,8 +418,8 @@ type frame = guard.Message
 // for one nested too deep (dropMalformed). Only answers are held in b:
 // what else the server sends may take a while to handle, so the answers
 // held go first.
-func (p *pipeTransport) dispatch(line []byte, b *guard.Batch) {
-	f, err := guard.ReadMessage(line)
+func (p *pipeTransport) dispatch(line []byte, b *jsonrpc.Batch) {
+	f, err := jsonrpc.ReadMessage(line)
 	if err != nil {
 		p.dropMalformed(line, err)
 		return
@@ -458,7 +458,7 @@ func (p *pipeTransport) dispatch(line []byte, b *guard.Batch) {
 	}
 }
 
-func (p *pipeTransport) respond(f frame, b *guard.Batch) {
+func (p *pipeTransport) respond(f frame, b *jsonrpc.Batch) {
 	if c, ok := p.takeID(f.ID); ok {
 		c.w.answered(f, b)
 	} // else nobody asked, or the caller gave up

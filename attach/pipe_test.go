@@ -19,7 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/goleak"
 
-	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -351,8 +351,8 @@ func TestPipeTransportDeadlines(t *testing.T) {
 // (nil) or why not.
 type endsWith func(err error)
 
-func (e endsWith) answered(frame, *guard.Batch) { e(nil) }
-func (e endsWith) failed(err error)             { e(err) }
+func (e endsWith) answered(frame, *jsonrpc.Batch) { e(nil) }
+func (e endsWith) failed(err error)               { e(err) }
 
 // A line over the message cap from the server is read through and
 // dropped, and what it was is ended by its id wherever the id lies: the
@@ -374,7 +374,7 @@ func TestPipeTransportLongLines(t *testing.T) {
 			requests <- line
 		}
 	}()
-	huge := strings.Repeat("x", guard.MaxMessage)
+	huge := strings.Repeat("x", jsonrpc.MaxMessage)
 	call := func(id string) chan error {
 		ended := make(chan error, 1)
 		if err := p.send("string:"+id, endsWith(func(err error) { ended <- err }), callLimits{}, nil, nil,

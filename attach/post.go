@@ -22,13 +22,14 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
 // poster sends a proxied call to a streamable HTTP server itself, as one
 // POST, instead of through mcp-go's transport, which decodes a response
 // three times over with encoding/json (a json.Decoder's scan, then
 // Unmarshal's check and decode: 11.7 ms of the gateway's 12 ms on a 1 MiB
-// result, CPU profile). The response is read once with guard.ScanObject and
+// result, CPU profile). The response is read once with jsonrpc.ScanObject and
 // its result passed on as the server wrote it.
 //
 // The session stays mcp-go's: it opened it, keeps its event stream, and
@@ -150,11 +151,11 @@ func (p *poster) exchange(ctx context.Context, key string, line []byte) (*transp
 	media, _, _ := mime.ParseMediaType(resp.media)
 	switch media {
 	case "application/json":
-		b, err := readBody(io.LimitReader(resp.body, guard.MaxMessage+1), resp.length)
+		b, err := readBody(io.LimitReader(resp.body, jsonrpc.MaxMessage+1), resp.length)
 		if err != nil {
 			return nil, fmt.Errorf("reading the response: %w", err)
 		}
-		if len(b) > guard.MaxMessage {
+		if len(b) > jsonrpc.MaxMessage {
 			return nil, fmt.Errorf("the server's response: %w", errAnswerTooLarge)
 		}
 		return p.response(key, b)
@@ -164,7 +165,7 @@ func (p *poster) exchange(ctx context.Context, key string, line []byte) (*transp
 		// more, and were cut at 10 MiB, the call failing as a stream that
 		// "ended without answering" and the server marked down.
 		var at streamAt
-		r, err := p.events(ctx, key, guard.NewLineReader(eventLines(resp.body), maxLineBuffer), &at)
+		r, err := p.events(ctx, key, jsonrpc.NewLineReader(eventLines(resp.body), maxLineBuffer), &at)
 		return p.resume(ctx, key, &at, r, err)
 	}
 	return nil, fmt.Errorf("the server answered with content type %q", resp.media)
@@ -178,7 +179,7 @@ func (p *poster) exchange(ctx context.Context, key string, line []byte) (*transp
 // followed, the gateway spent 3.45 ms of CPU on such a call, against
 // 1.9-2.1 ms now (bench proxy).
 func readBody(body io.Reader, length int64) ([]byte, error) {
-	if length > 0 && length <= guard.MaxMessage {
+	if length > 0 && length <= jsonrpc.MaxMessage {
 		b := make([]byte, length)
 		if _, err := io.ReadFull(body, b); err != nil {
 			return nil, err
@@ -278,12 +279,12 @@ func (p *poster) do(ctx context.Context, req request) (*http.Response, error) {
 // eventLines bounds the lines of an event stream: a line holds at most a
 // message and its field name.
 func eventLines(body io.Reader) io.Reader {
-	return guard.LimitFrames(body, guard.MaxMessage+len("data: \r\n"))
+	return jsonrpc.LimitFrames(body, jsonrpc.MaxMessage+len("data: \r\n"))
 }
 
 // response reads one JSON-RPC response that must answer key.
 func (p *poster) response(key string, b []byte) (*transport.JSONRPCResponse, error) {
-	f, err := guard.ReadMessage(b)
+	f, err := jsonrpc.ReadMessage(b)
 	if err != nil {
 		return nil, fmt.Errorf("the server's response is %w: %w", errMalformedAnswer, err)
 	}
@@ -299,7 +300,7 @@ func (p *poster) response(key string, b []byte) (*transport.JSONRPCResponse, err
 // elicitation, which the gateway does not offer its upstreams) with
 // "method not found". at is kept at where the stream is, for opening it
 // again (resume.go).
-func (p *poster) events(ctx context.Context, key string, lr *guard.LineReader, at *streamAt) (*transport.JSONRPCResponse, error) {
+func (p *poster) events(ctx context.Context, key string, lr *jsonrpc.LineReader, at *streamAt) (*transport.JSONRPCResponse, error) {
 	var data []byte
 	for {
 		line, err := lr.ReadLine()
@@ -319,7 +320,7 @@ func (p *poster) events(ctx context.Context, key string, lr *guard.LineReader, a
 			if len(data) > 0 {
 				data = append(data, '\n')
 			}
-			if len(data)+len(v) > guard.MaxMessage {
+			if len(data)+len(v) > jsonrpc.MaxMessage {
 				return nil, fmt.Errorf("an event of the server's: %w", errAnswerTooLarge)
 			}
 			data = append(data, v...)
@@ -329,7 +330,7 @@ func (p *poster) events(ctx context.Context, key string, lr *guard.LineReader, a
 		switch {
 		case errors.Is(err, io.EOF):
 			return nil, errStreamEnded
-		case errors.Is(err, guard.ErrFrameTooLarge):
+		case errors.Is(err, jsonrpc.ErrFrameTooLarge):
 			return nil, fmt.Errorf("an event of the server's: %w", errAnswerTooLarge)
 		case err != nil:
 			return nil, fmt.Errorf("reading the server's event stream: %w", err)
@@ -344,14 +345,14 @@ var errStreamEnded = errors.New("the server's event stream ended without answeri
 // key, or why it cannot be read when it would (nested too deep, say).
 // data is reused for the next event, so what is kept is copied.
 func (p *poster) event(ctx context.Context, key string, data []byte) (*transport.JSONRPCResponse, error) {
-	f, err := guard.ReadMessage(data)
+	f, err := jsonrpc.ReadMessage(data)
 	if err != nil {
 		// Not a message; a well-behaved server sends none. One nested too
 		// deep ends the call it answers (pipeTransport.dropMalformed).
-		if !errors.Is(err, guard.ErrTooDeep) {
+		if !errors.Is(err, jsonrpc.ErrTooDeep) {
 			return nil, nil
 		}
-		if id, method := guard.RouteOf(data); !method && answers(id, key) {
+		if id, method := jsonrpc.RouteOf(data); !method && answers(id, key) {
 			return nil, fmt.Errorf("the server's response is %w: %w", errMalformedAnswer, err)
 		}
 		return nil, nil

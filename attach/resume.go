@@ -12,7 +12,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 
-	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
 // Opening an event stream again from where it was: the server's own GET
@@ -101,7 +101,7 @@ func (p *poster) openStream(ctx context.Context, key string, at *streamAt, buf i
 	if media, _, _ := mime.ParseMediaType(r.media); media != "text/event-stream" {
 		return nil, false, fmt.Errorf("the server answered with content type %q", r.media)
 	}
-	resp, err = p.events(ctx, key, guard.NewLineReader(eventLines(r.body), buf), at)
+	resp, err = p.events(ctx, key, jsonrpc.NewLineReader(eventLines(r.body), buf), at)
 	return resp, true, err
 }
 

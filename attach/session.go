@@ -20,6 +20,7 @@ import (
 
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 	"github.com/ardgate/ardgate/registry"
 )
 
@@ -1206,10 +1207,10 @@ func (s *Session) revive(ctx context.Context, att *Attachment, up *upstream) *up
 //
 // A caller that has more calls at hand passes a batch b: the request is
 // held in it, and goes upstream with the others when b is flushed (see
-// guard.FrameWriter). A nil b writes it now. progress, when not nil,
+// jsonrpc.FrameWriter). A nil b writes it now. progress, when not nil,
 // hears the upstream's progress until done is called. StartRaw takes no
 // context, and so makes no trace span: a traced call takes CallRaw.
-func (s *Session) StartRaw(name string, args, meta json.RawMessage, progress *Progress, b *guard.Batch, done RawDone) (stop func(cause error), ok bool) {
+func (s *Session) StartRaw(name string, args, meta json.RawMessage, progress *Progress, b *jsonrpc.Batch, done RawDone) (stop func(cause error), ok bool) {
 	att, up, tool, limits := s.target(name)
 	if up == nil {
 		return nil, false
@@ -1221,9 +1222,9 @@ func (s *Session) StartRaw(name string, args, meta json.RawMessage, progress *Pr
 // or its error. A result is the bytes the upstream's pipe was read into,
 // valid only until RawDone returns, which lets a small result go on to
 // the client without a copy. While b is not nil, the reader that read the
-// result has more at hand: a frame written with b (guard.FrameWriter)
+// result has more at hand: a frame written with b (jsonrpc.FrameWriter)
 // goes out with the others when that reader has none left.
-type RawDone func(res json.RawMessage, err error, b *guard.Batch)
+type RawDone func(res json.RawMessage, err error, b *jsonrpc.Batch)
 
 // target finds what serves an exposed tool: its attachment (nil for none),
 // the live upstream (nil while starting), the upstream's name for the tool,
@@ -1271,7 +1272,7 @@ func callError(att *Attachment, tool string, err, out error) error {
 		return fmt.Errorf("%s: %w; attach_resource %s again to restart it", att.Name, err, att.URN)
 	case out != nil:
 		return out
-	case errors.Is(err, guard.ErrBacklog):
+	case errors.Is(err, jsonrpc.ErrBacklog):
 		return fmt.Errorf("%s has stopped reading its input, so %s was not sent (%w); try again once its calls in flight have ended", att.Name, tool, err)
 	case errors.Is(err, errAnswerTooLarge):
 		// Said without whose answer it was.

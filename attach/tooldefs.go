@@ -8,7 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
 // Sessions that attach the same server get the same tool listing, and
@@ -58,7 +58,7 @@ func (d *Definition) encoded() (head, tail []byte, err error) {
 			return
 		}
 		var name []byte
-		_ = guard.ScanCheckedObject(b, func(member, value []byte) { // encoded just now
+		_ = jsonrpc.ScanCheckedObject(b, func(member, value []byte) { // encoded just now
 			if string(member) == "name" {
 				name = value
 			}

@@ -27,6 +27,7 @@ import (
 	"github.com/mark3labs/mcp-go/tracing"
 
 	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
 // upstream is one live connection to an MCP server. For stdio servers it
@@ -327,7 +328,7 @@ func (u *upstream) startProcess(plan Plan, limits guard.Rlimits) (*pipeTransport
 		u.markDown(why + u.stderrTail())
 		close(u.exited)
 	}()
-	p := newPipeTransport(&noteErrors{r: guard.LimitFrames(outR, maxFlood), u: u}, inW, u.log)
+	p := newPipeTransport(&noteErrors{r: jsonrpc.LimitFrames(outR, maxFlood), u: u}, inW, u.log)
 	p.wait = u.clientWait()
 	return p, nil
 }
@@ -345,7 +346,7 @@ func (u *upstream) clientWait() *clientWait {
 // is read through to its end, to fail only the call it answers (or answer
 // the request it makes) and keep the server; past maxFlood the server is
 // taken to flood, and cut off.
-const maxFlood = 8 * guard.MaxMessage
+const maxFlood = 8 * jsonrpc.MaxMessage
 
 func describeExit(err error) string {
 	var ee *exec.ExitError
@@ -500,7 +501,7 @@ func (u *upstream) cutAnswer() { u.cut.Store(true) }
 // whyCut adds to err, of a request through mcp-go's transport, that the
 // server's answer was cut at the cap, if it was.
 func (u *upstream) whyCut(err error) error {
-	if u.cut.Swap(false) && !errors.Is(err, errAnswerTooLarge) && !errors.Is(err, guard.ErrFrameTooLarge) {
+	if u.cut.Swap(false) && !errors.Is(err, errAnswerTooLarge) && !errors.Is(err, jsonrpc.ErrFrameTooLarge) {
 		return fmt.Errorf("%w (the server's answer was cut: %w)", err, errAnswerTooLarge)
 	}
 	return err
@@ -579,7 +580,7 @@ func (u *upstream) listTools(ctx context.Context) (tools []*Definition, err erro
 		if err != nil {
 			return nil, fmt.Errorf("tools/list: malformed result: %w", err)
 		}
-		err = guard.ScanCheckedArray(list, func(raw []byte) {
+		err = jsonrpc.ScanCheckedArray(list, func(raw []byte) {
 			if size += len(raw); size > maxListBytes {
 				return
 			}
@@ -621,7 +622,7 @@ func listPage(result json.RawMessage, member string) (items []byte, next mcp.Cur
 	if string(bytes.TrimSpace(result)) == "null" {
 		return items, "", nil // as encoding/json decodes it: nothing
 	}
-	err = guard.ScanCheckedObject(result, func(name, value []byte) {
+	err = jsonrpc.ScanCheckedObject(result, func(name, value []byte) {
 		// Members matched as encoding/json matches them: in any case, the
 		// last one winning.
 		switch {
@@ -854,8 +855,8 @@ func (u *upstream) callRaw(ctx context.Context, tool string, args, meta json.Raw
 // result or the error once, on the goroutine that saw it; a result is the
 // pipe reader's bytes, valid only until done returns. stop ends the call
 // early with cause. A request refused because the server has stopped
-// reading (guard.ErrBacklog) ends at once, through done.
-func (u *upstream) startRaw(att *Attachment, tool string, args, meta json.RawMessage, progress *Progress, limits callLimits, b *guard.Batch, done RawDone) (stop func(cause error), ok bool) {
+// reading (jsonrpc.ErrBacklog) ends at once, through done.
+func (u *upstream) startRaw(att *Attachment, tool string, args, meta json.RawMessage, progress *Progress, limits callLimits, b *jsonrpc.Batch, done RawDone) (stop func(cause error), ok bool) {
 	if u.pipe == nil || u.downReason() != "" {
 		return nil, false
 	}
@@ -868,7 +869,7 @@ func (u *upstream) startRaw(att *Attachment, tool string, args, meta json.RawMes
 		call.progress, c.forget = u.relayProgress(progress)
 	}
 	if err := u.pipe.send(call.key, c, limits, b, call.appendHead, call.args, lineTail+"\n"); err != nil {
-		if !errors.Is(err, guard.ErrBacklog) {
+		if !errors.Is(err, jsonrpc.ErrBacklog) {
 			c.forgetProgress() // callRaw relays it anew
 			return nil, false
 		}
@@ -892,7 +893,7 @@ type rawStart struct {
 	forget   func() // ends the relay of the call's progress; nil without one
 }
 
-func (c *rawStart) answered(f frame, b *guard.Batch) {
+func (c *rawStart) answered(f frame, b *jsonrpc.Batch) {
 	if f.Error == nil || string(f.Error) == "null" {
 		res, err := objectResult(c.tool, f.Result) // not copied: done writes it on
 		c.finish(res, err, b)
@@ -918,7 +919,7 @@ func (c *rawStart) failed(err error) {
 	}()
 }
 
-func (c *rawStart) finish(res json.RawMessage, err error, b *guard.Batch) {
+func (c *rawStart) finish(res json.RawMessage, err error, b *jsonrpc.Batch) {
 	c.end(res, err, c.outOfTime(err), b)
 }
 
@@ -931,7 +932,7 @@ func (c *rawStart) outOfTime(err error) error {
 }
 
 // end ends the call with res or err, out saying how it ran out of time.
-func (c *rawStart) end(res json.RawMessage, err, out error, b *guard.Batch) {
+func (c *rawStart) end(res json.RawMessage, err, out error, b *jsonrpc.Batch) {
 	c.forgetProgress()
 	c.done(res, callError(c.att, c.tool, err, out), b)
 }
@@ -1005,7 +1006,7 @@ func (c rawCall) clientMeta(member func(name string, value []byte)) {
 	if c.client == nil {
 		return
 	}
-	_ = guard.ScanCheckedObject(c.client, func(name, value []byte) { // checked with the client's frame
+	_ = jsonrpc.ScanCheckedObject(c.client, func(name, value []byte) { // checked with the client's frame
 		if passesOn(string(name), c.trace != nil) {
 			member(string(name), value)
 		}
@@ -1068,7 +1069,7 @@ func (c rawCall) appendMeta(b []byte) []byte {
 	}
 	if c.client != nil {
 		m := metaAppender{b: b, comma: len(b) > start, traced: c.trace != nil}
-		_ = guard.ScanCheckedObject(c.client, m.member) // checked with the client's frame
+		_ = jsonrpc.ScanCheckedObject(c.client, m.member) // checked with the client's frame
 		b = m.b
 	}
 	return append(b, '}')
@@ -1127,7 +1128,7 @@ func rawResult(tool string, resp *transport.JSONRPCResponse) (json.RawMessage, e
 
 // objectResult is result, when it is the object a tools/call answers with.
 func objectResult(tool string, result json.RawMessage) (json.RawMessage, error) {
-	if !guard.IsObject(result) {
+	if !jsonrpc.IsObject(result) {
 		return nil, fmt.Errorf("the server answered %s with a result that is not a JSON object", tool)
 	}
 	return result, nil
@@ -1193,7 +1194,7 @@ func (u *upstream) failure(err error) error {
 	// answer was over the cap or malformed, or whose event stream ended
 	// without it: that request failed, not the connection (over a pipe
 	// the answer was read through and dropped).
-	if errors.Is(err, guard.ErrBacklog) || errors.Is(err, errAnswerTooLarge) || errors.Is(err, errMalformedAnswer) || errors.Is(err, errStreamEnded) {
+	if errors.Is(err, jsonrpc.ErrBacklog) || errors.Is(err, errAnswerTooLarge) || errors.Is(err, errMalformedAnswer) || errors.Is(err, errStreamEnded) {
 		if errors.As(err, &te) {
 			return te.Err
 		}
@@ -1291,8 +1292,8 @@ type noteErrors struct {
 func (n *noteErrors) Read(p []byte) (int, error) {
 	c, err := n.r.Read(p)
 	switch {
-	case errors.Is(err, guard.ErrFrameTooLarge):
-		n.u.markDown(fmt.Sprintf("the server wrote a line of over %d MiB (the cap on a message is %d MiB): it was ended as a flood", maxFlood>>20, guard.MaxMessage>>20))
+	case errors.Is(err, jsonrpc.ErrFrameTooLarge):
+		n.u.markDown(fmt.Sprintf("the server wrote a line of over %d MiB (the cap on a message is %d MiB): it was ended as a flood", maxFlood>>20, jsonrpc.MaxMessage>>20))
 		n.u.tree.Kill()
 	case err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed):
 		n.u.markDown("the server " + err.Error())

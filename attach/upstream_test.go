@@ -16,7 +16,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
 // A listed tool keeps its schemas byte for byte, whatever keywords they
@@ -134,7 +134,7 @@ func TestListPage(t *testing.T) {
 			NextCursor mcp.Cursor        `json:"nextCursor"`
 		}
 		var split []json.RawMessage
-		_ = guard.ScanCheckedArray(tools, func(v []byte) { split = append(split, v) })
+		_ = jsonrpc.ScanCheckedArray(tools, func(v []byte) { split = append(split, v) })
 		if err := json.Unmarshal([]byte(c.result), &decoded); err != nil || len(decoded.Tools) != len(split) || decoded.NextCursor != next {
 			t.Errorf("%s: encoding/json decodes %d tools and cursor %q (%v); listPage %d and %q", c.result, len(decoded.Tools), decoded.NextCursor, err, len(split), next)
 		}

@@ -1,6 +1,18 @@
-// Package guard holds every safety rule of the gateway: launch policy for
-// local servers, address checks for outgoing connections, and the
-// sanitising of text that comes from registries and upstreams.
+// Package guard holds the gateway's safety rules:
+//   - dial.go: address checks and the pinned dialer for every outgoing
+//     connection;
+//   - stdio.go, launch.go, rlimits*.go, rundir*.go, tree*.go: the launch
+//     policy of local servers, their limits, their own run directories, and
+//     the teardown of their whole process tree;
+//   - trust.go: the trust facts of a registry entry;
+//   - ratelimit.go: each session's rate limits and loop guard;
+//   - text.go, shown.go: the cleaning and bounds of third-party text;
+//   - refused.go: the refusal every rule returns.
+//
+// Subpackage jsonrpc holds the framing and scanning of JSON-RPC.
+//
+// guard imports config and its own subpackages, never attach, registry or
+// tools.
 package guard
 
 import (

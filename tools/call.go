@@ -15,13 +15,14 @@ import (
 
 	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
 // proxy is the handler of one exposed upstream tool.
 func (g *Gateway) proxy(name string) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args := req.GetRawArguments()
-		if raw, ok := args.(json.RawMessage); ok && !guard.ObjectOrAbsent(raw) {
+		if raw, ok := args.(json.RawMessage); ok && !jsonrpc.ObjectOrAbsent(raw) {
 			return g.fitFailure(g.current(ctx), name, invalid(name, errNotObject)), nil
 		}
 		return g.forward(ctx, req, name, args), nil
@@ -319,7 +320,7 @@ func (g *Gateway) call(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	if a.Name == "" {
 		return invalid(callAttachedTool, errors.New(`"name" is required`)), nil
 	}
-	if !guard.ObjectOrAbsent(a.Arguments) {
+	if !jsonrpc.ObjectOrAbsent(a.Arguments) {
 		return invalid(callAttachedTool, errNotObject), nil
 	}
 	if att := g.starting(s, a.Name); att != nil {

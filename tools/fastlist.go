@@ -9,7 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
 // The fast path answers a plain tools/list too. Through the server, every
@@ -124,10 +124,10 @@ const onePage = "this gateway lists all of them in one page: send the list reque
 // after it, or said "illegal base64 data at input byte 4".
 func toolsListRefusal(frame []byte) []byte {
 	id, method, params, ok := request(frame)
-	if !ok || jsonString(method) != string(mcp.MethodToolsList) || !guard.ObjectOrAbsent(params) || firstPage(params, true) {
+	if !ok || jsonString(method) != string(mcp.MethodToolsList) || !jsonrpc.ObjectOrAbsent(params) || firstPage(params, true) {
 		return nil
 	}
-	return message{Message: guard.Message{ID: id}}.refusedAs(mcp.INVALID_PARAMS, onePage)
+	return message{Message: jsonrpc.Message{ID: id}}.refusedAs(mcp.INVALID_PARAMS, onePage)
 }
 
 // firstPage tells whether a list request's params ask for the first page,
@@ -146,7 +146,7 @@ func firstPage(params []byte, cursor bool) bool {
 		return false
 	}
 	ok := true
-	_ = guard.ScanCheckedObject(params, func(name, value []byte) { // checked with the frame
+	_ = jsonrpc.ScanCheckedObject(params, func(name, value []byte) { // checked with the frame
 		switch {
 		case string(name) == "_meta":
 			ok = ok && (value[0] == '{' || string(value) == "null")

@@ -9,7 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
 // The fast path answers a plain tools/call of a proxied tool before the
@@ -99,13 +99,13 @@ func (g *Gateway) fastCall(s *session, frame []byte) (c callFrame, ok bool) {
 // looks at; ok is false for a frame that is not one, or whose id is
 // neither a string nor a number.
 //
-// The frame is read with guard.ScanObject, which checks it all but
+// The frame is read with jsonrpc.ScanObject, which checks it all but
 // decodes only the members named here, by their exact names: a frame
 // that names one twice or in another case was refused at the door
 // (memberRefusal).
 func request(frame []byte) (id, method, params []byte, ok bool) {
 	var version []byte
-	err := guard.ScanObject(frame, func(name, value []byte) {
+	err := jsonrpc.ScanObject(frame, func(name, value []byte) {
 		switch string(name) {
 		case "jsonrpc":
 			version = value
@@ -150,7 +150,7 @@ func calledThrough(tools map[string]toolRef, args []byte) (tool toolRef, inner [
 // call_attached_tool's arguments, which have the same shape) out of obj,
 // a JSON object checked with its frame; other tells of any other member.
 func callMembers(obj []byte) (name, args, meta []byte, other bool) {
-	_ = guard.ScanObject(obj, func(n, value []byte) {
+	_ = jsonrpc.ScanObject(obj, func(n, value []byte) {
 		switch string(n) {
 		case "name":
 			name = value
@@ -178,7 +178,7 @@ func (c *callFrame) readMeta(meta []byte) bool {
 	}
 	var token []byte
 	others := false
-	_ = guard.ScanObject(meta, func(name, value []byte) { // checked with the frame
+	_ = jsonrpc.ScanObject(meta, func(name, value []byte) { // checked with the frame
 		switch string(name) {
 		case "progressToken":
 			token = value
@@ -328,9 +328,9 @@ func (f frame) appendTo(b []byte) []byte {
 
 // writeTo writes the frame as an HTTP response body: in one write when
 // the result is small, else in three, the result from where it lies
-// (guard.InPlace, as FrameWriter does on stdio).
+// (jsonrpc.InPlace, as FrameWriter does on stdio).
 func (f frame) writeTo(w io.Writer) error {
-	if len(f.result) < guard.InPlace {
+	if len(f.result) < jsonrpc.InPlace {
 		_, err := w.Write(f.appendTo(make([]byte, 0, f.size())))
 		return err
 	}
@@ -343,20 +343,20 @@ func (f frame) writeTo(w io.Writer) error {
 }
 
 // writeLine writes the frame and the newline that ends it on stdio, or
-// holds it in b (guard.FrameWriter, which writes a large result where it
+// holds it in b (jsonrpc.FrameWriter, which writes a large result where it
 // lies).
-func (f frame) writeLine(w *guard.FrameWriter, b *guard.Batch) error {
+func (f frame) writeLine(w *jsonrpc.FrameWriter, b *jsonrpc.Batch) error {
 	return w.Frame(b, f.appendHead, f.result, "}\n")
 }
 
 // isErrorResult tells a tool error from a success, for the metrics, by
 // the result object's own top-level isError member (not one nested in
 // structured content). The result was checked as JSON on its way in
-// (guard.ScanObject over stdio, mcp-go's decoder over HTTP), so it is read
+// (jsonrpc.ScanObject over stdio, mcp-go's decoder over HTTP), so it is read
 // without checking it again.
 func isErrorResult(raw json.RawMessage) bool {
 	isError := false
-	_ = guard.ScanCheckedObject(raw, func(name, value []byte) {
+	_ = jsonrpc.ScanCheckedObject(raw, func(name, value []byte) {
 		if string(name) == "isError" {
 			isError = string(value) == "true" // the last wins, as in a decoder
 		}

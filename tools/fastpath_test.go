@@ -25,6 +25,7 @@ import (
 	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 	"github.com/ardgate/ardgate/testdata/mcpfixture"
 )
 
@@ -178,7 +179,7 @@ func TestFastPathSameAsServerPath(t *testing.T) {
 		{"slow", map[string]any{"ms": -1}},          // a tool error result
 		{"echo", map[string]any{"nope": true}},      // missing argument
 		{"echo", nil},                               // no arguments at all
-		{"big", map[string]any{"bytes": 300 << 10}}, // written where it lies (guard.InPlace)
+		{"big", map[string]any{"bytes": 300 << 10}}, // written where it lies (jsonrpc.InPlace)
 	}
 	// A progress token that is neither a string nor a number keeps a call
 	// off the fast path; the server relays progress for it all the same.
@@ -559,7 +560,7 @@ func TestFastPathStdioUpstream(t *testing.T) {
 
 	// This upstream takes the path without a goroutine.
 	got := make(chan string, 1)
-	stop, ok := g.stdio.Load().att.StartRaw("mcp_fx__echo", json.RawMessage(`{"message":"started"}`), nil, nil, nil, func(raw json.RawMessage, err error, _ *guard.Batch) {
+	stop, ok := g.stdio.Load().att.StartRaw("mcp_fx__echo", json.RawMessage(`{"message":"started"}`), nil, nil, nil, func(raw json.RawMessage, err error, _ *jsonrpc.Batch) {
 		got <- fmt.Sprint(string(raw), err)
 	})
 	if !ok {
@@ -665,7 +666,7 @@ func TestFastPathStdioUpstreamConcurrent(t *testing.T) {
 }
 
 // Frames that reach the gateway in one read are held and sent on in one
-// write each way (guard.Batch): calls, a call the server answers, a
+// write each way (jsonrpc.Batch): calls, a call the server answers, a
 // malformed line and a notification, all in one write from the client,
 // each get their own answer, and the session goes on.
 func TestFastPathStdioBatched(t *testing.T) {

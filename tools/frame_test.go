@@ -9,7 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
 // failureCode is the code of res, a failure the gateway made.
@@ -29,7 +29,7 @@ func TestToolResultOverTheFrameCap(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t, time.Second).g
 	for name, text := range map[string]string{
-		"over the cap":         strings.Repeat("a", guard.MaxMessage),
+		"over the cap":         strings.Repeat("a", jsonrpc.MaxMessage),
 		"over it once encoded": strings.Repeat("<", 2<<20),
 	} {
 		handler := g.limit(func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {

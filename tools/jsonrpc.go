@@ -14,7 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
 // JSON-RPC that mcp-go's server would mishandle is answered at the door,
@@ -65,7 +65,7 @@ func isBatch(frame []byte) bool {
 
 // message is what the gateway reads of a JSON-RPC message at the door.
 type message struct {
-	guard.Message
+	jsonrpc.Message
 	object bool // the frame is a JSON object
 	// notObject: the frame is JSON, but no object ("str", 42, null), an
 	// invalid request, not a parse error as mcp-go's server said.
@@ -74,8 +74,8 @@ type message struct {
 
 // readMessage reads frame's members that the door checks.
 func readMessage(frame []byte) message {
-	m, err := guard.ReadMessage(frame)
-	return message{Message: m, object: err == nil, notObject: err != nil && !guard.IsObject(frame) && json.Valid(frame)}
+	m, err := jsonrpc.ReadMessage(frame)
+	return message{Message: m, object: err == nil, notObject: err != nil && !jsonrpc.IsObject(frame) && json.Valid(frame)}
 }
 
 // request reports whether m is a request: a method and an id.
@@ -95,7 +95,7 @@ func (m message) refusal() (msg []byte, drop bool) {
 		if msg := idRefusal(m.ID); msg != nil {
 			return msg, false
 		}
-		if !guard.ObjectOrAbsent(m.Params) {
+		if !jsonrpc.ObjectOrAbsent(m.Params) {
 			// mcp-go's server said "json: cannot unmarshal string into
 			// Go struct field CallToolRequest.params of type mcp.params".
 			return m.refusedAs(mcp.INVALID_PARAMS, "a request's params must be an object"), false
@@ -181,17 +181,17 @@ func refuse(w http.ResponseWriter, code int, msg []byte) {
 // under its id wherever it lay. A notification is dropped unanswered,
 // as JSON-RPC has it; what is neither gets an error with id null, as a
 // frame that does not parse does.
-func (r *stdioReader) refuseLong(long *guard.LongLine) {
+func (r *stdioReader) refuseLong(long *jsonrpc.LongLine) {
 	r.g.log.Warn("the client sent a message over the cap: refused", "bytes", long.Size, "id", string(long.ID))
 	if long.Method && long.ID == nil {
 		return
 	}
-	r.refuse(&r.held, message{Message: guard.Message{ID: long.ID}}.refused(tooLarge))
+	r.refuse(&r.held, message{Message: jsonrpc.Message{ID: long.ID}}.refused(tooLarge))
 }
 
 // refuse answers a message read from the client over stdio, the answer
 // held in held.
-func (r *stdioReader) refuse(held *guard.Batch, msg []byte) {
+func (r *stdioReader) refuse(held *jsonrpc.Batch, msg []byte) {
 	if err := r.w.Frame(held, nil, msg, "\n"); err != nil {
 		r.g.log.Debug("a refusal was not written", "err", err)
 	}
@@ -199,7 +199,7 @@ func (r *stdioReader) refuse(held *guard.Batch, msg []byte) {
 
 // atDoor answers frame, read from the client, if the door refuses it,
 // and reports whether the frame is done with (answered, or dropped).
-func (r *stdioReader) atDoor(frame []byte, held *guard.Batch) bool {
+func (r *stdioReader) atDoor(frame []byte, held *jsonrpc.Batch) bool {
 	m := readMessage(frame)
 	if s := r.g.stdio.Load(); s != nil && s.asked.answer(m, r.g.log.Debug) {
 		return true // an answer to a request of the gateway's
@@ -239,7 +239,7 @@ var metaKeyProtocolVersion = []byte(mcp.MetaKeyProtocolVersion)
 // reports whether it did. mcp-go's stdio server served it, on no session:
 // an mcp-go client that chose that protocol never got the pinned servers,
 // started at initialize, nor a tools/list sooner than in 10 s.
-func (r *stdioReader) refuseStateless(frame []byte, held *guard.Batch) bool {
+func (r *stdioReader) refuseStateless(frame []byte, held *jsonrpc.Batch) bool {
 	msg := statelessRefusal(readMessage(frame))
 	if msg != nil {
 		r.refuse(held, msg)
@@ -250,7 +250,7 @@ func (r *stdioReader) refuseStateless(frame []byte, held *guard.Batch) bool {
 // statelessRefusal is the error answering m when it is a request of the
 // stateless protocol, or nil.
 func statelessRefusal(m message) []byte {
-	if !m.request() || idRefusal(m.ID) != nil || !guard.IsObject(m.Params) {
+	if !m.request() || idRefusal(m.ID) != nil || !jsonrpc.IsObject(m.Params) {
 		return nil
 	}
 	var p struct {
@@ -334,19 +334,19 @@ func (r *stdioReader) opening(frame []byte) {
 // arguments, name and arguments. nil for any other frame, one that is
 // no JSON object too (the door's other checks answer it).
 func memberRefusal(frame []byte) []byte {
-	m, err := guard.ReadFrame(frame)
+	m, err := jsonrpc.ReadFrame(frame)
 	if err == nil {
 		err = paramsVariant(m)
 	}
-	e, ok := err.(*guard.MemberError) // as ReadFrame returns it, unwrapped
+	e, ok := err.(*jsonrpc.MemberError) // as ReadFrame returns it, unwrapped
 	if !ok {
 		return nil
 	}
-	return message{Message: guard.Message{ID: safeID(frame, e)}}.refused(memberWhy(e))
+	return message{Message: jsonrpc.Message{ID: safeID(frame, e)}}.refused(memberWhy(e))
 }
 
 // memberWhy says why a frame was refused for e.
-func memberWhy(e *guard.MemberError) string {
+func memberWhy(e *jsonrpc.MemberError) string {
 	path := strings.Join(e.Path, ".")
 	if e.Of != "" {
 		return fmt.Sprintf("the message has a member %q, which is %q in another case: member names are case-sensitive; send each as the spec spells it, once", path, e.Of)
@@ -357,13 +357,13 @@ func memberWhy(e *guard.MemberError) string {
 // safeID is the id of frame, refused for e, when it can be read one way:
 // a request's, named exactly and once, and not what e is about; nil
 // otherwise.
-func safeID(frame []byte, e *guard.MemberError) []byte {
+func safeID(frame []byte, e *jsonrpc.MemberError) []byte {
 	if e.Path[0] == "id" || e.Of == "id" {
 		return nil
 	}
 	var id []byte
 	ids, method := 0, false
-	_ = guard.ScanCheckedObject(frame, func(name, value []byte) { // checked by ReadFrame
+	_ = jsonrpc.ScanCheckedObject(frame, func(name, value []byte) { // checked by ReadFrame
 		switch {
 		case string(name) == "id":
 			id = value
@@ -380,10 +380,10 @@ func safeID(frame []byte, e *guard.MemberError) []byte {
 	return id
 }
 
-// paramsVariant is the *guard.MemberError of m's params when they name
+// paramsVariant is the *jsonrpc.MemberError of m's params when they name
 // in another case a member that is read by name (memberRefusal).
-func paramsVariant(m guard.Message) error {
-	if !guard.IsObject(m.Params) {
+func paramsVariant(m jsonrpc.Message) error {
+	if !jsonrpc.IsObject(m.Params) {
 		return nil
 	}
 	method := unquoted(m.Method)
@@ -393,7 +393,7 @@ func paramsVariant(m guard.Message) error {
 	}
 	var meta, name, args []byte
 	var err error
-	_ = guard.ScanCheckedObject(m.Params, func(n, value []byte) { // checked by ReadFrame
+	_ = jsonrpc.ScanCheckedObject(m.Params, func(n, value []byte) { // checked by ReadFrame
 		switch string(n) {
 		case "_meta":
 			meta = value
@@ -404,33 +404,33 @@ func paramsVariant(m guard.Message) error {
 		}
 		err = cmp.Or(err, variant(n, names, "params"))
 	})
-	if err == nil && guard.IsObject(meta) {
+	if err == nil && jsonrpc.IsObject(meta) {
 		err = variantIn(meta, metaNames, "params", "_meta")
 	}
-	if err == nil && string(method) == string(mcp.MethodToolsCall) && string(unquoted(name)) == callAttachedTool && guard.IsObject(args) {
+	if err == nil && string(method) == string(mcp.MethodToolsCall) && string(unquoted(name)) == callAttachedTool && jsonrpc.IsObject(args) {
 		err = variantIn(args, throughNames, "params", "arguments")
 	}
 	return err
 }
 
-// variantIn is the *guard.MemberError of obj, a checked object at path,
+// variantIn is the *jsonrpc.MemberError of obj, a checked object at path,
 // when it names one of names in another case.
 func variantIn(obj []byte, names []string, path ...string) error {
 	var err error
-	_ = guard.ScanCheckedObject(obj, func(n, _ []byte) {
+	_ = jsonrpc.ScanCheckedObject(obj, func(n, _ []byte) {
 		err = cmp.Or(err, variant(n, names, path...))
 	})
 	return err
 }
 
-// variant is the *guard.MemberError of name, a member's at path, when it
+// variant is the *jsonrpc.MemberError of name, a member's at path, when it
 // is one of names in another case.
 func variant(name []byte, names []string, path ...string) error {
-	of, ok := guard.CaseVariant(name, names...)
+	of, ok := jsonrpc.CaseVariant(name, names...)
 	if !ok {
 		return nil
 	}
-	return &guard.MemberError{Path: append(append([]string(nil), path...), string(name)), Of: of}
+	return &jsonrpc.MemberError{Path: append(append([]string(nil), path...), string(name)), Of: of}
 }
 
 // unquoted is raw, a JSON string, without its quotes, decoded only when

@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 
-	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
 // Kept-alive HTTP/1.1 connections served in place.
@@ -374,7 +374,7 @@ func (h *HTTP) inPlace(r *http.Request, accept string, local net.Addr) (*session
 	if r.Method != http.MethodPost || r.URL.Path != "/mcp" || r.ProtoMajor != 1 || r.ProtoMinor != 1 || r.Close {
 		return nil, false
 	}
-	if r.TransferEncoding != nil || r.ContentLength < 0 || r.ContentLength > guard.MaxMessage ||
+	if r.TransferEncoding != nil || r.ContentLength < 0 || r.ContentLength > jsonrpc.MaxMessage ||
 		r.Header.Get("Expect") != "" || r.Header.Get("Upgrade") != "" {
 		return nil, false
 	}
@@ -455,7 +455,7 @@ func (c *keptConn) write(f frame) bool {
 	b = strconv.AppendInt(b, int64(f.size()), 10)
 	b = c.appendHeadEnd(b)
 	var err error
-	if len(f.result) < guard.InPlace {
+	if len(f.result) < jsonrpc.InPlace {
 		b = f.appendTo(b)
 		_, err = c.conn.Write(b)
 	} else {

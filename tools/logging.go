@@ -13,6 +13,7 @@ import (
 
 	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
 // An attached server's log messages reach the client as the gateway's own
@@ -95,11 +96,11 @@ var logLevels = []string{"debug", "info", "notice", "warning", "error", "critica
 // fields of one that is not a string.
 func levelRefusal(frame []byte) []byte {
 	id, method, params, ok := request(frame)
-	if !ok || !bytes.Equal(method, setLevelMethod) || !guard.ObjectOrAbsent(params) {
+	if !ok || !bytes.Equal(method, setLevelMethod) || !jsonrpc.ObjectOrAbsent(params) {
 		return nil // params that are not an object are refused at the door
 	}
 	var p struct{ Level json.RawMessage }
-	if guard.IsObject(params) {
+	if jsonrpc.IsObject(params) {
 		_ = json.Unmarshal(params, &p)
 	}
 	var level string
@@ -110,7 +111,7 @@ func levelRefusal(frame []byte) []byte {
 	if len(p.Level) > 0 && string(p.Level) != "null" {
 		got = guard.Text(string(p.Level), 40)
 	}
-	m := message{Message: guard.Message{ID: id}}
+	m := message{Message: jsonrpc.Message{ID: id}}
 	return m.refusedAs(mcp.INVALID_PARAMS, fmt.Sprintf("logging/setLevel needs params.level, one of %s; got %s", strings.Join(logLevels, ", "), got))
 }
 

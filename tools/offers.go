@@ -15,7 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/tracing"
 
 	"github.com/ardgate/ardgate/attach"
-	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
 // The prompts and resources of a session's attached servers are answered
@@ -61,7 +61,7 @@ func (g *Gateway) offerRequest(s *session, line []byte) (call offerCall, ok bool
 		}
 		msg := run(ctx)
 		result := "ok"
-		if m, err := guard.ReadMessage(msg); err == nil && m.Error != nil {
+		if m, err := jsonrpc.ReadMessage(msg); err == nil && m.Error != nil {
 			result = "error"
 			if span != nil {
 				span.SetStatus(tracing.StatusError, string(m.Error))
@@ -99,7 +99,7 @@ func (g *Gateway) offerRun(s *session, line []byte) (run func(context.Context) [
 		}, m, method, nil, true
 	}
 	params = bytes.Clone(raw)
-	m = message{Message: guard.Message{ID: bytes.Clone(id)}, object: true}
+	m = message{Message: jsonrpc.Message{ID: bytes.Clone(id)}, object: true}
 	var list func() (member string, items [][]byte)
 	switch mcp.MCPMethod(method) {
 	case mcp.MethodPromptsList:

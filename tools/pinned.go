@@ -9,7 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/ardgate/ardgate/attach"
-	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
 // A session's pinned servers start in the background, which for an npm
@@ -52,7 +52,7 @@ func (g *Gateway) startingFor(s *session, frame []byte) (id []byte, att *attach.
 		return nil, nil
 	}
 	id, method, params, ok := request(frame)
-	if !ok || !bytes.Equal(method, toolsCallMethod) || !guard.IsObject(params) {
+	if !ok || !bytes.Equal(method, toolsCallMethod) || !jsonrpc.IsObject(params) {
 		return nil, nil
 	}
 	raw, _, _, _ := callMembers(params)
@@ -90,7 +90,7 @@ func (r *stdioReader) startingCall(ctx context.Context, s *session, line []byte)
 		if ended {
 			return // cancelled, or the session ended
 		}
-		var held guard.Batch
+		var held jsonrpc.Batch
 		defer held.Flush()
 		r.route(ctx, line, &held, false) // past the door already; it waits no more
 	}()

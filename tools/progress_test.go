@@ -17,6 +17,7 @@ import (
 	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
 // progressCall is a raw tools/call of tool with a progress token (its
@@ -290,7 +291,7 @@ func TestStartRawProgress(t *testing.T) {
 		mu.Unlock()
 	}}
 	var before int // progress heard before the result
-	_, ok := g.stdio.Load().att.StartRaw("mcp_fx__slow", json.RawMessage(`{"ms":180}`), nil, progress, nil, func(raw json.RawMessage, err error, _ *guard.Batch) {
+	_, ok := g.stdio.Load().att.StartRaw("mcp_fx__slow", json.RawMessage(`{"ms":180}`), nil, progress, nil, func(raw json.RawMessage, err error, _ *jsonrpc.Batch) {
 		mu.Lock()
 		before = len(heard)
 		mu.Unlock()

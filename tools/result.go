@@ -13,6 +13,7 @@ import (
 
 	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 	"github.com/ardgate/ardgate/registry"
 )
 
@@ -34,11 +35,11 @@ func result(v any) *mcp.CallToolResult {
 }
 
 // maxResultFrame is the most a tool result the gateway writes may encode
-// to: the cap on one message (guard.MaxMessage), which the gateway
+// to: the cap on one message (jsonrpc.MaxMessage), which the gateway
 // enforces on everyone else, less room for the JSON-RPC envelope and the
 // request's id. A registry's answer of 40,000 results made a frame of
 // 19 MB.
-const maxResultFrame = guard.MaxMessage - 64<<10
+const maxResultFrame = jsonrpc.MaxMessage - 64<<10
 
 // fitFrame is res, the result of a call of tool, unless it would encode
 // to more than maxResultFrame; then a failure saying so, which a model
@@ -57,7 +58,7 @@ func fitFrame(tool string, res *mcp.CallToolResult) *mcp.CallToolResult {
 // resultTooLarge is the failure of a result of n bytes, over maxResultFrame.
 func resultTooLarge(tool string, n int) *mcp.CallToolResult {
 	return failure("size_limit", "the result of %s would be %.1f MiB, over the %d MiB the gateway sends in one message; "+
-		"ask for less in one call (a smaller page_size, a narrower query, or fewer items)", tool, float64(n)/(1<<20), guard.MaxMessage>>20)
+		"ask for less in one call (a smaller page_size, a narrower query, or fewer items)", tool, float64(n)/(1<<20), jsonrpc.MaxMessage>>20)
 }
 
 // failureBody is the structured form of every error result.
@@ -221,8 +222,8 @@ func decodeArgs(req mcp.CallToolRequest, v any) error {
 // them is named as one of names in another case.
 func caseVariantArg(raw []byte, names []string) error {
 	var err error
-	_ = guard.ScanObject(raw, func(name, _ []byte) {
-		if of, ok := guard.CaseVariant(name, names...); ok && err == nil {
+	_ = jsonrpc.ScanObject(raw, func(name, _ []byte) {
+		if of, ok := jsonrpc.CaseVariant(name, names...); ok && err == nil {
 			err = fmt.Errorf("unknown argument %q: argument names are case-sensitive; did you mean %q?", name, of)
 		}
 	})

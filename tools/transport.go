@@ -27,6 +27,7 @@ import (
 
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
 // stdioSessionID is the id of the stdio transport's one session, as
@@ -52,7 +53,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 	srv.SetErrorLogger(slog.NewLogLogger(g.log.Handler(), slog.LevelError))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w := guard.NewFrameWriter(out) // the server writes a frame per Write
+	w := jsonrpc.NewFrameWriter(out) // the server writes a frame per Write
 	// No writer waits on a client that stops reading while its answers
 	// fit the backlog; past it, writers wait and the reader reads no more
 	// requests (stdioReader.run). mcp-go serves each request on a
@@ -71,8 +72,8 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 	defer g.stdioOut.CompareAndSwap(r, nil)
 	// An over-size frame is read through and dropped, so it is refused
 	// and the session goes on, instead of growing memory without bound.
-	lines := guard.NewLineReader(in, 64<<10)
-	lines.Max = guard.MaxMessage
+	lines := jsonrpc.NewLineReader(in, 64<<10)
+	lines.Max = jsonrpc.MaxMessage
 	go r.run(ctx, lines)
 	err := srv.Listen(ctx, toServer, dropAnswers{w: w, u: &r.unanswered})
 	cancel() // the client is gone: its fast calls in flight end too
@@ -111,13 +112,13 @@ func clientFrame(line []byte, err error) []byte {
 // or on to the MCP server.
 type stdioReader struct {
 	g      *Gateway
-	w      *guard.FrameWriter
+	w      *jsonrpc.FrameWriter
 	server *io.PipeWriter
 	calls  callGroup
 	// held is what the reader holds back while it has more frames at
 	// hand: the requests of fast calls, which then reach each upstream in
 	// one write, and refusals. Only the reader's goroutine uses it.
-	held guard.Batch
+	held jsonrpc.Batch
 	// inFlight are the fast calls in flight. Over stdio the session is
 	// the reader's own.
 	inFlight inflight
@@ -132,14 +133,14 @@ type stdioReader struct {
 // the fast path and the server's pipe (whose Write returns once the
 // server has copied it all) are done with it by then. What the fast path
 // held goes out before the reader waits, on the client or on the server.
-func (r *stdioReader) run(ctx context.Context, in *guard.LineReader) {
+func (r *stdioReader) run(ctx context.Context, in *jsonrpc.LineReader) {
 	defer r.held.Flush()
 	for {
 		if !r.room(ctx) {
 			return // the session ends
 		}
 		line, err := in.ReadLine()
-		if long, ok := err.(*guard.LongLine); ok { // as ReadLine returns it, unwrapped
+		if long, ok := err.(*jsonrpc.LongLine); ok { // as ReadLine returns it, unwrapped
 			r.refuseLong(long)
 			line, err = nil, nil
 		}
@@ -171,7 +172,7 @@ func (r *stdioReader) room(ctx context.Context) bool {
 // (refuseFrame, atDoor), on the fast path, or on to the MCP server. What
 // it writes to the client or an upstream may be held in held. It reports
 // false when the server stopped listening.
-func (r *stdioReader) take(ctx context.Context, line []byte, held *guard.Batch) bool {
+func (r *stdioReader) take(ctx context.Context, line []byte, held *jsonrpc.Batch) bool {
 	if len(line) == 0 || r.refuseFrame(line, held) {
 		return true // nothing read, or refused
 	}
@@ -182,7 +183,7 @@ func (r *stdioReader) take(ctx context.Context, line []byte, held *guard.Batch) 
 // path sees it, if one does, and reports whether it did: a batch or a
 // frame whose members could be read two ways (frameRefusal), or a
 // request before initialize (beforeInitialize).
-func (r *stdioReader) refuseFrame(line []byte, held *guard.Batch) bool {
+func (r *stdioReader) refuseFrame(line []byte, held *jsonrpc.Batch) bool {
 	msg := frameRefusal(line)
 	if msg == nil && !r.opened.Load() {
 		msg = beforeInitialize(line)
@@ -196,7 +197,7 @@ func (r *stdioReader) refuseFrame(line []byte, held *guard.Batch) bool {
 // route serves line, a frame past the door, as take does. wait: a call
 // of a tool of a pinned server still starting may wait for it
 // (startingCall); after that wait, the call is routed again with none.
-func (r *stdioReader) route(ctx context.Context, line []byte, held *guard.Batch, wait bool) bool {
+func (r *stdioReader) route(ctx context.Context, line []byte, held *jsonrpc.Batch, wait bool) bool {
 	switch {
 	case bytes.Contains(line, metaKeyProtocolVersion) && r.refuseStateless(line, held):
 		// a request of the stateless protocol, on no path
@@ -221,7 +222,7 @@ func (r *stdioReader) route(ctx context.Context, line []byte, held *guard.Batch,
 // other call runs on a goroutine of its own, as the server runs calls. A
 // cancellation of a fast call is applied here and still passed on to the
 // server.
-func (r *stdioReader) fast(ctx context.Context, line []byte, held *guard.Batch, wait bool) bool {
+func (r *stdioReader) fast(ctx context.Context, line []byte, held *jsonrpc.Batch, wait bool) bool {
 	s := r.g.stdio.Load()
 	c, ok := r.g.fastCall(s, line)
 	if !ok {
@@ -310,7 +311,7 @@ type stdioCall struct {
 // finish writes the call's result to the client, or holds it in b
 // (attach.RawDone), unless the client cancelled the call, and forgets the
 // call.
-func (sc *stdioCall) finish(raw json.RawMessage, err error, b *guard.Batch) {
+func (sc *stdioCall) finish(raw json.RawMessage, err error, b *jsonrpc.Batch) {
 	r := sc.r
 	r.inFlight.remove(sc.c.ID)
 	f := r.g.fastResult(sc.ctx, r.g.stdio.Load(), sc.c, sc.a, raw, err)
@@ -357,7 +358,7 @@ func (sc *stdioCall) started(stop func(error)) {
 }
 
 // reply writes one frame to the client, or holds it in b.
-func (r *stdioReader) reply(f frame, b *guard.Batch) {
+func (r *stdioReader) reply(f frame, b *jsonrpc.Batch) {
 	if err := f.writeLine(r.w, b); err != nil {
 		r.g.log.Debug("fast call result not written", "err", err)
 	}
@@ -578,7 +579,7 @@ func (h *HTTP) guard(next http.Handler) http.Handler {
 			http.Error(w, "Unauthorized: send Authorization: Bearer <ARDGATE_AUTH_TOKEN>", http.StatusUnauthorized)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, guard.MaxMessage)
+		r.Body = http.MaxBytesReader(w, r.Body, jsonrpc.MaxMessage)
 		next.ServeHTTP(w, r)
 	})
 }

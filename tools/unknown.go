@@ -10,7 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/ardgate/ardgate/attach"
-	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
 // whyNoTool says why session s has no tool called name, and what to do
@@ -125,12 +125,12 @@ func (g *Gateway) paramsRefusal(s *session, frame []byte) []byte {
 // found: tool not found" or spoke of Go struct fields.
 func (g *Gateway) callRefusal(s *session, frame []byte) []byte {
 	id, method, params, ok := request(frame)
-	if !ok || !bytes.Equal(method, toolsCallMethod) || !guard.ObjectOrAbsent(params) {
+	if !ok || !bytes.Equal(method, toolsCallMethod) || !jsonrpc.ObjectOrAbsent(params) {
 		return nil // params that are not an object are refused at the door
 	}
-	m := message{Message: guard.Message{ID: id}}
+	m := message{Message: jsonrpc.Message{ID: id}}
 	var raw []byte
-	if guard.IsObject(params) {
+	if jsonrpc.IsObject(params) {
 		raw, _, _, _ = callMembers(params)
 	}
 	var name string
@@ -155,19 +155,19 @@ var initializeMethod = []byte(`"initialize"`)
 // the client never asked for.
 func initRefusal(frame []byte) []byte {
 	id, method, params, ok := request(frame)
-	if !ok || !bytes.Equal(method, initializeMethod) || !guard.ObjectOrAbsent(params) {
+	if !ok || !bytes.Equal(method, initializeMethod) || !jsonrpc.ObjectOrAbsent(params) {
 		return nil
 	}
 	var p struct {
 		ProtocolVersion json.RawMessage `json:"protocolVersion"`
 	}
-	if guard.IsObject(params) {
+	if jsonrpc.IsObject(params) {
 		_ = json.Unmarshal(params, &p)
 	}
 	var v string
 	if json.Unmarshal(p.ProtocolVersion, &v) == nil && v != "" {
 		return nil
 	}
-	m := message{Message: guard.Message{ID: id}}
+	m := message{Message: jsonrpc.Message{ID: id}}
 	return m.refusedAs(mcp.INVALID_PARAMS, "initialize needs params.protocolVersion, the newest MCP version the client speaks (such as "+mcp.LATEST_LEGACY_PROTOCOL_VERSION+"), with params.capabilities and params.clientInfo")
 }

@@ -1,4 +1,4 @@
-package guard
+package jsonrpc
 
 import (
 	"errors"

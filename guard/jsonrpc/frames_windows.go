@@ -1,4 +1,4 @@
-package guard
+package jsonrpc
 
 // tryWrite writes nothing of p on Windows, whose pipes and consoles have
 // no write that returns instead of waiting: the whole frame waits in the
