@@ -178,6 +178,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		Tracing:        tr,
 		Limits:         guard.LimitsFrom(cfg.Limits),
 		PinnedListWait: cfg.PinnedListWait,
+		NoFastPath:     !cfg.FastPath,
 	})
 	defer gw.Close()
 

@@ -87,6 +87,10 @@ type Config struct {
 	// AllowLocalURLs lets endpoints resolve to loopback and private
 	// addresses. For local testing only.
 	AllowLocalURLs bool
+	// FastPath answers the common calls and listings of attached tools
+	// without mcp-go's server, which serves them alike but slower. On by
+	// default; off, every message goes through mcp-go.
+	FastPath bool
 	// CallTimeout bounds one proxied tool call. A call that asked for
 	// progress gets it again at each progress the server reports, up to
 	// MaxCallTime from its start.

@@ -38,6 +38,7 @@ type file struct {
 	SessionIdle      *string     `json:"session_idle_timeout"`
 	SessionReap      *string     `json:"session_reap_after"`
 	AllowLocalURLs   *bool       `json:"allow_local_urls"`
+	FastPath         *bool       `json:"fast_path"`
 	CallTimeout      *string     `json:"call_timeout"`
 	StartTimeout     *string     `json:"start_timeout"`
 	MaxCallTime      *string     `json:"max_call_time"`
@@ -88,6 +89,7 @@ type environment struct {
 	SessionIdle      *string  `env:"SESSION_IDLE_TIMEOUT"`
 	SessionReap      *string  `env:"SESSION_REAP_AFTER"`
 	AllowLocalURLs   *bool    `env:"ALLOW_LOCAL_URLS"`
+	FastPath         *Switch  `env:"FAST_PATH"`
 	RequireTrust     []string `env:"REQUIRE_TRUST" envSeparator:","`
 	StdioEnv         []string `env:"STDIO_ENV" envSeparator:","`
 	StdioMemoryMiB   *int     `env:"STDIO_MEMORY_MIB"`
@@ -215,6 +217,7 @@ func (l *loader) defaults() {
 		SessionIdleTimeout: DefaultSessionIdle,
 		SessionReapAfter:   DefaultSessionReap,
 		AllowLocalURLs:     false,
+		FastPath:           bool(*firstPtr(e.FastPath, (*Switch)(f.FastPath), &on)),
 		CallTimeout:        DefaultCallTimeout,
 		PinnedListWait:     DefaultPinnedListWait,
 		StartTimeout:       DefaultStartTimeout,
@@ -225,6 +228,9 @@ func (l *loader) defaults() {
 		Agents:             f.Agents,
 	}
 }
+
+// on is a Switch's default.
+var on = Switch(true)
 
 // servers adds the servers of a pasted desktop config to the file's, and
 // expands and normalises them all.
@@ -435,6 +441,7 @@ func (e *environment) named(flags Flags, problems []error) []error {
 		{"max_sessions", "MAX_SESSIONS", e.MaxSessions != nil},
 		{"session_idle_timeout", "SESSION_IDLE_TIMEOUT", e.SessionIdle != nil},
 		{"session_reap_after", "SESSION_REAP_AFTER", e.SessionReap != nil},
+		{"fast_path", "FAST_PATH", e.FastPath != nil},
 		{"require_trust", "REQUIRE_TRUST", e.RequireTrust != nil},
 		{"stdio.env", "STDIO_ENV", e.StdioEnv != nil},
 		{"stdio.memory_mib", "STDIO_MEMORY_MIB", e.StdioMemoryMiB != nil},
@@ -750,6 +757,9 @@ func jsonWord(t reflect.Type) string {
 	case reflect.String:
 		return "a string"
 	case reflect.Bool:
+		if t == reflect.TypeFor[Switch]() {
+			return "on or off (or true or false)"
+		}
 		return "true or false"
 	case reflect.Slice:
 		return "an array"

@@ -323,6 +323,42 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 	})
 }
 
+// The fast path is on unless the file or the environment turns it off;
+// the environment beats the file.
+func TestLoadFastPath(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	off, on := filepath.Join(dir, "off.json"), filepath.Join(dir, "on.json")
+	for path, body := range map[string]string{off: `{"fast_path": false}`, on: `{"fast_path": true}`} {
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		file string
+		env  []string
+		want bool
+	}{
+		{"", nil, true},
+		{off, nil, false},
+		{on, nil, true},
+		{"", []string{"ARDGATE_FAST_PATH=off"}, false},
+		{"", []string{"ARDGATE_FAST_PATH=OFF"}, false},
+		{"", []string{"ARDGATE_FAST_PATH=0"}, false},
+		{on, []string{"ARDGATE_FAST_PATH=false"}, false},
+		{off, []string{"ARDGATE_FAST_PATH=on"}, true},
+		{off, []string{"ARDGATE_FAST_PATH=true"}, true},
+	} {
+		c, err := config.Load(config.Flags{Config: tc.file}, tc.env)
+		if err != nil {
+			t.Fatalf("file %q, env %q: %v", tc.file, tc.env, err)
+		}
+		if c.FastPath != tc.want {
+			t.Errorf("file %q, env %q: fast_path %v, want %v", filepath.Base(tc.file), tc.env, c.FastPath, tc.want)
+		}
+	}
+}
+
 func TestLoadEnvErrors(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -332,6 +368,7 @@ func TestLoadEnvErrors(t *testing.T) {
 	}{
 		{"max not a number", []string{"ARDGATE_MAX_ATTACHMENTS=five"}, "", `ARDGATE_MAX_ATTACHMENTS: "five" is not a whole number`},
 		{"allow_local not a bool", []string{"ARDGATE_ALLOW_LOCAL_URLS=yes please"}, "", `ARDGATE_ALLOW_LOCAL_URLS: "yes please" is not true or false`},
+		{"fast_path not a switch", []string{"ARDGATE_FAST_PATH=sometimes"}, "", `ARDGATE_FAST_PATH: "sometimes" is not on or off (or true or false)`},
 		{"auth token blank", []string{"ARDGATE_AUTH_TOKEN=  "}, "", "ARDGATE_AUTH_TOKEN: begins or ends with white space"},
 		{"max out of range", []string{"ARDGATE_MAX_ATTACHMENTS=0"}, "max_attachments", ""},
 		{"max too big", []string{"ARDGATE_MAX_ATTACHMENTS=101"}, "max_attachments", ""},

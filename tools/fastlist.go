@@ -72,7 +72,7 @@ func (g *Gateway) ownName(name []byte) bool {
 // fastList answers line when it is a tools/list the fast path takes; ok
 // is false for anything else, which the MCP server then answers.
 func (g *Gateway) fastList(s *session, line []byte) (f frame, ok bool) {
-	if s == nil || g.opts.Tracing != nil || !bytes.Contains(line, toolsListMethod) {
+	if s == nil || g.opts.Tracing != nil || g.opts.NoFastPath || !bytes.Contains(line, toolsListMethod) {
 		return f, false
 	}
 	id, method, params, ok := request(line)

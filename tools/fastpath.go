@@ -55,7 +55,7 @@ var toolsCallMethod = []byte(`"tools/call"`)
 // returns it; ok is false for anything else, which the MCP server then
 // handles as usual.
 func (g *Gateway) fastCall(s *session, frame []byte) (c callFrame, ok bool) {
-	if s == nil || !bytes.Contains(frame, toolsCallMethod) {
+	if s == nil || g.opts.NoFastPath || !bytes.Contains(frame, toolsCallMethod) {
 		return c, false
 	}
 	tools := s.tools.Load()

@@ -74,6 +74,10 @@ type Options struct {
 	// progress while nothing new comes (progressbeat.go); zero means
 	// DefaultProgressBeat.
 	ProgressBeat time.Duration
+	// NoFastPath serves every message through mcp-go's server, which
+	// answers the calls and listings of attached tools alike, but slower
+	// than the fast path (fastpath.go, fastlist.go).
+	NoFastPath bool
 	// StdioBacklog bounds the bytes written to the stdio client that it
 	// has not read yet: past it, the gateway reads no more of its
 	// requests until it reads again. Zero means DefaultStdioBacklog.
@@ -172,6 +176,9 @@ func New(manager *attach.Manager, log *slog.Logger, opts Options) *Gateway {
 		opts.ProgressBeat = DefaultProgressBeat
 	}
 	g := &Gateway{manager: manager, log: log, started: time.Now(), opts: opts, metrics: newMetrics(manager)}
+	if opts.NoFastPath {
+		log.Info("the fast path is off: mcp-go's server answers every message")
+	}
 	g.stopping, g.stop = context.WithCancel(context.Background())
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(g.onRegister)

@@ -953,7 +953,7 @@ func (h *HTTP) fastTarget(r *http.Request) (*session, bool) {
 		return nil, false
 	}
 	s.heard.Store(time.Now().UnixNano())
-	if r.Method != http.MethodPost || !h.fastEligible(r) || s.noticesQueued() {
+	if h.g.opts.NoFastPath || r.Method != http.MethodPost || !h.fastEligible(r) || s.noticesQueued() {
 		return s, false
 	}
 	h.windIdleClock(r, s)
