@@ -120,181 +120,263 @@ func (g *Gateway) registry(id string) (registry.Registry, *mcp.CallToolResult) {
 	return r, nil
 }
 
+// discover serves discover_resources, step by step: parse the arguments,
+// choose the registries, ask them (and those their referrals name), merge
+// their answers, and note what the model should know of them.
 func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var a discoverArgs
-	if err := decodeArgs(req, &a); err != nil {
-		return invalid("discover_resources", err), nil
+	d := &discovery{out: discoverResult{RegistryID: "all", Results: []discoveredEntry{}, Referrals: []referral{}, Note: registryNote}}
+	if refused := d.parse(req); refused != nil {
+		return refused, nil
+	}
+	if refused := g.choose(d); refused != nil {
+		return refused, nil
+	}
+	d.answers = g.searchAll(ctx, d.regs, d.query, d.tokens)
+	if d.args.Follow && d.args.PageToken == "" {
+		g.follow(ctx, d)
+	}
+	if refused := g.merge(d); refused != nil {
+		return refused, nil
+	}
+	d.note()
+	return result(d.out), nil
+}
+
+// A discovery is one call of discover_resources on its way.
+type discovery struct {
+	args   discoverArgs
+	query  registry.Query
+	tokens map[string]string // the registries' page tokens, by registry id
+	regs   []registry.Registry
+	// answers are the registries', in the order asked; notFollowed are
+	// the referrals to registries not configured here.
+	answers     []answer
+	notFollowed []string
+	next        map[string]string // the page tokens for the next call
+	read        []reading
+	out         discoverResult
+}
+
+// parse reads and checks the arguments.
+func (d *discovery) parse(req mcp.CallToolRequest) *mcp.CallToolResult {
+	a := &d.args
+	if err := decodeArgs(req, a); err != nil {
+		return invalid("discover_resources", err)
 	}
 	if strings.TrimSpace(a.Text) == "" {
-		return invalid("discover_resources", errors.New(`"text" is required: describe the capability you need`)), nil
+		return invalid("discover_resources", errors.New(`"text" is required: describe the capability you need`))
 	}
 	if len([]rune(a.Text)) > maxTextRunes {
-		return invalid("discover_resources", fmt.Errorf(`"text" is longer than %d characters`, maxTextRunes)), nil
+		return invalid("discover_resources", fmt.Errorf(`"text" is longer than %d characters`, maxTextRunes))
 	}
-	pageSize := 0
+	d.query.Text = a.Text
 	if a.PageSize != nil {
-		pageSize = int(*a.PageSize)
-	}
-	if a.PageSize != nil && (pageSize < 1 || pageSize > registry.MaxPageSize) {
-		return invalid("discover_resources", fmt.Errorf(`"page_size" must be between 1 and %d`, registry.MaxPageSize)), nil
+		d.query.PageSize = int(*a.PageSize)
+		if d.query.PageSize < 1 || d.query.PageSize > registry.MaxPageSize {
+			return invalid("discover_resources", fmt.Errorf(`"page_size" must be between 1 and %d`, registry.MaxPageSize))
+		}
 	}
 	filter, err := decodeFilter(a.Filter)
 	if err == nil {
 		err = registry.CheckFilter(filter)
 	}
 	if err != nil {
-		return invalid("discover_resources", err), nil
+		return invalid("discover_resources", err)
 	}
-	regs := g.manager.Registries
-	out := discoverResult{RegistryID: "all", Results: []discoveredEntry{}, Referrals: []referral{}, Note: registryNote}
+	d.query.Filter = filter
+	return nil
+}
+
+// choose picks the registries to ask: all, the one named, or, for a
+// continuation, exactly those that had more.
+func (g *Gateway) choose(d *discovery) *mcp.CallToolResult {
+	a := d.args
+	d.regs = g.manager.Registries
 	if a.RegistryID != "" {
 		r, refused := g.registry(a.RegistryID)
 		if refused != nil {
-			return refused, nil
+			return refused
 		}
-		regs = []registry.Registry{r}
-		out.RegistryID = a.RegistryID
+		d.regs = []registry.Registry{r}
+		d.out.RegistryID = a.RegistryID
 	}
-	tokens, err := decodeTokens(a.PageToken)
-	if err != nil {
-		return invalid("discover_resources", err), nil
+	var err error
+	if d.tokens, err = decodeTokens(a.PageToken); err != nil {
+		return invalid("discover_resources", err)
 	}
-	if a.PageToken != "" {
-		// A continuation asks exactly the registries that had more, and
-		// those only of the registry_id asked before.
-		regs = nil
-		if _, ok := tokens[a.RegistryID]; a.RegistryID != "" && (!ok || len(tokens) > 1) {
-			of := fmt.Sprintf("registry %q", slices.Sorted(maps.Keys(tokens))[0])
-			if len(tokens) > 1 {
-				of = "every registry (no registry_id)"
-			}
-			return invalid("discover_resources", fmt.Errorf(`"page_token" continues a search of %s, not of %q: give the registry_id of the call that returned it, or leave page_token out to begin again`, of, a.RegistryID)), nil
-		}
-		for id := range tokens {
-			if r, ok := g.manager.Registry(id); ok {
-				regs = append(regs, r)
-			}
-		}
-		slices.SortFunc(regs, func(x, y registry.Registry) int { return cmp.Compare(x.ID(), y.ID()) })
+	if a.PageToken == "" {
+		return nil
 	}
-	query := registry.Query{Text: a.Text, Filter: filter, PageSize: pageSize}
-	answers := g.searchAll(ctx, regs, query, tokens)
-	var notFollowed []string
-	if a.Follow && a.PageToken == "" {
-		asked := map[string]bool{}
-		for _, r := range regs {
-			asked[r.ID()] = true
+	// A continuation asks exactly the registries that had more, and those
+	// only of the registry_id asked before.
+	if _, ok := d.tokens[a.RegistryID]; a.RegistryID != "" && (!ok || len(d.tokens) > 1) {
+		of := fmt.Sprintf("registry %q", slices.Sorted(maps.Keys(d.tokens))[0])
+		if len(d.tokens) > 1 {
+			of = "every registry (no registry_id)"
 		}
-		for depth, from := 0, answers; depth < maxReferralDepth; depth++ {
-			var more []registry.Registry
-			for _, ans := range from {
-				for _, ref := range ans.page.Referrals {
-					r, ok := g.registryAt(ref.URL)
-					if !ok {
-						notFollowed = append(notFollowed, ref.URL)
-					} else if !asked[r.ID()] {
-						asked[r.ID()] = true
-						more = append(more, r)
-					}
+		return invalid("discover_resources", fmt.Errorf(`"page_token" continues a search of %s, not of %q: give the registry_id of the call that returned it, or leave page_token out to begin again`, of, a.RegistryID))
+	}
+	d.regs = nil
+	for id := range d.tokens {
+		if r, ok := g.manager.Registry(id); ok {
+			d.regs = append(d.regs, r)
+		}
+	}
+	slices.SortFunc(d.regs, func(x, y registry.Registry) int { return cmp.Compare(x.ID(), y.ID()) })
+	return nil
+}
+
+// follow asks the configured registries that the answers refer to, to
+// maxReferralDepth, and notes the referrals to others.
+func (g *Gateway) follow(ctx context.Context, d *discovery) {
+	asked := map[string]bool{}
+	for _, r := range d.regs {
+		asked[r.ID()] = true
+	}
+	for depth, from := 0, d.answers; depth < maxReferralDepth; depth++ {
+		var more []registry.Registry
+		for _, ans := range from {
+			for _, ref := range ans.page.Referrals {
+				r, ok := g.registryAt(ref.URL)
+				if !ok {
+					d.notFollowed = append(d.notFollowed, ref.URL)
+				} else if !asked[r.ID()] {
+					asked[r.ID()] = true
+					more = append(more, r)
 				}
 			}
-			if len(more) == 0 {
-				break
-			}
-			from = g.searchAll(ctx, more, query, nil)
-			answers = append(answers, from...)
 		}
+		if len(more) == 0 {
+			return
+		}
+		from = g.searchAll(ctx, more, d.query, nil)
+		d.answers = append(d.answers, from...)
 	}
+}
 
-	next := map[string]string{}
+// merge puts the answers together: the first registry in config order
+// gives an entry found twice, and the results are sorted by score. A
+// search that no registry answered fails.
+func (g *Gateway) merge(d *discovery) *mcp.CallToolResult {
+	d.next = map[string]string{}
 	seen := map[string]bool{}
-	var read []reading
-	for _, ans := range answers {
+	for _, ans := range d.answers {
 		if ans.err != nil {
-			switch {
-			case errors.Is(ans.err, registry.ErrInvalidArgument) && a.PageToken != "":
-				// The registry's own words name its API's field, not ours.
-				return invalid("discover_resources", fmt.Errorf(`"page_token" is not one discover_resources returned for this text and filter: give the text and filter of the call that returned it, or leave page_token out to begin again (registry %s: %v)`, ans.id, ans.err)), nil
-			case errors.Is(ans.err, registry.ErrInvalidArgument) && len(answers) == 1:
-				return fromError(ans.err), nil
+			if refused := d.failed(ans); refused != nil {
+				return refused
 			}
-			out.Errors = append(out.Errors, registryError{RegistryID: ans.id, Error: ans.err.Error()})
 			continue
 		}
-		for _, r := range ans.page.Read {
-			i := slices.IndexFunc(read, func(x reading) bool { return x.Reading == r })
-			if i < 0 {
-				i = len(read)
-				read = append(read, reading{Reading: r})
-			}
-			read[i].in = append(read[i].in, ans.id)
-		}
+		d.readAs(ans)
 		for _, r := range ans.page.Results {
 			key := registry.CanonicalURN(r.Identifier)
-			if seen[key] {
-				continue // first registry in config order wins
-			}
-			seen[key] = true
-			out.Results = append(out.Results, g.describe(r, ans.id))
-		}
-		for _, ref := range ans.page.Referrals {
-			// Registry data: a referral to what is no http(s) registry
-			// ("javascript:…") is not passed on, nor one given twice.
-			r := referral{URN: ref.Identifier, DisplayName: guard.Text(ref.DisplayName, maxNameRunes), URL: ref.URL, RegistryID: ans.id}
-			if _, err := guard.CheckURL(ref.URL); err == nil && !slices.ContainsFunc(out.Referrals, func(o referral) bool { return o.URN == r.URN && o.URL == r.URL }) {
-				out.Referrals = append(out.Referrals, r)
+			if !seen[key] {
+				seen[key] = true
+				d.out.Results = append(d.out.Results, g.describe(r, ans.id))
 			}
 		}
-		switch t := ans.page.PageToken; {
-		case len(t) > maxRegistryToken:
-			out.Note += fmt.Sprintf(" Registry %s gave a page token of over %d bytes: its later pages are not asked for.", ans.id, maxRegistryToken)
-		case t != "":
-			next[ans.id] = t
-		}
+		d.referrals(ans)
+		d.pageToken(ans)
 	}
-	if len(out.Errors) == len(answers) && len(answers) > 0 {
+	if len(d.out.Errors) == len(d.answers) && len(d.answers) > 0 {
 		// Nothing answered: say so as an error, not as "no results".
-		if len(answers) == 1 {
-			return fromError(answers[0].err), nil
+		if len(d.answers) == 1 {
+			return fromError(d.answers[0].err)
 		}
-		return failure("registry_error", "no registry answered: %s", joinErrors(out.Errors)), nil
+		return failure("registry_error", "no registry answered: %s", joinErrors(d.out.Errors))
 	}
-	slices.SortStableFunc(out.Results, func(x, y discoveredEntry) int { return cmp.Compare(y.weighed, x.weighed) })
-	out.Count = len(out.Results)
-	if len(notFollowed) > 0 {
+	slices.SortStableFunc(d.out.Results, func(x, y discoveredEntry) int { return cmp.Compare(y.weighed, x.weighed) })
+	d.out.Count = len(d.out.Results)
+	d.out.PageToken = encodeTokens(d.next)
+	return nil
+}
+
+// failed records a registry's error, or returns the failure of the whole
+// call when the arguments were at fault.
+func (d *discovery) failed(ans answer) *mcp.CallToolResult {
+	switch {
+	case errors.Is(ans.err, registry.ErrInvalidArgument) && d.args.PageToken != "":
+		// The registry's own words name its API's field, not ours.
+		return invalid("discover_resources", fmt.Errorf(`"page_token" is not one discover_resources returned for this text and filter: give the text and filter of the call that returned it, or leave page_token out to begin again (registry %s: %v)`, ans.id, ans.err))
+	case errors.Is(ans.err, registry.ErrInvalidArgument) && len(d.answers) == 1:
+		return fromError(ans.err)
+	}
+	d.out.Errors = append(d.out.Errors, registryError{RegistryID: ans.id, Error: ans.err.Error()})
+	return nil
+}
+
+// readAs gathers the words a registry read as others.
+func (d *discovery) readAs(ans answer) {
+	for _, r := range ans.page.Read {
+		i := slices.IndexFunc(d.read, func(x reading) bool { return x.Reading == r })
+		if i < 0 {
+			i = len(d.read)
+			d.read = append(d.read, reading{Reading: r})
+		}
+		d.read[i].in = append(d.read[i].in, ans.id)
+	}
+}
+
+// referrals passes on a registry's referrals. They are registry data: one
+// to what is no http(s) registry ("javascript:…") is dropped, and one
+// given twice is given once.
+func (d *discovery) referrals(ans answer) {
+	for _, ref := range ans.page.Referrals {
+		r := referral{URN: ref.Identifier, DisplayName: guard.Text(ref.DisplayName, maxNameRunes), URL: ref.URL, RegistryID: ans.id}
+		if _, err := guard.CheckURL(ref.URL); err == nil && !slices.ContainsFunc(d.out.Referrals, func(o referral) bool { return o.URN == r.URN && o.URL == r.URL }) {
+			d.out.Referrals = append(d.out.Referrals, r)
+		}
+	}
+}
+
+// pageToken keeps a registry's page token for the next call, unless it is
+// too long to carry.
+func (d *discovery) pageToken(ans answer) {
+	switch t := ans.page.PageToken; {
+	case len(t) > maxRegistryToken:
+		d.out.Note += fmt.Sprintf(" Registry %s gave a page token of over %d bytes: its later pages are not asked for.", ans.id, maxRegistryToken)
+	case t != "":
+		d.next[ans.id] = t
+	}
+}
+
+// note tells the model what the results alone do not: referrals not
+// followed, why nothing matched, words read as others, and a text with no
+// word to search on.
+func (d *discovery) note() {
+	out := &d.out
+	if len(d.notFollowed) > 0 {
 		// Counted, not quoted: the note is the gateway's own words, and
 		// a referral's URL is registry data (it is in referrals).
-		slices.Sort(notFollowed)
-		out.Note += fmt.Sprintf(" Referrals not followed, not being configured registries (only those are searched): %d.", len(slices.Compact(notFollowed)))
+		slices.Sort(d.notFollowed)
+		out.Note += fmt.Sprintf(" Referrals not followed, not being configured registries (only those are searched): %d.", len(slices.Compact(d.notFollowed)))
 	}
 	switch {
-	case out.Count == 0 && len(next) > 0:
+	case out.Count == 0 && len(d.next) > 0:
 		// Matches may be on later pages: "nothing matched" told the
 		// model to give up on a search whose matches came on page 31.
-		out.Note += fmt.Sprintf(" This page held no match, and %s have more to look through: pass page_token for the next page.", strings.Join(slices.Sorted(maps.Keys(next)), ", "))
-	case out.Count == 0 && a.PageToken == "":
+		out.Note += fmt.Sprintf(" This page held no match, and %s have more to look through: pass page_token for the next page.", strings.Join(slices.Sorted(maps.Keys(d.next)), ", "))
+	case out.Count == 0 && d.args.PageToken == "":
 		var searched []string
-		for _, ans := range answers {
+		for _, ans := range d.answers {
 			if ans.err == nil {
 				searched = append(searched, ans.id)
 			}
 		}
 		out.Note += fmt.Sprintf(" Nothing matched in %s: describe what the capability does in other words (not a product's name), drop filters, or name another registry_id (gateway_health lists them).", strings.Join(searched, ", "))
 	}
-	if len(read) > 0 {
+	if len(d.read) > 0 {
 		// Said, so that a word taken for another ("currency" read as
 		// "current") can be put otherwise.
-		parts := make([]string, len(read))
-		for i, r := range read {
+		parts := make([]string, len(d.read))
+		for i, r := range d.read {
 			parts[i] = fmt.Sprintf("%q is in no entry of %s; read as %q", r.Word, strings.Join(r.in, ", "), r.As)
 		}
 		out.Note += " " + strings.Join(parts, ". ") + ". If that is not what you meant, say it in other words."
 	}
-	if !registry.Searchable(a.Text) {
+	if !registry.Searchable(d.args.Text) {
 		out.Note += " The text holds no word the catalogs search on " + skippedWords + ": results are a listing by name, score 0, not matches; describe the capability in words."
 	}
-	out.PageToken = encodeTokens(next)
-	return result(out), nil
 }
 
 // reading is a query word read as another, and the registries that read
