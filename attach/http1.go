@@ -351,7 +351,7 @@ func readResponse(br *bufio.Reader, head *headLimit) (resp *http.Response, keep 
 		resp, err = http.ReadResponse(br, bodyRequest)
 		switch {
 		case err != nil && head.read == 0 && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)):
-			return nil, false, fmt.Errorf("the server closed the connection without answering: %w", io.ErrUnexpectedEOF)
+			return nil, false, errClosedUnanswered
 		case err != nil:
 			return nil, false, fmt.Errorf("reading the response: %w", err)
 		case resp.StatusCode == http.StatusSwitchingProtocols:

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"slices"
@@ -403,6 +404,10 @@ func transportWhy(err error) string {
 	if op, ok := unreachable(err); ok {
 		return "cannot reach it: " + op.Error()
 	}
+	if ue := (*url.Error)(nil); errors.As(err, &ue) && errors.Is(ue.Err, io.EOF) {
+		// net/http's words for it; said as the fast path says it.
+		return errClosedUnanswered.Error()
+	}
 	const again = "failed to send request: "
 	s := err.Error()
 	for strings.Count(s, again) > 1 {
@@ -410,6 +415,10 @@ func transportWhy(err error) string {
 	}
 	return s
 }
+
+// errClosedUnanswered is a server that closed the connection before it
+// answered a request.
+var errClosedUnanswered = fmt.Errorf("the server closed the connection without answering: %w", io.ErrUnexpectedEOF)
 
 // unreachable is the dial behind err that failed, when err is one: what a
 // long chain of wrapping says at its end. A dial the guard refused is not.
