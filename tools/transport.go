@@ -639,11 +639,7 @@ func (h *HTTP) authorized(r *http.Request) bool {
 // server's path once, which winds that clock.
 func (h *HTTP) fast(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if v := r.Header.Get(mcp.HeaderProtocolVersion); v != "" && !slices.Contains(h.versions, v) && !(mcp.IsModernProtocol(v) && mcp.IsValidProtocolVersion(v)) {
-			// First, as the spec asks and mcp-go's server does: the
-			// gateway's own answers at the door (refusals of unknown
-			// tools, levels) came back 200 in a version never agreed.
-			http.Error(w, "Bad Request: Unsupported protocol version: "+guard.Text(v, 40)+"; this gateway speaks "+strings.Join(h.versions, ", "), http.StatusBadRequest)
+		if h.refuseVersion(w, r) {
 			return
 		}
 		s, ok := h.fastSession(r)
@@ -652,129 +648,200 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 		}
 		switch r.Method {
 		case http.MethodPost:
-			if !answerable(acceptOf(r.Header)) {
-				// Answered as an event stream all the same, which a client
-				// that asked for neither cannot read.
-				http.Error(w, "Not Acceptable: a POST is answered in JSON (application/json) or as an event stream (text/event-stream); send both in Accept", http.StatusNotAcceptable)
-				return
-			}
+			h.post(next, w, r, s, ok)
 		case http.MethodGet, http.MethodDelete:
-			if r.Method == http.MethodGet && r.Header.Get(server.HeaderKeySessionID) == "" {
-				// The spec's answer to a GET the server opens no stream
-				// for: clients that open one before initialize (the AI
-				// SDK) take 405 as "no stream here" and go on, but fail
-				// on a 400.
-				w.Header().Set("Allow", "POST")
-				http.Error(w, noStreamWithoutSession, http.StatusMethodNotAllowed)
-				return
-			}
-			if h.refuseUnknownSession(w, r) {
-				return
-			}
-			if r.Method == http.MethodGet && !acceptsEventStream(acceptOf(r.Header)) {
-				// Held open, the stream would hang a client that asked
-				// for JSON and waits for a body that never ends.
-				http.Error(w, "Not Acceptable: a GET opens the session's event stream (text/event-stream); send it in Accept, or POST a message", http.StatusNotAcceptable)
-				return
-			}
-			if s != nil && r.Method == http.MethodGet {
-				s.streams.Add(1) // a session listening is not idle
-				defer s.streams.Add(-1)
-				s.streamed.fire()
-			}
-			if r.Method == http.MethodGet {
-				if s != nil {
-					w = h.resumeAnew(w, r, s)
-				}
-				hw, stop := h.beating(w)
-				defer stop()
-				w = hw
-			}
-			next.ServeHTTP(requestWriter{w}, r)
-			return
+			h.stream(next, w, r, s)
 		default: // mcp-go's server answered 404 "page not found"
 			w.Header().Set("Allow", "GET, POST, DELETE")
 			http.Error(w, "Method Not Allowed: /mcp takes POST (messages), GET (a session's event stream) and DELETE (the end of a session)", http.StatusMethodNotAllowed)
-			return
 		}
-		// The body within bodyTimeout; the deadline is lifted once it is
-		// in, so that what follows (an answer streamed for minutes, the
-		// server's watch for the client leaving) is not cut by it.
-		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(time.Now().Add(h.bodyTimeout))
-		body, err := readBody(r)
-		if err == nil { // else the connection is done for: net/http would read out the rest
-			_ = rc.SetReadDeadline(time.Time{})
-		}
-		if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
-			refuse(w, http.StatusRequestEntityTooLarge, tooLargeRefusal)
-			return
-		}
-		if err == nil && h.refuseFrame(w, body) {
-			return
-		}
-		if s != nil && err == nil && h.waitStarting(w, r, s, body) {
-			return // cancelled while it waited
-		}
-		if s != nil && err == nil && ok && h.fastAnswer(w, r, s, body) {
-			return
-		}
-		if s != nil && err == nil && h.offers(w, r, s, body) {
-			// Answered even while the server holds notifications for the
-			// session: it has no prompts or resources to answer with.
-			return
-		}
-		var m message
-		if err == nil {
-			m = readMessage(body)
-		}
-		if s != nil && s.asked.answer(m, h.g.log.Debug) {
-			w.WriteHeader(http.StatusAccepted) // an answer to a request of the gateway's
-			return
-		}
-		switch msg, drop := m.refusal(); {
-		case msg != nil:
-			refuse(w, http.StatusBadRequest, msg)
-			return
-		case drop:
-			w.WriteHeader(http.StatusAccepted) // as for any response posted
-			return
-		}
-		if string(m.Method) == `"initialize"` && h.refuseNewSession(w) {
-			// Whatever else it carries: mcp-go's server opens a session
-			// for any initialize, one naming a session id or holding the
-			// stateless protocol's _meta key too, and those went past
-			// max_sessions and the drain.
-			return
-		}
-		if r.Header.Get(server.HeaderKeySessionID) == "" && h.refuseSessionless(w, r, m, body) {
-			return
-		}
-		if s == nil && m.object && r.Header.Get(server.HeaderKeySessionID) != "" && string(m.Method) != `"initialize"` && h.refuseUnknownSession(w, r) {
-			return // an initialize opens a session whatever id it names, as before
-		}
-		if msg := h.g.paramsRefusal(s, body); msg != nil {
-			refuse(w, http.StatusOK, msg) // an answer, as the server's would be
-			return
-		}
-		if s != nil {
-			if err == nil {
-				s.fast.cancel(body) // the server hears the notice too, and answers it
-				var done func()
-				w, r, done = trackServerCall(s, w, r, m, h.heartbeat)
-				defer done()
-				if m.request() {
-					h.answering.Add(1)
-					defer h.answering.Add(-1)
-				}
-			}
-			h.g.toServer(s, body)
-			s.seen.Store(time.Now().UnixNano())
-		}
-		// The server reads the body again, and meets the same error.
-		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
-		next.ServeHTTP(requestWriter{w}, r)
 	})
+}
+
+// refuseVersion answers a request in a protocol version the gateway does
+// not speak, and reports whether it did. It comes first, as the spec asks
+// and mcp-go's server does: the gateway's own answers at the door
+// (refusals of unknown tools, levels) came back 200 in a version never
+// agreed.
+func (h *HTTP) refuseVersion(w http.ResponseWriter, r *http.Request) bool {
+	v := r.Header.Get(mcp.HeaderProtocolVersion)
+	if v == "" || slices.Contains(h.versions, v) || mcp.IsModernProtocol(v) && mcp.IsValidProtocolVersion(v) {
+		return false
+	}
+	http.Error(w, "Bad Request: Unsupported protocol version: "+guard.Text(v, 40)+"; this gateway speaks "+strings.Join(h.versions, ", "), http.StatusBadRequest)
+	return true
+}
+
+// stream serves a GET, which opens a session's event stream, or a DELETE,
+// which ends a session, once it names a live one.
+func (h *HTTP) stream(next http.Handler, w http.ResponseWriter, r *http.Request, s *session) {
+	get := r.Method == http.MethodGet
+	if get && r.Header.Get(server.HeaderKeySessionID) == "" {
+		// The spec's answer to a GET the server opens no stream for:
+		// clients that open one before initialize (the AI SDK) take 405
+		// as "no stream here" and go on, but fail on a 400.
+		w.Header().Set("Allow", "POST")
+		http.Error(w, noStreamWithoutSession, http.StatusMethodNotAllowed)
+		return
+	}
+	if h.refuseUnknownSession(w, r) {
+		return
+	}
+	if get && !acceptsEventStream(acceptOf(r.Header)) {
+		// Held open, the stream would hang a client that asked for JSON
+		// and waits for a body that never ends.
+		http.Error(w, "Not Acceptable: a GET opens the session's event stream (text/event-stream); send it in Accept, or POST a message", http.StatusNotAcceptable)
+		return
+	}
+	if get {
+		if s != nil {
+			s.streams.Add(1) // a session listening is not idle
+			defer s.streams.Add(-1)
+			s.streamed.fire()
+			w = h.resumeAnew(w, r, s)
+		}
+		hw, stop := h.beating(w)
+		defer stop()
+		w = hw
+	}
+	next.ServeHTTP(requestWriter{w}, r)
+}
+
+// post serves a message posted: the gateway answers it at the door when it
+// can (door), refuses it when it must (refuseMessage), and else passes it
+// on to the server with its body as it came.
+func (h *HTTP) post(next http.Handler, w http.ResponseWriter, r *http.Request, s *session, fast bool) {
+	if !answerable(acceptOf(r.Header)) {
+		// Answered as an event stream all the same, which a client that
+		// asked for neither cannot read.
+		http.Error(w, "Not Acceptable: a POST is answered in JSON (application/json) or as an event stream (text/event-stream); send both in Accept", http.StatusNotAcceptable)
+		return
+	}
+	body, err := h.body(w, r)
+	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+		refuse(w, http.StatusRequestEntityTooLarge, tooLargeRefusal)
+		return
+	}
+	var m message
+	if err == nil {
+		if h.door(w, r, s, fast, body) {
+			return
+		}
+		m = readMessage(body)
+	}
+	if h.refuseMessage(w, r, s, m, body) {
+		return
+	}
+	if s != nil {
+		if err == nil {
+			var done func()
+			w, r, done = h.track(w, r, s, m, body)
+			defer done()
+		}
+		h.g.toServer(s, body)
+		s.seen.Store(time.Now().UnixNano())
+	}
+	// The server reads the body again, and meets the same error.
+	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
+	next.ServeHTTP(requestWriter{w}, r)
+}
+
+// body reads a request's body within bodyTimeout. The deadline is lifted
+// once it is in, so that what follows (an answer streamed for minutes, the
+// server's watch for the client leaving) is not cut by it.
+func (h *HTTP) body(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(h.bodyTimeout))
+	body, err := readBody(r)
+	if err == nil { // else the connection is done for: net/http would read out the rest
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	return body, err
+}
+
+// door answers body, read whole, when the gateway answers it itself: a
+// frame refused before either path sees it, a call that waited for its
+// pinned server and was cancelled, a call or listing on the fast path, or
+// a session's prompts and resources. It reports whether it answered.
+func (h *HTTP) door(w http.ResponseWriter, r *http.Request, s *session, fast bool, body []byte) bool {
+	switch {
+	case h.refuseFrame(w, body):
+	case s == nil:
+		return false
+	case h.waitStarting(w, r, s, body):
+		// cancelled while it waited
+	case fast && h.fastAnswer(w, r, s, body):
+	case h.offers(w, r, s, body):
+		// Answered even while the server holds notifications for the
+		// session: it has no prompts or resources to answer with.
+	default:
+		return false
+	}
+	return true
+}
+
+// refuseMessage answers m, on its way to the server, when the server must
+// not see it, and reports whether it did: an answer to a request of the
+// gateway's, a message refused or dropped, a session the gateway cannot
+// open, a message that needs a session and has none, and a call of what
+// the session does not have.
+func (h *HTTP) refuseMessage(w http.ResponseWriter, r *http.Request, s *session, m message, body []byte) bool {
+	if s != nil && s.asked.answer(m, h.g.log.Debug) {
+		w.WriteHeader(http.StatusAccepted) // an answer to a request of the gateway's
+		return true
+	}
+	switch msg, drop := m.refusal(); {
+	case msg != nil:
+		refuse(w, http.StatusBadRequest, msg)
+		return true
+	case drop:
+		w.WriteHeader(http.StatusAccepted) // as for any response posted
+		return true
+	}
+	return h.refuseForSession(w, r, s, m, body)
+}
+
+// refuseForSession answers m when the session it opens, names or lacks
+// rules it out, or its call names what the session does not have, and
+// reports whether it did.
+func (h *HTTP) refuseForSession(w http.ResponseWriter, r *http.Request, s *session, m message, body []byte) bool {
+	named := r.Header.Get(server.HeaderKeySessionID) != ""
+	initialize := string(m.Method) == `"initialize"`
+	switch {
+	case initialize && h.refuseNewSession(w):
+		// Whatever else it carries: mcp-go's server opens a session for
+		// any initialize, one naming a session id or holding the
+		// stateless protocol's _meta key too, and those went past
+		// max_sessions and the drain.
+	case !named && h.refuseSessionless(w, r, m, body):
+	case s == nil && m.object && named && !initialize && h.refuseUnknownSession(w, r):
+		// an initialize opens a session whatever id it names, as before
+	default:
+		msg := h.g.paramsRefusal(s, body)
+		if msg == nil {
+			return false
+		}
+		refuse(w, http.StatusOK, msg) // an answer, as the server's would be
+	}
+	return true
+}
+
+// track readies a message of session s for the server: a
+// notifications/cancelled stops the fast call it names on its way (the
+// server hears it too, and answers it), and a request is tracked so that
+// the client may cancel it and a shutdown waits for its answer. done ends
+// the tracking.
+func (h *HTTP) track(w http.ResponseWriter, r *http.Request, s *session, m message, body []byte) (http.ResponseWriter, *http.Request, func()) {
+	s.fast.cancel(body)
+	w, r, untrack := trackServerCall(s, w, r, m, h.heartbeat)
+	if !m.request() {
+		return w, r, untrack
+	}
+	h.answering.Add(1)
+	return w, r, func() {
+		h.answering.Add(-1)
+		untrack()
+	}
 }
 
 // noSessionID answers a request that needs a session and names none.
