@@ -26,10 +26,10 @@ import (
 const discoverSchema = `{
   "type": "object",
   "properties": {
-    "text": {"type": "string", "description": "What capability you need, in plain words (e.g. \"read and write local files\")."},
+    "text": {"type": "string", "description": "What capability you need, in plain words (e.g. \"read and write local files\"). Omit it, or leave it empty, to list entries by name."},
     "filter": {
       "type": "object",
-      "description": "ARD filter: keys are dot paths into the entry (type, tags, capabilities, publisher, trustManifest.attestations.type, data.packages.registryType, ...); values are a string or an array of strings. OR within a key, AND across keys. A value ending in * matches as a prefix.",
+      "description": "ARD filter: keys are dot paths into the entry (type, tags, capabilities, publisher, trustManifest.attestations.type, data.packages.registryType, ...); values are a string or an array of strings. OR within a key, AND across keys. A value ending in * matches as a prefix. capability is taken for capabilities.",
       "additionalProperties": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
     },
     "registry_id": {"type": "string", "description": "Search only this configured registry; omit to search all."},
@@ -37,7 +37,6 @@ const discoverSchema = `{
     "page_token": {"type": "string", "description": "page_token from the previous result, to get the next page."},
     "follow_referrals": {"type": "boolean", "description": "Also search registries that results refer to, when they are configured here (never others)."}
   },
-  "required": ["text"],
   "additionalProperties": false
 }`
 
@@ -85,6 +84,14 @@ type discoveredEntry struct {
 	// the operator has not passed; it may fail to start without them.
 	MayNeedEnv []string           `json:"may_need_env,omitempty"`
 	Trust      *guard.TrustReport `json:"trust,omitempty"`
+	// AlsoIn are the other registries that gave the same entry; the
+	// first in config order gives it.
+	AlsoIn []string `json:"also_in,omitempty"`
+	// Attached is the status of this session's attachment of the entry
+	// (up, starting or down), and AttachedAs its name; empty when not
+	// attached.
+	Attached   string `json:"attached,omitempty"`
+	AttachedAs string `json:"attached_as,omitempty"`
 	// weighed is the score, discounted, that results are sorted by;
 	// Score shows it rounded.
 	weighed float64
@@ -138,6 +145,9 @@ func (g *Gateway) discover(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	if refused := g.merge(d); refused != nil {
 		return refused, nil
 	}
+	if s := g.current(ctx); s != nil {
+		d.attached(s.att)
+	}
 	d.note()
 	return result(d.out), nil
 }
@@ -162,9 +172,6 @@ func (d *discovery) parse(req mcp.CallToolRequest) *mcp.CallToolResult {
 	a := &d.args
 	if err := decodeArgs(req, a); err != nil {
 		return invalid("discover_resources", err)
-	}
-	if strings.TrimSpace(a.Text) == "" {
-		return invalid("discover_resources", errors.New(`"text" is required: describe the capability you need`))
 	}
 	if len([]rune(a.Text)) > maxTextRunes {
 		return invalid("discover_resources", fmt.Errorf(`"text" is longer than %d characters`, maxTextRunes))
@@ -259,7 +266,7 @@ func (g *Gateway) follow(ctx context.Context, d *discovery) {
 // search that no registry answered fails.
 func (g *Gateway) merge(d *discovery) *mcp.CallToolResult {
 	d.next = map[string]string{}
-	seen := map[string]bool{}
+	seen := map[string]int{} // canonical URN → its index in the results
 	for _, ans := range d.answers {
 		if ans.err != nil {
 			if refused := d.failed(ans); refused != nil {
@@ -270,10 +277,14 @@ func (g *Gateway) merge(d *discovery) *mcp.CallToolResult {
 		d.readAs(ans)
 		for _, r := range ans.page.Results {
 			key := registry.CanonicalURN(r.Identifier)
-			if !seen[key] {
-				seen[key] = true
-				d.out.Results = append(d.out.Results, g.describe(r, ans.id))
+			if i, ok := seen[key]; ok {
+				if e := &d.out.Results[i]; e.RegistryID != ans.id && !slices.Contains(e.AlsoIn, ans.id) {
+					e.AlsoIn = append(e.AlsoIn, ans.id)
+				}
+				continue
 			}
+			seen[key] = len(d.out.Results)
+			d.out.Results = append(d.out.Results, g.describe(r, ans.id))
 		}
 		d.referrals(ans)
 		d.pageToken(ans)
@@ -289,6 +300,20 @@ func (g *Gateway) merge(d *discovery) *mcp.CallToolResult {
 	d.out.Count = len(d.out.Results)
 	d.out.PageToken = encodeTokens(d.next)
 	return nil
+}
+
+// attached marks the results that the session has attached with the
+// status of their attachment.
+func (d *discovery) attached(s *attach.Session) {
+	for _, a := range s.Attachments() {
+		key := registry.CanonicalURN(a.URN)
+		for i := range d.out.Results {
+			if e := &d.out.Results[i]; registry.CanonicalURN(e.URN) == key {
+				e.Attached, _ = a.Status()
+				e.AttachedAs = a.Name
+			}
+		}
+	}
 }
 
 // failed records a registry's error, or returns the failure of the whole
@@ -374,7 +399,10 @@ func (d *discovery) note() {
 		}
 		out.Note += " " + strings.Join(parts, ". ") + ". If that is not what you meant, say it in other words."
 	}
-	if !registry.Searchable(d.args.Text) {
+	switch {
+	case strings.TrimSpace(d.args.Text) == "":
+		out.Note += " No text was given: results are a listing by name, score 0; give text to rank them by what they do."
+	case !registry.Searchable(d.args.Text):
 		out.Note += " The text holds no word the catalogs search on " + skippedWords + ": results are a listing by name, score 0, not matches; describe the capability in words."
 	}
 }
@@ -504,6 +532,9 @@ const (
 	undescribedFactor  = 0.95
 )
 
+// capabilityAlias is a filter key taken for "capabilities".
+const capabilityAlias = "capability"
+
 // decodeFilter accepts each value as a string or an array of strings.
 func decodeFilter(in map[string]json.RawMessage) (map[string][]string, error) {
 	if len(in) == 0 {
@@ -521,6 +552,11 @@ func decodeFilter(in map[string]json.RawMessage) (map[string][]string, error) {
 			return nil, fmt.Errorf("filter %q must be a string or an array of strings", k)
 		}
 		out[k] = many
+	}
+	if v, ok := out[capabilityAlias]; ok {
+		// McpAgenticServer's agents_discover takes the singular.
+		delete(out, capabilityAlias)
+		out["capabilities"] = append(out["capabilities"], v...)
 	}
 	return out, nil
 }

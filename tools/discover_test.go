@@ -125,11 +125,8 @@ func TestDiscoverAcrossRegistries(t *testing.T) {
 	if s.code(res) != "not_attachable" || !strings.Contains(firstText(res), "it is a registry, not an MCP server or A2A agent: search it with discover_resources") {
 		t.Fatalf("attach a referral: %s %s", s.code(res), firstText(res))
 	}
-	// Text of no searchable word: a blank one is refused, one of skipped
-	// words lists the entries unranked and says so.
-	if res = s.call("discover_resources", map[string]any{"text": "  "}); s.code(res) != "invalid_arguments" {
-		t.Fatalf("blank text: %s %s", s.code(res), firstText(res))
-	}
+	// Text of no searchable word, one of skipped words, lists the
+	// entries unranked and says so (a blank one too: TestDiscoverWithoutText).
 	var listed out
 	_ = json.Unmarshal(s.call("discover_resources", map[string]any{"text": "C#", "registry_id": "local"}).RawStructuredContent, &listed)
 	if listed.Count == 0 || listed.Results[0].Score != 0 || !strings.Contains(listed.Note, "The text holds no word the catalogs search on") {
@@ -590,5 +587,89 @@ func TestDiscoverCutsARegistryToThePage(t *testing.T) {
 	}
 	if out.Count != 1 || len(out.Results) != 1 || len(out.Referrals) > 20 {
 		t.Errorf("%d results (count %d), %d referrals; want 1 result and at most 20 referrals", len(out.Results), out.Count, len(out.Referrals))
+	}
+}
+
+// McpAgenticServer's flows (../shared/seeds/mcp-agentic-server.txt,
+// "Pass capability to agents_discover"): a discover with no text lists
+// entries by name, filtered by type and by capability (singular or
+// plural); an entry two registries give comes back once, naming both; an
+// attached entry says its status, and gateway_health lists it.
+func TestDiscoverWithoutText(t *testing.T) {
+	t.Parallel()
+	const urn = "urn:air:ardgate.test:mcp:remote"
+	agent := func(id, capability string) registry.Entry {
+		return registry.Entry{Identifier: "urn:air:ardgate.test:agent:" + id, DisplayName: id, Type: config.MediaA2AAgentCard,
+			URL: "https://agents.example/" + id + ".json", Description: id + " agent", Capabilities: []string{capability}}
+	}
+	tg := newGateway(t, time.Minute, remoteEntry(urn, upstream(t).URL+"/mcp"), agent("reviewer", "code-analysis"), agent("writer", "writing"))
+	m := tg.g.manager
+	m.Registries = append(m.Registries, registry.NewLocal("mirror", registry.NewIndex("mirror", []registry.Entry{agent("reviewer", "code-analysis")})))
+	s := tg.connect(t)
+	if res := s.call("attach_resource", map[string]any{"urn": urn}); res.IsError {
+		t.Fatalf("attach: %s", firstText(res))
+	}
+	type listed struct {
+		Results []struct {
+			URN        string
+			Score      int
+			RegistryID string   `json:"registry_id"`
+			AlsoIn     []string `json:"also_in"`
+			Attached   string
+			AttachedAs string `json:"attached_as"`
+		}
+		Note string
+	}
+	list := func(args map[string]any) listed {
+		t.Helper()
+		res := s.call("discover_resources", args)
+		var l listed
+		if err := json.Unmarshal(res.RawStructuredContent, &l); err != nil || res.IsError {
+			t.Fatalf("discover %v: %v %s", args, err, firstText(res))
+		}
+		return l
+	}
+	urns := func(l listed) []string {
+		var out []string
+		for _, r := range l.Results {
+			out = append(out, r.URN)
+		}
+		return out
+	}
+	all := list(map[string]any{})
+	if got := urns(all); len(got) != 3 || !strings.Contains(all.Note, "No text was given: results are a listing by name") {
+		t.Fatalf("no text: %v, note %q", got, all.Note)
+	}
+	for _, r := range all.Results {
+		switch r.URN {
+		case urn:
+			if r.Attached != attach.StatusUp || r.AttachedAs != "remote" {
+				t.Errorf("the attached server: %+v", r)
+			}
+		case "urn:air:ardgate.test:agent:reviewer":
+			if r.RegistryID != "test" || !slices.Equal(r.AlsoIn, []string{"mirror"}) || r.Attached != "" {
+				t.Errorf("the agent in two registries: %+v", r)
+			}
+		}
+	}
+	for _, args := range []map[string]any{
+		{"text": "", "filter": map[string]any{"capability": "code-analysis"}},
+		{"text": "  ", "filter": map[string]any{"capabilities": []string{"code-analysis"}}},
+		{"filter": map[string]any{"type": config.MediaA2AAgentCard, "capability": "code-analysis"}},
+	} {
+		if got := urns(list(args)); !slices.Equal(got, []string{"urn:air:ardgate.test:agent:reviewer"}) {
+			t.Errorf("%v: %v, want the reviewer alone", args, got)
+		}
+	}
+	if got := urns(list(map[string]any{"filter": map[string]any{"type": config.MediaA2AAgentCard}})); len(got) != 2 {
+		t.Errorf("agents only: %v", got)
+	}
+	res := s.call("gateway_health", map[string]any{})
+	var health struct {
+		Attached []struct{ Name, URN, Kind, Status string }
+	}
+	if err := json.Unmarshal(res.RawStructuredContent, &health); err != nil || len(health.Attached) != 1 ||
+		health.Attached[0].URN != urn || health.Attached[0].Status != attach.StatusUp || health.Attached[0].Name != "remote" {
+		t.Fatalf("gateway_health's attached: %+v (%v) %s", health.Attached, err, firstText(res))
 	}
 }
