@@ -6,6 +6,8 @@
 //   - frames.go: the size cap of one message, a line reader that skips
 //     over-long lines, and a frame writer with a bounded backlog;
 //   - longline.go: the id of a line too long to hold, for its refusal;
+//   - contentlength.go: Content-Length framing, as LSP frames messages,
+//     read and written as lines;
 //   - object.go: a strict scanner of JSON objects and of a frame's routing
 //     members, which refuses what JSON readers disagree on.
 //
