@@ -1,0 +1,140 @@
+package oauth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"golang.org/x/oauth2"
+)
+
+// Flow is one authorization: the URL the user opens, and what checks the
+// redirect back. It completes once.
+type Flow struct {
+	cfg      *Config
+	server   *Server
+	conf     *oauth2.Config
+	verifier string
+	state    string
+	url      string
+
+	mu   sync.Mutex
+	done bool   // a code was taken
+	code string // the code taken
+}
+
+// Authorize discovers, registers and starts a flow in one call: what an
+// attach does with the 401 of the server at serverURL.
+func (c *Config) Authorize(ctx context.Context, serverURL string, h http.Header) (*Flow, error) {
+	s, err := c.Discover(ctx, serverURL, h)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.Register(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	return c.Start(s, r)
+}
+
+// Start begins a flow at s for client r: a fresh PKCE verifier and state,
+// and the authorization URL carrying the challenge, the state, the
+// scopes and the resource.
+func (c *Config) Start(s *Server, r *Registration) (*Flow, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if _, err := c.checkURL("authorization_endpoint", s.AuthorizationEndpoint); err != nil {
+		return nil, err
+	}
+	conf := &oauth2.Config{
+		ClientID:     r.ClientID,
+		ClientSecret: r.ClientSecret,
+		Endpoint:     oauth2.Endpoint{AuthURL: s.AuthorizationEndpoint, TokenURL: s.TokenEndpoint, AuthStyle: authStyle(r.AuthMethod)},
+		RedirectURL:  c.RedirectURL,
+		Scopes:       s.Scopes,
+	}
+	f := &Flow{cfg: c, server: s, conf: conf, verifier: oauth2.GenerateVerifier(), state: randomState()}
+	f.url = conf.AuthCodeURL(f.state, oauth2.S256ChallengeOption(f.verifier), oauth2.SetAuthURLParam("resource", s.Resource))
+	return f, nil
+}
+
+// randomState is 256 random bits, URL-safe.
+func randomState() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// URL is the authorization URL for the user to open.
+func (f *Flow) URL() string { return f.url }
+
+// State is the flow's state, by which a callback finds its flow.
+func (f *Flow) State() string { return f.state }
+
+// Server is what discovery found of the server.
+func (f *Flow) Server() *Server { return f.server }
+
+// Callback completes the flow from the query of the redirect back: its
+// state, then its code or error.
+func (f *Flow) Callback(ctx context.Context, q url.Values) (*Grant, error) {
+	if e := q.Get("error"); e != "" && f.stateIs(q.Get("state")) {
+		return nil, fmt.Errorf("the authorization server refused the authorization: %s %s", bounds(e), bounds(q.Get("error_description")))
+	}
+	return f.Exchange(ctx, q.Get("state"), q.Get("code"))
+}
+
+// bounds cuts text from a server to a length fit for a message.
+func bounds(s string) string {
+	if len(s) > maxText {
+		s = s[:maxText] + "…"
+	}
+	return strings.ToValidUTF8(s, "?")
+}
+
+func (f *Flow) stateIs(state string) bool {
+	return subtle.ConstantTimeCompare([]byte(state), []byte(f.state)) == 1
+}
+
+// Exchange trades the code for a token, once: a wrong state is refused
+// and leaves the flow open, and a second call is refused whatever it
+// carries.
+func (f *Flow) Exchange(ctx context.Context, state, code string) (*Grant, error) {
+	if !f.stateIs(state) {
+		return nil, ErrStateMismatch
+	}
+	if code == "" {
+		return nil, fmt.Errorf("the authorization response has no code")
+	}
+	f.mu.Lock()
+	done, used := f.done, f.code
+	if !done {
+		f.done, f.code = true, code
+	}
+	f.mu.Unlock()
+	switch {
+	case done && used == code:
+		return nil, ErrCodeReused
+	case done:
+		return nil, ErrStateReused
+	}
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
+	tok, err := f.conf.Exchange(f.cfg.clientContext(ctx), code, oauth2.VerifierOption(f.verifier), oauth2.SetAuthURLParam("resource", f.server.Resource))
+	if err != nil {
+		return nil, fmt.Errorf("exchange the authorization code at %s: %w", f.server.TokenEndpoint, err)
+	}
+	return newGrant(f, tok)
+}
+
+// clientContext carries the caller's client to x/oauth2, which takes it
+// from the context.
+func (c *Config) clientContext(ctx context.Context) context.Context {
+	return context.WithValue(ctx, oauth2.HTTPClient, c.HTTP)
+}
