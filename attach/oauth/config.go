@@ -110,6 +110,29 @@ func loopback(host string) bool {
 	return err == nil && ip.Unmap().IsLoopback()
 }
 
+// maxRedirects bounds a redirect chain when the caller's client sets no
+// policy, as net/http's default does.
+const maxRedirects = 10
+
+// client is the caller's client, with each redirect's target checked as
+// a URL a server named: a metadata URL on https must not lead to http.
+func (c *Config) client() *http.Client {
+	hc := *c.HTTP
+	next := c.HTTP.CheckRedirect
+	hc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if next != nil {
+			if err := next(req, via); err != nil {
+				return err
+			}
+		} else if len(via) >= maxRedirects {
+			return fmt.Errorf("stopped after %d redirects", maxRedirects)
+		}
+		_, err := c.checkURL("a redirect", req.URL.String())
+		return err
+	}
+	return &hc
+}
+
 // statusError is a response other than the one expected.
 type statusError struct {
 	url    string
@@ -149,7 +172,7 @@ func (c *Config) do(req *http.Request, want int, v any) error {
 	defer cancel()
 	req = req.WithContext(ctx)
 	req.Header.Set("Accept", "application/json")
-	resp, err := c.HTTP.Do(req)
+	resp, err := c.client().Do(req)
 	if err != nil {
 		return err
 	}

@@ -122,8 +122,9 @@ func serverMetadataURLs(issuer *url.URL) []string {
 	}
 }
 
-// first fetches the first of candidates that answers 200 into v. A
-// refused URL ends the search: the others would be refused alike.
+// first fetches the first of candidates that answers with a JSON
+// document into v. A refusal ends the search: the other candidates are on
+// the same origin, and a hostile answer is not retried elsewhere.
 func (c *Config) first(ctx context.Context, what string, candidates []string, v any) (string, error) {
 	var errs []error
 	for _, raw := range candidates {
@@ -131,10 +132,10 @@ func (c *Config) first(ctx context.Context, what string, candidates []string, v 
 			return "", err
 		}
 		err := c.getJSON(ctx, raw, v)
-		var se *statusError
-		if err == nil {
+		switch {
+		case err == nil:
 			return raw, nil
-		} else if !errors.As(err, &se) {
+		case errors.Is(err, guard.ErrRefused):
 			return "", fmt.Errorf("fetch %s: %w", what, err)
 		}
 		errs = append(errs, err)

@@ -13,6 +13,9 @@ var (
 	ErrStateReused = errors.New("this authorization flow has already completed; start a new one")
 	// ErrCodeReused: an authorization code came back a second time.
 	ErrCodeReused = errors.New("this authorization code was already used; start a new authorization")
+	// ErrDenied: the redirect back carried an error instead of a code,
+	// as when the user declines (access_denied).
+	ErrDenied = errors.New("the authorization was declined")
 	// ErrNoPKCE: the authorization server does not list S256 in
 	// code_challenge_methods_supported, which the MCP spec requires.
 	ErrNoPKCE = errors.New("the authorization server does not support PKCE with S256")

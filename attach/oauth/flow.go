@@ -82,10 +82,21 @@ func (f *Flow) State() string { return f.state }
 func (f *Flow) Server() *Server { return f.server }
 
 // Callback completes the flow from the query of the redirect back: its
-// state, then its code or error.
+// state, its issuer when it names one (RFC 9207), then its code, or the
+// error it carries instead (ErrDenied).
 func (f *Flow) Callback(ctx context.Context, q url.Values) (*Grant, error) {
-	if e := q.Get("error"); e != "" && f.stateIs(q.Get("state")) {
-		return nil, fmt.Errorf("the authorization server refused the authorization: %s %s", bounds(e), bounds(q.Get("error_description")))
+	if !f.stateIs(q.Get("state")) {
+		return nil, ErrStateMismatch
+	}
+	if iss := q.Get("iss"); iss != "" && strings.TrimSuffix(iss, "/") != strings.TrimSuffix(f.server.Issuer, "/") {
+		// A mix-up: another authorization server answered.
+		return nil, fmt.Errorf("%w: the authorization response comes from issuer %q, not %q", ErrBadMetadata, bounds(iss), f.server.Issuer)
+	}
+	if e := q.Get("error"); e != "" {
+		f.mu.Lock()
+		f.done = true
+		f.mu.Unlock()
+		return nil, fmt.Errorf("%w: %s %s", ErrDenied, bounds(e), bounds(q.Get("error_description")))
 	}
 	return f.Exchange(ctx, q.Get("state"), q.Get("code"))
 }
@@ -136,5 +147,5 @@ func (f *Flow) Exchange(ctx context.Context, state, code string) (*Grant, error)
 // clientContext carries the caller's client to x/oauth2, which takes it
 // from the context.
 func (c *Config) clientContext(ctx context.Context) context.Context {
-	return context.WithValue(ctx, oauth2.HTTPClient, c.HTTP)
+	return context.WithValue(ctx, oauth2.HTTPClient, c.client())
 }

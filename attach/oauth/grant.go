@@ -123,10 +123,10 @@ func (g *Grant) refresh(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
-	hc := *g.cfg.HTTP
+	hc := g.cfg.client()
 	hc.Transport = &withResource{base: hc.Transport, tokenURL: g.conf.Endpoint.TokenURL, resource: g.resource}
 	// An empty access token is invalid to x/oauth2, so it refreshes.
-	tok, err := g.conf.TokenSource(context.WithValue(ctx, oauth2.HTTPClient, &hc), &oauth2.Token{RefreshToken: g.tok.RefreshToken}).Token()
+	tok, err := g.conf.TokenSource(context.WithValue(ctx, oauth2.HTTPClient, hc), &oauth2.Token{RefreshToken: g.tok.RefreshToken}).Token()
 	if err != nil {
 		return fmt.Errorf("refresh the token for %s: %w: %w", g.origin, ErrExpired, err)
 	}
