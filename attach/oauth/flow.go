@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -50,8 +51,10 @@ func (c *Config) Start(s *Server, r *Registration) (*Flow, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	if _, err := c.checkURL("authorization_endpoint", s.AuthorizationEndpoint); err != nil {
-		return nil, err
+	for _, f := range [][2]string{{"authorization_endpoint", s.AuthorizationEndpoint}, {"token_endpoint", s.TokenEndpoint}} {
+		if _, err := c.checkURL(f[0], f[1]); err != nil {
+			return nil, err
+		}
 	}
 	conf := &oauth2.Config{
 		ClientID:     r.ClientID,
@@ -139,9 +142,24 @@ func (f *Flow) Exchange(ctx context.Context, state, code string) (*Grant, error)
 	defer cancel()
 	tok, err := f.conf.Exchange(f.cfg.clientContext(ctx), code, oauth2.VerifierOption(f.verifier), oauth2.SetAuthURLParam("resource", f.server.Resource))
 	if err != nil {
-		return nil, fmt.Errorf("exchange the authorization code at %s: %w", f.server.TokenEndpoint, err)
+		return nil, fmt.Errorf("exchange the authorization code at %s: %w", f.server.TokenEndpoint, tokenFailure(err))
 	}
 	return newGrant(f, tok)
+}
+
+// tokenFailure bounds what a token endpoint's refusal says: x/oauth2
+// puts the whole answer in its error, and the message may reach a user.
+func tokenFailure(err error) error {
+	var re *oauth2.RetrieveError
+	switch {
+	case !errors.As(err, &re):
+		return err
+	case re.ErrorCode != "":
+		return fmt.Errorf("the token endpoint answered %s %s", bounds(re.ErrorCode), bounds(re.ErrorDescription))
+	case re.Response != nil:
+		return fmt.Errorf("the token endpoint answered HTTP %d", re.Response.StatusCode)
+	}
+	return errors.New("the token endpoint refused the request")
 }
 
 // clientContext carries the caller's client to x/oauth2, which takes it

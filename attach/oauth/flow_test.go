@@ -345,3 +345,21 @@ func TestBearerParams(t *testing.T) {
 		}
 	}
 }
+
+func TestTokenEndpointFailureIsBounded(t *testing.T) {
+	c, _ := testConfig(t)
+	fk := newFake(t)
+	fk.asm = func(m map[string]any) { m["token_endpoint"] = fk.url("/token-fails") }
+	f, err := c.Authorize(t.Context(), fk.url("/mcp"), challenge(t, c, fk.url("/mcp")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.Callback(t.Context(), browse(t, c, f))
+	if err == nil {
+		t.Fatal("a failing token endpoint gave a grant")
+	}
+	if len(err.Error()) > 300 || !strings.Contains(err.Error(), "HTTP 500") {
+		t.Fatalf("a failing token endpoint: %d bytes of error, want a short one naming HTTP 500: %.300v", len(err.Error()), err)
+	}
+	t.Log(err)
+}

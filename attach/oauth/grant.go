@@ -128,7 +128,7 @@ func (g *Grant) refresh(ctx context.Context) error {
 	// An empty access token is invalid to x/oauth2, so it refreshes.
 	tok, err := g.conf.TokenSource(context.WithValue(ctx, oauth2.HTTPClient, hc), &oauth2.Token{RefreshToken: g.tok.RefreshToken}).Token()
 	if err != nil {
-		return fmt.Errorf("refresh the token for %s: %w: %w", g.origin, ErrExpired, err)
+		return fmt.Errorf("refresh the token for %s: %w: %w", g.origin, ErrExpired, tokenFailure(err))
 	}
 	return g.keep(tok)
 }
