@@ -17,7 +17,8 @@ import (
 	"github.com/ardgate/ardgate/guard"
 )
 
-// Config is what the caller gives for every flow.
+// Config is what the caller gives for every flow. Flows and grants keep
+// a pointer to it: do not change it once used.
 type Config struct {
 	// HTTP makes every request of the flow and of refreshes: the client
 	// of a guard.Dialer. Required.
