@@ -134,13 +134,30 @@ func (c *Config) client() *http.Client {
 	return &hc
 }
 
-// statusError is a response other than the one expected.
+// statusError is a response other than the one expected, with the OAuth
+// error it names, if any (RFC 6749 §5.2, RFC 7591 §3.2.2).
 type statusError struct {
 	url    string
 	status int
+	oauth  string
 }
 
-func (e *statusError) Error() string { return fmt.Sprintf("%s answered HTTP %d", e.url, e.status) }
+func (e *statusError) Error() string {
+	if e.oauth != "" {
+		return fmt.Sprintf("%s answered HTTP %d: %s", e.url, e.status, e.oauth)
+	}
+	return fmt.Sprintf("%s answered HTTP %d", e.url, e.status)
+}
+
+// newStatusError reads the OAuth error of a body, bounded.
+func newStatusError(u *url.URL, status int, body []byte) *statusError {
+	var oe struct {
+		Error       string `json:"error"`
+		Description string `json:"error_description"`
+	}
+	_ = json.Unmarshal(body, &oe) // a body that is not an OAuth error names none
+	return &statusError{url: u.String(), status: status, oauth: strings.TrimSpace(bounds(oe.Error) + " " + bounds(oe.Description))}
+}
 
 // getJSON fetches raw, already checked, into v.
 func (c *Config) getJSON(ctx context.Context, raw string, v any) error {
@@ -186,7 +203,7 @@ func (c *Config) do(req *http.Request, want int, v any) error {
 		return &guard.Refusal{Rule: "size_limit", Reason: fmt.Sprintf("%s sent more than %d KiB", req.URL, maxDocument>>10)}
 	}
 	if resp.StatusCode != want && !(want == http.StatusCreated && resp.StatusCode == http.StatusOK) {
-		return &statusError{url: req.URL.String(), status: resp.StatusCode}
+		return newStatusError(req.URL, resp.StatusCode, data)
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("%w: %s is not the JSON expected: %v", ErrBadMetadata, req.URL, err)

@@ -50,6 +50,11 @@ func newFake(t *testing.T) *fake {
 	mux.HandleFunc("POST /register", f.register)
 	mux.HandleFunc("/authorize", f.authorize)
 	mux.HandleFunc("POST /token", f.token)
+	mux.HandleFunc("POST /register-fails", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error":"invalid_redirect_uri","error_description":"loopback redirects only"}`))
+	})
 	mux.HandleFunc("POST /token-fails", func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusInternalServerError)
 		_, _ = w.Write([]byte(strings.Repeat("<html>", 100<<10)))

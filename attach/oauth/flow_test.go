@@ -320,6 +320,16 @@ func TestConfiguredClientWithoutRegistration(t *testing.T) {
 	}
 }
 
+func TestRegistrationErrorIsNamed(t *testing.T) {
+	c, _ := testConfig(t)
+	fk := newFake(t)
+	fk.asm = func(m map[string]any) { m["registration_endpoint"] = fk.url("/register-fails") }
+	_, err := c.Authorize(t.Context(), fk.url("/mcp"), nil)
+	if err == nil || !strings.Contains(err.Error(), "HTTP 400: invalid_redirect_uri loopback redirects only") {
+		t.Fatalf("a refused registration: %v, want its OAuth error named", err)
+	}
+}
+
 func TestBearerParams(t *testing.T) {
 	cases := []struct {
 		in   []string
