@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/ardgate/ardgate/attach/fault"
 	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
@@ -122,7 +123,7 @@ type cappedBody struct {
 }
 
 // errAnswerTooLarge is an answer past the message cap.
-var errAnswerTooLarge = fmt.Errorf("the answer is larger than the %d MiB cap", jsonrpc.MaxMessage>>20)
+var errAnswerTooLarge = fault.ErrAnswerTooLarge
 
 // errMalformedAnswer is an answer that is not JSON-RPC the gateway reads:
 // one nested deeper than jsonrpc.ErrTooDeep allows, say. That request

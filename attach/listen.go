@@ -4,6 +4,8 @@ import (
 	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/ardgate/ardgate/attach/fault"
 )
 
 // A streamable HTTP server says what it has to say between calls
@@ -52,7 +54,7 @@ func (p *poster) listen(log *slog.Logger) {
 			wait = listenRetry
 		}
 		log.Debug("the server's event stream ended; opening it again", "in", wait, "err", err)
-		if !sleep(p.closed, wait) {
+		if !fault.Sleep(p.closed, wait) {
 			return
 		}
 		if !opened && at.retry == 0 {

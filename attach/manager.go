@@ -18,6 +18,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/tracing"
 
+	"github.com/ardgate/ardgate/attach/a2a"
+	"github.com/ardgate/ardgate/attach/fault"
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/registry"
@@ -31,11 +33,11 @@ var (
 	ErrPinned         = errors.New("pinned by the operator")
 	ErrCapReached     = errors.New("attachment cap reached")
 	ErrNameTaken      = errors.New("name already used in this session")
-	ErrUpstreamDown   = errors.New("upstream is down")
+	ErrUpstreamDown   = fault.ErrUpstreamDown
 	ErrStartFailed    = errors.New("the server did not start")
-	ErrTimeout        = errors.New("timed out")
+	ErrTimeout        = fault.ErrTimeout
 	ErrSessionClosed  = errors.New("session closed")
-	ErrNotImplemented = errors.New("not supported by this build")
+	ErrNotImplemented = fault.ErrNotImplemented
 )
 
 // Kinds of attachment.
@@ -289,11 +291,11 @@ func (m *Manager) assessAgent(e *registry.Entry) error {
 	if len(e.Data) == 0 {
 		return m.checkEndpoint(e.URL)
 	}
-	card, v1URL, err := readAgentCard(e.Data)
+	endpoint, err := a2a.CardEndpoint(e.Data)
 	if err != nil {
 		return err
 	}
-	return m.checkAgentEndpoint(cmp.Or(v1URL, card.URL), false)
+	return m.checkAgentEndpoint(endpoint, false)
 }
 
 // checkEndpoint is what the guard refuses of a URL before any lookup: a

@@ -2,13 +2,13 @@ package attach
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/ardgate/ardgate/attach/fault"
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
 )
@@ -72,11 +72,9 @@ func redacted(raw string) string {
 }
 
 // ErrNotAttachable is wrapped by every reason an entry cannot be attached.
-var ErrNotAttachable = errors.New("not attachable")
+var ErrNotAttachable = fault.ErrNotAttachable
 
-func notAttachable(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrNotAttachable, fmt.Sprintf(format, args...))
-}
+var notAttachable = fault.NotAttachable
 
 // serverCard is the part of an MCP server card / server.json that says how
 // to reach the server.

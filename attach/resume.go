@@ -12,6 +12,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 
+	"github.com/ardgate/ardgate/attach/fault"
 	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
@@ -68,7 +69,7 @@ func (p *poster) resume(ctx context.Context, key string, at *streamAt, resp *tra
 		if at.retry > 0 {
 			wait = max(at.retry, minPollWait)
 		}
-		if !sleep(ctx, wait) {
+		if !fault.Sleep(ctx, wait) {
 			return nil, ctx.Err()
 		}
 		var opened bool
@@ -107,15 +108,3 @@ func (p *poster) openStream(ctx context.Context, key string, at *streamAt, buf i
 
 // errNoStream is a server that offers no event stream to GET.
 var errNoStream = errors.New("the server offers no event stream (HTTP 405)")
-
-// sleep waits d, and reports false if ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}

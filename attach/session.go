@@ -18,6 +18,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/ardgate/ardgate/attach/a2a"
+	"github.com/ardgate/ardgate/attach/fault"
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/guard/jsonrpc"
@@ -58,7 +60,7 @@ type Session struct {
 	listedLeft atomic.Int32
 	started    atomic.Int64
 
-	tasks taskStore
+	tasks *a2a.Store
 
 	mu       sync.Mutex
 	atts     []*Attachment
@@ -116,7 +118,7 @@ type Attachment struct {
 	revived time.Time
 	// reachAgent connects a pinned agent, which spawn_agent reaches again
 	// when it could not at the session's start (Session.agentReached).
-	reachAgent func(ctx context.Context) (*agentConn, error)
+	reachAgent func(ctx context.Context) (*a2a.Conn, error)
 	stdio      bool // reach starts a process
 
 	// release, for a stateless server's shared connection, gives it up
@@ -124,9 +126,9 @@ type Attachment struct {
 	release func()
 
 	mu      sync.Mutex
-	up      *upstream  // MCP servers; nil while a pinned server is starting
-	agent   *agentConn // A2A agents
-	unwell  string     // why the last health check of an agent failed
+	up      *upstream // MCP servers; nil while a pinned server is starting
+	agent   *a2a.Conn // A2A agents
+	unwell  string    // why the last health check of an agent failed
 	tools   []Tool
 	failure string // why a pinned server failed to start
 	// started, for a pinned attachment, is closed once it has started
@@ -208,7 +210,7 @@ func (a *Attachment) Protocol() string {
 	if a.agent == nil {
 		return ""
 	}
-	return a.agent.protocol
+	return a.agent.Protocol()
 }
 
 // Skills returns an agent's skills.
@@ -218,7 +220,7 @@ func (a *Attachment) Skills() []Skill {
 	if a.agent == nil {
 		return nil
 	}
-	return a.agent.skills()
+	return a.agent.Skills()
 }
 
 // Instructions are what an MCP server's initialize said of how to use
@@ -232,7 +234,7 @@ func (a *Attachment) Instructions() string {
 	return a.up.instructions
 }
 
-func (a *Attachment) agentConn() (*agentConn, error) {
+func (a *Attachment) agentConn() (*a2a.Conn, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	switch {
@@ -249,7 +251,7 @@ func (a *Attachment) agentConn() (*agentConn, error) {
 // agentReached is a's connection, a pinned agent that could not be
 // reached at the session's start reached now, at most every reviveEvery:
 // it stayed down for the whole session, saying it was detached.
-func (s *Session) agentReached(ctx context.Context, a *Attachment) (*agentConn, error) {
+func (s *Session) agentReached(ctx context.Context, a *Attachment) (*a2a.Conn, error) {
 	conn, err := a.agentConn()
 	a.mu.Lock()
 	failed := err != nil && a.reachAgent != nil && a.failure != ""
@@ -272,10 +274,10 @@ func (s *Session) agentReached(ctx context.Context, a *Attachment) (*agentConn, 
 	a.mu.Lock()
 	if a.sessionEnded.Load() || a.agent != nil {
 		a.mu.Unlock()
-		conn.close()
+		conn.Close()
 		return a.agentConn()
 	}
-	a.agent, a.endpoint, a.failure = conn, conn.card.URL, ""
+	a.agent, a.endpoint, a.failure = conn, conn.Endpoint(), ""
 	a.mu.Unlock()
 	s.m.Log.Info("a pinned agent that could not be reached is up", "session", s.ID, "agent", a.Name)
 	return conn, nil
@@ -321,7 +323,7 @@ func (a *Attachment) Tools() []Tool {
 func newSession(m *Manager, id string) *Session {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Session{ID: id, m: m, ctx: ctx, cancel: cancel, inflight: map[string]*attaching{}, reserved: map[string]bool{}, ended: make(chan struct{}),
-		tasks: taskStore{max: DefaultMaxTasks}}
+		tasks: a2a.NewStore(a2a.DefaultMaxTasks)}
 	for _, p := range m.Pinned {
 		a := &Attachment{URN: PinnedURN(p.Name), Name: p.Name, Kind: KindMCPServer, MediaType: config.MediaMCPServerCard, RegistryID: "config", Pinned: true, AttachedAt: time.Now()}
 		a.Timeout, _ = time.ParseDuration(p.Timeout) // validated by config
@@ -358,7 +360,7 @@ func newSession(m *Manager, id string) *Session {
 	for _, p := range m.Agents {
 		a := &Attachment{URN: "config:agents/" + p.Name, Name: p.Name, Kind: KindA2AAgent, MediaType: config.MediaA2AAgentCard, RegistryID: "config", Pinned: true,
 			endpoint: p.URL, AttachedAt: time.Now(), cardURL: p.URL}
-		a.reachAgent = func(ctx context.Context) (*agentConn, error) {
+		a.reachAgent = func(ctx context.Context) (*a2a.Conn, error) {
 			data, err := m.fetchCard(ctx, p.URL, true)
 			if err != nil {
 				return nil, err
@@ -369,7 +371,7 @@ func newSession(m *Manager, id string) *Session {
 			conn, err := a.reachAgent(ctx)
 			if err == nil {
 				a.mu.Lock()
-				a.agent, a.endpoint = conn, conn.card.URL
+				a.agent, a.endpoint = conn, conn.Endpoint()
 				a.mu.Unlock()
 			}
 			return err
@@ -764,7 +766,7 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 			return nil, err
 		}
 		return &Attachment{URN: urn, Name: name, Kind: KindA2AAgent, MediaType: e.Type, RegistryID: regID,
-			endpoint: conn.card.URL, AttachedAt: time.Now(), agent: conn, cardURL: e.URL, Trust: trust}, nil
+			endpoint: conn.Endpoint(), AttachedAt: time.Now(), agent: conn, cardURL: e.URL, Trust: trust}, nil
 	}
 	progress("fetching card")
 	card, err := s.m.card(ctx, &e)
@@ -1008,7 +1010,7 @@ func (a *Attachment) close() {
 		up.close()
 	}
 	if agent != nil {
-		agent.close()
+		agent.Close()
 	}
 }
 
@@ -1246,7 +1248,7 @@ func (s *Session) timeout(a *Attachment) time.Duration { return cmp.Or(a.Timeout
 
 // errNoAnswer is a request to a's upstream that timeout ended.
 func errNoAnswer(a *Attachment, what string, timeout time.Duration) error {
-	return fmt.Errorf("%w: %s did not answer %s within %s", ErrTimeout, a.Name, what, timeout)
+	return fault.NoAnswer(a.Name, what, timeout)
 }
 
 // callError turns what went wrong with a call into a sentence that says

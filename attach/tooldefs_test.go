@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/goleak"
 
+	"github.com/ardgate/ardgate/attach/fault"
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/registry"
@@ -193,7 +194,7 @@ func TestAttachGivenUp(t *testing.T) {
 	ctx, cancel = context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	_, _, err = m.NewSession("s2").Attach(ctx, Request{URN: urn})
-	if want := "its request ended before the server started: " + clientGone; err == nil || !strings.HasSuffix(err.Error(), want) || !errors.Is(err, context.Canceled) {
+	if want := "its request ended before the server started: " + fault.ClientGone; err == nil || !strings.HasSuffix(err.Error(), want) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("an attach cancelled: %v; want it to end %q", err, want)
 	}
 }

@@ -6,10 +6,12 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/a2aproject/a2a-go/a2a"
+	a2aspec "github.com/a2aproject/a2a-go/a2a"
 
 	"github.com/mark3labs/mcp-go/tracing"
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/ardgate/ardgate/attach/a2a"
 )
 
 // CallTracing traces the upstream calls the gateway makes itself, around
@@ -117,7 +119,7 @@ func (h traceHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
 // tracedAgent opens a client span, a2a.<method>, for each request to an
 // A2A agent; its context goes in the request's headers (Transport).
 type tracedAgent struct {
-	agentClient
+	a2a.Client
 	t     *CallTracing
 	agent string
 }
@@ -126,33 +128,33 @@ func (a tracedAgent) start(ctx context.Context, method string) (context.Context,
 	return a.t.Span(ctx, "a2a."+method, tracing.String("a2a.method", method), tracing.String("a2a.agent", a.agent))
 }
 
-func (a tracedAgent) SendMessage(ctx context.Context, p *a2a.MessageSendParams) (a2a.SendMessageResult, error) {
+func (a tracedAgent) SendMessage(ctx context.Context, p *a2aspec.MessageSendParams) (a2aspec.SendMessageResult, error) {
 	ctx, span := a.start(ctx, "message/send")
-	res, err := a.agentClient.SendMessage(ctx, p)
+	res, err := a.Client.SendMessage(ctx, p)
 	endSpan(span, err)
 	return res, err
 }
 
-func (a tracedAgent) GetTask(ctx context.Context, q *a2a.TaskQueryParams) (*a2a.Task, error) {
+func (a tracedAgent) GetTask(ctx context.Context, q *a2aspec.TaskQueryParams) (*a2aspec.Task, error) {
 	ctx, span := a.start(ctx, "tasks/get")
-	res, err := a.agentClient.GetTask(ctx, q)
+	res, err := a.Client.GetTask(ctx, q)
 	endSpan(span, err)
 	return res, err
 }
 
-func (a tracedAgent) CancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2a.Task, error) {
+func (a tracedAgent) CancelTask(ctx context.Context, p *a2aspec.TaskIDParams) (*a2aspec.Task, error) {
 	ctx, span := a.start(ctx, "tasks/cancel")
-	res, err := a.agentClient.CancelTask(ctx, p)
+	res, err := a.Client.CancelTask(ctx, p)
 	endSpan(span, err)
 	return res, err
 }
 
 // ResubscribeToTask's span lasts as long as the stream is read.
-func (a tracedAgent) ResubscribeToTask(ctx context.Context, p *a2a.TaskIDParams) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
+func (a tracedAgent) ResubscribeToTask(ctx context.Context, p *a2aspec.TaskIDParams) iter.Seq2[a2aspec.Event, error] {
+	return func(yield func(a2aspec.Event, error) bool) {
 		ctx, span := a.start(ctx, "tasks/resubscribe")
 		var last error
-		for ev, err := range a.agentClient.ResubscribeToTask(ctx, p) {
+		for ev, err := range a.Client.ResubscribeToTask(ctx, p) {
 			if err != nil {
 				last = err
 			}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -27,6 +26,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/tracing"
 
+	"github.com/ardgate/ardgate/attach/fault"
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
@@ -370,7 +370,7 @@ func (u *upstream) abort(err error) error {
 }
 
 func (u *upstream) explain(err error) error {
-	if _, ok := unreachable(err); ok {
+	if _, ok := fault.Unreachable(err); ok {
 		err = brief{transportWhy(err), err}
 	}
 	if errors.Is(err, transport.ErrAuthorizationRequired) || errors.Is(err, transport.ErrUnauthorized) {
@@ -401,7 +401,7 @@ func (u *upstream) explain(err error) error {
 // it over and over ("transport error: failed to send request: failed to
 // send request: Post …"). A dial that failed is said alone.
 func transportWhy(err error) string {
-	if op, ok := unreachable(err); ok {
+	if op, ok := fault.Unreachable(err); ok {
 		return "cannot reach it: " + op.Error()
 	}
 	if ue := (*url.Error)(nil); errors.As(err, &ue) && errors.Is(ue.Err, io.EOF) {
@@ -419,13 +419,6 @@ func transportWhy(err error) string {
 // errClosedUnanswered is a server that closed the connection before it
 // answered a request.
 var errClosedUnanswered = fmt.Errorf("the server closed the connection without answering: %w", io.ErrUnexpectedEOF)
-
-// unreachable is the dial behind err that failed, when err is one: what a
-// long chain of wrapping says at its end. A dial the guard refused is not.
-func unreachable(err error) (*net.OpError, bool) {
-	var op *net.OpError
-	return op, errors.As(err, &op) && op.Op == "dial" && !errors.Is(err, guard.ErrRefused)
-}
 
 // brief says an error in fewer words, and unwraps to it.
 type brief struct {
@@ -1150,28 +1143,12 @@ type rawCallParams struct {
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
 
-// clientGone says why a call was cancelled when nothing said more: its
-// client's connection or session ended ("context canceled").
-const clientGone = "its client went away: the connection or the session ended"
+// Cancelled is a request's end by its caller (fault.Cancelled).
+func Cancelled(cause error) error { return fault.Cancelled(cause) }
 
-// CancelReason says why a call was cancelled with cause, the cause of its
-// context or its error.
-// Cancelled is a request's end by its caller, cause being its context's
-// cause, said as CancelReason says it ("context canceled" told a model
-// nothing); it still unwraps to cause, context.Canceled most often.
-func Cancelled(cause error) error { return cancelled{cause} }
-
-type cancelled struct{ cause error }
-
-func (c cancelled) Error() string { return CancelReason(c.cause) }
-func (c cancelled) Unwrap() error { return c.cause }
-
-func CancelReason(cause error) string {
-	if cause == nil || cause == context.Canceled {
-		return clientGone
-	}
-	return cause.Error()
-}
+// CancelReason says why a call was cancelled with cause
+// (fault.CancelReason).
+func CancelReason(cause error) string { return fault.CancelReason(cause) }
 
 // cancelRequest tells a stdio server that the caller gave up on a request,
 // as mcp-go's client does for its own requests: over stdio a
@@ -1182,7 +1159,7 @@ func (u *upstream) cancelRequest(reason string, id mcp.RequestId) {
 		return
 	}
 	if reason == context.Canceled.Error() { // CancelReason, from a string
-		reason = clientGone
+		reason = fault.ClientGone
 	}
 	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
 		Method: string(mcp.MethodNotificationCancelled),

@@ -1,4 +1,4 @@
-package attach
+package a2a
 
 import (
 	"bytes"
@@ -11,12 +11,27 @@ import (
 
 	"github.com/a2aproject/a2a-go/a2a"
 
+	"github.com/ardgate/ardgate/attach/fault"
 	"github.com/ardgate/ardgate/guard"
 )
 
-// describeA2AError turns A2A protocol errors into sentences. What the
+// Errors of the task tools.
+var (
+	ErrTaskNotFound = errors.New("no such task in this session")
+	ErrTaskLost     = errors.New("the agent no longer knows the task")
+	ErrNoAgent      = errors.New("no such agent")
+	ErrStoreFull    = errors.New("task store full")
+	ErrTaskFinished = errors.New("the task takes no more messages")
+	ErrTaskBusy     = errors.New("the task is not waiting for input")
+	ErrOtherContext = errors.New("another agent's conversation")
+	// ErrAnsweredMeanwhile refuses a message to a task whose question
+	// another message answered while it waited its turn.
+	ErrAnsweredMeanwhile = errors.New("another message answered the question first")
+)
+
+// describe turns A2A protocol errors into sentences. What the
 // agent said in them is its own text: cleaned and bounded (agentSaid).
-func describeA2AError(err error) error {
+func describe(err error) error {
 	said := agentSaid{err}
 	switch {
 	case errors.Is(err, a2a.ErrTaskNotFound):
@@ -30,11 +45,11 @@ func describeA2AError(err error) error {
 	}
 	// An agent gone away: a2a-go wraps the dial's error in its request's,
 	// URL and all; the dial's says what happened, and stays wrapped, so
-	// that the agent is marked down (reached) by whoever gets this error:
+	// that the agent is marked down (Agent.Reached) by whoever gets this error:
 	// a failed wait_task left it listed up. A dial the guard refused is
 	// not a down agent.
-	if op, ok := unreachable(err); ok {
-		return fmt.Errorf("%w: the agent cannot be reached (%w); try again once it is back, list_attached_resources shows its state", ErrUpstreamDown, op)
+	if op, ok := fault.Unreachable(err); ok {
+		return fmt.Errorf("%w: the agent cannot be reached (%w); try again once it is back, list_attached_resources shows its state", fault.ErrUpstreamDown, op)
 	}
 	return said
 }
@@ -77,7 +92,7 @@ func (a agentErrors) RoundTrip(r *http.Request) (*http.Response, error) {
 	if media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); media != "application/json" {
 		return resp, nil
 	}
-	body, err := io.ReadAll(resp.Body) // capped below (capAnswers)
+	body, err := io.ReadAll(resp.Body) // capped below (Dialer.HTTP)
 	resp.Body.Close()
 	if err == nil && bytes.Contains(body, []byte(`"error"`)) {
 		body = withErrorMessage(body)

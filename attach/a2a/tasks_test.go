@@ -1,23 +1,23 @@
-package attach
+package a2a
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/ardgate/ardgate/attach/fault"
 )
 
 // The store keeps at most max tasks; the oldest finished one goes first,
 // and unfinished tasks are never dropped.
 func TestTaskStoreEviction(t *testing.T) {
-	s := taskStore{max: 3}
-	agent := &Attachment{Name: "a"}
+	s := Store{max: 3}
+	agent := &fakeAgent{name: "a"}
 	add := func(id string, state a2a.TaskState) error {
 		tk := &task{id: id, remote: id, agent: agent}
 		tk.apply(&a2a.Task{ID: a2a.TaskID(id), Status: a2a.TaskStatus{State: state}})
@@ -61,9 +61,9 @@ func TestTaskStoreEviction(t *testing.T) {
 // spawn after. An id not fit to show gets one too, the agent still asked
 // under its own.
 func TestTaskStoreIDs(t *testing.T) {
-	s := taskStore{max: 4}
-	alpha, beta := &Attachment{Name: "alpha"}, &Attachment{Name: "beta"}
-	add := func(remote string, agent *Attachment, state a2a.TaskState) *task {
+	s := Store{max: 4}
+	alpha, beta := &fakeAgent{name: "alpha"}, &fakeAgent{name: "beta"}
+	add := func(remote string, agent *fakeAgent, state a2a.TaskState) *task {
 		tk := &task{id: remote, remote: remote, agent: agent}
 		tk.apply(&a2a.Task{ID: a2a.TaskID(remote), Status: a2a.TaskStatus{State: state}})
 		if err := s.add(tk); err != nil {
@@ -74,7 +74,7 @@ func TestTaskStoreIDs(t *testing.T) {
 	long := strings.Repeat("9", 200_000) + "\x1b[2J"
 	for _, c := range []struct {
 		remote string
-		agent  *Attachment
+		agent  *fakeAgent
 		want   string
 	}{
 		{"t-1", alpha, "t-1"},
@@ -83,7 +83,7 @@ func TestTaskStoreIDs(t *testing.T) {
 		{"", alpha, "alpha:task"},
 	} {
 		if tk := add(c.remote, c.agent, a2a.TaskStateCompleted); tk.id != c.want || tk.remote != c.remote {
-			t.Errorf("%s's %q: kept as %q (remote %q); want %q", c.agent.Name, c.remote, tk.id, tk.remote, c.want)
+			t.Errorf("%s's %q: kept as %q (remote %q); want %q", c.agent.name, c.remote, tk.id, tk.remote, c.want)
 		}
 	}
 	if tk, err := s.get("t-1"); err != nil || tk.agent != alpha {
@@ -126,14 +126,14 @@ func TestTaskHistory(t *testing.T) {
 	ask, q, bob, step1, step2 := msg("1", a2a.MessageRoleUser, "ask"), msg("2", a2a.MessageRoleAgent, "name?"),
 		msg("3", a2a.MessageRoleUser, "Bob"), msg("4", a2a.MessageRoleAgent, "step 1"), msg("5", a2a.MessageRoleAgent, "step 2")
 
-	streamed := &task{id: "t", remote: "t", agent: &Attachment{Name: "a"}}
+	streamed := &task{id: "t", remote: "t", agent: &fakeAgent{name: "a"}}
 	streamed.apply(&a2a.Task{ID: "t", History: []*a2a.Message{ask, step1}, Status: a2a.TaskStatus{State: a2a.TaskStateWorking, Message: step1}})
 	streamed.applyEvent(&a2a.TaskStatusUpdateEvent{TaskID: "t", Status: a2a.TaskStatus{State: a2a.TaskStateWorking, Message: step2}})
 	if got := said(streamed); got != "ask, step 1, step 2" {
 		t.Errorf("a status update after a snapshot holding its message: %s", got)
 	}
 
-	asked := &task{id: "t", remote: "t", agent: &Attachment{Name: "a"}}
+	asked := &task{id: "t", remote: "t", agent: &fakeAgent{name: "a"}}
 	asked.apply(&a2a.Task{ID: "t", History: []*a2a.Message{ask}, Status: a2a.TaskStatus{State: a2a.TaskStateInputRequired, Message: q}})
 	asked.apply(&a2a.Task{ID: "t", History: []*a2a.Message{ask, bob}, Status: a2a.TaskStatus{State: a2a.TaskStateWorking}})
 	if got := said(asked); got != "ask, name?, Bob" {
@@ -145,7 +145,7 @@ func TestTaskHistory(t *testing.T) {
 	}
 
 	// a2a-go's agent: the answer in the history before the question.
-	reordered := &task{id: "t", remote: "t", agent: &Attachment{Name: "a"}}
+	reordered := &task{id: "t", remote: "t", agent: &fakeAgent{name: "a"}}
 	reordered.apply(&a2a.Task{ID: "t", History: []*a2a.Message{ask}, Status: a2a.TaskStatus{State: a2a.TaskStateInputRequired, Message: q}})
 	// It takes the answer in while the question is still its status...
 	reordered.apply(&a2a.Task{ID: "t", History: []*a2a.Message{ask, bob}, Status: a2a.TaskStatus{State: a2a.TaskStateInputRequired, Message: q}})
@@ -160,7 +160,7 @@ func TestTaskHistory(t *testing.T) {
 		}
 	}
 	// A snapshot with nothing new changes nothing a caller sees.
-	still := &task{id: "t", remote: "t", agent: &Attachment{Name: "a"}}
+	still := &task{id: "t", remote: "t", agent: &fakeAgent{name: "a"}}
 	snap := &a2a.Task{ID: "t", History: []*a2a.Message{ask}, Status: a2a.TaskStatus{State: a2a.TaskStateInputRequired, Message: q}}
 	still.apply(snap)
 	if again := *snap; still.apply(&again) {
@@ -172,7 +172,7 @@ func TestTaskHistory(t *testing.T) {
 // artifact chunks its agent streams, with a marker for what it left out.
 // Text streamed in small chunks is joined, and kept whole.
 func TestTaskBounds(t *testing.T) {
-	tk := &task{id: "t", remote: "t", agent: &Attachment{Name: "a"}}
+	tk := &task{id: "t", remote: "t", agent: &fakeAgent{name: "a"}}
 	tk.apply(&a2a.Task{ID: "t", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}})
 	var streamed strings.Builder
 	big := strings.Repeat("x", 3000) // two do not fit in one part
@@ -214,7 +214,7 @@ func TestTaskBounds(t *testing.T) {
 		t.Errorf("the view's newest message %q, of %d, earlier ones dropped %v; want step 4999, of %d, true", got, len(v.Messages), v.EarlierDropped, maxMessages)
 	}
 	// A task of few messages says nothing was dropped.
-	few := &task{id: "f", remote: "f", agent: &Attachment{Name: "a"}}
+	few := &task{id: "f", remote: "f", agent: &fakeAgent{name: "a"}}
 	few.apply(&a2a.Task{ID: "f", History: []*a2a.Message{a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "hi"})}})
 	if few.view().EarlierDropped {
 		t.Error("a task of one message says earlier ones were dropped")
@@ -229,7 +229,7 @@ func TestTaskBounds(t *testing.T) {
 // what a view shows says how much it left out: an answer of code read as
 // one line, and 300,000 characters were cut to 4,000 with a bare "…".
 func TestTaskText(t *testing.T) {
-	tk := &task{id: "t", remote: "t", agent: &Attachment{Name: "a"}}
+	tk := &task{id: "t", remote: "t", agent: &fakeAgent{name: "a"}}
 	answer := "func main() {\n\tprintln(\"hi\")\n}"
 	long := strings.Repeat("x", maxPartText+1000)
 	tk.apply(&a2a.Task{ID: "t", Status: a2a.TaskStatus{State: a2a.TaskStateCompleted,
@@ -238,25 +238,6 @@ func TestTaskText(t *testing.T) {
 	want := answer + "\n" + long[:maxPartText] + "… (1000 more characters not shown)"
 	if got != want {
 		t.Errorf("the answer as the model sees it: %.80q…%q", got, got[max(0, len(got)-60):])
-	}
-}
-
-// An agent a request could not reach is down until one reaches it; a
-// request that failed otherwise (the agent said no, the caller gave up)
-// tells nothing of it.
-func TestAgentReached(t *testing.T) {
-	a := &Attachment{agent: &agentConn{}}
-	a.reached(fmt.Errorf("send: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}))
-	if st, why := a.Status(); st != StatusDown || !strings.Contains(why, "could not reach it: dial tcp: connection refused") {
-		t.Fatalf("after a request that could not reach it: %s %q", st, why)
-	}
-	a.reached(context.Canceled)
-	if st, _ := a.Status(); st != StatusDown {
-		t.Fatalf("a request its caller gave up on made it %s", st)
-	}
-	a.reached(nil)
-	if st, why := a.Status(); st != StatusUp {
-		t.Fatalf("after a request that reached it: %s %q", st, why)
 	}
 }
 
@@ -283,7 +264,7 @@ func TestViewGivesMedia(t *testing.T) {
 		{"at most maxMedia", slices.Repeat([]a2a.Part{file("image/png", png)}, maxMedia+2), maxMedia, false},
 		{"at most maxMediaBytes", []a2a.Part{file("image/png", strings.Repeat("A", maxMediaBytes-8)), file("image/png", png), file("image/png", "AAAA")}, 2, false},
 	} {
-		tk := &task{agent: &Attachment{Name: "a"}, last: &a2a.Task{Status: a2a.TaskStatus{State: a2a.TaskStateCompleted},
+		tk := &task{agent: &fakeAgent{name: "a"}, last: &a2a.Task{Status: a2a.TaskStatus{State: a2a.TaskStateCompleted},
 			Artifacts: []*a2a.Artifact{{Parts: c.parts}}}}
 		v := tk.render(viewText, !c.listed)
 		if len(v.Media) != c.given {
@@ -310,10 +291,22 @@ func TestViewGivesMedia(t *testing.T) {
 		parts = append(parts, a2a.TextPart{Text: filler})
 	}
 	parts = append(parts, a2a.TextPart{Text: filler[:fill%maxPartText]}, file("image/png", png))
-	tk := &task{agent: &Attachment{Name: "a"}, last: &a2a.Task{Status: a2a.TaskStatus{State: a2a.TaskStateCompleted},
+	tk := &task{agent: &fakeAgent{name: "a"}, last: &a2a.Task{Status: a2a.TaskStatus{State: a2a.TaskStateCompleted},
 		Artifacts: []*a2a.Artifact{{Parts: parts}}}}
 	v := tk.render(viewText, true)
 	if len(v.Media) != 0 || v.NotShown == nil || v.NotShown.Parts != 1 || len(v.Artifacts[0].Parts) != len(parts)-1 {
 		t.Errorf("an image past the text budget: %d media given, %d parts shown of %d, not shown %+v", len(v.Media), len(v.Artifacts[0].Parts), len(parts), v.NotShown)
 	}
 }
+
+// fakeAgent is an agent of no session: the store and the views ask it
+// nothing but its name.
+type fakeAgent struct{ name string }
+
+func (a *fakeAgent) Name() string                         { return a.name }
+func (a *fakeAgent) URN() string                          { return "urn:ai:test:agent:" + a.name }
+func (a *fakeAgent) Conn() (*Conn, error)                 { return nil, fault.ErrUpstreamDown }
+func (a *fakeAgent) Reach(context.Context) (*Conn, error) { return a.Conn() }
+func (a *fakeAgent) Reached(error)                        {}
+func (a *fakeAgent) Timeout() time.Duration               { return time.Second }
+func (a *fakeAgent) Detached() (string, bool)             { return "", false }

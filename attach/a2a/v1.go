@@ -1,4 +1,4 @@
-package attach
+package a2a
 
 import (
 	"bufio"
@@ -16,20 +16,10 @@ import (
 
 	"github.com/a2aproject/a2a-go/a2a"
 
+	"github.com/ardgate/ardgate/attach/fault"
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
-
-// agentClient is what the task tools need from an A2A client. a2a-go's
-// client (v0.3) and v1Client (v1.0) both provide it, so the tools cannot
-// tell which protocol an agent speaks.
-type agentClient interface {
-	SendMessage(ctx context.Context, p *a2a.MessageSendParams) (a2a.SendMessageResult, error)
-	GetTask(ctx context.Context, q *a2a.TaskQueryParams) (*a2a.Task, error)
-	CancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2a.Task, error)
-	ResubscribeToTask(ctx context.Context, p *a2a.TaskIDParams) iter.Seq2[a2a.Event, error]
-	Destroy() error
-}
 
 // v1Client speaks A2A v1.0 JSON-RPC: PascalCase methods, the A2A-Version
 // header, ROLE_* and TASK_STATE_* enums, and parts keyed by their kind.
@@ -39,6 +29,13 @@ type v1Client struct {
 	url  string
 	http *http.Client
 	seq  atomic.Int64
+}
+
+// dialV1 connects to an agent through its v1.0 JSON-RPC interface, at
+// endpoint, checked.
+func (d *Dialer) dialV1(card *a2a.AgentCard, endpoint string, own bool) *Conn {
+	card.URL = endpoint
+	return &Conn{card: card, client: &v1Client{url: endpoint, http: d.http(endpoint, own)}, streaming: card.Capabilities.Streaming, protocol: "1.0"}
 }
 
 func (c *v1Client) Destroy() error { return nil }
@@ -56,8 +53,8 @@ func (c *v1Client) call(ctx context.Context, method string, params, out any) err
 	}
 	defer resp.Body.Close()
 	var r v1Response[json.RawMessage]
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil { // capped (agentHTTP)
-		if errors.Is(err, errAnswerTooLarge) {
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil { // capped (Dialer.HTTP)
+		if errors.Is(err, fault.ErrAnswerTooLarge) {
 			return fmt.Errorf("%s: %w", method, err)
 		}
 		return fmt.Errorf("%s: malformed response (HTTP %d): %w", method, resp.StatusCode, err)
@@ -282,7 +279,7 @@ func (c *v1Client) SendMessage(ctx context.Context, p *a2a.MessageSendParams) (a
 	return nil, fmt.Errorf("SendMessage: the agent answered neither a task nor a message")
 }
 
-// GetTask implements agentClient.
+// GetTask implements Client.
 func (c *v1Client) GetTask(ctx context.Context, q *a2a.TaskQueryParams) (*a2a.Task, error) {
 	var t v1Task
 	if err := c.call(ctx, "GetTask", map[string]any{"id": q.ID}, &t); err != nil {
@@ -291,7 +288,7 @@ func (c *v1Client) GetTask(ctx context.Context, q *a2a.TaskQueryParams) (*a2a.Ta
 	return fromV1Task(&t), nil
 }
 
-// CancelTask implements agentClient.
+// CancelTask implements Client.
 func (c *v1Client) CancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2a.Task, error) {
 	var t v1Task
 	if err := c.call(ctx, "CancelTask", map[string]any{"id": p.ID}, &t); err != nil {
