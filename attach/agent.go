@@ -12,6 +12,7 @@ import (
 
 	"github.com/ardgate/ardgate/attach/a2a"
 	"github.com/ardgate/ardgate/attach/fault"
+	"github.com/ardgate/ardgate/attach/mcpwire"
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/registry"
 )
@@ -89,11 +90,11 @@ func (m *Manager) agentHTTP(endpoint string, own bool) *http.Client {
 func (m *Manager) agentClientHTTP(endpoint string, hc *http.Client) *http.Client {
 	u, err := url.Parse(endpoint)
 	if err != nil {
-		return capped(hc, nil)
+		return mcpwire.Capped(hc, nil)
 	}
 	for _, a := range m.Agents {
 		au, err := url.Parse(a.URL)
-		if err != nil || a.Token == "" || !sameOrigin(au, u) {
+		if err != nil || a.Token == "" || !mcpwire.SameOrigin(au, u) {
 			continue
 		}
 		c := *hc
@@ -102,9 +103,9 @@ func (m *Manager) agentClientHTTP(endpoint string, hc *http.Client) *http.Client
 			next = http.DefaultTransport
 		}
 		c.Transport = bearerFor{origin: u, token: a.Token, next: next}
-		return capped(&c, nil)
+		return mcpwire.Capped(&c, nil)
 	}
-	return capped(hc, nil)
+	return mcpwire.Capped(hc, nil)
 }
 
 // bearerFor adds a bearer token to requests for one origin only.
@@ -115,15 +116,11 @@ type bearerFor struct {
 }
 
 func (b bearerFor) RoundTrip(r *http.Request) (*http.Response, error) {
-	if sameOrigin(r.URL, b.origin) {
+	if mcpwire.SameOrigin(r.URL, b.origin) {
 		r = r.Clone(r.Context())
 		r.Header.Set("Authorization", "Bearer "+b.token)
 	}
 	return b.next.RoundTrip(r)
-}
-
-func sameOrigin(a, b *url.URL) bool {
-	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Host, b.Host)
 }
 
 // reached records how a request to agent a went, for its status: one

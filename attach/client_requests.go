@@ -95,16 +95,6 @@ func (s *Session) RootsChanged() {
 	}
 }
 
-// relayable reports whether method is one of the requests a server may
-// make of the client through the gateway.
-func relayable(method string) bool {
-	switch mcp.MCPMethod(method) {
-	case mcp.MethodListRoots, mcp.MethodSamplingCreateMessage, mcp.MethodElicitationCreate:
-		return true
-	}
-	return false
-}
-
 // maxRelaying bounds the requests of one server that await the client's
 // answers; past it, more are refused at once.
 const maxRelaying = 32
@@ -200,7 +190,7 @@ func (u *upstream) asking(id mcp.RequestId, method string, cancel func()) (forge
 	// once, and a server asking for roots often held its calls for good.
 	holds := method != string(mcp.MethodListRoots)
 	if holds {
-		u.waiting.begin()
+		u.waiting.Begin()
 	}
 	if early {
 		cancel()
@@ -210,7 +200,7 @@ func (u *upstream) asking(id mcp.RequestId, method string, cancel func()) (forge
 		delete(u.relaying, string(key))
 		u.mu.Unlock()
 		if holds {
-			u.waiting.end()
+			u.waiting.End()
 		}
 	}, true
 }

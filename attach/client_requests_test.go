@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardgate/ardgate/attach/mcpwire"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/goleak"
@@ -139,3 +140,17 @@ func TestRelayedParamsAsTheyCame(t *testing.T) {
 		t.Errorf("the answer to the server: %q %v", answer, err)
 	}
 }
+
+// scriptedServer is a pipe to a server the test plays: it reads what
+// the gateway writes to toServer and writes the server's lines to
+// fromServer.
+func scriptedServer() (p *mcpwire.Pipe, toServer *io.PipeReader, fromServer *io.PipeWriter) {
+	toServerR, toServerW := io.Pipe()
+	fromServerR, fromServerW := io.Pipe()
+	p = mcpwire.NewPipe(fromServerR, toServerW, quiet, nil)
+	_ = p.Start(context.Background())
+	return p, toServerR, fromServerW
+}
+
+// quiet is a logger that writes nothing.
+var quiet = slog.New(slog.DiscardHandler)

@@ -5,9 +5,9 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/ardgate/ardgate/attach/mcpwire"
 	"github.com/ardgate/ardgate/config"
 )
 
@@ -48,9 +48,9 @@ var errOutOfTime = fmt.Errorf("%w", ErrTimeout)
 
 // within bounds ctx by l. A call with progress p gets l.timeout again at
 // each progress it reports, and a call to a server that may ask the
-// client (w not nil) is held while it does (clientWait), both up to
+// client (w not nil) is held while it does (mcpwire.ClientWait), both up to
 // l.most.
-func (l callLimits) within(ctx context.Context, p *Progress, w *clientWait) (context.Context, context.CancelFunc) {
+func (l callLimits) within(ctx context.Context, p *Progress, w *mcpwire.ClientWait) (context.Context, context.CancelFunc) {
 	if p == nil && w == nil {
 		return context.WithTimeoutCause(ctx, l.timeout, errOutOfTime)
 	}
@@ -67,6 +67,11 @@ func (l callLimits) within(ctx context.Context, p *Progress, w *clientWait) (con
 		c.mu.Unlock()
 		cancel(context.Canceled)
 	}
+}
+
+// wire is l as a pipe bounds a request sent without waiting.
+func (l callLimits) wire() mcpwire.Limits {
+	return mcpwire.Limits{Timeout: l.timeout, Most: l.most}
 }
 
 // deadline is when a call that started at start and last reported
@@ -110,8 +115,8 @@ func (l callLimits) ranOut(a *Attachment, tool string, ran time.Duration, p *Pro
 // callClock is the timer of a call that may be given more time.
 type callClock struct {
 	limits callLimits
-	end    time.Time   // l.most from the call's start
-	wait   *clientWait // nil when the server cannot ask the client
+	end    time.Time           // l.most from the call's start
+	wait   *mcpwire.ClientWait // nil when the server cannot ask the client
 	cancel context.CancelCauseFunc
 
 	mu      sync.Mutex // the timer may fire before AfterFunc has returned it
@@ -135,46 +140,9 @@ func (c *callClock) set(d time.Duration) {
 
 func (c *callClock) fire() {
 	now := time.Now()
-	if d := c.wait.hold(now, c.limits.timeout, c.end); !d.IsZero() {
+	if d := c.wait.Hold(now, c.limits.timeout, c.end); !d.IsZero() {
 		c.set(d.Sub(now))
 		return
 	}
 	c.cancel(errOutOfTime)
-}
-
-// clientWait is a server's requests to the client on their way: while
-// one is, the server's calls are held (clock.go).
-type clientWait struct {
-	asking   atomic.Int32
-	answered atomic.Int64 // when the last was answered, in Unix ns; 0 for never
-}
-
-func (w *clientWait) begin() { w.asking.Add(1) }
-
-func (w *clientWait) end() {
-	w.answered.Store(time.Now().UnixNano()) // before: a call held sees it
-	w.asking.Add(-1)
-}
-
-// hold is when a call with timeout and end that runs out of time now
-// runs out instead, the client having held its server; zero when it did
-// not. A nil w holds nothing.
-func (w *clientWait) hold(now time.Time, timeout time.Duration, end time.Time) time.Time {
-	if w == nil || !now.Before(end) {
-		return time.Time{}
-	}
-	// asking before answered: end stores answered before it lowers
-	// asking, so an answer that ends the asking is seen.
-	asking := w.asking.Load() > 0
-	d := time.Unix(0, w.answered.Load()).Add(timeout)
-	if asking {
-		d = now.Add(timeout)
-	}
-	switch {
-	case !d.After(now):
-		return time.Time{}
-	case d.After(end):
-		return end
-	}
-	return d
 }

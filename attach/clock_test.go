@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardgate/ardgate/attach/mcpwire"
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 	"go.uber.org/goleak"
 )
 
@@ -40,46 +42,6 @@ func TestOutOfTime(t *testing.T) {
 	}
 }
 
-// A call due while its server waits on the client is held a timeout at a
-// time, and gets a timeout from the client's last answer; never past its
-// end.
-func TestClientWaitHolds(t *testing.T) {
-	now := time.Now()
-	timeout := time.Second
-	end := now.Add(time.Minute)
-	answeredAt := func(at time.Time) *clientWait {
-		w := &clientWait{}
-		w.answered.Store(at.UnixNano())
-		return w
-	}
-	asking := &clientWait{}
-	asking.begin()
-	for _, c := range []struct {
-		name string
-		w    *clientWait
-		end  time.Time
-		want time.Time // zero: not held
-	}{
-		{"a server that cannot ask", nil, end, time.Time{}},
-		{"never asked", &clientWait{}, end, time.Time{}},
-		{"asking", asking, end, now.Add(timeout)},
-		{"asking, near the end", asking, now.Add(time.Millisecond), now.Add(time.Millisecond)},
-		{"asking, at the end", asking, now, time.Time{}},
-		{"answered just now", answeredAt(now.Add(-time.Millisecond)), end, now.Add(timeout - time.Millisecond)},
-		{"answered a timeout ago", answeredAt(now.Add(-timeout)), end, time.Time{}},
-	} {
-		if got := c.w.hold(now, timeout, c.end); !got.Equal(c.want) {
-			t.Errorf("%s: held to %v; want %v", c.name, got.Sub(now), c.want.Sub(now))
-		}
-	}
-	w := &clientWait{}
-	w.begin()
-	w.end()
-	if w.asking.Load() != 0 || w.hold(time.Now(), timeout, end).IsZero() {
-		t.Errorf("an answer just given: asking %d, not held", w.asking.Load())
-	}
-}
-
 // A call whose server asks the client is not cut at its timeout while
 // the client has not answered, and is cut a timeout after the answer;
 // without an answer, at the most a call may take. The same on a context
@@ -87,8 +49,8 @@ func TestClientWaitHolds(t *testing.T) {
 func TestHeldByTheClient(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	limits := callLimits{timeout: 200 * time.Millisecond, most: 1500 * time.Millisecond}
-	clocks := map[string]func(w *clientWait) (ended <-chan time.Duration, stop func()){
-		"within": func(w *clientWait) (<-chan time.Duration, func()) {
+	clocks := map[string]func(w *mcpwire.ClientWait) (ended <-chan time.Duration, stop func()){
+		"within": func(w *mcpwire.ClientWait) (<-chan time.Duration, func()) {
 			began := time.Now()
 			ctx, cancel := limits.within(context.Background(), nil, w)
 			ended := make(chan time.Duration, 1)
@@ -100,17 +62,19 @@ func TestHeldByTheClient(t *testing.T) {
 			}()
 			return ended, cancel
 		},
-		"pipe": func(w *clientWait) (<-chan time.Duration, func()) {
-			p, toServerR, fromServerW := scriptedServer()
+		"pipe": func(w *mcpwire.ClientWait) (<-chan time.Duration, func()) {
+			toServerR, toServerW := io.Pipe()
+			fromServerR, fromServerW := io.Pipe()
+			p := mcpwire.NewPipe(fromServerR, toServerW, quiet, w)
+			_ = p.Start(context.Background())
 			go io.Copy(io.Discard, toServerR)
-			p.wait = w
 			began := time.Now()
 			ended := make(chan time.Duration, 1)
-			if err := p.send("string:held", endsWith(func(err error) {
+			if err := p.Send("string:held", endsWith(func(err error) {
 				if errors.Is(err, ErrTimeout) {
 					ended <- time.Since(began)
 				}
-			}), limits, nil, nil, []byte(`{"jsonrpc":"2.0","id":"held","method":"x"}`), "\n"); err != nil {
+			}), limits.wire(), nil, nil, []byte(`{"jsonrpc":"2.0","id":"held","method":"x"}`), "\n"); err != nil {
 				t.Fatal(err)
 			}
 			return ended, func() {
@@ -121,8 +85,8 @@ func TestHeldByTheClient(t *testing.T) {
 	}
 	for name, clock := range clocks {
 		t.Run(name+", answered", func(t *testing.T) {
-			w := &clientWait{}
-			w.begin()
+			w := &mcpwire.ClientWait{}
+			w.Begin()
 			ended, stop := clock(w)
 			defer stop()
 			select {
@@ -131,15 +95,15 @@ func TestHeldByTheClient(t *testing.T) {
 			case <-time.After(3 * limits.timeout):
 			}
 			answered := time.Now()
-			w.end()
+			w.End()
 			ran := <-ended
 			if since := time.Since(answered); since < limits.timeout || ran >= limits.most {
 				t.Fatalf("out of time %v after the answer, %v after the start; want a timeout (%v) after the answer", since, ran, limits.timeout)
 			}
 		})
 		t.Run(name+", never answered", func(t *testing.T) {
-			w := &clientWait{}
-			w.begin()
+			w := &mcpwire.ClientWait{}
+			w.Begin()
 			ended, stop := clock(w)
 			defer stop()
 			if ran := <-ended; ran < limits.most {
@@ -148,3 +112,9 @@ func TestHeldByTheClient(t *testing.T) {
 		})
 	}
 }
+
+// endsWith is a request's waiter that hears only how it ended.
+type endsWith func(err error)
+
+func (e endsWith) Answered(mcpwire.Frame, *jsonrpc.Batch) { e(nil) }
+func (e endsWith) Failed(err error)                       { e(err) }

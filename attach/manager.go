@@ -20,6 +20,7 @@ import (
 
 	"github.com/ardgate/ardgate/attach/a2a"
 	"github.com/ardgate/ardgate/attach/fault"
+	"github.com/ardgate/ardgate/attach/mcpwire"
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/registry"
@@ -109,7 +110,7 @@ type Manager struct {
 	sharedConns map[string]*sharedConn
 	// conns are the connections proxied calls to plain-http servers go
 	// out on (http1.go).
-	conns conns
+	conns mcpwire.Conns
 	// tools are the tool definitions upstreams listed, shared
 	// (tooldefs.go).
 	tools toolDefs

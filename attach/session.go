@@ -20,6 +20,7 @@ import (
 
 	"github.com/ardgate/ardgate/attach/a2a"
 	"github.com/ardgate/ardgate/attach/fault"
+	"github.com/ardgate/ardgate/attach/mcpwire"
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/guard/jsonrpc"
@@ -310,7 +311,7 @@ func (a *Attachment) Backlog() int {
 	if up == nil || up.pipe == nil {
 		return 0
 	}
-	return up.pipe.out.Waiting()
+	return up.pipe.Backlog()
 }
 
 // Tools returns the attachment's exposed tools.
@@ -1276,10 +1277,10 @@ func callError(att *Attachment, tool string, err, out error) error {
 		return out
 	case errors.Is(err, jsonrpc.ErrBacklog):
 		return fmt.Errorf("%s has stopped reading its input, so %s was not sent (%w); try again once its calls in flight have ended", att.Name, tool, err)
-	case errors.Is(err, errAnswerTooLarge):
+	case errors.Is(err, fault.ErrAnswerTooLarge):
 		// Said without whose answer it was.
 		return fmt.Errorf("%s: its answer to %s: %w; ask it for less", att.Name, tool, err)
-	case errors.Is(err, errMalformedAnswer):
+	case errors.Is(err, mcpwire.ErrMalformedAnswer):
 		return fmt.Errorf("%s: its answer to %s: %w", att.Name, tool, err)
 	}
 	return err

@@ -269,3 +269,13 @@ func TestDetachAsAttachEnds(t *testing.T) {
 		t.Fatalf("the stopped attach ended with %v", err)
 	}
 }
+
+// waitFor polls cond for up to 5 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("waited 5 s for %s", what)
+		}
+	}
+}

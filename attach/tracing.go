@@ -4,12 +4,10 @@ import (
 	"context"
 	"iter"
 	"net/http"
-	"strings"
 
 	a2aspec "github.com/a2aproject/a2a-go/a2a"
 
 	"github.com/mark3labs/mcp-go/tracing"
-	"golang.org/x/net/http/httpguts"
 
 	"github.com/ardgate/ardgate/attach/a2a"
 )
@@ -45,21 +43,6 @@ func (t *CallTracing) header(ctx context.Context) http.Header {
 	h := http.Header{}
 	t.Headers.Inject(ctx, h)
 	return h
-}
-
-// headerLines returns the trace context of ctx as header lines, each
-// after a CRLF, for a request the gateway writes itself. A value net/http
-// would refuse to send is left out: tracestate comes from the client.
-func (t *CallTracing) headerLines(ctx context.Context) string {
-	var b strings.Builder
-	for k, vs := range t.header(ctx) {
-		for _, v := range vs {
-			if httpguts.ValidHeaderFieldValue(v) {
-				b.WriteString("\r\n" + k + ": " + v)
-			}
-		}
-	}
-	return b.String()
 }
 
 // endSpan ends a call's client span as mcp-go's client ends its own: an

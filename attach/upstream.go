@@ -27,6 +27,7 @@ import (
 	"github.com/mark3labs/mcp-go/tracing"
 
 	"github.com/ardgate/ardgate/attach/fault"
+	"github.com/ardgate/ardgate/attach/mcpwire"
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
@@ -53,7 +54,7 @@ type upstream struct {
 	cancelledEarly map[string]bool
 	// waiting holds the server's calls while its requests are relayed
 	// (clock.go).
-	waiting clientWait
+	waiting mcpwire.ClientWait
 
 	cmd    *exec.Cmd     // nil for remotes
 	tree   *guard.Tree   // cmd's processes
@@ -65,10 +66,10 @@ type upstream struct {
 	// what a failure says.
 	memoryMiB int
 
-	rawIDs atomic.Uint64  // ids of callRaw's requests and progress tokens
-	pipe   *pipeTransport // a stdio server's transport; nil for remotes
-	post   *poster        // a streamable HTTP server's proxied calls
-	trace  *CallTracing   // nil while tracing is off
+	rawIDs atomic.Uint64   // ids of callRaw's requests and progress tokens
+	pipe   *mcpwire.Pipe   // a stdio server's transport; nil for remotes
+	post   *mcpwire.Poster // a streamable HTTP server's proxied calls
+	trace  *CallTracing    // nil while tracing is off
 
 	mu       sync.Mutex
 	downWhy  string // why the upstream is down; "" while up
@@ -141,16 +142,18 @@ func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progres
 		t, u.pipe = st, st
 	case TransportStreamableHTTP:
 		ht, err := transport.NewStreamableHTTP(plan.URL,
-			transport.WithHTTPBasicClient(capped(withHeaders(hc, plan.URL, plan.Headers), u.cutAnswer)), // the poster caps its own
+			transport.WithHTTPBasicClient(mcpwire.Capped(mcpwire.WithHeaders(hc, plan.URL, plan.Headers), u.cutAnswer)), // the poster caps its own
 			transport.WithHTTPLogger(log)) // not listening: the poster does (listen.go)
 		if err != nil {
 			return nil, err
 		}
 		t = ht
-		u.post = newPoster(plan, hc, &m.conns, ht.GetSessionId, u.onNotification, u.answerRequest)
-		u.post.trace = m.Tracing
+		u.post = mcpwire.NewPoster(plan.URL, plan.Headers, hc, &m.conns, ht.GetSessionId, u.onNotification, u.answerRequest)
+		if m.Tracing != nil {
+			u.post.Trace = m.Tracing.header
+		}
 	case TransportSSE:
-		st, err := transport.NewSSE(plan.URL, transport.WithHTTPClient(capped(withHeaders(hc, plan.URL, plan.Headers), u.cutAnswer)), transport.WithSSELogger(log))
+		st, err := transport.NewSSE(plan.URL, transport.WithHTTPClient(mcpwire.Capped(mcpwire.WithHeaders(hc, plan.URL, plan.Headers), u.cutAnswer)), transport.WithSSELogger(log))
 		if err != nil {
 			return nil, err
 		}
@@ -194,7 +197,7 @@ func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progres
 	}
 	u.answered.Store(true)
 	if u.post != nil {
-		u.post.version = res.ProtocolVersion
+		u.post.Version = res.ProtocolVersion
 	}
 	c := res.Capabilities
 	u.hasPrompts, u.hasResources, u.hasCompletions = c.Prompts != nil, c.Resources != nil, c.Completions != nil
@@ -261,13 +264,13 @@ func (m *Manager) open(ctx context.Context, plan Plan, log *slog.Logger, progres
 // listen starts listening to a streamable HTTP server between calls, once.
 func (u *upstream) listen() {
 	if u.post != nil && u.listening.CompareAndSwap(false, true) {
-		go u.post.listen(u.log)
+		go u.post.Listen(u.log)
 	}
 }
 
 // startProcess launches a stdio server with pipes the upstream owns, so
 // that reaping the child never races the transport's reads.
-func (u *upstream) startProcess(plan Plan, limits guard.Rlimits) (*pipeTransport, error) {
+func (u *upstream) startProcess(plan Plan, limits guard.Rlimits) (*mcpwire.Pipe, error) {
 	u.unset = plan.Unset
 	cmd, err := guard.Command(plan.Program, plan.Args, plan.Env)
 	if errors.Is(err, exec.ErrNotFound) {
@@ -329,14 +332,12 @@ func (u *upstream) startProcess(plan Plan, limits guard.Rlimits) (*pipeTransport
 		u.markDown(why + u.stderrTail())
 		close(u.exited)
 	}()
-	p := newPipeTransport(&noteErrors{r: jsonrpc.LimitFrames(outR, maxFlood), u: u}, inW, u.log)
-	p.wait = u.clientWait()
-	return p, nil
+	return mcpwire.NewPipe(&noteErrors{r: jsonrpc.LimitFrames(outR, maxFlood), u: u}, inW, u.log, u.clientWait()), nil
 }
 
 // clientWait is what holds the server's calls while it waits on the
 // client; nil for a server that was told it could ask nothing.
-func (u *upstream) clientWait() *clientWait {
+func (u *upstream) clientWait() *mcpwire.ClientWait {
 	if u.requests == nil {
 		return nil
 	}
@@ -406,7 +407,7 @@ func transportWhy(err error) string {
 	}
 	if ue := (*url.Error)(nil); errors.As(err, &ue) && errors.Is(ue.Err, io.EOF) {
 		// net/http's words for it; said as the fast path says it.
-		return errClosedUnanswered.Error()
+		return mcpwire.ErrClosedUnanswered.Error()
 	}
 	const again = "failed to send request: "
 	s := err.Error()
@@ -415,10 +416,6 @@ func transportWhy(err error) string {
 	}
 	return s
 }
-
-// errClosedUnanswered is a server that closed the connection before it
-// answered a request.
-var errClosedUnanswered = fmt.Errorf("the server closed the connection without answering: %w", io.ErrUnexpectedEOF)
 
 // brief says an error in fewer words, and unwraps to it.
 type brief struct {
@@ -503,8 +500,8 @@ func (u *upstream) cutAnswer() { u.cut.Store(true) }
 // whyCut adds to err, of a request through mcp-go's transport, that the
 // server's answer was cut at the cap, if it was.
 func (u *upstream) whyCut(err error) error {
-	if u.cut.Swap(false) && !errors.Is(err, errAnswerTooLarge) && !errors.Is(err, jsonrpc.ErrFrameTooLarge) {
-		return fmt.Errorf("%w (the server's answer was cut: %w)", err, errAnswerTooLarge)
+	if u.cut.Swap(false) && !errors.Is(err, fault.ErrAnswerTooLarge) && !errors.Is(err, jsonrpc.ErrFrameTooLarge) {
+		return fmt.Errorf("%w (the server's answer was cut: %w)", err, fault.ErrAnswerTooLarge)
 	}
 	return err
 }
@@ -834,9 +831,9 @@ func (u *upstream) callRaw(ctx context.Context, tool string, args, meta json.Raw
 	var resp *transport.JSONRPCResponse
 	switch {
 	case u.post != nil:
-		resp, err = u.post.call(ctx, c.key, c.line())
+		resp, err = u.post.Call(ctx, c.key, c.line())
 	case u.pipe != nil:
-		resp, err = u.pipe.roundTrip(ctx, c.key, c.appendHead, c.args, lineTail+"\n")
+		resp, err = u.pipe.RoundTrip(ctx, c.key, c.appendHead, c.args, lineTail+"\n")
 	default:
 		req := c.request()
 		req.Header = u.trace.header(ctx) // mcp-go's HTTP transports send it
@@ -867,10 +864,10 @@ func (u *upstream) startRaw(att *Attachment, tool string, args, meta json.RawMes
 	if progress != nil {
 		// c.key, not call's: a closure over call would move it to the
 		// heap on every call, progress or not.
-		progress.heard = func() { u.pipe.extend(c.key, c.limits.deadline(c.start, time.Now())) }
+		progress.heard = func() { u.pipe.Extend(c.key, c.limits.deadline(c.start, time.Now())) }
 		call.progress, c.forget = u.relayProgress(progress)
 	}
-	if err := u.pipe.send(call.key, c, limits, b, call.appendHead, call.args, lineTail+"\n"); err != nil {
+	if err := u.pipe.Send(call.key, c, limits.wire(), b, call.appendHead, call.args, lineTail+"\n"); err != nil {
 		if !errors.Is(err, jsonrpc.ErrBacklog) {
 			c.forgetProgress() // callRaw relays it anew
 			return nil, false
@@ -895,17 +892,17 @@ type rawStart struct {
 	forget   func() // ends the relay of the call's progress; nil without one
 }
 
-func (c *rawStart) answered(f frame, b *jsonrpc.Batch) {
+func (c *rawStart) Answered(f mcpwire.Frame, b *jsonrpc.Batch) {
 	if f.Error == nil || string(f.Error) == "null" {
 		res, err := objectResult(c.tool, f.Result) // not copied: done writes it on
 		c.finish(res, err, b)
 		return
 	}
-	res, err := rawResult(c.tool, responseOf(f, false))
+	res, err := rawResult(c.tool, mcpwire.ResponseOf(f, false))
 	c.finish(res, err, b)
 }
 
-func (c *rawStart) failed(err error) {
+func (c *rawStart) Failed(err error) {
 	// Off the reader: telling why a connection broke may wait for the
 	// process to be reaped.
 	go func() {
@@ -945,7 +942,7 @@ func (c *rawStart) forgetProgress() {
 	}
 }
 
-func (c *rawStart) stop(cause error) { c.u.pipe.stop(c.key, cause) }
+func (c *rawStart) stop(cause error) { c.u.pipe.Stop(c.key, cause) }
 
 // rawCall is a tools/call that carries the client's argument bytes as
 // they came, under a request id of the gateway's own.
@@ -1180,7 +1177,7 @@ func (u *upstream) failure(err error) error {
 	// answer was over the cap or malformed, or whose event stream ended
 	// without it: that request failed, not the connection (over a pipe
 	// the answer was read through and dropped).
-	if errors.Is(err, jsonrpc.ErrBacklog) || errors.Is(err, errAnswerTooLarge) || errors.Is(err, errMalformedAnswer) || errors.Is(err, errStreamEnded) {
+	if errors.Is(err, jsonrpc.ErrBacklog) || errors.Is(err, fault.ErrAnswerTooLarge) || errors.Is(err, mcpwire.ErrMalformedAnswer) || errors.Is(err, mcpwire.ErrStreamEnded) {
 		if errors.As(err, &te) {
 			return te.Err
 		}
@@ -1231,7 +1228,7 @@ func (u *upstream) close() {
 		}
 	}
 	if u.post != nil {
-		u.post.close() // its calls in flight end, as mcp-go's do on Close
+		u.post.Close() // its calls in flight end, as mcp-go's do on Close
 	}
 	if u.client != nil {
 		_ = u.client.Close()

@@ -1,4 +1,4 @@
-package attach
+package mcpwire
 
 import (
 	"fmt"
@@ -75,38 +75,38 @@ func status(code int) func(w http.ResponseWriter) {
 	return func(w http.ResponseWriter) { http.Error(w, "no", code) }
 }
 
-// posterFor makes a poster to s, on connections of its own or through
+// posterFor makes a Poster to s, on connections of its own or through
 // net/http's client, as a plain-http or an https server's would be.
-func posterFor(t *testing.T, url string, own bool, notify func(mcp.JSONRPCNotification)) *poster {
+func posterFor(t *testing.T, url string, own bool, notify func(mcp.JSONRPCNotification)) *Poster {
 	t.Helper()
 	if own {
 		return posterTo(t, url+"/mcp", map[string]string{"x-api-key": "k1"}, "s-1", notify)
 	}
 	hc := &http.Client{Transport: &http.Transport{}}
-	p := newPoster(Plan{URL: url + "/mcp", Headers: map[string]string{"x-api-key": "k1"}}, hc, &conns{}, func() string { return "s-1" }, notify, (&upstream{}).answerRequest)
+	p := NewPoster(url+"/mcp", map[string]string{"x-api-key": "k1"}, hc, &Conns{}, func() string { return "s-1" }, notify, answerPing)
 	if p.pool != nil {
-		t.Fatal("a poster through net/http has connections of its own")
+		t.Fatal("a Poster through net/http has connections of its own")
 	}
 	t.Cleanup(func() {
-		p.close()
+		p.Close()
 		hc.CloseIdleConnections()
 	})
 	return p
 }
 
 // listening runs p.listen and returns a channel closed once it returns.
-func listening(p *poster) <-chan struct{} {
+func listening(p *Poster) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		p.listen(slog.New(slog.DiscardHandler))
+		p.Listen(slog.New(slog.DiscardHandler))
 	}()
 	return done
 }
 
 // The stream is read for notifications and requests, opened again where
 // it ended after the wait the server asked for, and again after a
-// failure; it ends with the poster.
+// failure; it ends with the Poster.
 func TestListen(t *testing.T) {
 	for _, own := range []bool{true, false} {
 		t.Run(fmt.Sprintf("own connections %v", own), func(t *testing.T) {
@@ -121,7 +121,7 @@ func TestListen(t *testing.T) {
 			)
 			notes := make(chan string, 10)
 			p := posterFor(t, s.URL, own, func(n mcp.JSONRPCNotification) { notes <- n.Method })
-			p.version = "2025-06-18"
+			p.Version = "2025-06-18"
 			start := time.Now()
 			done := listening(p)
 
@@ -171,11 +171,11 @@ func TestListen(t *testing.T) {
 				t.Errorf("%d more notifications, from an event cut off", len(notes))
 			}
 
-			p.close()
+			p.Close()
 			select {
 			case <-done:
 			case <-time.After(5 * time.Second):
-				t.Fatal("the listener did not end with the poster")
+				t.Fatal("the listener did not end with the Poster")
 			}
 		})
 	}
@@ -223,7 +223,7 @@ func TestListenFlood(t *testing.T) {
 	if n := sent.Load(); n >= flood {
 		t.Errorf("the listener read all %d MiB of one line before giving up on it", n>>20)
 	}
-	p.close()
+	p.Close()
 	<-done
 }
 
@@ -263,7 +263,7 @@ func TestListenRequestFlood(t *testing.T) {
 	if m := most.Load(); m > maxAnswering+1 {
 		t.Errorf("%d answers on their way at once, want at most %d", m, maxAnswering+1)
 	}
-	p.close()
+	p.Close()
 	<-done
 }
 
@@ -320,7 +320,7 @@ func TestListenRetryFloor(t *testing.T) {
 	p := posterFor(t, srv.URL, true, nil)
 	done := listening(p)
 	time.Sleep(time.Second)
-	p.close()
+	p.Close()
 	<-done
 	if n := gets.Load(); n < 2 || n > int64(time.Second/listenRetryMin)+1 {
 		t.Errorf("%d GETs in a second, want 2 to %d", n, time.Second/listenRetryMin+1)

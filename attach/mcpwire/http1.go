@@ -1,4 +1,4 @@
-package attach
+package mcpwire
 
 import (
 	"bufio"
@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -35,10 +36,10 @@ import (
 // a call the server redirects, which is sent again through net/http.
 // Every connection is dialled the way the guarded client dials.
 
-// conns keeps the idle connections of the fast path, a pool per host:port
+// Conns keeps the idle connections of the fast path, a pool per host:port
 // and dialer shared by every session calling there. Its zero value is
 // ready.
-type conns struct {
+type Conns struct {
 	mu    sync.Mutex
 	pools map[poolKey]*connPool
 }
@@ -59,7 +60,7 @@ type connPool struct {
 	key   poolKey
 	addr  string
 	dial  func(ctx context.Context, network, addr string) (net.Conn, error)
-	owner *conns
+	owner *Conns
 	refs  int // the posters using it; guarded by owner.mu
 
 	mu     sync.Mutex
@@ -81,7 +82,7 @@ const (
 // instead: u is not plain http, or hc does not dial by a function of its
 // own that a pool can use too (a proxy would move the connect elsewhere).
 // Each pool acquired is released once.
-func (cs *conns) acquire(hc *http.Client, u *url.URL) *connPool {
+func (cs *Conns) acquire(hc *http.Client, u *url.URL) *connPool {
 	t, ok := hc.Transport.(*http.Transport)
 	if u.Scheme != "http" || !ok || t.DialContext == nil || t.Proxy != nil {
 		return nil
@@ -261,7 +262,7 @@ func (c *h1Conn) poison() { _ = c.SetDeadline(time.Unix(1, 0)) }
 // send1 sends req through one of the pool's connections and reads the
 // response's head. The reply's body gives the connection back once it was
 // read to its end, or closes it.
-func (p *poster) send1(ctx context.Context, req request) (httpReply, error) {
+func (p *Poster) send1(ctx context.Context, req request) (httpReply, error) {
 	session := p.session()
 	if !httpguts.ValidHeaderFieldValue(session) {
 		return httpReply{}, fmt.Errorf("the server's session id %q cannot be sent in a header", session)
@@ -282,7 +283,7 @@ func (p *poster) send1(ctx context.Context, req request) (httpReply, error) {
 		}
 		return httpReply{}, err
 	}
-	if err := p.writeRequest(c, req, session, p.trace.headerLines(ctx)); err != nil {
+	if err := p.writeRequest(c, req, session, p.traceLines(ctx)); err != nil {
 		return fail(err)
 	}
 	resp, keep, err := readResponse(c.br, &c.head)
@@ -296,7 +297,7 @@ func (p *poster) send1(ctx context.Context, req request) (httpReply, error) {
 // writeRequest writes req: head and body in one write, or, for a large
 // body, the body from where it lies. trace is header lines of the call's
 // trace context.
-func (p *poster) writeRequest(c *h1Conn, req request, session, trace string) error {
+func (p *Poster) writeRequest(c *h1Conn, req request, session, trace string) error {
 	bp := requestBufs.Get().(*[]byte)
 	defer requestBufs.Put(bp)
 	b := append((*bp)[:0], req.method...)
@@ -312,8 +313,8 @@ func (p *poster) writeRequest(c *h1Conn, req request, session, trace string) err
 	if session != "" {
 		b = append(append(append(append(b, "\r\n"...), server.HeaderKeySessionID...), ": "...), session...)
 	}
-	if p.version != "" {
-		b = append(append(append(append(b, "\r\n"...), server.HeaderKeyProtocolVersion...), ": "...), p.version...)
+	if p.Version != "" {
+		b = append(append(append(append(b, "\r\n"...), server.HeaderKeyProtocolVersion...), ": "...), p.Version...)
 	}
 	if req.lastEventID != "" {
 		b = append(append(b, "\r\nLast-Event-ID: "...), req.lastEventID...)
@@ -351,7 +352,7 @@ func readResponse(br *bufio.Reader, head *headLimit) (resp *http.Response, keep 
 		resp, err = http.ReadResponse(br, bodyRequest)
 		switch {
 		case err != nil && head.read == 0 && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)):
-			return nil, false, errClosedUnanswered
+			return nil, false, ErrClosedUnanswered
 		case err != nil:
 			return nil, false, fmt.Errorf("reading the response: %w", err)
 		case resp.StatusCode == http.StatusSwitchingProtocols:
@@ -361,6 +362,10 @@ func readResponse(br *bufio.Reader, head *headLimit) (resp *http.Response, keep 
 		}
 	}
 }
+
+// ErrClosedUnanswered is a server that closed the connection before it
+// answered a request.
+var ErrClosedUnanswered = fmt.Errorf("the server closed the connection without answering: %w", io.ErrUnexpectedEOF)
 
 // bodyRequest is what http.ReadResponse needs to know of the request: not
 // a HEAD, so its response has a body.
@@ -425,10 +430,26 @@ func (b *h1Body) drain() {
 	b.pool.put(b.c)
 }
 
-// httpReply is a response as the poster reads it, from either client.
+// httpReply is a response as the Poster reads it, from either client.
 type httpReply struct {
 	status int
 	media  string // the Content-Type header
 	length int64  // -1 when not given
 	body   io.ReadCloser
+}
+
+// traceLines returns the trace context of ctx (Trace) as header lines,
+// each after a CRLF, for a request the poster writes itself. A value
+// net/http would refuse to send is left out: tracestate comes from the
+// client.
+func (p *Poster) traceLines(ctx context.Context) string {
+	var b strings.Builder
+	for k, vs := range p.traceHeader(ctx) {
+		for _, v := range vs {
+			if httpguts.ValidHeaderFieldValue(v) {
+				b.WriteString("\r\n" + k + ": " + v)
+			}
+		}
+	}
+	return b.String()
 }

@@ -1,4 +1,4 @@
-package attach
+package mcpwire
 
 import (
 	"bytes"
@@ -21,11 +21,12 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/ardgate/ardgate/attach/fault"
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
-// poster sends a proxied call to a streamable HTTP server itself, as one
+// Poster sends a proxied call to a streamable HTTP server itself, as one
 // POST, instead of through mcp-go's transport, which decodes a response
 // three times over with encoding/json (a json.Decoder's scan, then
 // Unmarshal's check and decode: 11.7 ms of the gateway's 12 ms on a 1 MiB
@@ -33,60 +34,63 @@ import (
 // its result passed on as the server wrote it.
 //
 // The session stays mcp-go's: it opened it, keeps its event stream, and
-// makes every other request. The poster sends what mcp-go's transport
+// makes every other request. The Poster sends what mcp-go's transport
 // would send with a call (the session id, the negotiated protocol version,
 // the configured headers) and reads both kinds of answer: a JSON body, or
 // an event stream carrying notifications, requests from the server, and
 // the response.
-type poster struct {
+type Poster struct {
 	url    string
 	client *http.Client // sends the configured headers to url's origin only
 	// pool, for a plain-http server, holds the connections its calls are
-	// sent on by the poster itself (http1.go); nil sends them through
+	// sent on by the Poster itself (http1.go); nil sends them through
 	// client. host, target and headerLines are the request's parts.
 	pool        *connPool
 	host        string
 	target      string
 	headerLines string
-	version     string                        // the protocol version the session negotiated
+	Version     string                        // the protocol version the session negotiated; set before the first call
 	session     func() string                 // the session id mcp-go's transport holds
 	notify      func(mcp.JSONRPCNotification) // the server's notifications during a call
 	// serve answers the server's requests (upstream.answerRequest).
-	serve     func(context.Context, transport.JSONRPCRequest) *transport.JSONRPCResponse
-	trace     *CallTracing       // nil while tracing is off
+	serve func(context.Context, transport.JSONRPCRequest) *transport.JSONRPCResponse
+	// Trace, when not nil, gives the trace context of a call's request
+	// as header fields.
+	Trace     func(ctx context.Context) http.Header
 	answering answering          // the answers to the server's requests on their way
 	closed    context.Context    // done once the upstream is closed
 	cancel    context.CancelFunc // closes closed
 	release   sync.Once          // gives pool back
 }
 
-// newPoster makes the poster of a streamable HTTP server at plan.URL, its
+// NewPoster makes the Poster of a streamable HTTP server at serverURL, with
+// the configured headers, its
 // calls sent through hc or, for a plain-http server, on connections from
 // cs. session returns the session id mcp-go's transport holds; notify
 // hears the server's notifications during calls.
-func newPoster(plan Plan, hc *http.Client, cs *conns, session func() string, notify func(mcp.JSONRPCNotification),
-	serve func(context.Context, transport.JSONRPCRequest) *transport.JSONRPCResponse) *poster {
+func NewPoster(serverURL string, headers map[string]string, hc *http.Client, cs *Conns, session func() string, notify func(mcp.JSONRPCNotification),
+	serve func(context.Context, transport.JSONRPCRequest) *transport.JSONRPCResponse) *Poster {
 	closed, cancel := context.WithCancel(context.Background())
 	// The client sends the configured headers (a token) to the server's
 	// origin only: set on each request, a redirect elsewhere carried them
 	// along.
-	p := &poster{url: plan.URL, client: withHeaders(hc, plan.URL, plan.Headers), session: session, notify: notify, serve: serve, closed: closed, cancel: cancel,
+	p := &Poster{url: serverURL, client: WithHeaders(hc, serverURL, headers), session: session, notify: notify, serve: serve, closed: closed, cancel: cancel,
 		answering: newAnswering()}
-	u, err := url.Parse(plan.URL)
-	if err != nil || !plainHeaders(plan.Headers) {
+	u, err := url.Parse(serverURL)
+	if err != nil || !plainHeaders(headers) {
 		return p // net/http says what is wrong with them, or sends them its way
 	}
 	p.host, p.target = u.Host, u.RequestURI()
 	var lines strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(plan.Headers)) {
-		lines.WriteString("\r\n" + http.CanonicalHeaderKey(k) + ": " + plan.Headers[k])
+	for _, k := range slices.Sorted(maps.Keys(headers)) {
+		lines.WriteString("\r\n" + http.CanonicalHeaderKey(k) + ": " + headers[k])
 	}
 	p.headerLines = lines.String()
 	p.pool = cs.acquire(hc, u)
 	return p
 }
 
-// plainHeaders accepts configured headers the poster can write itself:
+// plainHeaders accepts configured headers the Poster can write itself:
 // valid, and none that net/http writes its own way or that frames the
 // request.
 func plainHeaders(h map[string]string) bool {
@@ -103,9 +107,9 @@ func plainHeaders(h map[string]string) bool {
 	return true
 }
 
-// close ends the calls in flight, as mcp-go's do on Close, and gives back
-// the poster's connections.
-func (p *poster) close() {
+// Close ends the calls in flight, as mcp-go's do on Close, and gives back
+// the Poster's connections.
+func (p *Poster) Close() {
 	p.cancel()
 	if p.pool != nil {
 		p.release.Do(p.pool.release)
@@ -116,10 +120,10 @@ func (p *poster) close() {
 // session, and every later call would meet the same.
 var errSessionGone = errors.New("the server ended the session (HTTP 404)")
 
-// call POSTs line, the request keyed key, and returns the server's
+// Call POSTs line, the request keyed key, and returns the server's
 // response. A call the upstream's close ended says so as mcp-go's
 // transports do, with ErrTransportClosed.
-func (p *poster) call(ctx context.Context, key string, line []byte) (*transport.JSONRPCResponse, error) {
+func (p *Poster) Call(ctx context.Context, key string, line []byte) (*transport.JSONRPCResponse, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(p.closed, cancel)()
@@ -130,7 +134,7 @@ func (p *poster) call(ctx context.Context, key string, line []byte) (*transport.
 	return resp, err
 }
 
-func (p *poster) exchange(ctx context.Context, key string, line []byte) (*transport.JSONRPCResponse, error) {
+func (p *Poster) exchange(ctx context.Context, key string, line []byte) (*transport.JSONRPCResponse, error) {
 	resp, err := p.send(ctx, post(line))
 	if err != nil {
 		return nil, err
@@ -156,7 +160,7 @@ func (p *poster) exchange(ctx context.Context, key string, line []byte) (*transp
 			return nil, fmt.Errorf("reading the response: %w", err)
 		}
 		if len(b) > jsonrpc.MaxMessage {
-			return nil, fmt.Errorf("the server's response: %w", errAnswerTooLarge)
+			return nil, fmt.Errorf("the server's response: %w", fault.ErrAnswerTooLarge)
 		}
 		return p.response(key, b)
 	case "text/event-stream":
@@ -215,7 +219,7 @@ func readBody(body io.Reader, length int64) ([]byte, error) {
 // bodyBlocks lends the blocks that a body of unknown length is read in.
 var bodyBlocks = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
-// request is one request of the poster's: the POST of a message, or the
+// request is one request of the Poster's: the POST of a message, or the
 // GET that opens the server's own event stream (listen.go).
 type request struct {
 	method      string // http.MethodPost or http.MethodGet
@@ -229,10 +233,10 @@ func post(line []byte) request {
 	return request{method: http.MethodPost, body: line, accept: "application/json, text/event-stream"}
 }
 
-// send sends req: over the poster's own connections when it has them,
+// send sends req: over the Poster's own connections when it has them,
 // else through its client. A request the server redirects (307, 308: not
 // acted on) is sent again through the client, which follows redirects.
-func (p *poster) send(ctx context.Context, req request) (httpReply, error) {
+func (p *Poster) send(ctx context.Context, req request) (httpReply, error) {
 	if p.pool != nil {
 		r, err := p.send1(ctx, req)
 		if err != nil || r.status < 300 || r.status >= 400 {
@@ -247,8 +251,8 @@ func (p *poster) send(ctx context.Context, req request) (httpReply, error) {
 	return httpReply{status: resp.StatusCode, media: resp.Header.Get("Content-Type"), length: resp.ContentLength, body: resp.Body}, nil
 }
 
-// do sends req through the poster's client.
-func (p *poster) do(ctx context.Context, req request) (*http.Response, error) {
+// do sends req through the Poster's client.
+func (p *Poster) do(ctx context.Context, req request) (*http.Response, error) {
 	var body io.Reader
 	if req.method == http.MethodPost {
 		body = bytes.NewReader(req.body)
@@ -264,16 +268,25 @@ func (p *poster) do(ctx context.Context, req request) (*http.Response, error) {
 	if id := p.session(); id != "" {
 		r.Header.Set(server.HeaderKeySessionID, id)
 	}
-	if p.version != "" {
-		r.Header.Set(server.HeaderKeyProtocolVersion, p.version)
+	if p.Version != "" {
+		r.Header.Set(server.HeaderKeyProtocolVersion, p.Version)
 	}
 	if req.lastEventID != "" {
 		r.Header.Set("Last-Event-ID", req.lastEventID)
 	}
-	for k, v := range p.trace.header(ctx) {
+	for k, v := range p.traceHeader(ctx) {
 		r.Header[k] = v
 	}
 	return p.client.Do(r)
+}
+
+// traceHeader is the trace context of ctx as header fields; nil while
+// tracing is off.
+func (p *Poster) traceHeader(ctx context.Context) http.Header {
+	if p.Trace == nil {
+		return nil
+	}
+	return p.Trace(ctx)
 }
 
 // eventLines bounds the lines of an event stream: a line holds at most a
@@ -283,15 +296,15 @@ func eventLines(body io.Reader) io.Reader {
 }
 
 // response reads one JSON-RPC response that must answer key.
-func (p *poster) response(key string, b []byte) (*transport.JSONRPCResponse, error) {
+func (p *Poster) response(key string, b []byte) (*transport.JSONRPCResponse, error) {
 	f, err := jsonrpc.ReadMessage(b)
 	if err != nil {
-		return nil, fmt.Errorf("the server's response is %w: %w", errMalformedAnswer, err)
+		return nil, fmt.Errorf("the server's response is %w: %w", ErrMalformedAnswer, err)
 	}
 	if f.Method != nil || !answers(f.ID, key) {
 		return nil, fmt.Errorf("the server's response answers another request (id %s)", guard.Text(string(f.ID), 80))
 	}
-	return responseOf(f, true), nil
+	return ResponseOf(f, true), nil
 }
 
 // events reads an SSE response until the event that answers key. On the
@@ -300,7 +313,7 @@ func (p *poster) response(key string, b []byte) (*transport.JSONRPCResponse, err
 // elicitation, which the gateway does not offer its upstreams) with
 // "method not found". at is kept at where the stream is, for opening it
 // again (resume.go).
-func (p *poster) events(ctx context.Context, key string, lr *jsonrpc.LineReader, at *streamAt) (*transport.JSONRPCResponse, error) {
+func (p *Poster) events(ctx context.Context, key string, lr *jsonrpc.LineReader, at *streamAt) (*transport.JSONRPCResponse, error) {
 	var data []byte
 	for {
 		line, err := lr.ReadLine()
@@ -321,7 +334,7 @@ func (p *poster) events(ctx context.Context, key string, lr *jsonrpc.LineReader,
 				data = append(data, '\n')
 			}
 			if len(data)+len(v) > jsonrpc.MaxMessage {
-				return nil, fmt.Errorf("an event of the server's: %w", errAnswerTooLarge)
+				return nil, fmt.Errorf("an event of the server's: %w", fault.ErrAnswerTooLarge)
 			}
 			data = append(data, v...)
 		default:
@@ -329,38 +342,38 @@ func (p *poster) events(ctx context.Context, key string, lr *jsonrpc.LineReader,
 		}
 		switch {
 		case errors.Is(err, io.EOF):
-			return nil, errStreamEnded
+			return nil, ErrStreamEnded
 		case errors.Is(err, jsonrpc.ErrFrameTooLarge):
-			return nil, fmt.Errorf("an event of the server's: %w", errAnswerTooLarge)
+			return nil, fmt.Errorf("an event of the server's: %w", fault.ErrAnswerTooLarge)
 		case err != nil:
 			return nil, fmt.Errorf("reading the server's event stream: %w", err)
 		}
 	}
 }
 
-// errStreamEnded is an event stream that ended without answering the call.
-var errStreamEnded = errors.New("the server's event stream ended without answering the call")
+// ErrStreamEnded is an event stream that ended without answering the call.
+var ErrStreamEnded = errors.New("the server's event stream ended without answering the call")
 
 // event handles one SSE event and returns the response when it answers
 // key, or why it cannot be read when it would (nested too deep, say).
 // data is reused for the next event, so what is kept is copied.
-func (p *poster) event(ctx context.Context, key string, data []byte) (*transport.JSONRPCResponse, error) {
+func (p *Poster) event(ctx context.Context, key string, data []byte) (*transport.JSONRPCResponse, error) {
 	f, err := jsonrpc.ReadMessage(data)
 	if err != nil {
 		// Not a message; a well-behaved server sends none. One nested too
-		// deep ends the call it answers (pipeTransport.dropMalformed).
+		// deep ends the call it answers (Pipe.dropMalformed).
 		if !errors.Is(err, jsonrpc.ErrTooDeep) {
 			return nil, nil
 		}
 		if id, method := jsonrpc.RouteOf(data); !method && answers(id, key) {
-			return nil, fmt.Errorf("the server's response is %w: %w", errMalformedAnswer, err)
+			return nil, fmt.Errorf("the server's response is %w: %w", ErrMalformedAnswer, err)
 		}
 		return nil, nil
 	}
 	switch {
 	case f.Method == nil:
 		if answers(f.ID, key) {
-			return responseOf(f, false), nil
+			return ResponseOf(f, false), nil
 		}
 	case f.ID == nil || string(f.ID) == "null":
 		var n mcp.JSONRPCNotification
@@ -375,7 +388,7 @@ func (p *poster) event(ctx context.Context, key string, data []byte) (*transport
 
 // answer replies to a request the server made during a call, or on the
 // stream it is listened to on.
-func (p *poster) answer(ctx context.Context, f frame) {
+func (p *Poster) answer(ctx context.Context, f Frame) {
 	var req transport.JSONRPCRequest
 	if req.ID.UnmarshalJSON(f.ID) != nil || json.Unmarshal(f.Method, &req.Method) != nil {
 		return
@@ -423,7 +436,7 @@ const maxAnswering = 8
 func newAnswering() answering { return make(answering, maxAnswering) }
 
 func (a answering) run(method string, answer func()) {
-	if relayable(method) {
+	if Relayable(method) {
 		go answer()
 		return
 	}
@@ -436,4 +449,14 @@ func (a answering) run(method string, answer func()) {
 	default:
 		answer()
 	}
+}
+
+// Relayable reports whether method is one of the requests a server may
+// make of the client through the gateway.
+func Relayable(method string) bool {
+	switch mcp.MCPMethod(method) {
+	case mcp.MethodListRoots, mcp.MethodSamplingCreateMessage, mcp.MethodElicitationCreate:
+		return true
+	}
+	return false
 }

@@ -1,4 +1,4 @@
-package attach
+package mcpwire
 
 import (
 	"bytes"
@@ -27,9 +27,9 @@ type capAnswers struct {
 	cut  func()
 }
 
-// capped returns hc with its answers capped; cut, when not nil, hears of
+// Capped returns hc with its answers capped; cut, when not nil, hears of
 // each answer cut.
-func capped(hc *http.Client, cut func()) *http.Client {
+func Capped(hc *http.Client, cut func()) *http.Client {
 	c := *hc
 	next := c.Transport
 	if next == nil {
@@ -110,7 +110,7 @@ func refusedIfDeep(line []byte) []byte {
 	if id == nil || method {
 		return line // a request or a notification: dropped, as before
 	}
-	why, _ := json.Marshal(fmt.Sprintf("the server's response is %s: %s", errMalformedAnswer, jsonrpc.ErrTooDeep))
+	why, _ := json.Marshal(fmt.Sprintf("the server's response is %s: %s", ErrMalformedAnswer, jsonrpc.ErrTooDeep))
 	return fmt.Appendf(nil, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":%d,\"message\":%s}}\n", id, mcp.PARSE_ERROR, why)
 }
 
@@ -122,24 +122,21 @@ type cappedBody struct {
 	cut  func() // nil, or hears of the cut once
 }
 
-// errAnswerTooLarge is an answer past the message cap.
-var errAnswerTooLarge = fault.ErrAnswerTooLarge
-
-// errMalformedAnswer is an answer that is not JSON-RPC the gateway reads:
+// ErrMalformedAnswer is an answer that is not JSON-RPC the gateway reads:
 // one nested deeper than jsonrpc.ErrTooDeep allows, say. That request
 // fails, not the connection.
-var errMalformedAnswer = errors.New("not JSON-RPC the gateway reads")
+var ErrMalformedAnswer = errors.New("not JSON-RPC the gateway reads")
 
 func (b *cappedBody) Read(p []byte) (int, error) {
 	if b.left < 0 {
-		return 0, errAnswerTooLarge
+		return 0, fault.ErrAnswerTooLarge
 	}
 	n, err := b.ReadCloser.Read(p[:min(int64(len(p)), b.left+1)]) // one byte more tells a body past the cap
 	if b.left -= int64(n); b.left < 0 {
 		if b.cut != nil {
 			b.cut()
 		}
-		return 0, errAnswerTooLarge
+		return 0, fault.ErrAnswerTooLarge
 	}
 	return n, err
 }

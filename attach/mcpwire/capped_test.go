@@ -1,10 +1,12 @@
-package attach
+package mcpwire
 
 import (
 	"errors"
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/ardgate/ardgate/attach/fault"
 )
 
 // An answer of the cap's size is read whole; a byte more fails, saying
@@ -21,10 +23,10 @@ func TestCappedBody(t *testing.T) {
 			t.Errorf("%d bytes under a cap of 10: %d read, %v", c.size, len(got), err)
 		}
 		if !c.ok {
-			if !errors.Is(err, errAnswerTooLarge) || len(got) > 10 {
+			if !errors.Is(err, fault.ErrAnswerTooLarge) || len(got) > 10 {
 				t.Errorf("%d bytes under a cap of 10: %d read, %v", c.size, len(got), err)
 			}
-			if _, err := b.Read(make([]byte, 4)); !errors.Is(err, errAnswerTooLarge) {
+			if _, err := b.Read(make([]byte, 4)); !errors.Is(err, fault.ErrAnswerTooLarge) {
 				t.Errorf("a read after the cap: %v", err)
 			}
 		}

@@ -1,9 +1,10 @@
-package attach
+package mcpwire
 
 import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -20,11 +21,11 @@ type originHeaders struct {
 	headers map[string]string
 }
 
-// withHeaders returns hc sending headers to the origin of serverURL. A
+// WithHeaders returns hc sending headers to the origin of serverURL. A
 // request redirected to another origin goes without the session's own
 // headers either (its id, protocol version, last event id) and without a
 // Referer, which net/http copies or sets on a redirect.
-func withHeaders(hc *http.Client, serverURL string, headers map[string]string) *http.Client {
+func WithHeaders(hc *http.Client, serverURL string, headers map[string]string) *http.Client {
 	u, err := url.Parse(serverURL)
 	if err != nil {
 		return hc
@@ -39,7 +40,7 @@ func withHeaders(hc *http.Client, serverURL string, headers map[string]string) *
 	}
 	check := c.CheckRedirect
 	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if !sameOrigin(req.URL, u) {
+		if !SameOrigin(req.URL, u) {
 			for _, h := range sessionHeaders {
 				req.Header.Del(h)
 			}
@@ -60,7 +61,7 @@ func withHeaders(hc *http.Client, serverURL string, headers map[string]string) *
 var sessionHeaders = []string{server.HeaderKeySessionID, server.HeaderKeyProtocolVersion, "Last-Event-ID", "Referer"}
 
 func (o originHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
-	if !sameOrigin(r.URL, o.origin) {
+	if !SameOrigin(r.URL, o.origin) {
 		return o.next.RoundTrip(r)
 	}
 	r = r.Clone(r.Context()) // a RoundTripper leaves its request as it came
@@ -70,4 +71,9 @@ func (o originHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 	}
 	return o.next.RoundTrip(r)
+}
+
+// SameOrigin tells whether a and b have the same scheme and host.
+func SameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Host, b.Host)
 }

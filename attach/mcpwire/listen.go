@@ -1,4 +1,4 @@
-package attach
+package mcpwire
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 // (tools/list_changed, for the gateway) on an event stream the client opens
 // with a GET. The gateway opens it only for a server that declared it sends
 // tools/list_changed, and reads it on one goroutine of its own, over the
-// poster's connections. mcp-go's transport, listening, held six goroutines
+// Poster's connections. mcp-go's transport, listening, held six goroutines
 // and a connection of net/http's per attached server, and opened the stream
 // whether or not the server would ever use it; with 1,000 sessions of two
 // attachments that was 12,000 goroutines and about 110 KiB a server.
@@ -27,12 +27,12 @@ const (
 	listenRetryMax = 30 * time.Second
 )
 
-// listen reads the server's event stream until the poster closes: its
+// Listen reads the server's event stream until the Poster closes: its
 // notifications go to p.notify, and its requests are answered, as on a
 // call's stream. It opens the stream again after it ends or fails, from
 // the last event read, and stops when the server offers none (405) or
 // forgot the session (404), which every call will meet too.
-func (p *poster) listen(log *slog.Logger) {
+func (p *Poster) Listen(log *slog.Logger) {
 	var at streamAt
 	wait := listenRetry
 	for {

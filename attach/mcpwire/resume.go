@@ -1,4 +1,4 @@
-package attach
+package mcpwire
 
 import (
 	"bytes"
@@ -63,8 +63,8 @@ const (
 // resume polls a call's stream that the server ended before answering,
 // given what reading it returned, for as long as the server ends each
 // stream the same way and the call lasts.
-func (p *poster) resume(ctx context.Context, key string, at *streamAt, resp *transport.JSONRPCResponse, err error) (*transport.JSONRPCResponse, error) {
-	for errors.Is(err, errStreamEnded) && at.lastID != "" {
+func (p *Poster) resume(ctx context.Context, key string, at *streamAt, resp *transport.JSONRPCResponse, err error) (*transport.JSONRPCResponse, error) {
+	for errors.Is(err, ErrStreamEnded) && at.lastID != "" {
 		wait := pollWait
 		if at.retry > 0 {
 			wait = max(at.retry, minPollWait)
@@ -84,7 +84,7 @@ func (p *poster) resume(ctx context.Context, key string, at *streamAt, resp *tra
 // openStream GETs the server's event stream from at's last event and
 // reads it, with a line buffer of buf bytes, until the event that answers
 // key or its end. opened tells whether the server accepted the GET.
-func (p *poster) openStream(ctx context.Context, key string, at *streamAt, buf int) (resp *transport.JSONRPCResponse, opened bool, err error) {
+func (p *Poster) openStream(ctx context.Context, key string, at *streamAt, buf int) (resp *transport.JSONRPCResponse, opened bool, err error) {
 	r, err := p.send(ctx, request{method: http.MethodGet, accept: "text/event-stream", lastEventID: at.lastID})
 	if err != nil {
 		return nil, false, err

@@ -1,6 +1,6 @@
 //go:build unix
 
-package attach
+package mcpwire
 
 import (
 	"errors"

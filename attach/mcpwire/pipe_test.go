@@ -1,14 +1,11 @@
-package attach
+package mcpwire
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/goleak"
 
+	"github.com/ardgate/ardgate/attach/fault"
 	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
@@ -30,7 +28,7 @@ func (r rootsOf) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRoot
 	return &mcp.ListRootsResult{Roots: r}, nil
 }
 
-// An mcp-go client on pipeTransport against mcp-go's stdio server, on
+// An mcp-go client on Pipe against mcp-go's stdio server, on
 // pipes, in-process: the handshake, a result many times the read buffer,
 // a request from the server (roots/list) answered by the client, and a
 // clean end.
@@ -55,7 +53,7 @@ func TestPipeTransportWithMCPServer(t *testing.T) {
 		defer close(served)
 		_ = server.NewStdioServer(s).Listen(ctx, toServerR, fromServerW)
 	}()
-	c := client.NewClient(newPipeTransport(fromServerR, toServerW, quiet),
+	c := client.NewClient(NewPipe(fromServerR, toServerW, quiet, nil),
 		client.WithRootsHandler(rootsOf{{URI: "file:///work", Name: "work"}}))
 	defer func() {
 		_ = c.Close()
@@ -98,10 +96,10 @@ func TestPipeTransportWithMCPServer(t *testing.T) {
 // scriptedServer is a pipe transport, started, whose server is the test:
 // it reads what the transport writes from toServer and writes its lines
 // to fromServer.
-func scriptedServer() (p *pipeTransport, toServer *io.PipeReader, fromServer *io.PipeWriter) {
+func scriptedServer() (p *Pipe, toServer *io.PipeReader, fromServer *io.PipeWriter) {
 	toServerR, toServerW := io.Pipe()
 	fromServerR, fromServerW := io.Pipe()
-	p = newPipeTransport(fromServerR, toServerW, quiet)
+	p = NewPipe(fromServerR, toServerW, quiet, nil)
 	_ = p.Start(context.Background())
 	return p, toServerR, fromServerW
 }
@@ -202,89 +200,6 @@ func TestPipeTransportSkipsWhatItCannotRoute(t *testing.T) {
 	go io.Copy(io.Discard, toServerR) // Close writes nothing, but must not block if it did
 }
 
-// A raw call's line is what encoding/json writes, with the argument bytes
-// as the client sent them, and the gateway's progress token and trace
-// context when it has them; with the client's _meta, its members but
-// those the gateway sets (its order is the client's: the same JSON).
-func TestRawCallLine(t *testing.T) {
-	u := &upstream{}
-	trace := map[string]any{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tracestate": "k=v"}
-	const clientMeta = `{"progressToken":"theirs","zeta":{"v":[1]},"traceparent":"00-client-01","tracestate":"client=1","app/key":"x\"y"}`
-	for _, c := range []struct {
-		tool, args, progress string
-		trace                map[string]any
-		meta                 string
-	}{
-		{"echo", `{"message":"hi"}`, "", nil, ""},
-		{"weird \"name\" <é>", `{"a":[1,2,{"b":null}]}`, "", nil, ""},
-		{"tab\tand\\slash", `{}`, "", nil, ""},
-		{"ünïcode", `{}`, "", nil, ""},
-		{"no_args", ``, "", nil, ""},
-		{"echo", `{"message":"hi"}`, "ardgate-progress-7", nil, ""},
-		{"no_args", ``, "ardgate-progress-8", nil, ""},
-		{"echo", `{"message":"hi"}`, "", trace, ""},
-		{"echo", `{"message":"hi"}`, "ardgate-progress-9", trace, ""},
-		{"echo", `{"message":"hi"}`, "", nil, clientMeta},
-		{"echo", `{"message":"hi"}`, "ardgate-progress-10", trace, clientMeta},
-		{"echo", `{"message":"hi"}`, "", map[string]any{"traceparent": trace["traceparent"]}, clientMeta}, // the client's tracestate goes too
-		{"no_args", ``, "ardgate-progress-11", nil, `{"progressToken":"theirs"}`},
-	} {
-		var args, meta json.RawMessage
-		if c.args != "" {
-			args = json.RawMessage(c.args)
-		}
-		if c.meta != "" {
-			meta = json.RawMessage(c.meta)
-		}
-		call := u.rawCall(c.tool, args, meta)
-		call.progress, call.trace = c.progress, c.trace
-		want, err := json.Marshal(call.request())
-		if err != nil {
-			t.Fatal(err)
-		}
-		same := func(got []byte) bool {
-			if meta == nil {
-				return string(got) == string(want)
-			}
-			var a, b any
-			return json.Unmarshal(got, &a) == nil && json.Unmarshal(want, &b) == nil && reflect.DeepEqual(a, b)
-		}
-		if got := call.appendLine([]byte("kept")); !bytes.HasPrefix(got, []byte("kept")) || !same(got[4:]) {
-			t.Errorf("line = %s\n want kept%s", got, want)
-		}
-		got := call.line()
-		if !same(got) {
-			t.Errorf("line() = %s\n want %s", got, want)
-		}
-		if meta != nil {
-			var sent struct {
-				Params struct {
-					Meta map[string]any `json:"_meta"`
-				}
-			}
-			_ = json.Unmarshal(got, &sent)
-			m := sent.Params.Meta
-			switch {
-			case m["progressToken"] != nilIfEmpty(c.progress):
-				t.Errorf("progressToken sent: %v, want the gateway's %q", m["progressToken"], c.progress)
-			case c.trace == nil && strings.Contains(c.meta, "traceparent") && (m["traceparent"] != "00-client-01" || m["tracestate"] != "client=1"),
-				c.trace != nil && (m["traceparent"] != c.trace["traceparent"] || m["tracestate"] != c.trace["tracestate"]):
-				t.Errorf("trace context sent: %v %v", m["traceparent"], m["tracestate"])
-			case strings.Contains(c.meta, "zeta") && (m["app/key"] != `x"y` || m["zeta"] == nil):
-				t.Errorf("the client's members: %v", m)
-			}
-		}
-		if call.key != call.requestID().String() {
-			t.Errorf("key %q, the id's own %q", call.key, call.requestID().String())
-		}
-	}
-	spaced := json.RawMessage(`{ "message" : "hi" }`)
-	got := u.rawCall("echo", spaced, nil).appendLine(nil)
-	if !strings.Contains(string(got), `"arguments":{ "message" : "hi" }}`) {
-		t.Errorf("the arguments were not passed as sent: %s", got)
-	}
-}
-
 // Calls started with their own timeouts, out of order, share one deadline
 // timer: each ends at its own deadline, never before it, and a call
 // answered in time or started without a timeout is not ended by it.
@@ -302,9 +217,9 @@ func TestPipeTransportDeadlines(t *testing.T) {
 	start := func(name string, timeout time.Duration) {
 		began := time.Now()
 		line := `{"jsonrpc":"2.0","id":"` + name + `","method":"x"}`
-		err := p.send("string:"+name, endsWith(func(err error) {
+		err := p.Send("string:"+name, endsWith(func(err error) {
 			ends <- end{name, err, time.Since(began)}
-		}), callLimits{timeout: timeout}, nil, nil, []byte(line), "\n")
+		}), Limits{Timeout: timeout}, nil, nil, []byte(line), "\n")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -323,8 +238,8 @@ func TestPipeTransportDeadlines(t *testing.T) {
 	}
 	for _, want := range []string{"quick", "middle", "slow"} {
 		e := <-ends
-		if e.name != want || !errors.Is(e.err, ErrTimeout) {
-			t.Fatalf("ended %s (%v), want %s with ErrTimeout", e.name, e.err, want)
+		if e.name != want || !errors.Is(e.err, fault.ErrTimeout) {
+			t.Fatalf("ended %s (%v), want %s with fault.ErrTimeout", e.name, e.err, want)
 		}
 		if e.elapsed < timeouts[want] {
 			t.Errorf("%s ended after %v, before its timeout of %v", want, e.elapsed, timeouts[want])
@@ -332,7 +247,7 @@ func TestPipeTransportDeadlines(t *testing.T) {
 	}
 	// The timer went quiet with no deadline left; a new one sets it again.
 	start("later", 50*time.Millisecond)
-	if e := <-ends; e.name != "later" || !errors.Is(e.err, ErrTimeout) {
+	if e := <-ends; e.name != "later" || !errors.Is(e.err, fault.ErrTimeout) {
 		t.Fatalf("after the timer went quiet: %+v", e)
 	}
 	select {
@@ -347,12 +262,12 @@ func TestPipeTransportDeadlines(t *testing.T) {
 	_ = p.Close()
 }
 
-// endsWith is a waiter that tells only whether the request was answered
+// endsWith is a Waiter that tells only whether the request was answered
 // (nil) or why not.
 type endsWith func(err error)
 
-func (e endsWith) answered(frame, *jsonrpc.Batch) { e(nil) }
-func (e endsWith) failed(err error)               { e(err) }
+func (e endsWith) Answered(Frame, *jsonrpc.Batch) { e(nil) }
+func (e endsWith) Failed(err error)               { e(err) }
 
 // A line over the message cap from the server is read through and
 // dropped, and what it was is ended by its id wherever the id lies: the
@@ -377,7 +292,7 @@ func TestPipeTransportLongLines(t *testing.T) {
 	huge := strings.Repeat("x", jsonrpc.MaxMessage)
 	call := func(id string) chan error {
 		ended := make(chan error, 1)
-		if err := p.send("string:"+id, endsWith(func(err error) { ended <- err }), callLimits{}, nil, nil,
+		if err := p.Send("string:"+id, endsWith(func(err error) { ended <- err }), Limits{}, nil, nil,
 			[]byte(`{"jsonrpc":"2.0","id":"`+id+`","method":"tools/call"}`), "\n"); err != nil {
 			t.Fatal(err)
 		}
@@ -404,7 +319,7 @@ func TestPipeTransportLongLines(t *testing.T) {
 			return errors.New("not ended after 10 s")
 		}
 	}
-	if err := ended(big); !errors.Is(err, errAnswerTooLarge) {
+	if err := ended(big); !errors.Is(err, fault.ErrAnswerTooLarge) {
 		t.Fatalf("a call answered over the cap ended with %v", err)
 	}
 	small := call("small")
@@ -416,12 +331,4 @@ func TestPipeTransportLongLines(t *testing.T) {
 	_ = p.Close()
 	for range requests {
 	}
-}
-
-// nilIfEmpty is s, or nil for "", as a decoded _meta holds a member.
-func nilIfEmpty(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }

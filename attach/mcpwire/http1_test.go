@@ -1,4 +1,4 @@
-package attach
+package mcpwire
 
 import (
 	"bufio"
@@ -93,7 +93,7 @@ func TestReadResponse(t *testing.T) {
 	}
 }
 
-// upstream1 is a real HTTP server on loopback that answers a poster's
+// upstream1 is a real HTTP server on loopback that answers a Poster's
 // calls in the way each call's tool asks, and counts its connections.
 type upstream1 struct {
 	*httptest.Server
@@ -122,17 +122,17 @@ func newUpstream1(t *testing.T) *upstream1 {
 	return u
 }
 
-// posterTo makes a poster to url with connections of its own, closed at
+// posterTo makes a Poster to url with connections of its own, closed at
 // the test's end.
-func posterTo(t *testing.T, url string, headers map[string]string, session string, notify func(mcp.JSONRPCNotification)) *poster {
+func posterTo(t *testing.T, url string, headers map[string]string, session string, notify func(mcp.JSONRPCNotification)) *Poster {
 	t.Helper()
 	hc := (&guard.Dialer{AllowLocal: true}).Client()
-	p := newPoster(Plan{URL: url, Headers: headers}, hc, &conns{}, func() string { return session }, notify, (&upstream{}).answerRequest)
+	p := NewPoster(url, headers, hc, &Conns{}, func() string { return session }, notify, answerPing)
 	if p.pool == nil {
-		t.Fatal("a plain-http server's poster has no connections of its own")
+		t.Fatal("a plain-http server's Poster has no connections of its own")
 	}
 	t.Cleanup(func() {
-		p.close()
+		p.Close()
 		hc.CloseIdleConnections()
 	})
 	return p
@@ -199,10 +199,10 @@ func (u *upstream1) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // call makes a tools/call of tool through p and returns the text it got.
-func call1(t *testing.T, ctx context.Context, p *poster, id int, tool string) (string, error) {
+func call1(t *testing.T, ctx context.Context, p *Poster, id int, tool string) (string, error) {
 	t.Helper()
 	line := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{}}}`, id, tool)
-	resp, err := p.call(ctx, fmt.Sprint("int64:", id), []byte(line))
+	resp, err := p.Call(ctx, fmt.Sprint("int64:", id), []byte(line))
 	if err != nil {
 		return "", err
 	}
@@ -232,14 +232,14 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// A plain-http server's calls go out on the poster's own connections: one
+// A plain-http server's calls go out on the Poster's own connections: one
 // kept across calls of every shape, a new one only where the last cannot
-// carry another request, and all closed when the poster is.
+// carry another request, and all closed when the Poster is.
 func TestPosterOwnConnections(t *testing.T) {
 	up := newUpstream1(t)
 	var notes atomic.Int32
 	p := posterTo(t, up.URL+"/mcp", map[string]string{"x-api-key": "k1"}, "s-1", func(mcp.JSONRPCNotification) { notes.Add(1) })
-	p.version = "2025-06-18"
+	p.Version = "2025-06-18"
 	ctx := context.Background()
 
 	for i, tool := range []string{"json", "chunked", "json", "chunked"} {
@@ -261,7 +261,7 @@ func TestPosterOwnConnections(t *testing.T) {
 	// A request body too large to copy beside its head goes out from
 	// where it lies, on the same connection.
 	big := fmt.Sprintf(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"json","arguments":{"pad":%q}}}`, strings.Repeat("x", 300<<10))
-	if resp, err := p.call(ctx, "int64:5", []byte(big)); err != nil || !strings.Contains(string(resp.Result), `"json"`) || up.opened.Load() != 1 {
+	if resp, err := p.Call(ctx, "int64:5", []byte(big)); err != nil || !strings.Contains(string(resp.Result), `"json"`) || up.opened.Load() != 1 {
 		t.Errorf("a 300 KiB request: %v, %v, %d connections opened, want 1", resp, err, up.opened.Load())
 	}
 
@@ -380,8 +380,8 @@ func TestPosterOwnConnections(t *testing.T) {
 		t.Errorf("after a timed-out call: %q, %v", got, err)
 	}
 
-	// Closing the poster, its last user, closes the pool's connections.
-	p.close()
+	// Closing the Poster, its last user, closes the pool's connections.
+	p.Close()
 	waitFor(t, "every connection to close", func() bool { return up.closed.Load() == up.opened.Load() })
 	if _, err := call1(t, ctx, p, 30, "json"); !errors.Is(err, transport.ErrTransportClosed) {
 		t.Errorf("a call after close: %v", err)
@@ -393,7 +393,7 @@ func TestPosterOwnConnections(t *testing.T) {
 	}
 }
 
-// The poster writes a request itself only where it can do so as net/http
+// The Poster writes a request itself only where it can do so as net/http
 // would; anything else goes through the client.
 func TestPosterOwnConnectionsWhen(t *testing.T) {
 	hc := (&guard.Dialer{AllowLocal: true}).Client()
@@ -417,9 +417,9 @@ func TestPosterOwnConnectionsWhen(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var cs conns
-			p := newPoster(Plan{URL: c.url, Headers: c.headers}, c.hc, &cs, func() string { return "" }, nil, nil)
-			defer p.close()
+			var cs Conns
+			p := NewPoster(c.url, c.headers, c.hc, &cs, func() string { return "" }, nil, nil)
+			defer p.Close()
 			if (p.pool != nil) != c.own {
 				t.Fatalf("own connections: %v, want %v", p.pool != nil, c.own)
 			}
@@ -428,18 +428,18 @@ func TestPosterOwnConnectionsWhen(t *testing.T) {
 			}
 		})
 	}
-	var cs conns
-	a := newPoster(Plan{URL: "http://127.0.0.1:1/a"}, hc, &cs, nil, nil, nil)
-	b := newPoster(Plan{URL: "http://127.0.0.1:1/b"}, hc, &cs, nil, nil, nil)
+	var cs Conns
+	a := NewPoster("http://127.0.0.1:1/a", nil, hc, &cs, nil, nil, nil)
+	b := NewPoster("http://127.0.0.1:1/b", nil, hc, &cs, nil, nil, nil)
 	if a.pool != b.pool {
 		t.Error("two posters to one host:port have pools of their own")
 	}
-	a.close()
-	a.close() // twice: released once
+	a.Close()
+	a.Close() // twice: released once
 	if len(cs.pools) != 1 {
 		t.Errorf("%d pools after one of two users closed, want 1", len(cs.pools))
 	}
-	b.close()
+	b.Close()
 	if len(cs.pools) != 0 {
 		t.Errorf("%d pools after both closed, want 0", len(cs.pools))
 	}
@@ -490,7 +490,7 @@ func TestPosterRedirectElsewhere(t *testing.T) {
 	}))
 	defer mover.Close()
 	p := posterTo(t, mover.URL+"/mcp", map[string]string{"X-Api-Key": "secret", "Authorization": "Bearer tok"}, "s-1", nil)
-	resp, err := p.call(context.Background(), "int64:1", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`))
+	resp, err := p.Call(context.Background(), "int64:1", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`))
 	if err != nil || string(resp.Result) != `{"a":1}` {
 		t.Fatalf("the redirected call: %v, %v", resp, err)
 	}
@@ -503,9 +503,9 @@ func TestPosterRedirectElsewhere(t *testing.T) {
 }
 
 // A server that answers with something other than HTTP, or breaks off,
-// gives an error that says so, and the poster goes on.
+// gives an error that says so, and the Poster goes on.
 func TestPosterHostileServer(t *testing.T) {
-	t.Cleanup(func() { goleak.VerifyNone(t) }) // last: after the poster has closed
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // last: after the Poster has closed
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -535,12 +535,21 @@ func TestPosterHostileServer(t *testing.T) {
 	p := posterTo(t, "http://"+ln.Addr().String()+"/mcp", nil, "", nil)
 	for i, want := range []string{"malformed HTTP response", "unexpected EOF", "invalid byte in chunk length"} {
 		line := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x"}}`, i+1)
-		if _, err := p.call(context.Background(), fmt.Sprint(i+1), []byte(line)); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := p.Call(context.Background(), fmt.Sprint(i+1), []byte(line)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("answer %d: %v, want an error saying %q", i, err, want)
 		}
 	}
-	resp, err := p.call(context.Background(), "int64:4", []byte(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}}`))
+	resp, err := p.Call(context.Background(), "int64:4", []byte(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}}`))
 	if err != nil || string(resp.Result) != `{"a":1}` {
 		t.Errorf("a good answer after three bad ones: %v, %v", resp, err)
 	}
+}
+
+// answerPing answers a server's requests as an upstream that declared no
+// client capability does: a ping with {}, any other as not found.
+func answerPing(_ context.Context, req transport.JSONRPCRequest) *transport.JSONRPCResponse {
+	if req.Method == string(mcp.MethodPing) {
+		return &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: req.ID, Result: json.RawMessage(`{}`)}
+	}
+	return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "not answered: "+req.Method, nil)
 }

@@ -1,4 +1,4 @@
-package attach
+package mcpwire
 
 import (
 	"net/http"
@@ -21,7 +21,7 @@ func TestWithHeaders(t *testing.T) {
 		}
 	}))
 	defer server.Close()
-	c := withHeaders(&http.Client{}, server.URL+"/mcp", map[string]string{"Authorization": "Bearer t", "X-Team": "a"})
+	c := WithHeaders(&http.Client{}, server.URL+"/mcp", map[string]string{"Authorization": "Bearer t", "X-Team": "a"})
 	for _, req := range []*http.Request{
 		httptest.NewRequest(http.MethodDelete, server.URL+"/mcp", nil),
 		httptest.NewRequest(http.MethodGet, server.URL+"/away", nil),

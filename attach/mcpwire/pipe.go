@@ -1,4 +1,4 @@
-package attach
+package mcpwire
 
 import (
 	"bytes"
@@ -15,10 +15,11 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/ardgate/ardgate/attach/fault"
 	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
-// pipeTransport is the client side of JSON-RPC over a stdio server's
+// Pipe is the client side of JSON-RPC over a stdio server's
 // pipes, one message a line. mcp-go's client runs on it as on its own
 // stdio transport; it exists because that transport's reader reads lines
 // in 4 KiB pieces, copies each line four times and decodes it twice, which
@@ -29,7 +30,7 @@ import (
 //
 // What it does not do, mcp-go's did not do either: the process is the
 // upstream's (startProcess), so Close only closes the server's stdin.
-type pipeTransport struct {
+type Pipe struct {
 	w   io.WriteCloser       // the server's stdin
 	out *jsonrpc.FrameWriter // w, one whole line at a time
 	r   io.Reader            // its stdout
@@ -45,8 +46,8 @@ type pipeTransport struct {
 	onNote    func(mcp.JSONRPCNotification)
 	onRequest transport.RequestHandler
 	// wait, when not nil, holds calls due while the server waits on the
-	// client (clock.go).
-	wait *clientWait
+	// client.
+	wait *ClientWait
 
 	started   sync.Once
 	done      chan struct{} // closed when the connection ends
@@ -55,16 +56,20 @@ type pipeTransport struct {
 	cancel    context.CancelFunc
 }
 
-var _ transport.BidirectionalInterface = (*pipeTransport)(nil)
+var _ transport.BidirectionalInterface = (*Pipe)(nil)
 
-func newPipeTransport(stdout io.Reader, stdin io.WriteCloser, log *slog.Logger) *pipeTransport {
+// NewPipe is the transport of a server that reads stdin and writes
+// stdout; wait, when not nil, holds its calls while it waits on the
+// client.
+func NewPipe(stdout io.Reader, stdin io.WriteCloser, log *slog.Logger, wait *ClientWait) *Pipe {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &pipeTransport{
+	p := &Pipe{
 		w: stdin, out: jsonrpc.NewFrameWriter(stdin), r: stdout, log: log,
 		pending: map[string]pendingCall{},
 		done:    make(chan struct{}),
 		ctx:     ctx, cancel: cancel,
 		answering: newAnswering(),
+		wait:      wait,
 	}
 	// A server whose stdin is broken hears no more requests: the calls
 	// waiting on it, some perhaps held and never written, end now.
@@ -77,27 +82,34 @@ func newPipeTransport(stdout io.Reader, stdin io.WriteCloser, log *slog.Logger) 
 }
 
 // Start begins reading the server's stdout.
-func (p *pipeTransport) Start(context.Context) error {
+func (p *Pipe) Start(context.Context) error {
 	p.started.Do(func() { go p.read() })
 	return nil
 }
 
-// A waiter hears, once, how a request ended.
-type waiter interface {
+// A Waiter hears, once, how a request ended.
+type Waiter interface {
 	// answered hands over the server's response. Its bytes are the
 	// reader's, valid only during the call. The reader has more frames at
 	// hand while it holds them back in b: a frame written with b is
 	// written when the reader has none left.
-	answered(f frame, b *jsonrpc.Batch)
+	Answered(f Frame, b *jsonrpc.Batch)
 	// failed says why no response will come: the connection's end,
-	// ErrTimeout, or the cause the request was stopped with.
-	failed(err error)
+	// fault.ErrTimeout, or the cause the request was stopped with.
+	Failed(err error)
+}
+
+// Limits bound a request sent without waiting (Send): Timeout without an
+// answer, which the client's wait may hold off (ClientWait), up to Most
+// in all. A zero Timeout sets no bound.
+type Limits struct {
+	Timeout, Most time.Duration
 }
 
 // pendingCall is a request waiting for its response. It is kept in the
 // map by value, so that waiting takes no allocation of its own.
 type pendingCall struct {
-	w        waiter
+	w        Waiter
 	deadline time.Time // zero when none
 	timeout  time.Duration
 	end      time.Time // the deadline may not move past it
@@ -105,24 +117,24 @@ type pendingCall struct {
 
 // SendRequest writes request and waits for the server's response to it,
 // the connection's end, or ctx.
-func (p *pipeTransport) SendRequest(ctx context.Context, request transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+func (p *Pipe) SendRequest(ctx context.Context, request transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	line, err := json.Marshal(request)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s request: %w", request.Method, err)
 	}
-	resp, err := p.roundTrip(ctx, request.ID.String(), nil, line, "\n")
+	resp, err := p.RoundTrip(ctx, request.ID.String(), nil, line, "\n")
 	if resp != nil {
 		resp.ID = request.ID // the id it was matched by
 	}
 	return resp, err
 }
 
-// roundTrip sends the request keyed key, whose frame is what head appends,
+// RoundTrip sends the request keyed key, whose frame is what head appends,
 // then body, then tail, and waits for its response. A large body is
 // written where it lies (jsonrpc.FrameWriter).
-func (p *pipeTransport) roundTrip(ctx context.Context, key string, head func([]byte) []byte, body []byte, tail string) (*transport.JSONRPCResponse, error) {
+func (p *Pipe) RoundTrip(ctx context.Context, key string, head func([]byte) []byte, body []byte, tail string) (*transport.JSONRPCResponse, error) {
 	ch := make(replyChan, 1)
-	if err := p.send(key, ch, callLimits{}, nil, head, body, tail); err != nil {
+	if err := p.Send(key, ch, Limits{}, nil, head, body, tail); err != nil {
 		return nil, err
 	}
 	select {
@@ -134,7 +146,7 @@ func (p *pipeTransport) roundTrip(ctx context.Context, key string, head func([]b
 	}
 }
 
-// replyChan is the waiter of a request that SendRequest waits on.
+// replyChan is the Waiter of a request that SendRequest waits on.
 type replyChan chan reply
 
 type reply struct {
@@ -142,30 +154,30 @@ type reply struct {
 	err  error
 }
 
-func (ch replyChan) answered(f frame, _ *jsonrpc.Batch) { ch <- reply{resp: responseOf(f, false)} }
-func (ch replyChan) failed(err error)                   { ch <- reply{err: err} }
+func (ch replyChan) Answered(f Frame, _ *jsonrpc.Batch) { ch <- reply{resp: ResponseOf(f, false)} }
+func (ch replyChan) Failed(err error)                   { ch <- reply{err: err} }
 
-// send registers w under key, keyed as mcp.RequestId.String keys its id,
+// Send registers w under key, keyed as mcp.RequestId.String keys its id,
 // within limits when their timeout is not zero, and writes the request
 // that line appends, or holds it in b (jsonrpc.FrameWriter). It returns at
-// once: w hears the response, the connection's end, ErrTimeout when out
+// once: w hears the response, the connection's end, fault.ErrTimeout when out
 // of time, or the cause given to stop, on the goroutine that saw it. On
 // failure w is not called.
 //
 // It is how a proxied call over stdio waits without a goroutine of its
 // own: the response is written to the client from the reader that read it,
 // as a relay copying bytes would, with no hand-off in between.
-func (p *pipeTransport) send(key string, w waiter, limits callLimits, b *jsonrpc.Batch, head func([]byte) []byte, body []byte, tail string) error {
-	c := pendingCall{w: w, timeout: limits.timeout}
+func (p *Pipe) Send(key string, w Waiter, limits Limits, b *jsonrpc.Batch, head func([]byte) []byte, body []byte, tail string) error {
+	c := pendingCall{w: w, timeout: limits.Timeout}
 	p.mu.Lock()
 	if p.ended {
 		p.mu.Unlock()
 		return transport.ErrTransportClosed
 	}
-	if limits.timeout > 0 {
+	if limits.Timeout > 0 {
 		now := time.Now()
-		c.deadline = now.Add(limits.timeout)
-		c.end = now.Add(max(limits.timeout, limits.most))
+		c.deadline = now.Add(limits.Timeout)
+		c.end = now.Add(max(limits.Timeout, limits.Most))
 		p.arm(c.deadline)
 	}
 	p.pending[key] = c
@@ -179,17 +191,21 @@ func (p *pipeTransport) send(key string, w waiter, limits callLimits, b *jsonrpc
 	return nil
 }
 
-// stop ends the request waiting under key with cause, unless it has ended.
-func (p *pipeTransport) stop(key string, cause error) {
+// Backlog is the bytes of requests waiting to be written to the server,
+// which has stopped reading its input.
+func (p *Pipe) Backlog() int { return p.out.Waiting() }
+
+// Stop ends the request waiting under key with cause, unless it has ended.
+func (p *Pipe) Stop(key string, cause error) {
 	if c, ok := p.take([]byte(key)); ok {
-		c.w.failed(cause)
+		c.w.Failed(cause)
 	}
 }
 
-// extend moves the deadline of the request waiting under key to d, if
+// Extend moves the deadline of the request waiting under key to d, if
 // that is later. The timer is not moved: when it fires, it is set again
 // for the earliest deadline then (expire).
-func (p *pipeTransport) extend(key string, d time.Time) {
+func (p *Pipe) Extend(key string, d time.Time) {
 	p.mu.Lock()
 	if c, ok := p.pending[key]; ok && !c.deadline.IsZero() && d.After(c.deadline) {
 		c.deadline = d
@@ -203,7 +219,7 @@ func (p *pipeTransport) extend(key string, d time.Time) {
 // the gateway's CPU on a small call, and a call's deadline is nearly
 // always later than those of the calls before it, so the timer is seldom
 // moved. p.mu is held.
-func (p *pipeTransport) arm(d time.Time) {
+func (p *Pipe) arm(d time.Time) {
 	if !p.armed.IsZero() && !d.Before(p.armed) {
 		return
 	}
@@ -215,10 +231,10 @@ func (p *pipeTransport) arm(d time.Time) {
 	p.deadlines.Reset(time.Until(d))
 }
 
-// expire ends the calls whose deadline has passed with ErrTimeout, but
-// for those the client held (clientWait), and sets the timer for the
+// expire ends the calls whose deadline has passed with fault.ErrTimeout, but
+// for those the client held (ClientWait), and sets the timer for the
 // earliest deadline left.
-func (p *pipeTransport) expire() {
+func (p *Pipe) expire() {
 	p.mu.Lock()
 	now := time.Now()
 	p.armed = time.Time{}
@@ -229,7 +245,7 @@ func (p *pipeTransport) expire() {
 			continue
 		}
 		if !c.deadline.After(now) {
-			if c.deadline = p.wait.hold(now, c.timeout, c.end); c.deadline.IsZero() {
+			if c.deadline = p.wait.Hold(now, c.timeout, c.end); c.deadline.IsZero() {
 				delete(p.pending, key)
 				due = append(due, c)
 				continue
@@ -245,14 +261,14 @@ func (p *pipeTransport) expire() {
 	}
 	p.mu.Unlock()
 	for _, c := range due {
-		c.w.failed(ErrTimeout)
+		c.w.Failed(fault.ErrTimeout)
 	}
 }
 
 // take removes the call waiting under key and returns it; ok is false
 // when it has already ended: whoever takes a call ends it. The key is
 // bytes so that a response's id is looked up without a copy.
-func (p *pipeTransport) take(key []byte) (c pendingCall, ok bool) {
+func (p *Pipe) take(key []byte) (c pendingCall, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c, ok = p.pending[string(key)]
@@ -261,7 +277,7 @@ func (p *pipeTransport) take(key []byte) (c pendingCall, ok bool) {
 }
 
 // SendNotification writes a notification.
-func (p *pipeTransport) SendNotification(_ context.Context, n mcp.JSONRPCNotification) error {
+func (p *Pipe) SendNotification(_ context.Context, n mcp.JSONRPCNotification) error {
 	line, err := json.Marshal(n)
 	if err != nil {
 		return fmt.Errorf("encode %s notification: %w", n.Method, err)
@@ -271,7 +287,7 @@ func (p *pipeTransport) SendNotification(_ context.Context, n mcp.JSONRPCNotific
 
 // writeLine writes the message that line appends, and its newline, in one
 // write (the server may read it the moment it lands), or holds it in b.
-func (p *pipeTransport) writeLine(b *jsonrpc.Batch, head func([]byte) []byte, body []byte, tail string) error {
+func (p *Pipe) writeLine(b *jsonrpc.Batch, head func([]byte) []byte, body []byte, tail string) error {
 	select {
 	case <-p.done:
 		return transport.ErrTransportClosed
@@ -288,7 +304,7 @@ func (p *pipeTransport) writeLine(b *jsonrpc.Batch, head func([]byte) []byte, bo
 }
 
 // SetNotificationHandler sets what hears the server's notifications.
-func (p *pipeTransport) SetNotificationHandler(h func(mcp.JSONRPCNotification)) {
+func (p *Pipe) SetNotificationHandler(h func(mcp.JSONRPCNotification)) {
 	p.mu.Lock()
 	p.onNote = h
 	p.mu.Unlock()
@@ -296,24 +312,24 @@ func (p *pipeTransport) SetNotificationHandler(h func(mcp.JSONRPCNotification)) 
 
 // SetRequestHandler sets what answers the server's requests (ping,
 // roots, sampling, elicitation: mcp-go's client decides).
-func (p *pipeTransport) SetRequestHandler(h transport.RequestHandler) {
+func (p *Pipe) SetRequestHandler(h transport.RequestHandler) {
 	p.mu.Lock()
 	p.onRequest = h
 	p.mu.Unlock()
 }
 
 // GetSessionId is empty: a pipe has no session id.
-func (p *pipeTransport) GetSessionId() string { return "" }
+func (p *Pipe) GetSessionId() string { return "" }
 
 // Close ends the connection: calls waiting get ErrTransportClosed and the
 // server's stdin is closed, which tells a well-behaved server to exit.
-func (p *pipeTransport) Close() error {
+func (p *Pipe) Close() error {
 	p.end()
 	return p.w.Close()
 }
 
 // end fails every call still waiting, once.
-func (p *pipeTransport) end() {
+func (p *Pipe) end() {
 	p.closeOnce.Do(func() {
 		p.mu.Lock()
 		p.ended = true
@@ -326,7 +342,7 @@ func (p *pipeTransport) end() {
 		close(p.done)
 		p.cancel()
 		for _, c := range waiting {
-			c.w.failed(transport.ErrTransportClosed)
+			c.w.Failed(transport.ErrTransportClosed)
 		}
 	})
 }
@@ -339,7 +355,7 @@ const maxLineBuffer = 64 << 10
 // read reads the server's stdout. The answers to fast calls are written to
 // their clients from here (send); while more lines are at hand they are
 // held back, so that a run of answers reaches a client in one write.
-func (p *pipeTransport) read() {
+func (p *Pipe) read() {
 	defer p.end()
 	lr := jsonrpc.NewLineReader(p.r, maxLineBuffer)
 	lr.Max = jsonrpc.MaxMessage
@@ -368,9 +384,9 @@ func (p *pipeTransport) read() {
 // dropLong ends what a line over the message cap was about: the call it
 // answers fails, saying so, and a request of the server's is refused; the
 // server stays up.
-func (p *pipeTransport) dropLong(long *jsonrpc.LongLine) {
+func (p *Pipe) dropLong(long *jsonrpc.LongLine) {
 	p.log.Warn("the server wrote a message over the cap: dropped", "bytes", long.Size, "id", string(long.ID), "request", long.Method)
-	p.refuse(long.ID, long.Method, errAnswerTooLarge, fmt.Sprintf("the request is larger than the gateway's %d MiB cap", jsonrpc.MaxMessage>>20))
+	p.refuse(long.ID, long.Method, fault.ErrAnswerTooLarge, fmt.Sprintf("the request is larger than the gateway's %d MiB cap", jsonrpc.MaxMessage>>20))
 }
 
 // dropMalformed drops a line that is not JSON-RPC, err saying why. One
@@ -379,11 +395,11 @@ func (p *pipeTransport) dropLong(long *jsonrpc.LongLine) {
 // (an attach waited for its start_timeout), and a request of the
 // server's is refused; the server stays up. Another, cut short say, is
 // skipped: the server may go on to answer properly.
-func (p *pipeTransport) dropMalformed(line []byte, err error) {
+func (p *Pipe) dropMalformed(line []byte, err error) {
 	p.log.Debug("the server wrote a line that is not JSON-RPC", "err", err, "bytes", len(line))
 	if errors.Is(err, jsonrpc.ErrTooDeep) {
 		id, method := jsonrpc.RouteOf(line)
-		p.refuse(id, method, fmt.Errorf("the server's response is %w: %w", errMalformedAnswer, err), "the request is not JSON-RPC the gateway reads: "+err.Error())
+		p.refuse(id, method, fmt.Errorf("the server's response is %w: %w", ErrMalformedAnswer, err), "the request is not JSON-RPC the gateway reads: "+err.Error())
 	}
 }
 
@@ -391,7 +407,7 @@ func (p *pipeTransport) dropMalformed(line []byte, err error) {
 // its id answers fails with answerErr, or its request is refused with
 // requestWhy. Without an id, a notification or nothing that routes, it
 // was about nothing.
-func (p *pipeTransport) refuse(rawID []byte, request bool, answerErr error, requestWhy string) {
+func (p *Pipe) refuse(rawID []byte, request bool, answerErr error, requestWhy string) {
 	if rawID == nil {
 		return
 	}
@@ -403,14 +419,14 @@ func (p *pipeTransport) refuse(rawID []byte, request bool, answerErr error, requ
 		return
 	}
 	if c, ok := p.takeID(rawID); ok {
-		c.w.failed(answerErr)
+		c.w.Failed(answerErr)
 	}
 }
 
-// frame is one JSON-RPC message from the server, read at its top level
+// Frame is one JSON-RPC message from the server, read at its top level
 // only (jsonrpc.ReadMessage): the result goes on to the client as the
 // server wrote it.
-type frame = jsonrpc.Message
+type Frame = jsonrpc.Message
 
 // dispatch routes one line: a response to its caller, a notification to
 // the handler, a request to the request handler on a goroutine of its own.
@@ -418,7 +434,7 @@ type frame = jsonrpc.Message
 // for one nested too deep (dropMalformed). Only answers are held in b:
 // what else the server sends may take a while to handle, so the answers
 // held go first.
-func (p *pipeTransport) dispatch(line []byte, b *jsonrpc.Batch) {
+func (p *Pipe) dispatch(line []byte, b *jsonrpc.Batch) {
 	f, err := jsonrpc.ReadMessage(line)
 	if err != nil {
 		p.dropMalformed(line, err)
@@ -458,14 +474,14 @@ func (p *pipeTransport) dispatch(line []byte, b *jsonrpc.Batch) {
 	}
 }
 
-func (p *pipeTransport) respond(f frame, b *jsonrpc.Batch) {
+func (p *Pipe) respond(f Frame, b *jsonrpc.Batch) {
 	if c, ok := p.takeID(f.ID); ok {
-		c.w.answered(f, b)
+		c.w.Answered(f, b)
 	} // else nobody asked, or the caller gave up
 }
 
 // takeID is take for the call a response's id, raw JSON, answers.
-func (p *pipeTransport) takeID(raw []byte) (c pendingCall, ok bool) {
+func (p *Pipe) takeID(raw []byte) (c pendingCall, ok bool) {
 	var buf [64]byte
 	key, ok := appendIDKey(buf[:0], raw)
 	if !ok {
@@ -474,9 +490,9 @@ func (p *pipeTransport) takeID(raw []byte) (c pendingCall, ok bool) {
 	return p.take(key)
 }
 
-// responseOf is the response f carries; the result is copied unless the
+// ResponseOf is the response f carries; the result is copied unless the
 // caller owns the bytes under f.
-func responseOf(f frame, owned bool) *transport.JSONRPCResponse {
+func ResponseOf(f Frame, owned bool) *transport.JSONRPCResponse {
 	resp := &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION}
 	if f.Error != nil && string(f.Error) != "null" {
 		resp.Error = new(mcp.JSONRPCErrorDetails)
@@ -517,7 +533,7 @@ func appendIDKey(b, raw []byte) ([]byte, bool) {
 }
 
 // serve answers one request from the server.
-func (p *pipeTransport) serve(req transport.JSONRPCRequest) {
+func (p *Pipe) serve(req transport.JSONRPCRequest) {
 	p.mu.Lock()
 	h := p.onRequest
 	p.mu.Unlock()
@@ -536,7 +552,7 @@ func (p *pipeTransport) serve(req transport.JSONRPCRequest) {
 }
 
 // reply writes a response to a request of the server's.
-func (p *pipeTransport) reply(resp *transport.JSONRPCResponse) {
+func (p *Pipe) reply(resp *transport.JSONRPCResponse) {
 	line, err := json.Marshal(resp)
 	if err != nil {
 		p.log.Debug("a response to the server could not be encoded", "err", err)
