@@ -412,48 +412,22 @@ var noCompletions = json.RawMessage(`{"completion":{"values":[]}}`)
 // params (a prompt's name in ref given as the server's). A server that
 // offers no completions is not asked: the answer is none.
 func (s *Session) Complete(ctx context.Context, params map[string]json.RawMessage) (json.RawMessage, error) {
-	var ref map[string]json.RawMessage
-	var kind, name, uri string
-	if json.Unmarshal(params["ref"], &ref) != nil || json.Unmarshal(ref["type"], &kind) != nil {
-		return nil, fmt.Errorf("%w: params.ref must be an object with a type", ErrInvalidRef)
+	var r completionRef
+	if err := r.read(params["ref"]); err != nil {
+		return nil, err
 	}
-	_ = json.Unmarshal(ref["name"], &name)
-	_ = json.Unmarshal(ref["uri"], &uri)
 	var a *Attachment
-	switch {
-	case kind == "ref/prompt" && name == "":
-		return nil, fmt.Errorf("%w: a ref/prompt needs ref.name, a prompt's name (prompts/list gives them)", ErrInvalidRef)
-	case kind == "ref/resource" && uri == "":
-		return nil, fmt.Errorf("%w: a ref/resource needs ref.uri, a resource template's (resources/templates/list gives them)", ErrInvalidRef)
-	}
-	switch kind {
+	var err error
+	switch r.kind {
 	case "ref/prompt":
-		for _, att := range s.Attachments() {
-			ps := att.prompts()
-			if i := slices.IndexFunc(ps, func(p Prompt) bool { return p.Name == name }); i >= 0 {
-				a, ref = att, maps.Clone(ref)
-				ref["name"], _ = json.Marshal(ps[i].Upstream)
-				break
-			}
-		}
-		if a == nil {
-			return nil, s.noPrompt(name)
-		}
+		a, err = s.promptCompleter(&r)
 	case "ref/resource":
-		for _, att := range s.Attachments() {
-			if o := att.offered(); o != nil && slices.ContainsFunc(slices.Concat(o.templates, o.resources), func(r offer) bool { return r.key == uri }) {
-				a = att
-				break
-			}
-		}
-		if a == nil {
-			var err error
-			if a, err = s.resourceServer(uri); err != nil { // a URI of a template's, say
-				return nil, err
-			}
-		}
+		a, err = s.templateCompleter(r.uri)
 	default:
-		return nil, fmt.Errorf("%w: ref.type %q is neither ref/prompt nor ref/resource", ErrInvalidRef, kind)
+		err = fmt.Errorf("%w: ref.type %q is neither ref/prompt nor ref/resource", ErrInvalidRef, r.kind)
+	}
+	if err != nil {
+		return nil, err
 	}
 	a.mu.Lock()
 	asked := a.up != nil && a.up.hasCompletions
@@ -462,8 +436,57 @@ func (s *Session) Complete(ctx context.Context, params map[string]json.RawMessag
 		return noCompletions, nil
 	}
 	params = maps.Clone(params)
-	params["ref"], _ = json.Marshal(ref)
+	params["ref"], _ = json.Marshal(r.ref)
 	return s.ask(ctx, a, "completion/complete", string(mcp.MethodCompletionComplete), params)
+}
+
+// completionRef is a completion/complete's params.ref: its members as
+// the client sent them, and its type, name and uri read.
+type completionRef struct {
+	ref             map[string]json.RawMessage
+	kind, name, uri string
+}
+
+// read reads raw into r, and refuses a ref that names neither a prompt
+// nor a resource template.
+func (r *completionRef) read(raw json.RawMessage) error {
+	if json.Unmarshal(raw, &r.ref) != nil || json.Unmarshal(r.ref["type"], &r.kind) != nil {
+		return fmt.Errorf("%w: params.ref must be an object with a type", ErrInvalidRef)
+	}
+	_ = json.Unmarshal(r.ref["name"], &r.name)
+	_ = json.Unmarshal(r.ref["uri"], &r.uri)
+	switch {
+	case r.kind == "ref/prompt" && r.name == "":
+		return fmt.Errorf("%w: a ref/prompt needs ref.name, a prompt's name (prompts/list gives them)", ErrInvalidRef)
+	case r.kind == "ref/resource" && r.uri == "":
+		return fmt.Errorf("%w: a ref/resource needs ref.uri, a resource template's (resources/templates/list gives them)", ErrInvalidRef)
+	}
+	return nil
+}
+
+// promptCompleter is the server of the prompt r names, r's name then
+// given as the server's.
+func (s *Session) promptCompleter(r *completionRef) (*Attachment, error) {
+	for _, att := range s.Attachments() {
+		ps := att.prompts()
+		if i := slices.IndexFunc(ps, func(p Prompt) bool { return p.Name == r.name }); i >= 0 {
+			r.ref = maps.Clone(r.ref)
+			r.ref["name"], _ = json.Marshal(ps[i].Upstream)
+			return att, nil
+		}
+	}
+	return nil, s.noPrompt(r.name)
+}
+
+// templateCompleter is the server that listed the resource or template
+// uri, else the one that serves uri (resourceServer).
+func (s *Session) templateCompleter(uri string) (*Attachment, error) {
+	for _, att := range s.Attachments() {
+		if o := att.offered(); o != nil && slices.ContainsFunc(slices.Concat(o.templates, o.resources), func(r offer) bool { return r.key == uri }) {
+			return att, nil
+		}
+	}
+	return s.resourceServer(uri) // a URI of a template's, say
 }
 
 // ReadResource reads the resource at uri from the server that serves it:

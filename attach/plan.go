@@ -1,7 +1,9 @@
 package attach
 
 import (
+	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -129,10 +131,7 @@ type header struct {
 
 // launchers maps a package registry type to its launcher and the argument
 // list that runs identifier@version with no shell involved.
-var launchers = map[string]struct {
-	program string
-	args    func(id, version string) []string
-}{
+var launchers = map[string]launcher{
 	// "--" ends npx's own options: nothing after it can become one.
 	"npm": {"npx", func(id, v string) []string {
 		if v != "" && v != "latest" {
@@ -146,6 +145,13 @@ var launchers = map[string]struct {
 		}
 		return []string{id}
 	}},
+}
+
+// launcher is a program that installs and runs a package: args are its
+// arguments for a package's id and version.
+type launcher struct {
+	program string
+	args    func(id, version string) []string
 }
 
 // placeholder matches values a registry left for a person to fill in:
@@ -212,48 +218,56 @@ func remotePlan(r remote) (Plan, error) {
 
 func packagePlan(pk pkg, registryID string, stdio *guard.Stdio) (Plan, error) {
 	where := fmt.Sprintf("%s package %s", pk.RegistryType, pk.Identifier)
+	l, err := pk.launcher(registryID, stdio)
+	if err != nil {
+		return Plan{}, fmt.Errorf("%s: %w", where, err)
+	}
+	args, err := pk.arguments(l.args(pk.Identifier, pk.Version))
+	if err != nil {
+		return Plan{}, fmt.Errorf("%s: %w", where, err)
+	}
+	env, unset, err := pk.environment(stdio)
+	if err != nil {
+		return Plan{}, fmt.Errorf("%s: %w", where, err)
+	}
+	return Plan{Transport: TransportStdio, Program: l.program, Args: args, Env: env, OwnDir: true, Unset: unset}, nil
+}
+
+// launcher is what launches pk, once the package, its registry and its
+// launcher pass the policy.
+func (pk pkg) launcher(registryID string, stdio *guard.Stdio) (launcher, error) {
 	if t := pk.Transport.Type; t != "" && t != TransportStdio {
-		return Plan{}, fmt.Errorf("%s: transport %q is not supported for packages (stdio is)", where, t)
+		return launcher{}, fmt.Errorf("transport %q is not supported for packages (stdio is)", t)
 	}
 	l, ok := launchers[pk.RegistryType]
 	if !ok {
-		return Plan{}, fmt.Errorf("%s: registry type %q cannot be launched (npm and pypi can)", where, pk.RegistryType)
+		return launcher{}, fmt.Errorf("registry type %q cannot be launched (npm and pypi can)", pk.RegistryType)
 	}
 	if pk.RuntimeHint != "" && pk.RuntimeHint != l.program {
-		return Plan{}, fmt.Errorf("%s: runtime %q is not %s", where, pk.RuntimeHint, l.program)
+		return launcher{}, fmt.Errorf("runtime %q is not %s", pk.RuntimeHint, l.program)
 	}
 	// Runtime arguments go to the launcher itself (npx -c runs a shell
 	// command), so a registry may not supply them.
 	if len(pk.RuntimeArguments) > 0 {
-		return Plan{}, fmt.Errorf("%s: has runtimeArguments, which ardgate never passes to a launcher", where)
+		return launcher{}, errors.New("has runtimeArguments, which ardgate never passes to a launcher")
 	}
 	if err := guard.CheckPackage(pk.RegistryType, pk.Identifier, pk.Version); err != nil {
-		return Plan{}, fmt.Errorf("%s: %w", where, err)
+		return launcher{}, err
 	}
 	if err := stdio.CheckRegistry(registryID); err != nil {
-		return Plan{}, fmt.Errorf("%s: %w", where, err)
+		return launcher{}, err
 	}
-	if err := stdio.CheckLauncher(l.program); err != nil {
-		return Plan{}, fmt.Errorf("%s: %w", where, err)
-	}
-	args := l.args(pk.Identifier, pk.Version)
+	return l, stdio.CheckLauncher(l.program)
+}
+
+// arguments are args, the launcher's, with pk's package arguments after
+// them: those left as placeholders dropped, or refused when required.
+func (pk pkg) arguments(args []string) ([]string, error) {
 	for _, a := range pk.PackageArguments {
-		v := a.Value
-		if v == "" {
-			v = a.Default
-		}
-		name := a.Name
-		if flag, rest, ok := strings.Cut(strings.TrimSpace(a.Name), " "); ok && a.Type == "named" {
-			// "--directory <path>" as the name and again as the value (the
-			// seed's shape): the flag, then its value, once.
-			name = flag
-			if strings.TrimSpace(v) == strings.TrimSpace(a.Name) {
-				v = strings.TrimSpace(rest)
-			}
-		}
+		name, v := a.nameValue()
 		if v == "" || placeholder.MatchString(v) {
 			if a.IsRequired {
-				return Plan{}, fmt.Errorf("%s: needs argument %s, which ardgate cannot fill in", where, firstNonEmpty(name, a.ValueHint, "(unnamed)"))
+				return nil, fmt.Errorf("needs argument %s, which ardgate cannot fill in", firstNonEmpty(name, a.ValueHint, "(unnamed)"))
 			}
 			continue
 		}
@@ -262,13 +276,33 @@ func packagePlan(pk pkg, registryID string, stdio *guard.Stdio) (Plan, error) {
 		}
 		args = append(args, v)
 	}
-	// A registry never sets a child's environment (NODE_OPTIONS would run
-	// its code); required variables must come from the operator.
-	// Those it declares and does not require (most registry data never
-	// says isRequired, a GITHUB_TOKEN included) are named in discovery
-	// and in a failed start, as what it may need.
-	var missing, unset []string
-	env := stdio.Env(nil)
+	return args, nil
+}
+
+// nameValue is the argument's flag and value as passed.
+func (a argument) nameValue() (name, value string) {
+	value, name = cmp.Or(a.Value, a.Default), a.Name
+	if flag, rest, ok := strings.Cut(strings.TrimSpace(a.Name), " "); ok && a.Type == "named" {
+		// "--directory <path>" as the name and again as the value (the
+		// seed's shape): the flag, then its value, once.
+		name = flag
+		if strings.TrimSpace(value) == strings.TrimSpace(a.Name) {
+			value = strings.TrimSpace(rest)
+		}
+	}
+	return name, value
+}
+
+// environment is the child's environment, the operator's, and the
+// variables pk declares and may need (unset). A registry never sets a
+// child's environment (NODE_OPTIONS would run its code); required
+// variables must come from the operator. Those it declares and does not
+// require (most registry data never says isRequired, a GITHUB_TOKEN
+// included) are named in discovery and in a failed start, as what it may
+// need.
+func (pk pkg) environment(stdio *guard.Stdio) (env, unset []string, err error) {
+	var missing []string
+	env = stdio.Env(nil)
 	for _, ev := range pk.EnvironmentVariables {
 		if slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, ev.Name+"=") }) || len(ev.Name) > 64 || !config.IsEnvName(ev.Name) {
 			continue
@@ -280,9 +314,9 @@ func packagePlan(pk pkg, registryID string, stdio *guard.Stdio) (Plan, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return Plan{}, fmt.Errorf("%s: needs environment variables %s; the operator must set them and list them in stdio.env", where, strings.Join(missing, ", "))
+		return nil, nil, fmt.Errorf("needs environment variables %s; the operator must set them and list them in stdio.env", strings.Join(missing, ", "))
 	}
-	return Plan{Transport: TransportStdio, Program: l.program, Args: args, Env: env, OwnDir: true, Unset: unset}, nil
+	return env, unset, nil
 }
 
 // maxUnset bounds the variables a plan names as unset.

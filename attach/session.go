@@ -621,24 +621,49 @@ func (s *Session) Attach(ctx context.Context, req Request) (a *Attachment, alrea
 		return nil, false, err
 	}
 	key := registry.CanonicalURN(req.URN)
-	var name string
-	var stale *Attachment
-	var at *attaching // this attach, while under way
+	ctx, cur, stale, at, err := s.begin(ctx, key, &req)
+	if cur != nil || err != nil {
+		return cur, cur != nil, err
+	}
+	defer at.release()
+	if stale != nil {
+		stale.close()
+		s.changed()
+	}
+	a, err = s.open(ctx, key, req, at.Name)
+	if err != nil {
+		return nil, false, s.attachFailed(ctx, key, err)
+	}
+	if err := s.settle(at, a); err != nil {
+		return nil, false, err
+	}
+	s.m.Log.Debug("attached", "session", s.ID, "urn", key, "name", at.Name, "endpoint", a.Endpoint(), "tools", len(a.Tools()))
+	s.changed()
+	return a, false, nil
+}
+
+// begin takes key's turn to attach in the session: it waits for an attach
+// of key under way to end, takes a down attachment of key out to replace
+// it (stale), and holds a name, req.Name or one made of key, until the
+// attach ends (at.release). cur is key's attachment when it is up, and
+// nothing is held. The context returned is the attach's: it ends with
+// ctx, the session, or a detach of it (at.stop), whichever goes first.
+func (s *Session) begin(ctx context.Context, key string, req *Request) (_ context.Context, cur, stale *Attachment, at *attaching, err error) {
 	for {
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
-			return nil, false, ErrSessionClosed
+			return ctx, nil, nil, nil, ErrSessionClosed
 		}
 		if cur := s.findLocked(key); cur != nil {
 			if st, _ := cur.Status(); st != StatusDown {
 				s.mu.Unlock()
-				return cur, true, nil
+				return ctx, cur, nil, nil, nil
 			}
 			// Down: replace it, keeping its name unless told otherwise.
 			if cur.Pinned {
 				s.mu.Unlock()
-				return nil, false, fmt.Errorf("%s is %w and down; restart the gateway session to restart it", cur.Name, ErrPinned)
+				return ctx, nil, nil, nil, fmt.Errorf("%s is %w and down; restart the gateway session to restart it", cur.Name, ErrPinned)
 			}
 			stale = cur
 			s.atts = slices.DeleteFunc(s.atts, func(x *Attachment) bool { return x == cur })
@@ -652,83 +677,85 @@ func (s *Session) Attach(ctx context.Context, req Request) (a *Attachment, alrea
 			case <-other.done:
 				continue
 			case <-ctx.Done():
-				return nil, false, ctx.Err()
+				return ctx, nil, nil, nil, ctx.Err()
 			}
 		}
-		if n := s.countLocked(); n >= s.m.MaxAttachments {
-			s.mu.Unlock()
-			return nil, false, fmt.Errorf("%w: this session has %d of %d attachments; detach one with detach_resource first", ErrCapReached, n, s.m.MaxAttachments)
-		}
-		name, err = s.reserveNameLocked(req.Name, key)
-		if err != nil {
-			s.mu.Unlock()
-			return nil, false, err
-		}
-		// The attach ends with the caller's context, the session, or a
-		// detach of it (stop), whichever goes first.
-		var stop context.CancelCauseFunc
-		ctx, stop = context.WithCancelCause(ctx)
-		defer stop(nil)
-		defer context.AfterFunc(s.ctx, func() { stop(nil) })()
-		at = &attaching{Underway: Underway{URN: key, Name: name, Since: time.Now()}, done: make(chan struct{}), stop: stop}
-		s.inflight[key] = at
-		s.wg.Add(1)
+		ctx, at, err := s.holdLocked(ctx, key, req.Name)
 		s.mu.Unlock()
-		defer func() {
-			s.mu.Lock()
-			if s.inflight[key] == at { // not yet settled
-				delete(s.inflight, key)
-				delete(s.reserved, name)
-			}
-			s.mu.Unlock()
-			close(at.done)
-			s.wg.Done()
-		}()
-		break
+		return ctx, nil, stale, at, err
 	}
-	if stale != nil {
-		stale.close()
-		s.changed()
-	}
+}
 
-	a, err = s.open(ctx, key, req, name)
+// holdLocked records an attach of key under way, under asked or a name
+// made of key, within the session's cap; s.mu is held.
+func (s *Session) holdLocked(ctx context.Context, key, asked string) (context.Context, *attaching, error) {
+	if n := s.countLocked(); n >= s.m.MaxAttachments {
+		return ctx, nil, fmt.Errorf("%w: this session has %d of %d attachments; detach one with detach_resource first", ErrCapReached, n, s.m.MaxAttachments)
+	}
+	name, err := s.reserveNameLocked(asked, key)
+	if err != nil {
+		return ctx, nil, err
+	}
+	ctx, stop := context.WithCancelCause(ctx)
+	unhook := context.AfterFunc(s.ctx, func() { stop(nil) })
+	at := &attaching{Underway: Underway{URN: key, Name: name, Since: time.Now()}, done: make(chan struct{}), stop: stop}
+	at.release = func() {
+		s.mu.Lock()
+		if s.inflight[key] == at { // not yet settled
+			delete(s.inflight, key)
+			delete(s.reserved, name)
+		}
+		s.mu.Unlock()
+		close(at.done)
+		s.wg.Done()
+		unhook()
+		stop(nil)
+	}
+	s.inflight[key] = at
+	s.wg.Add(1)
+	return ctx, at, nil
+}
+
+// attachFailed says why the attach of key failed with err, ctx being the
+// attach's.
+func (s *Session) attachFailed(ctx context.Context, key string, err error) error {
 	switch {
-	case err != nil && s.ctx.Err() != nil:
+	case s.ctx.Err() != nil:
 		// Its start was cut short by the session's end, not the server.
-		return nil, false, fmt.Errorf("attach %s: %w while it was starting", key, ErrSessionClosed)
-	case err != nil && errors.Is(context.Cause(ctx), errStopped):
-		return nil, false, fmt.Errorf("attach %s: %w", key, errStopped)
-	case err != nil && ctx.Err() != nil:
+		return fmt.Errorf("attach %s: %w while it was starting", key, ErrSessionClosed)
+	case errors.Is(context.Cause(ctx), errStopped):
+		return fmt.Errorf("attach %s: %w", key, errStopped)
+	case ctx.Err() != nil:
 		// Its caller gave up (the client cancelled, or went away): said
 		// as such, not as the server's failure to start.
-		return nil, false, fmt.Errorf("attach %s: its request ended before the server started: %w", key, Cancelled(context.Cause(ctx)))
+		return fmt.Errorf("attach %s: its request ended before the server started: %w", key, Cancelled(context.Cause(ctx)))
 	}
-	if err != nil {
-		return nil, false, fmt.Errorf("attach %s: %w", key, err)
-	}
-	// Attached, or stopped by a detach that came as it started: settled
-	// in one step with the record of it under way, so that a detach finds
-	// it as the one or the other, never both nor neither.
+	return fmt.Errorf("attach %s: %w", key, err)
+}
+
+// settle adds a, attached, to the session, or closes it when a detach
+// stopped it as it started, or the session closed: in one step with the
+// record of it under way, so that a detach finds it as the one or the
+// other, never both nor neither.
+func (s *Session) settle(at *attaching, a *Attachment) error {
 	s.mu.Lock()
 	stopped := at.stopped
 	if !s.closed && !stopped {
 		s.atts = append(s.atts, a)
-		delete(s.inflight, key)
-		delete(s.reserved, name)
+		delete(s.inflight, at.URN)
+		delete(s.reserved, at.Name)
 	}
 	closed := s.closed
 	s.mu.Unlock()
 	switch {
 	case closed:
 		a.close()
-		return nil, false, ErrSessionClosed
+		return ErrSessionClosed
 	case stopped:
 		a.close()
-		return nil, false, fmt.Errorf("attach %s: %w", key, errStopped)
+		return fmt.Errorf("attach %s: %w", at.URN, errStopped)
 	}
-	s.m.Log.Debug("attached", "session", s.ID, "urn", key, "name", name, "endpoint", a.Endpoint(), "tools", len(a.Tools()))
-	s.changed()
-	return a, false, nil
+	return nil
 }
 
 func (s *Session) open(ctx context.Context, urn string, req Request, name string) (*Attachment, error) {
@@ -907,6 +934,7 @@ type attaching struct {
 	done    chan struct{}           // closed once it has ended
 	stop    context.CancelCauseFunc // ends it, with errStopped for a detach
 	stopped bool                    // by a detach; guarded by the session's mu
+	release func()                  // ends its hold on the session, once it has ended
 }
 
 // errStopped ends an attach that a detach stopped while it was starting.

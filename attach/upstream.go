@@ -130,45 +130,67 @@ const upstreamProtocol = mcp.LATEST_LEGACY_PROTOCOL_VERSION
 // "initialising" once the handshake is sent: for an npx or uvx package,
 // the wait that follows includes fetching it.
 func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progress func(string), requests *clientRequests) (*upstream, error) {
-	hc := m.client(plan.Own)
 	u := &upstream{log: log, progress: map[string]func(mcp.JSONRPCNotification){}, trace: m.Tracing, defs: &m.tools, requests: requests}
-	var t transport.Interface
+	t, err := m.transport(u, plan)
+	if err != nil {
+		return nil, err
+	}
+	if err := u.start(t, m.ClientOptions); err != nil {
+		return nil, err
+	}
+	if progress != nil {
+		progress("initialising")
+	}
+	if err := u.initialize(ctx, m.Version); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// transport is the transport of plan for u: a process started, or a
+// remote's HTTP transport, its answers capped.
+func (m *Manager) transport(u *upstream, plan Plan) (transport.Interface, error) {
+	hc := m.client(plan.Own)
 	switch plan.Transport {
 	case TransportStdio:
 		st, err := u.startProcess(plan, m.Stdio.Limits)
 		if err != nil {
 			return nil, err
 		}
-		t, u.pipe = st, st
+		u.pipe = st
+		return st, nil
 	case TransportStreamableHTTP:
 		ht, err := transport.NewStreamableHTTP(plan.URL,
 			transport.WithHTTPBasicClient(mcpwire.Capped(mcpwire.WithHeaders(hc, plan.URL, plan.Headers), u.cutAnswer)), // the poster caps its own
-			transport.WithHTTPLogger(log)) // not listening: the poster does (listen.go)
+			transport.WithHTTPLogger(u.log)) // not listening: the poster does (listen.go)
 		if err != nil {
 			return nil, err
 		}
-		t = ht
 		u.post = mcpwire.NewPoster(plan.URL, plan.Headers, hc, &m.conns, ht.GetSessionId, u.onNotification, u.answerRequest)
 		if m.Tracing != nil {
 			u.post.Trace = m.Tracing.header
 		}
+		return ht, nil
 	case TransportSSE:
-		st, err := transport.NewSSE(plan.URL, transport.WithHTTPClient(mcpwire.Capped(mcpwire.WithHeaders(hc, plan.URL, plan.Headers), u.cutAnswer)), transport.WithSSELogger(log))
+		st, err := transport.NewSSE(plan.URL, transport.WithHTTPClient(mcpwire.Capped(mcpwire.WithHeaders(hc, plan.URL, plan.Headers), u.cutAnswer)), transport.WithSSELogger(u.log))
 		if err != nil {
 			return nil, err
 		}
-		t = st
-	default:
-		return nil, fmt.Errorf("unknown transport %q", plan.Transport)
+		return st, nil
 	}
+	return nil, fmt.Errorf("unknown transport %q", plan.Transport)
+}
 
-	u.client = client.NewClient(t, append([]client.ClientOption{client.WithProtocolVersion(upstreamProtocol)}, m.ClientOptions...)...)
+// start starts mcp-go's client over t, and has u hear what the server
+// sends.
+func (u *upstream) start(t transport.Interface, opts []client.ClientOption) error {
+	u.client = client.NewClient(t, append([]client.ClientOption{client.WithProtocolVersion(upstreamProtocol)}, opts...)...)
 	// Start's context lives as long as the connection (stdio keeps it for
 	// serving server-to-client requests), so it is not the caller's, nor
 	// derived from it: that would keep the attach request's values (its
 	// session, its span) alive for the attachment's life.
 	if err := u.client.Start(context.Background()); err != nil {
-		return nil, u.abort(fmt.Errorf("start: %w", err))
+		return u.abort(fmt.Errorf("start: %w", err))
 	}
 	u.client.OnNotification(u.onNotification)
 	u.client.OnConnectionLost(func(err error) { u.markDown("connection lost: " + err.Error()) })
@@ -181,19 +203,21 @@ func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progres
 			return u.answerRequest(ctx, req), nil
 		})
 	}
+	return nil
+}
 
-	if progress != nil {
-		progress("initialising")
-	}
+// initialize makes the MCP handshake, as ardgate at version, and keeps
+// what the server said of itself.
+func (u *upstream) initialize(ctx context.Context, version string) error {
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = upstreamProtocol
-	init.Params.ClientInfo = mcp.Implementation{Name: "ardgate", Version: m.Version}
-	if requests != nil {
-		init.Params.Capabilities = requests.caps
+	init.Params.ClientInfo = mcp.Implementation{Name: "ardgate", Version: version}
+	if u.requests != nil {
+		init.Params.Capabilities = u.requests.caps
 	}
 	res, err := u.client.Initialize(ctx, init)
 	if err != nil {
-		return nil, u.abort(fmt.Errorf("initialize: %w", err))
+		return u.abort(fmt.Errorf("initialize: %w", err))
 	}
 	u.answered.Store(true)
 	if u.post != nil {
@@ -205,7 +229,7 @@ func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progres
 	u.subscribes = c.Resources != nil && c.Resources.Subscribe
 	u.listsChange = c.Tools != nil && c.Tools.ListChanged || c.Prompts != nil && c.Prompts.ListChanged || c.Resources != nil && c.Resources.ListChanged
 	u.logs = res.Capabilities.Logging != nil
-	return u, nil
+	return nil
 }
 
 // watch is what hears an upstream's notices once its tools are listed.
