@@ -1,5 +1,13 @@
-// Package attach keeps each session's attachments: upstream MCP
-// connections, their tools and their lifecycle from attach to teardown.
+// Package attach keeps each session's attachments, MCP servers and A2A
+// agents, and their lifecycle from attach to teardown: resolving and
+// launching them, naming their tools, relaying calls, prompts and
+// resources, reviving what went down, and ending it all with the session.
+//
+// The wire concerns are its subpackages': attach/mcpwire speaks to MCP
+// servers, attach/a2a to agents and keeps their tasks, attach/fault names
+// the failures they share. attach imports them, and they never import
+// attach. Beyond them it imports mcp-go, a2a-go (to trace an agent's
+// requests), and ardgate's config, guard and registry.
 package attach
 
 import (
