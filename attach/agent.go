@@ -78,7 +78,7 @@ func (m *Manager) dialAgent(ctx context.Context, data []byte, own bool) (*a2a.Co
 }
 
 // agentHTTP returns the client for an agent endpoint: the guarded client,
-// its answers capped (capped.go), plus the bearer token of a configured
+// its answers capped (mcpwire.Capped), plus the bearer token of a configured
 // agent at the same origin, sent to that origin only (also across
 // redirects), and the trace context when tracing is on.
 func (m *Manager) agentHTTP(endpoint string, own bool) *http.Client {

@@ -117,7 +117,7 @@ type Manager struct {
 	// name (shared.go).
 	sharedConns map[string]*sharedConn
 	// conns are the connections proxied calls to plain-http servers go
-	// out on (http1.go).
+	// out on (mcpwire/http1.go).
 	conns mcpwire.Conns
 	// tools are the tool definitions upstreams listed, shared
 	// (tooldefs.go).

@@ -100,7 +100,7 @@ type upstream struct {
 	// guarded by mu.
 	onUpdated func(uri string)
 	// listening: the gateway listens to the streamable HTTP server between
-	// calls (listen.go), as it said it sends tools/list_changed, or logs
+	// calls (mcpwire/listen.go), as it said it sends tools/list_changed, or logs
 	// to a client that set a level.
 	listening atomic.Bool
 	// levelWant is the log level the server should have (guarded by
@@ -162,7 +162,7 @@ func (m *Manager) transport(u *upstream, plan Plan) (transport.Interface, error)
 	case TransportStreamableHTTP:
 		ht, err := transport.NewStreamableHTTP(plan.URL,
 			transport.WithHTTPBasicClient(mcpwire.Capped(mcpwire.WithHeaders(hc, plan.URL, plan.Headers), u.cutAnswer)), // the poster caps its own
-			transport.WithHTTPLogger(u.log)) // not listening: the poster does (listen.go)
+			transport.WithHTTPLogger(u.log)) // not listening: the poster does (mcpwire/listen.go)
 		if err != nil {
 			return nil, err
 		}
@@ -249,7 +249,7 @@ type watch struct {
 // open dials the upstream and lists its tools, prompts and resources; then
 // w hears its notices. A streamable HTTP server that declared it says its
 // tools (prompts, resources) changed is
-// listened to between calls for that (listen.go), as is one that logs once
+// listened to between calls for that (mcpwire/listen.go), as is one that logs once
 // the client set a level (logging.go); of the others, the gateway hears
 // only what they say during a call. Over stdio and SSE, mcp-go's transport
 // reads all the server sends.

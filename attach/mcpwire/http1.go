@@ -45,7 +45,7 @@ type Conns struct {
 }
 
 // poolKey names a pool: its address, and the transport whose dialer it
-// dials with. A connection the operator's dialer opened (Manager.OwnHTTP)
+// dials with. A connection the operator's dialer opened (attach's Manager.OwnHTTP)
 // is never handed to a call to what a registry named at the same address.
 type poolKey struct {
 	t    *http.Transport

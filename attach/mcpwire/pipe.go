@@ -29,7 +29,7 @@ import (
 // be sent without a goroutine waiting on them (send).
 //
 // What it does not do, mcp-go's did not do either: the process is the
-// upstream's (startProcess), so Close only closes the server's stdin.
+// upstream's (attach starts it), so Close only closes the server's stdin.
 type Pipe struct {
 	w   io.WriteCloser       // the server's stdin
 	out *jsonrpc.FrameWriter // w, one whole line at a time

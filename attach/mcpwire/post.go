@@ -52,7 +52,7 @@ type Poster struct {
 	Version     string                        // the protocol version the session negotiated; set before the first call
 	session     func() string                 // the session id mcp-go's transport holds
 	notify      func(mcp.JSONRPCNotification) // the server's notifications during a call
-	// serve answers the server's requests (upstream.answerRequest).
+	// serve answers the server's requests (attach's upstream.answerRequest).
 	serve func(context.Context, transport.JSONRPCRequest) *transport.JSONRPCResponse
 	// Trace, when not nil, gives the trace context of a call's request
 	// as header fields.
@@ -428,7 +428,7 @@ func (p *Poster) answer(ctx context.Context, f Frame) {
 // costing a goroutine (and over HTTP a POST) each at once. A request
 // relayed to the client (method) runs on a goroutine of its own: its
 // answer may wait for a person, and the reader must not, nor the other
-// answers; answerRequest bounds how many wait (maxRelaying).
+// answers; attach bounds how many wait.
 type answering chan struct{}
 
 const maxAnswering = 8
