@@ -27,9 +27,10 @@ import (
 // Paths of the binaries TestMain builds: the gateway, and the Go fixture
 // server installed as a stand-in "npx" in fakeBin.
 var (
-	gatewayBin string
-	fixtureBin string
-	fakeBin    string
+	gatewayBin  string
+	fixtureBin  string
+	fakeBin     string
+	openfangBin string // testdata/openfang's peer
 )
 
 func TestMain(m *testing.M) {
@@ -41,7 +42,8 @@ func TestMain(m *testing.M) {
 	gatewayBin = filepath.Join(dir, "ardgate")
 	fakeBin = filepath.Join(dir, "fakebin")
 	fixtureBin = filepath.Join(fakeBin, "npx")
-	for _, b := range [][]string{{gatewayBin, "."}, {fixtureBin, "./testdata/mcpfixture/cmd/mcpfixture"}} {
+	openfangBin = filepath.Join(dir, "openfang")
+	for _, b := range [][]string{{gatewayBin, "."}, {fixtureBin, "./testdata/mcpfixture/cmd/mcpfixture"}, {openfangBin, "./testdata/openfang/cmd/openfang"}} {
 		out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", b[1], err, out)

@@ -46,6 +46,9 @@ type Plan struct {
 	// does not require and has no default for, that the operator has not
 	// passed: it may need them (a token), and fail to start without.
 	Unset []string
+	// Framing is a stdio launch's: config.FramingNewline (the default,
+	// when empty) or config.FramingContentLength.
+	Framing string
 	// URL and Headers describe a remote.
 	URL     string
 	Headers map[string]string
@@ -100,6 +103,9 @@ type pkg struct {
 
 type pkgTransport struct {
 	Type string `json:"type"`
+	// Framing is ardgate's: a card may say a package frames its stdio
+	// with Content-Length headers, as a server's config may.
+	Framing string `json:"framing"`
 }
 
 type argument struct {
@@ -230,7 +236,7 @@ func packagePlan(pk pkg, registryID string, stdio *guard.Stdio) (Plan, error) {
 	if err != nil {
 		return Plan{}, fmt.Errorf("%s: %w", where, err)
 	}
-	return Plan{Transport: TransportStdio, Program: l.program, Args: args, Env: env, OwnDir: true, Unset: unset}, nil
+	return Plan{Transport: TransportStdio, Program: l.program, Args: args, Env: env, OwnDir: true, Unset: unset, Framing: pk.Transport.Framing}, nil
 }
 
 // launcher is what launches pk, once the package, its registry and its
@@ -238,6 +244,9 @@ func packagePlan(pk pkg, registryID string, stdio *guard.Stdio) (Plan, error) {
 func (pk pkg) launcher(registryID string, stdio *guard.Stdio) (launcher, error) {
 	if t := pk.Transport.Type; t != "" && t != TransportStdio {
 		return launcher{}, fmt.Errorf("transport %q is not supported for packages (stdio is)", t)
+	}
+	if f := pk.Transport.Framing; f != "" && f != config.FramingNewline && f != config.FramingContentLength {
+		return launcher{}, fmt.Errorf("framing %q is not newline or content-length", guard.Text(f, 40))
 	}
 	l, ok := launchers[pk.RegistryType]
 	if !ok {

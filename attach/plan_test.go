@@ -27,6 +27,7 @@ func TestPlanFor(t *testing.T) {
 		wantURL              string
 		wantErr              string
 		wantUnset            []string
+		wantFraming          string
 	}{
 		{name: "npm package", card: npm(""), wantArgs: []string{"-y", "--", "@scope/srv@1.2.3"}},
 		{name: "npm args", card: npm(`,"packageArguments":[{"type":"positional","value":"/srv"},{"type":"named","name":"--port","value":"9"},{"type":"positional","valueHint":"dir"}]`),
@@ -51,6 +52,9 @@ func TestPlanFor(t *testing.T) {
 		{name: "required env not passed", card: npm(`,"environmentVariables":[{"name":"SECRET","isRequired":true}]`), wantErr: "needs environment variables SECRET"},
 		{name: "declared env not passed", card: npm(`,"environmentVariables":[{"name":"GITHUB_TOKEN","description":"your_github_token"},{"name":"API_KEY"},{"name":"LEVEL","default":"info"},{"name":"GITHUB_TOKEN"},{"name":"$(rm -rf)"}]`),
 			wantArgs: []string{"-y", "--", "@scope/srv@1.2.3"}, wantUnset: []string{"GITHUB_TOKEN"}},
+		{name: "content-length framing", card: `{"packages":[{"registryType":"npm","identifier":"@scope/srv","version":"1.2.3","transport":{"type":"stdio","framing":"content-length"}}]}`,
+			wantArgs: []string{"-y", "--", "@scope/srv@1.2.3"}, wantFraming: "content-length"},
+		{name: "unknown framing", card: `{"packages":[{"registryType":"npm","identifier":"@scope/srv","version":"1.2.3","transport":{"type":"stdio","framing":"morse"}}]}`, wantErr: `framing "morse"`},
 		{name: "registry not allowed", card: npm(""), registry: "remote-reg", wantErr: "stdio.allow_from"},
 		{name: "oci", card: `{"packages":[{"registryType":"oci","identifier":"ghcr.io/x/y"}]}`, wantErr: "cannot be launched"},
 		{name: "other runtime", card: `{"packages":[{"registryType":"npm","identifier":"x","runtimeHint":"bunx"}]}`, wantErr: `runtime "bunx"`},
@@ -88,6 +92,9 @@ func TestPlanFor(t *testing.T) {
 			}
 			if !slices.Equal(p.Unset, c.wantUnset) {
 				t.Errorf("unset %q, want %q", p.Unset, c.wantUnset)
+			}
+			if p.Framing != c.wantFraming {
+				t.Errorf("framing %q, want %q", p.Framing, c.wantFraming)
 			}
 			// The child's environment is PATH and the pass-through list only.
 			for _, kv := range p.Env {

@@ -598,7 +598,7 @@ func (m *Manager) pinnedPlan(p config.Server) Plan {
 	for _, k := range slices.Sorted(maps.Keys(p.EnvValues)) {
 		env = append(env, k+"="+p.EnvValues[k])
 	}
-	return Plan{Transport: TransportStdio, Program: p.Command, Args: p.Args, Env: env}
+	return Plan{Transport: TransportStdio, Program: p.Command, Args: p.Args, Env: env, Framing: p.Framing}
 }
 
 // Request asks for one attachment.

@@ -28,6 +28,7 @@ import (
 
 	"github.com/ardgate/ardgate/attach/fault"
 	"github.com/ardgate/ardgate/attach/mcpwire"
+	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
@@ -44,9 +45,15 @@ type upstream struct {
 	// unset are the variables its launch may need and has not
 	// (Plan.Unset), said when it fails to start.
 	unset []string
+	// framing is a stdio server's (Plan.Framing).
+	framing string
 	// answered: the server answered its initialize; before, an npx or
 	// uvx may still be installing it (close).
 	answered atomic.Bool
+	// wrote: a stdio server wrote something on its stdout; a start that
+	// timed out with nothing written may be one that waits for a
+	// Content-Length header.
+	wrote atomic.Bool
 	// relaying stops the server's requests on their way to the client,
 	// by their ids' JSON; cancelledEarly are the ids it cancelled before
 	// their requests got there. Guarded by mu.
@@ -216,6 +223,9 @@ func (u *upstream) initialize(ctx context.Context, version string) error {
 		init.Params.Capabilities = u.requests.caps
 	}
 	res, err := u.client.Initialize(ctx, init)
+	if err != nil && u.pipe != nil && ctx.Err() != nil && !u.wrote.Load() {
+		err = fmt.Errorf("%w; no frame came back on its stdout: %s", err, u.framingHint())
+	}
 	if err != nil {
 		return u.abort(fmt.Errorf("initialize: %w", err))
 	}
@@ -295,7 +305,7 @@ func (u *upstream) listen() {
 // startProcess launches a stdio server with pipes the upstream owns, so
 // that reaping the child never races the transport's reads.
 func (u *upstream) startProcess(plan Plan, limits guard.Rlimits) (*mcpwire.Pipe, error) {
-	u.unset = plan.Unset
+	u.unset, u.framing = plan.Unset, plan.Framing
 	cmd, err := guard.Command(plan.Program, plan.Args, plan.Env)
 	if errors.Is(err, exec.ErrNotFound) {
 		// An IDE started from a desktop, or a shell's nvm, often gives the
@@ -356,7 +366,17 @@ func (u *upstream) startProcess(plan Plan, limits guard.Rlimits) (*mcpwire.Pipe,
 		u.markDown(why + u.stderrTail())
 		close(u.exited)
 	}()
-	return mcpwire.NewPipe(&noteErrors{r: jsonrpc.LimitFrames(outR, maxFlood), u: u}, inW, u.log, u.clientWait()), nil
+	out, in := io.Reader(outR), io.WriteCloser(inW)
+	if plan.Framing == config.FramingContentLength {
+		out, in = jsonrpc.ContentLengthLines(outR), framedInput{jsonrpc.ContentLengthWriter(inW), inW}
+	}
+	return mcpwire.NewPipe(&noteErrors{r: jsonrpc.LimitFrames(out, maxFlood), u: u, framing: plan.Framing}, in, u.log, u.clientWait()), nil
+}
+
+// framedInput is a server's stdin written through its framing.
+type framedInput struct {
+	io.Writer
+	io.Closer
 }
 
 // clientWait is what holds the server's calls while it waits on the
@@ -1291,19 +1311,59 @@ const installGrace = 6 * time.Second
 // all) as the reason the upstream is down: the transport only says
 // "closed". A server that floods is ended at once: nothing reads its
 // output any more, and it would go on writing until detached.
+//
+// It also tells a server whose framing is not the one set: its start
+// fails at once, saying what to set, instead of at start_timeout.
 type noteErrors struct {
-	r io.Reader
-	u *upstream
+	r       io.Reader
+	u       *upstream
+	framing string
+	head    []byte // the first bytes the server wrote, up to len(contentLength)
 }
+
+// contentLength is how a Content-Length framed message begins.
+const contentLength = "content-length:"
 
 func (n *noteErrors) Read(p []byte) (int, error) {
 	c, err := n.r.Read(p)
+	if c > 0 {
+		n.u.wrote.Store(true)
+		n.misframed(p[:c])
+	}
 	switch {
 	case errors.Is(err, jsonrpc.ErrFrameTooLarge):
 		n.u.markDown(fmt.Sprintf("the server wrote a line of over %d MiB (the cap on a message is %d MiB): it was ended as a flood", maxFlood>>20, jsonrpc.MaxMessage>>20))
+		n.u.tree.Kill()
+	case errors.Is(err, jsonrpc.ErrNotContentLength):
+		n.u.markDown(fmt.Sprintf(`the server's stdout is not framed as set (%v): if it frames one message a line, leave "framing" out`, err))
 		n.u.tree.Kill()
 	case err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed):
 		n.u.markDown("the server " + err.Error())
 	}
 	return c, err
 }
+
+// misframed ends a server set to frame a message a line whose output
+// begins with a Content-Length header.
+func (n *noteErrors) misframed(b []byte) {
+	if n.framing == config.FramingContentLength || len(n.head) >= len(contentLength) {
+		return
+	}
+	n.head = append(n.head, b[:min(len(b), len(contentLength)-len(n.head))]...)
+	if len(n.head) == len(contentLength) && strings.EqualFold(string(n.head), contentLength) {
+		n.u.markDown(misframedHint)
+		n.u.tree.Kill()
+	}
+}
+
+// framingHint says what to try for a stdio server that answered nothing.
+func (u *upstream) framingHint() string {
+	if u.framing == config.FramingContentLength {
+		return `if it frames one message a line, leave "framing" out`
+	}
+	return `if it frames messages with Content-Length headers, as LSP does, set "framing": "content-length"`
+}
+
+// misframedHint says what to set for a server that frames its messages
+// with Content-Length headers.
+const misframedHint = `the server frames its messages with Content-Length headers, as LSP does: set "framing": "content-length"`

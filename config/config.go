@@ -190,6 +190,10 @@ type Server struct {
 	Tools []string `json:"tools,omitempty"`
 	// ToolMode overrides tool_mode for this server.
 	ToolMode string `json:"tool_mode,omitempty"`
+	// Framing of a command's stdio: newline (one message a line, as MCP
+	// frames it; the default) or content-length (a header before each
+	// message, as LSP frames it: OpenFang's `openfang mcp`).
+	Framing string `json:"framing,omitempty"`
 	// Stateless says a remote (url) server keeps no state per client, so
 	// one connection to it serves every session instead of one each.
 	// Never assumed: an MCP session may carry state the server ties to it.
@@ -199,6 +203,12 @@ type Server struct {
 	// config's mcpServers.<name>.
 	at string
 }
+
+// Framings of a command server's stdio (Server.Framing).
+const (
+	FramingNewline       = "newline"
+	FramingContentLength = "content-length"
+)
 
 // Limits are per-session budgets. Zero means no limit.
 type Limits struct {

@@ -553,6 +553,8 @@ func TestLoadValidation(t *testing.T) {
 		{"server with both", `{"servers": [{"name": "files", "command": "npx", "url": "https://x.example.com/mcp"}]}`, "servers[0]"},
 		{"server url scheme", `{"servers": [{"name": "files", "url": "file:///srv/mcp"}]}`, "servers[0].url"},
 		{"server stateless command", `{"servers": [{"name": "files", "command": "npx", "stateless": true}]}`, "servers[0].stateless"},
+		{"server framing unknown", `{"servers": [{"name": "files", "command": "npx", "framing": "lsp"}]}`, "servers[0].framing"},
+		{"server framing of a url", `{"servers": [{"name": "files", "url": "https://a.example/mcp", "framing": "content-length"}]}`, "servers[0].framing"},
 		{"server name", `{"servers": [{"name": "Files!", "command": "npx"}]}`, "servers[0].name"},
 		{"server name duplicate", `{"servers": [{"name": "a", "command": "npx"}, {"name": "a", "command": "uvx"}]}`, "servers[1].name"},
 		{"server env", `{"servers": [{"name": "a", "command": "npx", "env": ["OK", "1BAD"]}]}`, "servers[0].env[1]"},

@@ -293,6 +293,12 @@ func (s Server) check(p *problems, i int, names map[string]bool) {
 		}
 	}
 	s.checkEnvValues(p, f)
+	switch {
+	case s.Framing != "" && s.Framing != FramingNewline && s.Framing != FramingContentLength:
+		p.add(f+".framing", "%q is not newline or content-length", s.Framing)
+	case s.Framing != "" && s.Command == "":
+		p.add(f+".framing", "applies to command servers only: a url server's transport frames its messages")
+	}
 	if s.Transport != "" && (s.URL == "" || s.Transport != TransportStreamableHTTP && s.Transport != TransportSSE) {
 		p.add(f+".transport", "%q is not streamable-http or sse, for a url server", s.Transport)
 	}
