@@ -1,10 +1,13 @@
 package main
 
 import (
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ardgate/ardgate/testdata/openfang"
 )
 
 // OpenFang's `openfang mcp` frames JSON-RPC with Content-Length headers
@@ -63,4 +66,31 @@ func containsAll(have, want []string) bool {
 		}
 	}
 	return true
+}
+
+// OpenFang's HTTP MCP endpoint (../shared/seeds/openfang-mcp-a2a.txt,
+// "HTTP MCP Endpoint") takes POST only and answers in plain JSON, with no
+// session; OpenFang's own config calls it "sse". Declared so, it is
+// reached as streamable HTTP, and the gateway says so; declared as what
+// it is, it works as it did.
+func TestOpenFangHTTP(t *testing.T) {
+	ts := httptest.NewServer(openfang.MCPHandler())
+	t.Cleanup(ts.Close)
+	cfg := map[string]any{"allow_local_urls": true, "servers": []any{
+		map[string]any{"name": "declared_sse", "url": ts.URL + "/mcp", "transport": "sse"},
+		map[string]any{"name": "streamable", "url": ts.URL + "/mcp"},
+	}}
+	g := startStdio(t, env(false), "--config", writeConfig(t, cfg))
+	want := []string{"mcp_declared_sse__openfang_agent_code_reviewer", "mcp_streamable__openfang_agent_researcher"}
+	for deadline := time.Now().Add(30 * time.Second); !containsAll(g.toolNames(), want); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("tools %v, want %v; attachments %+v", g.toolNames(), want, g.list())
+		}
+	}
+	if got := text(g.call("mcp_declared_sse__openfang_agent_code_reviewer", map[string]any{"message": "over http"})); got != "code-reviewer: over http" {
+		t.Fatalf("the agent's answer: %q", got)
+	}
+	if !strings.Contains(g.stderr.String(), "the server is declared sse but answers as streamable HTTP") {
+		t.Fatalf("the fallback is not said:\n%s", g.stderr.String())
+	}
 }

@@ -143,6 +143,9 @@ func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progres
 		return nil, err
 	}
 	if err := u.start(t, m.ClientOptions); err != nil {
+		if plan.Transport == TransportSSE && streamableInstead(err) {
+			return m.dialStreamable(ctx, plan, log, progress, requests)
+		}
 		return nil, err
 	}
 	if progress != nil {
@@ -151,6 +154,26 @@ func (m *Manager) dial(ctx context.Context, plan Plan, log *slog.Logger, progres
 	if err := u.initialize(ctx, m.Version); err != nil {
 		return nil, err
 	}
+	return u, nil
+}
+
+// streamableInstead tells whether err, of starting the SSE transport, is
+// a server that takes no GET: one that speaks streamable HTTP, declared
+// sse, as OpenFang's config declares its POST-only endpoint. mcp-go says
+// so only in words.
+func streamableInstead(err error) bool {
+	return strings.Contains(err.Error(), "unexpected status code: 405")
+}
+
+// dialStreamable dials plan, declared sse, as streamable HTTP, and says
+// so; or fails saying what both tries met.
+func (m *Manager) dialStreamable(ctx context.Context, plan Plan, log *slog.Logger, progress func(string), requests *clientRequests) (*upstream, error) {
+	plan.Transport = TransportStreamableHTTP
+	u, err := m.dial(ctx, plan, log, progress, requests)
+	if err != nil {
+		return nil, fmt.Errorf("declared sse, it answered a GET of its url with 405, and as streamable HTTP it failed too: %w", err)
+	}
+	log.Warn("the server is declared sse but answers as streamable HTTP: it is reached as streamable HTTP; declare it so", "url", guard.Text(plan.URL, 200))
 	return u, nil
 }
 

@@ -14,9 +14,36 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 )
+
+// MCPHandler serves OpenFang's HTTP MCP endpoint (section "HTTP MCP
+// Endpoint"): POST /mcp takes one JSON-RPC message and answers it in
+// plain JSON, with no session; any other method is 405. OpenFang's own
+// config calls this transport "sse".
+func MCPHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", "POST")
+			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		var req request
+		if err := json.NewDecoder(io.LimitReader(r.Body, MaxMessage)).Decode(&req); err != nil {
+			http.Error(w, "Bad Request", http.StatusBadRequest)
+			return
+		}
+		if req.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		result, rerr := answer(req)
+		w.Header().Set("Content-Type", "application/json")
+		_ = write(w, Newline, req.ID, result, rerr)
+	})
+}
 
 // ProtocolVersion is the MCP version OpenFang implements.
 const ProtocolVersion = "2024-11-05"
