@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -194,5 +195,33 @@ func TestRegistryServeSource(t *testing.T) {
 		if err != nil || len(page.Results) == 0 || page.Results[0].Source != tc.want {
 			t.Errorf("%v: %+v %v, want source %s", tc.args, page, err, tc.want)
 		}
+	}
+}
+
+// Everruns' Quick Start config (../shared/seeds/everruns-ard.txt, "1.
+// Enable the capability on an agent"), taken as written but for its
+// registry's url, here ardgate's own registry on loopback, and so
+// allow_local_urls: discover finds an entry with no registry_id, and
+// attach_resource attaches it, though the config allows only the older
+// name of the MCP server card's type (the entry has the newer).
+func TestEverrunsQuickStart(t *testing.T) {
+	regURL, stop := startRegistryServe(t, "--catalog", catalogWithRemote(t, startFixtureHTTP(t)))
+	t.Cleanup(stop)
+	quickStart := `{ "registries": [ { "id": "public", "url": "` + regURL + `", "federation": "none" } ], "require_trust": [], "allow_attach_types": ["application/mcp-server+json", "application/a2a-agent-card+json"], "max_attachments": 5, "allow_local_urls": true}`
+	path := filepath.Join(t.TempDir(), "everruns.json")
+	if err := os.WriteFile(path, []byte(quickStart), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := startStdio(t, env(true), "--config", path)
+	var d discovered
+	g.ok("discover_resources", map[string]any{"text": "echo fixture"}, &d)
+	const urn = "urn:air:ardgate.test:mcp:remote-fixture"
+	i := slices.IndexFunc(d.Results, func(r discoveredEntry) bool { return r.URN == urn })
+	if i < 0 || d.Results[i].RegistryID != "public" || !d.Results[i].Attachable {
+		t.Fatalf("the remote fixture through the Quick Start's registry: %+v", d.Results)
+	}
+	g.ok("attach_resource", map[string]any{"urn": urn}, nil)
+	if got := text(g.call("mcp_remote_fixture__echo", map[string]any{"message": "everruns"})); got != "everruns" {
+		t.Fatalf("echo = %q", got)
 	}
 }

@@ -22,7 +22,11 @@ func TestLoadEverrunsQuickStart(t *testing.T) {
 	if len(c.Registries) != 1 || !registryEqual(c.Registries[0], want) {
 		t.Fatalf("registries = %+v, want %+v", c.Registries, want)
 	}
-	if c.MaxAttachments != 5 || c.AllowLocalURLs || len(c.RequireTrust) != 0 || len(c.AllowAttachTypes) != 2 {
+	// The older name of the MCP server card's type allows the newer too.
+	if !slices.Equal(c.AllowAttachTypes, []string{config.MediaMCPServerOld, config.MediaA2AAgentCard, config.MediaMCPServerCard}) {
+		t.Fatalf("allow_attach_types = %v", c.AllowAttachTypes)
+	}
+	if c.MaxAttachments != 5 || c.AllowLocalURLs || len(c.RequireTrust) != 0 {
 		t.Fatalf("config = %+v", c)
 	}
 }

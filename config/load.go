@@ -211,7 +211,7 @@ func (l *loader) defaults() {
 		AuthToken:          deref(e.AuthToken),
 		ARDRegistryToken:   deref(e.ARDRegistryToken),
 		RequireTrust:       firstList(e.RequireTrust, f.RequireTrust),
-		AllowAttachTypes:   firstList(f.AllowAttachTypes, DefaultAllowAttachTypes),
+		AllowAttachTypes:   bothMCPNames(firstList(f.AllowAttachTypes, DefaultAllowAttachTypes)),
 		MaxAttachments:     DefaultMaxAttachments,
 		MaxSessions:        DefaultMaxSessions,
 		SessionIdleTimeout: DefaultSessionIdle,
@@ -227,6 +227,19 @@ func (l *loader) defaults() {
 		Servers:            f.Servers,
 		Agents:             f.Agents,
 	}
+}
+
+// bothMCPNames adds to types the other name of the MCP server card's
+// type when it holds one: they name one artifact, and registries use
+// both. Everruns' Quick Start allows the older name only, which refused
+// every entry of the newer.
+func bothMCPNames(types []string) []string {
+	for _, pair := range [][2]string{{MediaMCPServerCard, MediaMCPServerOld}, {MediaMCPServerOld, MediaMCPServerCard}} {
+		if slices.Contains(types, pair[0]) && !slices.Contains(types, pair[1]) {
+			return append(slices.Clone(types), pair[1])
+		}
+	}
+	return types
 }
 
 // on is a Switch's default.
