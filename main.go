@@ -157,7 +157,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	upstreamTracing := tr.Upstream()
 	rhc := *ohc
 	rhc.Transport = upstreamTracing.Transport(ohc.Transport)
-	regs, err := registry.OpenAll(cfg.Registries, registry.OpenOptions{HTTP: &rhc, Log: log})
+	regs, err := registry.OpenAll(cfg.Registries, registry.OpenOptions{HTTP: &rhc, Log: log, Version: buildVersion()})
 	if err != nil {
 		fmt.Fprintln(stderr, "ardgate:", err)
 		return 1

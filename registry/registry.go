@@ -50,6 +50,8 @@ type OpenOptions struct {
 	HTTP *http.Client
 	// Log receives warnings about catalog entries left out.
 	Log *slog.Logger
+	// Version is the gateway's, named in the User-Agent of its requests.
+	Version string
 }
 
 // OpenAll opens every configured registry, in config order.
@@ -97,7 +99,7 @@ func warnShadowed(regs []Registry, log *slog.Logger) {
 // file holds that break the rules are logged and left out.
 func Open(rc config.Registry, o OpenOptions) (Registry, error) {
 	log := o.Log
-	remote := RemoteOptions{HTTP: o.HTTP, Token: rc.Token}
+	remote := RemoteOptions{HTTP: o.HTTP, Token: rc.Token, Version: o.Version}
 	switch rc.Kind {
 	case config.KindARD:
 		return NewARD(rc.ID, rc.URL, rc.Federation, remote)

@@ -23,13 +23,14 @@ import (
 // cache, and the entries seen in results (for Lookup when the registry has
 // no lookup route).
 type remote struct {
-	id      string
-	base    *url.URL
-	token   string
-	http    *http.Client
-	ttl     time.Duration
-	retries int
-	maxBody int64
+	id        string
+	base      *url.URL
+	token     string
+	userAgent string
+	http      *http.Client
+	ttl       time.Duration
+	retries   int
+	maxBody   int64
 
 	flight singleflight.Group
 	mu     sync.Mutex
@@ -50,6 +51,9 @@ type RemoteOptions struct {
 	TTL time.Duration
 	// Retries on 429 and 5xx (default 2).
 	Retries int
+	// Version is the gateway's, which the User-Agent of its requests
+	// names: "ardgate/<version>", or "ardgate" without one.
+	Version string
 }
 
 // Limits of a remote registry client. What it keeps of a registry's
@@ -77,7 +81,7 @@ func newRemote(id, baseURL string, o RemoteOptions) (*remote, error) {
 	if o.HTTP == nil {
 		return nil, fmt.Errorf("registry %s: no HTTP client", id)
 	}
-	r := &remote{id: id, base: u, token: o.Token, ttl: o.TTL, retries: o.Retries, maxBody: maxRegistryResponse,
+	r := &remote{id: id, base: u, token: o.Token, userAgent: userAgent(o.Version), ttl: o.TTL, retries: o.Retries, maxBody: maxRegistryResponse,
 		seen: newKept(maxSeenEntries, maxSeenBytes, seenTTL, func(e Entry) int { return e.size() })}
 	if r.ttl == 0 {
 		r.ttl = 30 * time.Second
@@ -107,6 +111,15 @@ func newRemote(id, baseURL string, o RemoteOptions) (*remote, error) {
 	}
 	r.http = &c
 	return r, nil
+}
+
+// userAgent names the gateway and its version to a registry, which saw
+// Go's own "Go-http-client/1.1" and could not tell whose requests they were.
+func userAgent(version string) string {
+	if version == "" {
+		return "ardgate"
+	}
+	return "ardgate/" + version
 }
 
 func sameOrigin(a, b *url.URL) bool {
@@ -225,6 +238,7 @@ func (r *remote) once(ctx context.Context, method, u string, body []byte) ([]byt
 		return nil, 0, err
 	}
 	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", r.userAgent)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -1,0 +1,89 @@
+package registry
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ardgate/ardgate/config"
+	"github.com/ardgate/ardgate/testdata/registryfixture"
+)
+
+// requests records what a fixture was asked.
+type requests struct {
+	mu   sync.Mutex
+	seen []*http.Request
+}
+
+func (q *requests) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q.mu.Lock()
+		q.seen = append(q.seen, r.Clone(context.Background()))
+		q.mu.Unlock()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// searches returns the distinct search terms of the list requests.
+func (q *requests) searches() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []string
+	for _, r := range q.seen {
+		if strings.HasSuffix(r.URL.Path, "/servers") && !slices.Contains(out, r.URL.Query().Get("search")) {
+			out = append(out, r.URL.Query().Get("search"))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// versionedFixture serves the recorded corpus and the servers of several
+// versions and statuses, recording the requests.
+func versionedFixture(t *testing.T) (*httptest.Server, *requests) {
+	t.Helper()
+	h, err := registryfixture.MCPRegistry("../testdata/mcpregistry/servers.json", "../testdata/registryfixture/versions.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := &requests{}
+	ts := httptest.NewServer(q.wrap(h))
+	t.Cleanup(ts.Close)
+	return ts, q
+}
+
+// Requests to a registry name ardgate and its version; they said
+// "Go-http-client/1.1".
+func TestRegistryUserAgent(t *testing.T) {
+	ts, q := versionedFixture(t)
+	for _, c := range []struct {
+		kind, version, want string
+	}{
+		{config.KindMCPRegistry, "1.2.3", "ardgate/1.2.3"},
+		{config.KindMCPRegistry, "", "ardgate"},
+		{config.KindARD, "v0.9.0-dev", "ardgate/v0.9.0-dev"},
+	} {
+		q.mu.Lock()
+		q.seen = nil
+		q.mu.Unlock()
+		r, err := Open(config.Registry{ID: "r", Kind: c.kind, URL: ts.URL}, OpenOptions{HTTP: &http.Client{}, Version: c.version})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = r.Search(context.Background(), Query{Text: "weather"}) // the fixture has no ARD routes: asked all the same
+		q.mu.Lock()
+		for _, req := range q.seen {
+			if got := req.Header.Get("User-Agent"); got != c.want {
+				t.Errorf("%s, version %q: %s sent User-Agent %q; want %q", c.kind, c.version, req.URL, got, c.want)
+			}
+		}
+		if len(q.seen) == 0 {
+			t.Errorf("%s: no request", c.kind)
+		}
+		q.mu.Unlock()
+	}
+}
