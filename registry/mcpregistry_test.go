@@ -2,8 +2,10 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -85,5 +87,24 @@ func TestRegistryUserAgent(t *testing.T) {
 			t.Errorf("%s: no request", c.kind)
 		}
 		q.mu.Unlock()
+	}
+}
+
+// The registry's 422 problem document says which parameter it refused
+// and why; its detail alone said "validation failed".
+func TestMCPRegistryProblemDocument(t *testing.T) {
+	ts, _ := versionedFixture(t)
+	m, _ := NewMCPRegistry("mcp", ts.URL, RemoteOptions{HTTP: &http.Client{}})
+	for _, c := range []struct {
+		params url.Values
+		says   string
+	}{
+		{url.Values{"limit": {"101"}}, "HTTP 422: validation failed: query.limit expected number <= 100"},
+		{url.Values{"search": {"éé"}}, "HTTP 422: validation failed: query.search expected length >= 3"},
+	} {
+		_, err := m.do(context.Background(), http.MethodGet, "/v0.1/servers", c.params, nil)
+		if err == nil || !strings.Contains(err.Error(), c.says) || !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%v: %v; want it to say %q", c.params, err, c.says)
+		}
 	}
 }

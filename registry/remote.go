@@ -264,13 +264,19 @@ func (r *remote) once(ctx context.Context, method, u string, body []byte) ([]byt
 }
 
 // decodeError reads {errorCode, message} (ARD), {detail} (FastAPI, 422
-// lists), or plain text.
+// lists), RFC 9457 problems with their errors, or plain text.
 func decodeError(id string, status int, body []byte) error {
 	e := &StatusError{Registry: id, Status: status}
 	var ard struct {
 		ErrorCode string          `json:"errorCode"`
 		Message   string          `json:"message"`
 		Detail    json.RawMessage `json:"detail"`
+		// RFC 9457 problems, as the MCP Registry's framework sends them:
+		// detail says "validation failed", errors say what failed.
+		Errors []struct {
+			Message  string `json:"message"`
+			Location string `json:"location"`
+		} `json:"errors"`
 	}
 	if json.Unmarshal(body, &ard) == nil {
 		e.Code, e.Message = ard.ErrorCode, ard.Message
@@ -290,6 +296,13 @@ func decodeError(id string, status int, body []byte) error {
 				}
 				e.Message = strings.Join(parts, "; ")
 			}
+		}
+		for i, p := range ard.Errors {
+			sep := "; "
+			if i == 0 {
+				sep = ": "
+			}
+			e.Message += sep + strings.TrimSpace(p.Location+" "+p.Message)
 		}
 	} else if len(body) > 0 && len(body) < 512 {
 		e.Message = strings.TrimSpace(string(body))
