@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf8"
 )
 
 // MCPRegistry is a client of the official MCP Registry API
@@ -273,18 +274,25 @@ func namedBy(e Entry, words []string) bool {
 	})
 }
 
+// minSearchRunes is the shortest search the registry takes: a shorter
+// one is refused with a 422, which failed a discover of "éé" (two runes,
+// four bytes, counted as bytes) and, beside a longer word, lost "日本"
+// without a word.
+const minSearchRunes = 3
+
 // searchWords picks up to n words to send as name searches: the longest,
-// as the most specific, stop words left out. No words means one search
-// with no term (the registry's listing).
+// as the most specific, stop words and words too short for the
+// registry's search left out (the ranking reads them all the same). No
+// words means one search with no term (the registry's listing).
 func searchWords(text string, n int) []string {
 	var words []string
 	for _, w := range strings.Fields(strings.ToLower(text)) {
 		w = strings.Trim(w, `.,;:!?"'()`)
-		if len(w) >= 3 && !stopWords[w] && !slices.Contains(words, w) {
+		if utf8.RuneCountInString(w) >= minSearchRunes && !stopWords[w] && !slices.Contains(words, w) {
 			words = append(words, w)
 		}
 	}
-	slices.SortStableFunc(words, func(a, b string) int { return len(b) - len(a) })
+	slices.SortStableFunc(words, func(a, b string) int { return utf8.RuneCountInString(b) - utf8.RuneCountInString(a) })
 	if len(words) == 0 {
 		return []string{""}
 	}

@@ -58,6 +58,31 @@ func versionedFixture(t *testing.T) (*httptest.Server, *requests) {
 	return ts, q
 }
 
+// The registry refuses a search shorter than three runes with a 422:
+// "éé", four bytes, was sent, and failed the whole discover; beside
+// "database", "日本" was sent, refused, and lost without a word. Words
+// too short are not sent; the ranking still reads them.
+func TestMCPRegistrySearchLengthInRunes(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		sent []string // "" is the listing, no search
+	}{
+		{"éé", []string{""}},
+		{"日本 database", []string{"database"}},
+		{"ééé weather", []string{"weather", "ééé"}},
+		{"a db", []string{""}},
+	} {
+		ts, q := versionedFixture(t)
+		m, _ := NewMCPRegistry("mcp", ts.URL, RemoteOptions{HTTP: &http.Client{}})
+		if _, err := m.Search(context.Background(), Query{Text: c.text}); err != nil {
+			t.Errorf("%q: %v", c.text, err)
+		}
+		if got := q.searches(); !slices.Equal(got, c.sent) {
+			t.Errorf("%q: searched %q; want %q", c.text, got, c.sent)
+		}
+	}
+}
+
 // Requests to a registry name ardgate and its version; they said
 // "Go-http-client/1.1".
 func TestRegistryUserAgent(t *testing.T) {
