@@ -26,14 +26,33 @@ type MCPRegistry struct {
 	*remote
 }
 
-// NewMCPRegistry returns a client for the MCP Registry at baseURL.
+// NewMCPRegistry returns a client for the MCP Registry at baseURL: its
+// base (https://registry.modelcontextprotocol.io), or the base with the
+// API's version (…/v0.1, …/v0) or its servers route (…/v0.1/servers).
 func NewMCPRegistry(id, baseURL string, o RemoteOptions) (*MCPRegistry, error) {
-	r, err := newRemote(id, baseURL, o)
+	r, err := newRemote(id, registryBase(baseURL), o)
 	if err != nil {
 		return nil, err
 	}
 	return &MCPRegistry{remote: r}, nil
 }
+
+// registryBase is url without the API version, and the servers route,
+// it may end with: the client's routes begin with /v0.1, and it asked
+// /v0.1/v0.1/servers of a url that ended with it, which is a 404.
+func registryBase(url string) string {
+	base := strings.TrimSuffix(url, "/")
+	api := strings.TrimSuffix(base, "/servers")
+	for _, v := range []string{"/v0.1", "/v0"} {
+		if b, ok := strings.CutSuffix(api, v); ok {
+			return b
+		}
+	}
+	return base // a base of its own may end in /servers
+}
+
+// serversRoute is the route the client lists servers at, under its base.
+const serversRoute = "/v0.1/servers"
 
 // ID implements Registry.
 func (m *MCPRegistry) ID() string { return m.id }
@@ -212,7 +231,7 @@ func (m *MCPRegistry) named(ctx context.Context, word, cursor string) (entries [
 		if cursor != "" {
 			params.Set("cursor", cursor)
 		}
-		data, err := m.do(ctx, http.MethodGet, "/v0.1/servers", params, nil)
+		data, err := m.do(ctx, http.MethodGet, serversRoute, params, nil)
 		var list serverListResponse
 		if err == nil {
 			if uerr := json.Unmarshal(data, &list); uerr != nil {
@@ -224,6 +243,12 @@ func (m *MCPRegistry) named(ctx context.Context, word, cursor string) (entries [
 				// A later page failed: what came is worth ranking, and the
 				// next window asks for that page again.
 				return entries, cursor, nil
+			}
+			var se *StatusError
+			if errors.As(err, &se) && se.Status == http.StatusNotFound {
+				// The route, not a server, is missing: the url is not a
+				// registry's base (a 404 said nothing more).
+				err = fmt.Errorf("%w (the gateway asks %s%s: is url the MCP Registry's base URL, such as https://registry.modelcontextprotocol.io?)", err, m.base, serversRoute)
 			}
 			return nil, "", err
 		}
@@ -305,7 +330,7 @@ func (m *MCPRegistry) Lookup(ctx context.Context, urn string) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	data, err := m.do(ctx, http.MethodGet, "/v0.1/servers/"+url.PathEscape(name)+"/versions/latest", nil, nil)
+	data, err := m.do(ctx, http.MethodGet, serversRoute+"/"+url.PathEscape(name)+"/versions/latest", nil, nil)
 	if err == nil {
 		var s serverResponse
 		if json.Unmarshal(data, &s) == nil {

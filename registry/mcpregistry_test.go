@@ -83,6 +83,37 @@ func TestMCPRegistrySearchLengthInRunes(t *testing.T) {
 	}
 }
 
+// A url given with the API's version, or its servers route, is the
+// registry's: the client asked /v0.1/v0.1/servers of one ending in
+// /v0.1, and said only "HTTP 404". A url that is no registry's base says
+// what was asked.
+func TestMCPRegistryBaseURL(t *testing.T) {
+	ts, _ := versionedFixture(t)
+	for _, c := range []struct {
+		url, fails string
+	}{
+		{ts.URL, ""},
+		{ts.URL + "/", ""},
+		{ts.URL + "/v0.1", ""},
+		{ts.URL + "/v0.1/", ""},
+		{ts.URL + "/v0", ""},
+		{ts.URL + "/v0.1/servers", ""},
+		{ts.URL + "/api", "the gateway asks " + ts.URL + "/api/v0.1/servers: is url the MCP Registry's base URL"},
+	} {
+		m, err := NewMCPRegistry("mcp", c.url, RemoteOptions{HTTP: &http.Client{}})
+		if err != nil {
+			t.Fatalf("%s: %v", c.url, err)
+		}
+		p, err := m.Search(context.Background(), Query{Text: "weather"})
+		switch {
+		case c.fails == "" && (err != nil || len(p.Results) == 0):
+			t.Errorf("%s: %v, %d results", c.url, err, len(p.Results))
+		case c.fails != "" && (err == nil || !strings.Contains(err.Error(), c.fails)):
+			t.Errorf("%s: %v; want it to say %q", c.url, err, c.fails)
+		}
+	}
+}
+
 // Requests to a registry name ardgate and its version; they said
 // "Go-http-client/1.1".
 func TestRegistryUserAgent(t *testing.T) {
