@@ -5,6 +5,7 @@ package registry
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 
 	"github.com/ardgate/ardgate/guard"
@@ -31,6 +32,29 @@ type Entry struct {
 	UpdatedAt             string          `json:"updatedAt,omitempty"`
 	Metadata              map[string]any  `json:"metadata,omitempty"`
 	TrustManifest         json.RawMessage `json:"trustManifest,omitempty"`
+
+	// Status is what its registry says of an entry it still lists but
+	// no longer recommends: "deprecated" (the MCP Registry's word), with
+	// the registry's StatusMessage; "" while it is active. No ARD field.
+	Status        string `json:"-"`
+	StatusMessage string `json:"-"`
+}
+
+// StatusDeprecated is the Status of an entry its registry deprecated.
+const StatusDeprecated = "deprecated"
+
+// Withheld returns why discovery does not offer e for attaching, nil
+// when it does: its registry deprecated it. attach_resource still takes
+// it by its URN, as the registry still serves it.
+func (e *Entry) Withheld() error {
+	if e.Status == "" {
+		return nil
+	}
+	why := "it gave no reason"
+	if e.StatusMessage != "" {
+		why = fmt.Sprintf("%q", e.StatusMessage)
+	}
+	return fmt.Errorf("%s by its registry (%s); attach_resource with its urn attaches it all the same", e.Status, why)
 }
 
 // Publisher returns the publisher domain derived from the identifier, or ""
@@ -136,10 +160,11 @@ func bounded(e Entry) (Entry, bool) {
 	if len(e.URL) > maxURLBytes || len(e.Data)+len(e.TrustManifest) > maxEntryData {
 		return Entry{}, false
 	}
-	for _, s := range []*string{&e.DisplayName, &e.Type, &e.Version, &e.UpdatedAt} {
+	for _, s := range []*string{&e.DisplayName, &e.Type, &e.Version, &e.UpdatedAt, &e.Status} {
 		*s = guard.Text(*s, MaxNameRunes)
 	}
 	e.Description = guard.Text(e.Description, MaxDescriptionRunes)
+	e.StatusMessage = guard.Text(e.StatusMessage, MaxDescriptionRunes)
 	for _, l := range []*[]string{&e.Tags, &e.Capabilities, &e.RepresentativeQueries} {
 		*l = boundedList(*l)
 	}
@@ -175,7 +200,8 @@ func metadataSize(m map[string]any) int {
 func (e *Entry) size() int {
 	const overhead = 256 // the struct, its slices' and map's headers
 	n := overhead + len(e.Identifier) + len(e.DisplayName) + len(e.Type) + len(e.URL) + len(e.Data) +
-		len(e.Description) + len(e.Version) + len(e.UpdatedAt) + len(e.TrustManifest) + metadataSize(e.Metadata)
+		len(e.Description) + len(e.Version) + len(e.UpdatedAt) + len(e.TrustManifest) + metadataSize(e.Metadata) +
+		len(e.Status) + len(e.StatusMessage)
 	for _, l := range [][]string{e.Tags, e.Capabilities, e.RepresentativeQueries} {
 		for _, s := range l {
 			n += 16 + len(s)

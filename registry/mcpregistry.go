@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -20,8 +21,9 @@ import (
 // (GET /v0.1/servers). Its server.json documents become entries:
 // identifier urn:air:<reversed namespace>:mcp:<name> (io.github.foo/bar →
 // urn:air:foo.github.io:mcp:bar), type application/mcp-server-card+json,
-// the server.json inline as data. Servers whose official status is not
-// "active" are dropped.
+// the server.json inline as data. A server whose latest version is
+// deprecated is its newest active version, or, with none, itself marked
+// deprecated (see Entry.Withheld); deleted servers are dropped.
 type MCPRegistry struct {
 	*remote
 }
@@ -68,8 +70,10 @@ type serverResponse struct {
 	Server json.RawMessage `json:"server"`
 	Meta   struct {
 		Official struct {
-			Status    string `json:"status"`
-			UpdatedAt string `json:"updatedAt"`
+			Status        string `json:"status"`
+			StatusMessage string `json:"statusMessage"`
+			PublishedAt   string `json:"publishedAt"`
+			UpdatedAt     string `json:"updatedAt"`
 		} `json:"io.modelcontextprotocol.registry/official"`
 	} `json:"_meta"`
 }
@@ -160,7 +164,7 @@ func (m *MCPRegistry) window(ctx context.Context, text string, keep filter, curs
 	}
 	wg.Wait()
 
-	var entries []Entry
+	var listed []Entry
 	seen := map[string]bool{}
 	var failed []error
 	next = map[string]string{}
@@ -172,15 +176,17 @@ func (m *MCPRegistry) window(ctx context.Context, text string, keep filter, curs
 			next[words[i]] = after[i]
 		}
 		for _, e := range list {
-			if !seen[e.Identifier] && keep.match(&e) {
+			if !seen[e.Identifier] {
 				seen[e.Identifier] = true
-				entries = append(entries, e)
+				listed = append(listed, e)
 			}
 		}
 	}
 	if !slices.Contains(errs, nil) {
 		return nil, nil, nil, errors.Join(failed...)
 	}
+	m.unhide(ctx, listed)
+	entries := slices.DeleteFunc(listed, func(e Entry) bool { return !keep.match(&e) })
 	m.remember(entries)
 	ix := NewIndex(m.base.String(), entries)
 	ix.DrawnFrom = mcpRegistrySize
@@ -266,6 +272,63 @@ func (m *MCPRegistry) named(ctx context.Context, word, cursor string) (entries [
 	return entries, cursor, nil
 }
 
+// maxVersionLookups bounds the deprecated servers of a window whose
+// versions are listed for an active one (a request each), and
+// versionLookups how many are asked at once.
+const (
+	maxVersionLookups = 20
+	versionLookups    = 4
+)
+
+// unhide puts in place of each server of entries whose latest version
+// its registry deprecated its newest active version, when it has one:
+// the listing's version=latest gives the deprecated one only, which hid
+// the versions still active behind it.
+func (m *MCPRegistry) unhide(ctx context.Context, entries []Entry) {
+	var wg sync.WaitGroup
+	turns := make(chan struct{}, versionLookups)
+	asked := 0
+	for i := range entries {
+		if entries[i].Status != StatusDeprecated {
+			continue
+		}
+		if asked++; asked > maxVersionLookups {
+			break
+		}
+		wg.Go(func() {
+			turns <- struct{}{}
+			defer func() { <-turns }()
+			entries[i] = m.activeVersion(ctx, entries[i])
+		})
+	}
+	wg.Wait()
+}
+
+// activeVersion returns, for e, deprecated, the newest published of its
+// server's versions still active; e itself when it is not deprecated,
+// when none is active, or when its versions cannot be read.
+func (m *MCPRegistry) activeVersion(ctx context.Context, e Entry) Entry {
+	var sj struct {
+		Name string `json:"name"`
+	}
+	if e.Status != StatusDeprecated || json.Unmarshal(e.Data, &sj) != nil {
+		return e
+	}
+	data, err := m.do(ctx, http.MethodGet, serversRoute+"/"+url.PathEscape(sj.Name)+"/versions", nil, nil)
+	var list serverListResponse
+	if err != nil || json.Unmarshal(data, &list) != nil {
+		return e
+	}
+	best, newest := e, time.Time{}
+	for _, s := range list.Servers {
+		published, _ := time.Parse(time.RFC3339Nano, s.Meta.Official.PublishedAt)
+		if v, ok := serverEntry(s); ok && v.Status == "" && v.Identifier == e.Identifier && (best.Status != "" || published.After(newest)) {
+			best, newest = v, published
+		}
+	}
+	return best
+}
+
 // nameToken is an MCP Registry search's page token: where the window of
 // the page's next result began in each word's list, and its offset in the
 // window's ranking.
@@ -324,7 +387,9 @@ func searchWords(text string, n int) []string {
 	return words[:min(n, len(words))]
 }
 
-// Lookup implements Registry: the server named by the URN, latest version.
+// Lookup implements Registry: the server named by the URN, its latest
+// version, or its newest active one when the latest is deprecated; a
+// deprecated server with none is returned as it is, to be attached.
 func (m *MCPRegistry) Lookup(ctx context.Context, urn string) (Entry, error) {
 	name, err := ServerName(urn)
 	if err != nil {
@@ -335,7 +400,7 @@ func (m *MCPRegistry) Lookup(ctx context.Context, urn string) (Entry, error) {
 		var s serverResponse
 		if json.Unmarshal(data, &s) == nil {
 			if e, ok := serverEntry(s); ok {
-				return e, nil
+				return m.activeVersion(ctx, e), nil
 			}
 		}
 	}
@@ -349,10 +414,12 @@ func (m *MCPRegistry) Lookup(ctx context.Context, urn string) (Entry, error) {
 	return Entry{}, fmt.Errorf("registry %s: %s: %w", m.id, urn, ErrNotFound)
 }
 
-// serverEntry maps one registry record to an entry; ok is false for
-// records that are not active or cannot be named.
+// serverEntry maps one registry record to an entry, deprecated ones
+// marked so; ok is false for records deleted, of a status unknown, or
+// that cannot be named.
 func serverEntry(s serverResponse) (Entry, bool) {
-	if st := s.Meta.Official.Status; st != "" && st != "active" {
+	status := s.Meta.Official.Status
+	if status != "" && status != "active" && status != StatusDeprecated {
 		return Entry{}, false
 	}
 	var sj struct {
@@ -375,6 +442,9 @@ func serverEntry(s serverResponse) (Entry, bool) {
 	}
 	e := Entry{Identifier: urn, DisplayName: display, Type: "application/mcp-server-card+json",
 		Data: s.Server, Description: sj.Description, Version: sj.Version, UpdatedAt: s.Meta.Official.UpdatedAt}
+	if status == StatusDeprecated {
+		e.Status, e.StatusMessage = status, s.Meta.Official.StatusMessage
+	}
 	if checkEntry(&e) != nil {
 		return Entry{}, false
 	}

@@ -58,6 +58,52 @@ func versionedFixture(t *testing.T) (*httptest.Server, *requests) {
 	return ts, q
 }
 
+// A deprecated server is listed and looked up, marked deprecated with
+// the registry's statusMessage; it was dropped, and attaching it by URN
+// said unknown_urn. A server whose latest version is deprecated is its
+// newest active version: version=latest gave the deprecated one only.
+// A deleted one is neither listed nor found.
+func TestMCPRegistryStatuses(t *testing.T) {
+	ts, _ := versionedFixture(t)
+	m, err := NewMCPRegistry("mcp", ts.URL, RemoteOptions{HTTP: &http.Client{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	p, err := m.Search(ctx, Query{Text: "weather forecast", PageSize: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		urn, version, status, says string // status "gone": not there
+	}{
+		{"urn:air:acme.github.io:mcp:weather-station", "1.1.0", "", ""},
+		{"urn:air:acme.github.io:mcp:legacy-forecast", "0.9.0", StatusDeprecated, `deprecated by its registry ("Superseded by io.github.acme/weather-station.")`},
+		{"urn:air:acme.github.io:mcp:weather-archive", "", "gone", ""},
+		{"urn:air:acme.github.io:mcp:weather-radar", "1.2.0", "", ""},
+	} {
+		i := slices.IndexFunc(p.Results, func(r Result) bool { return r.Identifier == c.urn })
+		e, err := m.Lookup(ctx, c.urn)
+		if c.status == "gone" {
+			if i >= 0 || !errors.Is(err, ErrNotFound) {
+				t.Errorf("%s: listed at %d, looked up: %v; want neither", c.urn, i, err)
+			}
+			continue
+		}
+		if i < 0 || err != nil {
+			t.Errorf("%s: listed at %d, looked up: %v", c.urn, i, err)
+			continue
+		}
+		for how, got := range map[string]Entry{"listed": p.Results[i].Entry, "looked up": e} {
+			withheld := got.Withheld()
+			if got.Version != c.version || got.Status != c.status || (withheld == nil) != (c.says == "") ||
+				withheld != nil && !strings.Contains(withheld.Error(), c.says) {
+				t.Errorf("%s %s: version %q, status %q, withheld %v; want %q, %q, %q", c.urn, how, got.Version, got.Status, withheld, c.version, c.status, c.says)
+			}
+		}
+	}
+}
+
 // The registry refuses a search shorter than three runes with a 422:
 // "éé", four bytes, was sent, and failed the whole discover; beside
 // "database", "日本" was sent, refused, and lost without a word. Words

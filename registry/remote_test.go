@@ -425,21 +425,6 @@ func TestServerURNMapping(t *testing.T) {
 	}
 }
 
-// Inactive servers are dropped.
-func TestMCPRegistryDropsInactive(t *testing.T) {
-	body := `{"servers":[
-	 {"server":{"name":"io.github.a/live","description":"weather live"},"_meta":{"io.modelcontextprotocol.registry/official":{"status":"active"}}},
-	 {"server":{"name":"io.github.a/gone","description":"weather gone"},"_meta":{"io.modelcontextprotocol.registry/official":{"status":"deleted"}}},
-	 {"server":{"name":"io.github.a/old","description":"weather old"},"_meta":{"io.modelcontextprotocol.registry/official":{"status":"deprecated"}}}],
-	 "metadata":{}}`
-	ts, _ := quirkServer(t, jsonReply(200, body))
-	m, _ := NewMCPRegistry("mcp", ts.URL, RemoteOptions{HTTP: &http.Client{}})
-	p, err := m.Search(context.Background(), Query{Text: "weather"})
-	if err != nil || len(p.Results) != 1 || !strings.HasSuffix(p.Results[0].Identifier, ":live") {
-		t.Fatalf("%v %+v", err, p.Results)
-	}
-}
-
 // gateway_health tells what a registry's answers were: one that answered
 // 401, 403 or what could not be read was listed well, though every search
 // failed. A registry asking to be asked again later than a search waits
