@@ -497,6 +497,7 @@ func (g *Gateway) describe(r registry.Result, registryID string) discoveredEntry
 		Publisher:   r.Publisher(),
 	}
 	a := g.manager.Assess(&r.Entry, registryID)
+	a.Err = errors.Join(r.Withheld(), a.Err) // deprecated: said, and not offered
 	if a.Err != nil {
 		e.WhyNotAttachable = guard.Text(a.Err.Error(), maxDescRunes)
 	} else {
