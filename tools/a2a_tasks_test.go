@@ -289,7 +289,10 @@ func TestSessionEndCancelsAFewAtATime(t *testing.T) {
 	var ids []string
 	const atOnce = 8 // attach's agentRequestsAtOnce
 	for range 3 * atOnce {
-		ids = append(ids, s.task(s.call("spawn_agent", map[string]any{"message": "wait"})).TaskID)
+		// "slow" runs with one status update, where "wait" adds one each
+		// tick: on a loaded machine, 24 growing histories made every
+		// cancellation slow enough to miss the session end's budget.
+		ids = append(ids, s.task(s.call("spawn_agent", map[string]any{"message": "slow 600000"})).TaskID)
 	}
 	_ = s.c.Close()
 
