@@ -116,69 +116,73 @@ func (g *Gateway) fitFailure(s *session, called string, res *mcp.CallToolResult)
 func fromError(err error) *mcp.CallToolResult {
 	msg := err.Error()
 	var refusal *guard.Refusal
-	switch {
-	case errors.As(err, &refusal) && refusal.Rule == "rate_limit":
-		return failure("rate_limited", "%s", msg)
-	case errors.As(err, &refusal) && refusal.Rule == "loop_guard":
-		return failure("loop_guard", "%s", msg)
-	case errors.As(err, &refusal):
-		return failure("refused", "%s", msg)
-	case errors.Is(err, registry.ErrBadURN):
-		return failure("invalid_arguments", "%s. URNs look like urn:air:<publisher>:<name>; discover_resources returns them.", msg)
-	case errors.Is(err, attach.ErrUnknownURN):
-		return failure("unknown_urn", "%s. Use discover_resources to find an entry, then attach its urn.", msg)
-	case errors.Is(err, registry.ErrNotFound):
-		return failure("not_found", "%s", msg)
-	case errors.As(err, new(*registry.StatusError)), errors.Is(err, registry.ErrUnreachable):
-		return failure("registry_error", "%s", msg)
-	case errors.Is(err, registry.ErrTooLarge):
-		return failure("refused", "refused by size_limit: %s", msg)
-	case errors.Is(err, registry.ErrInvalidArgument):
-		return failure("invalid_arguments", "%s", msg)
-	case errors.Is(err, attach.ErrNotAttachable):
-		return failure("not_attachable", "%s", msg)
-	case errors.Is(err, attach.ErrCapReached):
-		return failure("cap_reached", "%s", msg)
-	case errors.Is(err, attach.ErrNameTaken):
-		return failure("name_taken", "%s", msg)
-	case errors.Is(err, attach.ErrUpstreamDown):
-		return failure("upstream_down", "%s", msg)
-	case errors.Is(err, attach.ErrStartFailed):
-		return failure("start_failed", "%s", msg)
-	case errors.Is(err, attach.ErrTimeout):
-		return failure("timeout", "%s", msg)
-	case errors.Is(err, attach.ErrNotAttached):
-		return failure("not_attached", "%s", msg)
-	case errors.Is(err, attach.ErrPinned):
-		return failure("pinned", "%s", msg)
-	case errors.Is(err, attach.ErrUnknownTool):
-		return failure("unknown_tool", "%s. list_attached_resources shows what is attached.", msg)
-	case errors.Is(err, attach.ErrNotImplemented):
-		return failure("not_implemented", "%s", msg)
-	case errors.Is(err, attach.ErrTaskNotFound):
-		return failure("unknown_task", "%s", msg)
-	case errors.Is(err, attach.ErrTaskLost):
-		return failure("task_lost", "%s", msg)
-	case errors.Is(err, attach.ErrNoAgent):
-		return failure("unknown_agent", "%s", msg)
-	case errors.Is(err, attach.ErrTaskFinished):
-		return failure("task_finished", "%s", msg)
-	case errors.Is(err, attach.ErrTaskBusy):
-		return failure("task_busy", "%s", msg)
-	case errors.Is(err, attach.ErrAnsweredMeanwhile):
-		return failure("answered_meanwhile", "%s", msg)
-	case errors.Is(err, attach.ErrOtherContext):
-		return failure("invalid_arguments", "%s", msg)
-	case errors.Is(err, attach.ErrStoreFull):
-		return failure("task_store_full", "%s", msg)
-	case errors.Is(err, attach.ErrSessionClosed):
-		return failure("session_closed", "%s", msg)
-	case errors.Is(err, context.Canceled):
-		// Its caller gave up, or its session ended: said as a proxied
-		// call's cancellation is, not as the upstream's error.
-		return failure("cancelled", "%s", msg)
+	if errors.As(err, &refusal) {
+		return failure(refusalCode(refusal.Rule), "%s", msg)
+	}
+	for _, c := range errorCodes {
+		if c.is(err) {
+			return failure(c.code, c.format, msg)
+		}
 	}
 	return failure("upstream_error", "%s", msg)
+}
+
+// refusalCode is the code of a guard's refusal by rule.
+func refusalCode(rule string) string {
+	switch rule {
+	case "rate_limit":
+		return "rate_limited"
+	case "loop_guard":
+		return "loop_guard"
+	}
+	return "refused"
+}
+
+// errorCode is the code of the errors is matches, and the format of
+// their message.
+type errorCode struct {
+	is     func(error) bool
+	code   string
+	format string
+}
+
+// isErr matches the errors that wrap target.
+func isErr(target error) func(error) bool {
+	return func(err error) bool { return errors.Is(err, target) }
+}
+
+// errorCodes are the codes of fromError, tried in order.
+var errorCodes = []errorCode{
+	{isErr(registry.ErrBadURN), "invalid_arguments", "%s. URNs look like urn:air:<publisher>:<name>; discover_resources returns them."},
+	{isErr(attach.ErrUnknownURN), "unknown_urn", "%s. Use discover_resources to find an entry, then attach its urn."},
+	{isErr(registry.ErrNotFound), "not_found", "%s"},
+	{func(err error) bool {
+		return errors.As(err, new(*registry.StatusError)) || errors.Is(err, registry.ErrUnreachable)
+	}, "registry_error", "%s"},
+	{isErr(registry.ErrTooLarge), "refused", "refused by size_limit: %s"},
+	{isErr(registry.ErrInvalidArgument), "invalid_arguments", "%s"},
+	{isErr(attach.ErrNotAttachable), "not_attachable", "%s"},
+	{isErr(attach.ErrCapReached), "cap_reached", "%s"},
+	{isErr(attach.ErrNameTaken), "name_taken", "%s"},
+	{isErr(attach.ErrUpstreamDown), "upstream_down", "%s"},
+	{isErr(attach.ErrStartFailed), "start_failed", "%s"},
+	{isErr(attach.ErrTimeout), "timeout", "%s"},
+	{isErr(attach.ErrNotAttached), "not_attached", "%s"},
+	{isErr(attach.ErrPinned), "pinned", "%s"},
+	{isErr(attach.ErrUnknownTool), "unknown_tool", "%s. list_attached_resources shows what is attached."},
+	{isErr(attach.ErrNotImplemented), "not_implemented", "%s"},
+	{isErr(attach.ErrTaskNotFound), "unknown_task", "%s"},
+	{isErr(attach.ErrTaskLost), "task_lost", "%s"},
+	{isErr(attach.ErrNoAgent), "unknown_agent", "%s"},
+	{isErr(attach.ErrTaskFinished), "task_finished", "%s"},
+	{isErr(attach.ErrTaskBusy), "task_busy", "%s"},
+	{isErr(attach.ErrAnsweredMeanwhile), "answered_meanwhile", "%s"},
+	{isErr(attach.ErrOtherContext), "invalid_arguments", "%s"},
+	{isErr(attach.ErrStoreFull), "task_store_full", "%s"},
+	{isErr(attach.ErrSessionClosed), "session_closed", "%s"},
+	// Its caller gave up, or its session ended: said as a proxied call's
+	// cancellation is, not as the upstream's error.
+	{isErr(context.Canceled), "cancelled", "%s"},
 }
 
 // decodeArgs reads a tool call's arguments into v strictly: an unknown
