@@ -75,21 +75,63 @@ func (g *Gateway) toolSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	if a.Query == "" {
 		return invalid("tool_search", errors.New(`"query" is required`)), nil
 	}
-	limit := 5
-	if a.Limit != nil {
-		if limit = int(*a.Limit); limit < 1 || limit > 50 {
-			return invalid("tool_search", errors.New(`"limit" must be between 1 and 50`)), nil
-		}
+	limit, err := searchLimit(a.Limit)
+	if err != nil {
+		return invalid("tool_search", err), nil
 	}
-	// Pinned servers still starting are waited for, as a call of their
-	// tools is: the first search, right after initialize, found none.
 	atts := s.att.Attachments()
+	g.waitStarting(ctx, s, atts)
+	tools := s.att.Tools()
+	entries, byURN := toolEntries(tools)
+	query := everyTool.ReplaceAllString(a.Query, " ")
+	page, err := registry.NewIndex("session", entries).Search(registry.Query{Text: query, PageSize: limit, PageToken: a.PageToken})
+	if errors.Is(err, registry.ErrInvalidArgument) && a.PageToken != "" {
+		return invalid("tool_search", errors.New(`"page_token" is not one tool_search returned for this query: give the query of the call that returned it, or leave page_token out to begin again`)), nil
+	}
+	if err != nil {
+		return fromError(err), nil
+	}
+	// Matched and the page token let a client list every tool of the
+	// session, a framework its whole budget: five at a time, it could not.
+	out := struct {
+		Count     int         `json:"count"`
+		Matched   int         `json:"matched"`
+		Tools     []foundTool `json:"tools"`
+		PageToken string      `json:"page_token,omitempty"`
+		Note      string      `json:"note,omitempty" shown:"4000"`
+	}{Matched: page.Matched, PageToken: page.PageToken}
+	down, notUp := serversNotUp(atts)
+	out.Tools = foundTools(page.Results, tools, byURN, down)
+	out.Count = len(out.Tools)
+	out.Note = searchNote(query, a.PageToken, page, out.Count, len(tools), notUp)
+	return result(out), nil
+}
+
+// searchLimit is how many tools a search returns: limit, or 5.
+func searchLimit(limit *registry.WholeNumber) (int, error) {
+	if limit == nil {
+		return 5, nil
+	}
+	if n := int(*limit); n >= 1 && n <= 50 {
+		return n, nil
+	}
+	return 0, errors.New(`"limit" must be between 1 and 50`)
+}
+
+// waitStarting waits for the pinned servers of atts still starting, as a
+// call of their tools does: the first search, right after initialize,
+// found none.
+func (g *Gateway) waitStarting(ctx context.Context, s *session, atts []*attach.Attachment) {
 	for _, att := range atts {
 		if att.Pinned && att.Kind == attach.KindMCPServer {
 			s.att.WaitStarted(ctx, att, g.opts.PinnedListWait)
 		}
 	}
-	tools := s.att.Tools()
+}
+
+// toolEntries are tools as entries of an index, with the index in tools
+// of each entry's identifier.
+func toolEntries(tools []attach.Tool) ([]registry.Entry, map[string]int) {
 	byURN := map[string]int{}
 	entries := make([]registry.Entry, 0, len(tools))
 	for i, t := range tools {
@@ -108,32 +150,27 @@ func (g *Gateway) toolSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		entries = append(entries, registry.Entry{Identifier: urn, DisplayName: t.Upstream.Name + " " + t.Upstream.Title,
 			Type: "tool", URL: "-", Description: t.Upstream.Description, Tags: []string{t.Attachment}, Capabilities: props})
 	}
-	query := everyTool.ReplaceAllString(a.Query, " ")
-	page, err := registry.NewIndex("session", entries).Search(registry.Query{Text: query, PageSize: limit, PageToken: a.PageToken})
-	if errors.Is(err, registry.ErrInvalidArgument) && a.PageToken != "" {
-		return invalid("tool_search", errors.New(`"page_token" is not one tool_search returned for this query: give the query of the call that returned it, or leave page_token out to begin again`)), nil
-	}
-	if err != nil {
-		return fromError(err), nil
-	}
-	// Matched and the page token let a client list every tool of the
-	// session, a framework its whole budget: five at a time, it could not.
-	out := struct {
-		Count     int         `json:"count"`
-		Matched   int         `json:"matched"`
-		Tools     []foundTool `json:"tools"`
-		PageToken string      `json:"page_token,omitempty"`
-		Note      string      `json:"note,omitempty" shown:"4000"`
-	}{Tools: []foundTool{}, Matched: page.Matched, PageToken: page.PageToken}
-	down := map[string]string{}
-	var notUp []string
+	return entries, byURN
+}
+
+// serversNotUp returns why each server of atts that is not up is not, by
+// name, and their names with their status.
+func serversNotUp(atts []*attach.Attachment) (down map[string]string, notUp []string) {
+	down = map[string]string{}
 	for _, att := range atts {
 		if status, why := att.Status(); status != attach.StatusUp && att.Kind == attach.KindMCPServer {
 			down[att.Name] = guard.Text(why, 300)
 			notUp = append(notUp, att.Name+" ("+status+")")
 		}
 	}
-	for _, r := range page.Results {
+	return down, notUp
+}
+
+// foundTools are the tools of results, found in tools by byURN, with why
+// their attachment is down if it is.
+func foundTools(results []registry.Result, tools []attach.Tool, byURN map[string]int, down map[string]string) []foundTool {
+	out := []foundTool{}
+	for _, r := range results {
 		t := tools[byURN[r.Identifier]]
 		f := foundTool{Name: t.Name, Title: guard.Text(cmp.Or(t.Upstream.Title, t.Upstream.Annotations.Title), 120), Attachment: t.Attachment, Score: r.Score,
 			Description: guard.Body(t.Upstream.Description, maxFoundDescription), InputSchema: t.Upstream.RawInputSchema,
@@ -142,20 +179,26 @@ func (g *Gateway) toolSearch(ctx context.Context, req mcp.CallToolRequest) (*mcp
 			f.Annotations = &a
 			f.Annotations.Title = ""
 		}
-		out.Tools = append(out.Tools, f)
+		out = append(out, f)
 	}
-	out.Count = len(out.Tools)
+	return out
+}
+
+// searchNote is the note of a search for query that found count tools
+// of all the session has, on page; notUp are the servers not up.
+func searchNote(query, pageToken string, page registry.Page, count, all int, notUp []string) string {
+	var note string
 	switch {
 	case !registry.Searchable(query):
-		out.Note = "The query holds no word to search on " + skippedWords + `, nor "tool", "tools" or "mcp", which every tool is: these tools are a listing by name, score 0, not matches; say what the tool should do.`
-	case out.Count == 0 && a.PageToken == "":
-		out.Note = fmt.Sprintf("No tool of the %d this session has attached matched: try other words, or find a capability it lacks with discover_resources.", len(tools))
+		note = "The query holds no word to search on " + skippedWords + `, nor "tool", "tools" or "mcp", which every tool is: these tools are a listing by name, score 0, not matches; say what the tool should do.`
+	case count == 0 && pageToken == "":
+		note = fmt.Sprintf("No tool of the %d this session has attached matched: try other words, or find a capability it lacks with discover_resources.", all)
 	}
-	if out.PageToken != "" {
-		out.Note = strings.TrimPrefix(out.Note+" "+fmt.Sprintf("%d tools matched in all: pass page_token for the next ones.", out.Matched), " ")
+	if page.PageToken != "" {
+		note = strings.TrimPrefix(note+" "+fmt.Sprintf("%d tools matched in all: pass page_token for the next ones.", page.Matched), " ")
 	}
 	if len(notUp) > 0 {
-		out.Note = strings.TrimPrefix(out.Note+" "+fmt.Sprintf("Not up, their tools perhaps not all searched: %s.", strings.Join(notUp, ", ")), " ")
+		note = strings.TrimPrefix(note+" "+fmt.Sprintf("Not up, their tools perhaps not all searched: %s.", strings.Join(notUp, ", ")), " ")
 	}
-	return result(out), nil
+	return note
 }
