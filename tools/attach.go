@@ -183,13 +183,8 @@ func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	if fail != nil {
 		return fail, nil
 	}
-	if a.URN == "" {
-		return invalid("attach_resource", errors.New(`"urn" is required`)), nil
-	}
-	if a.RegistryID != "" {
-		if _, refused := g.registry(a.RegistryID); refused != nil {
-			return refused, nil
-		}
+	if refused := g.attachRefusal(a); refused != nil {
+		return refused, nil
 	}
 	progress := g.reportProgress(ctx, req, len(attachStages))
 	defer progress.stop()
@@ -210,30 +205,59 @@ func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	g.metrics.attaches.WithLabelValues(att.Kind, status).Inc()
 	out := attachResult{Status: status, Kind: att.Kind, Name: att.Name, URN: att.URN, RegistryID: att.RegistryID, Endpoint: att.Endpoint(),
 		Skills: att.Skills(), Protocol: att.Protocol(), Instructions: att.Instructions(), Trust: att.Trust}
+	out.Note = attachNote(a, att, already, out.Instructions)
+	out.Tools, out.HowToCall, out.CallExample = attachedToolsOf(att)
+	return result(out), nil
+}
+
+// attachRefusal is the result refusing the arguments a, nil when they
+// may be attached.
+func (g *Gateway) attachRefusal(a attachArgs) *mcp.CallToolResult {
+	if a.URN == "" {
+		return invalid("attach_resource", errors.New(`"urn" is required`))
+	}
+	if a.RegistryID != "" {
+		if _, refused := g.registry(a.RegistryID); refused != nil {
+			return refused
+		}
+	}
+	return nil
+}
+
+// attachNote is the note of att, attached for a, or attached before
+// (already), whose server gave instructions.
+func attachNote(a attachArgs, att *attach.Attachment, already bool, instructions string) string {
+	var note string
 	switch {
 	case already && a.RegistryID != "" && a.RegistryID != att.RegistryID:
-		out.Note = fmt.Sprintf("%s is attached already, from registry %s, and keeps that entry: detach_resource %s first to attach the entry of %s.", att.URN, att.RegistryID, att.Name, a.RegistryID)
+		note = fmt.Sprintf("%s is attached already, from registry %s, and keeps that entry: detach_resource %s first to attach the entry of %s.", att.URN, att.RegistryID, att.Name, a.RegistryID)
 	case already && !att.NamedAs(a.Name):
-		out.Note = fmt.Sprintf("%s is attached already, under the name %s, and keeps it: detach_resource %s first to attach it as %q.", att.URN, att.Name, att.Name, a.Name)
+		note = fmt.Sprintf("%s is attached already, under the name %s, and keeps it: detach_resource %s first to attach it as %q.", att.URN, att.Name, att.Name, a.Name)
 	case !already && a.Name != "" && !strings.EqualFold(att.Name, a.Name):
-		out.Note = fmt.Sprintf("attached as %s, not %q: an attachment's name is lower-case letters, digits and _, at most 24 characters, and no other attachment of the session's.", att.Name, a.Name)
+		note = fmt.Sprintf("attached as %s, not %q: an attachment's name is lower-case letters, digits and _, at most 24 characters, and no other attachment of the session's.", att.Name, a.Name)
 	}
 	if att.Deferred {
-		out.Note = strings.TrimPrefix(out.Note+" "+deferredNote, " ")
+		note = strings.TrimPrefix(note+" "+deferredNote, " ")
 	}
-	if out.Instructions != "" {
-		out.Note = strings.TrimPrefix(out.Note+" "+instructionsNote, " ")
+	if instructions != "" {
+		note = strings.TrimPrefix(note+" "+instructionsNote, " ")
 	}
+	return note
+}
+
+// attachedToolsOf are att's tools as attach_resource shows them, and how
+// to call them: an MCP server's are a list even when empty.
+func attachedToolsOf(att *attach.Attachment) (out []attachedTool, how string, example *attachedCall) {
 	if att.Kind == attach.KindMCPServer {
-		out.Tools = []attachedTool{}
+		out = []attachedTool{}
 	}
 	tools, unschemed := attachedTools(att.Tools())
-	out.Tools = append(out.Tools, tools...)
+	out = append(out, tools...)
 	if len(tools) > 0 {
-		example := tools[max(0, slices.IndexFunc(tools, func(t attachedTool) bool { return t.InputSchema != nil }))]
-		out.HowToCall, out.CallExample = howToCall(att.Deferred, unschemed), exampleCall(example)
+		first := tools[max(0, slices.IndexFunc(tools, func(t attachedTool) bool { return t.InputSchema != nil }))]
+		how, example = howToCall(att.Deferred, unschemed), exampleCall(first)
 	}
-	return result(out), nil
+	return out, how, example
 }
 
 const detachSchema = `{
