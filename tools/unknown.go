@@ -38,33 +38,10 @@ func (g *Gateway) whyNoTool(s *session, name string, direct bool) (why, code str
 		return "", ""
 	}
 	switch {
-	case att != nil && att.Kind == attach.KindA2AAgent:
-		return fmt.Sprintf("%s is an A2A agent, which has no tools: give it work with spawn_agent, then wait_task and message_task", att.Name), "unknown_tool"
 	case att != nil:
-		var names []string
-		for _, t := range att.Tools() {
-			names = append(names, t.Name)
-		}
-		if len(names) == 0 {
-			switch status, reason := att.Status(); status {
-			case attach.StatusStarting:
-				return fmt.Sprintf("%s is still starting and lists no tools yet: call %q again in a moment", att.Name, name), "upstream_down"
-			case attach.StatusDown:
-				return fmt.Sprintf("%s is down and lists no tools: %s", att.Name, reason), "upstream_down"
-			}
-			return fmt.Sprintf("%q is not a tool of %s, which lists none", name, att.Name), "unknown_tool"
-		}
-		if att.Only != nil {
-			return fmt.Sprintf("%q is not a tool of %s that the gateway lets through (its config's servers[].tools); its tools: %s", name, att.Name, listed(names)), "unknown_tool"
-		}
-		return fmt.Sprintf("%q is not a tool of %s; its tools: %s", name, att.Name, listed(names)), "unknown_tool"
+		return whyNotToolOf(att, name)
 	case strings.HasPrefix(name, "mcp_"):
-		server, _, _ := strings.Cut(strings.TrimPrefix(name, "mcp_"), "__")
-		if s.att.Attaching(server) {
-			return fmt.Sprintf("%s is still being attached (its attach_resource has not returned; a package may be downloading): call %q once it has", server, name), "unknown_tool"
-		}
-		return fmt.Sprintf("nothing named %q is attached in this session (it may have been detached, or attached in another session): "+
-			"find it with discover_resources and attach it with attach_resource, then call its tools on the next turn", server), "unknown_tool"
+		return whyNotAttached(s, name), "unknown_tool"
 	}
 	var own []string
 	for _, t := range g.own {
@@ -72,6 +49,42 @@ func (g *Gateway) whyNoTool(s *session, name string, direct bool) (why, code str
 	}
 	return fmt.Sprintf("%q is not a tool of this session: the gateway's own tools are %s; attached tools are named mcp_<name>__<tool> (list_attached_resources lists what is attached)",
 		name, listed(own)), "unknown_tool"
+}
+
+// whyNotToolOf is whyNoTool for a name of attachment att's that is none
+// of its tools.
+func whyNotToolOf(att *attach.Attachment, name string) (why, code string) {
+	if att.Kind == attach.KindA2AAgent {
+		return fmt.Sprintf("%s is an A2A agent, which has no tools: give it work with spawn_agent, then wait_task and message_task", att.Name), "unknown_tool"
+	}
+	var names []string
+	for _, t := range att.Tools() {
+		names = append(names, t.Name)
+	}
+	if len(names) == 0 {
+		switch status, reason := att.Status(); status {
+		case attach.StatusStarting:
+			return fmt.Sprintf("%s is still starting and lists no tools yet: call %q again in a moment", att.Name, name), "upstream_down"
+		case attach.StatusDown:
+			return fmt.Sprintf("%s is down and lists no tools: %s", att.Name, reason), "upstream_down"
+		}
+		return fmt.Sprintf("%q is not a tool of %s, which lists none", name, att.Name), "unknown_tool"
+	}
+	if att.Only != nil {
+		return fmt.Sprintf("%q is not a tool of %s that the gateway lets through (its config's servers[].tools); its tools: %s", name, att.Name, listed(names)), "unknown_tool"
+	}
+	return fmt.Sprintf("%q is not a tool of %s; its tools: %s", name, att.Name, listed(names)), "unknown_tool"
+}
+
+// whyNotAttached is whyNoTool for name, mcp_<server>__<tool>, when
+// session s has no attachment of that name.
+func whyNotAttached(s *session, name string) string {
+	server, _, _ := strings.Cut(strings.TrimPrefix(name, "mcp_"), "__")
+	if s.att.Attaching(server) {
+		return fmt.Sprintf("%s is still being attached (its attach_resource has not returned; a package may be downloading): call %q once it has", server, name)
+	}
+	return fmt.Sprintf("nothing named %q is attached in this session (it may have been detached, or attached in another session): "+
+		"find it with discover_resources and attach it with attach_resource, then call its tools on the next turn", server)
 }
 
 // attachmentOf is the attachment of session s whose tools' names begin as
