@@ -295,22 +295,8 @@ func TestSessionEndCancelsAFewAtATime(t *testing.T) {
 		ids = append(ids, s.task(s.call("spawn_agent", map[string]any{"message": "slow 600000"})).TaskID)
 	}
 	_ = s.c.Close()
-
-	direct, err := a2aclient.NewFromCard(context.Background(), agent.Card, a2aclient.WithDefaultsDisabled(), a2aclient.WithJSONRPCTransport(agent.HTTPClient()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = direct.Destroy() }()
 	for _, id := range ids {
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			task, err := direct.GetTask(context.Background(), &a2a.TaskQueryParams{ID: a2a.TaskID(id)})
-			if err == nil && task.Status.State == a2a.TaskStateCanceled {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("task %s is %v (%v) after the session ended, want canceled", id, task, err)
-			}
-		}
+		awaitAtAgent(t, agent, id, a2a.TaskStateCanceled)
 	}
 	if n := most.Load(); n > atOnce || n < 2 {
 		t.Fatalf("%d cancellations at the agent at once; want a few, at most %d", n, atOnce)
@@ -435,16 +421,17 @@ func TestAgentFaults(t *testing.T) {
 // until another request or the health check.
 func TestFailedWaitMarksAgentDown(t *testing.T) {
 	agent := a2afixture.Start(t)
-	s := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:helper", agent.URL+a2afixture.CardPath)).connect(t)
+	tg := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:helper", agent.URL+a2afixture.CardPath))
+	s := tg.connect(t)
 	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:helper"}); res.IsError {
 		t.Fatal(firstText(res))
 	}
 	v := s.task(s.call("spawn_agent", map[string]any{"message": "wait"}))
-	go func() {
-		time.Sleep(300 * time.Millisecond)
-		agent.Close()
-	}()
-	res := s.call("wait_task", map[string]any{"task_id": v.TaskID, "timeout_seconds": 10})
+	waited := make(chan *mcp.CallToolResult, 1)
+	go func() { waited <- s.call("wait_task", map[string]any{"task_id": v.TaskID, "timeout_seconds": 10}) }()
+	tg.waitRunning(t)
+	agent.Close()
+	res := <-waited
 	if s.code(res) != "upstream_down" {
 		t.Fatalf("a wait on an agent that died: %s %s", s.code(res), firstText(res))
 	}
@@ -937,12 +924,40 @@ func TestTaskImageGiven(t *testing.T) {
 // "helper".
 func helperAttached(t *testing.T) *clientSession {
 	t.Helper()
+	s, _ := helperAgent(t)
+	return s
+}
+
+// helperAgent is helperAttached, with the agent.
+func helperAgent(t *testing.T) (*clientSession, *a2afixture.Agent) {
+	t.Helper()
 	agent := a2afixture.Start(t)
 	s := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:helper", agent.URL+"/.well-known/agent-card.json")).connect(t)
 	if res := s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:helper"}); res.IsError {
 		t.Fatal(firstText(res))
 	}
-	return s
+	return s, agent
+}
+
+// awaitAtAgent waits until agent says task id is in state. It asks the
+// agent itself, past the gateway, whose view of the task is left as it
+// was.
+func awaitAtAgent(t *testing.T, agent *a2afixture.Agent, id string, state a2a.TaskState) {
+	t.Helper()
+	direct, err := a2aclient.NewFromCard(t.Context(), agent.Card, a2aclient.WithDefaultsDisabled(), a2aclient.WithJSONRPCTransport(agent.HTTPClient()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = direct.Destroy() }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		task, err := direct.GetTask(t.Context(), &a2a.TaskQueryParams{ID: a2a.TaskID(id)})
+		if err == nil && task.Status.State == state {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s at the agent is %v (%v) after 10 s, want %s", id, task, err, state)
+		}
+	}
 }
 
 // A message_task right after spawn_agent, with no wait_task between,
@@ -951,7 +966,7 @@ func helperAttached(t *testing.T) *clientSession {
 // after). spawn_agent may also come back with the question already asked;
 // the test takes the spawns that came back "submitted".
 func TestMessageRightAfterSpawn(t *testing.T) {
-	s := helperAttached(t)
+	s, agent := helperAgent(t)
 	seen := 0
 	for try := 0; seen < 3 && try < 40; try++ {
 		v := s.task(s.call("spawn_agent", map[string]any{"message": "ask"}))
@@ -959,7 +974,7 @@ func TestMessageRightAfterSpawn(t *testing.T) {
 			continue
 		}
 		seen++
-		time.Sleep(200 * time.Millisecond) // it asks meanwhile
+		awaitAtAgent(t, agent, v.TaskID, a2a.TaskStateInputRequired) // it asks meanwhile
 		v = s.task(s.call("message_task", map[string]any{"task_id": v.TaskID, "message": "Bob"}))
 		if c := strings.Join(v.conversation(), " | "); c != "user: ask | agent: what is your name? | user: Bob | agent: hello Bob" &&
 			c != "user: ask | agent: what is your name? | user: Bob" {
@@ -1212,11 +1227,15 @@ func TestTaskToolArguments(t *testing.T) {
 // nobody waited on never finished in them. list_tasks lists the newest
 // limit tasks, each with its last message, not its whole view.
 func TestTaskStatesFresh(t *testing.T) {
-	s := helperAttached(t)
+	s, agent := helperAgent(t)
+	var ids []string
 	for _, m := range []string{"slow 200", "fail", "reply done"} {
-		s.task(s.call("spawn_agent", map[string]any{"message": m}))
+		ids = append(ids, s.task(s.call("spawn_agent", map[string]any{"message": m})).TaskID)
 	}
-	time.Sleep(1500 * time.Millisecond) // all three have ended at the agent; nobody waited on them
+	// The first two end at the agent (the third is its reply, a message);
+	// nobody waits on them.
+	awaitAtAgent(t, agent, ids[0], a2a.TaskStateCompleted)
+	awaitAtAgent(t, agent, ids[1], a2a.TaskStateFailed)
 	var list struct {
 		Count, Shown int
 		Tasks        []struct {
@@ -1237,7 +1256,7 @@ func TestTaskStatesFresh(t *testing.T) {
 		t.Fatalf("list_tasks after the tasks ended: %+v", list)
 	}
 	v := s.task(s.call("spawn_agent", map[string]any{"message": "fail"}))
-	time.Sleep(500 * time.Millisecond)
+	awaitAtAgent(t, agent, v.TaskID, a2a.TaskStateFailed)
 	if v = s.task(s.call("wait_task", map[string]any{"task_id": v.TaskID, "timeout_seconds": 0})); v.State != "failed" {
 		t.Fatalf("wait_task with 0 after the task failed: %+v", v)
 	}
@@ -1253,7 +1272,7 @@ func TestTaskStatesFresh(t *testing.T) {
 // agent's "task in a terminal state" came back as upstream_error), and
 // one its agent's detach ended (it said upstream_down).
 func TestMessageToEndedTask(t *testing.T) {
-	s := helperAttached(t)
+	s, agent := helperAgent(t)
 	for range 5 {
 		v := s.task(s.call("spawn_agent", map[string]any{"message": "ask"}))
 		v = s.task(s.call("wait_task", map[string]any{"task_id": v.TaskID, "timeout_seconds": 5}))
@@ -1261,7 +1280,7 @@ func TestMessageToEndedTask(t *testing.T) {
 			t.Fatalf("ask: %+v", v)
 		}
 		s.task(s.call("message_task", map[string]any{"task_id": v.TaskID, "message": "Zed", "timeout_seconds": 0}))
-		time.Sleep(100 * time.Millisecond) // it has answered
+		awaitAtAgent(t, agent, v.TaskID, a2a.TaskStateCompleted) // it has answered
 		res := s.call("message_task", map[string]any{"task_id": v.TaskID, "message": "Zed again", "timeout_seconds": 0})
 		if s.code(res) != "task_finished" {
 			t.Fatalf("a second answer: %s %s", s.code(res), firstText(res))
@@ -1287,7 +1306,7 @@ func TestDrainEndsWaits(t *testing.T) {
 	v := s.task(s.call("spawn_agent", map[string]any{"message": "wait"}))
 	waited := make(chan *mcp.CallToolResult, 1)
 	go func() { waited <- s.call("wait_task", map[string]any{"task_id": v.TaskID, "timeout_seconds": 60}) }()
-	time.Sleep(300 * time.Millisecond) // it waits
+	tg.waitRunning(t) // it waits
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

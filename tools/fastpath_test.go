@@ -594,7 +594,7 @@ func TestFastPathStdioUpstream(t *testing.T) {
 		_, err := call(callCtx, "mcp_fx__slow", map[string]any{"ms": 1500})
 		done <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	waitCalling(t, g)
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled call: %v", err)
@@ -616,7 +616,7 @@ func TestFastPathStdioUpstream(t *testing.T) {
 	// A call still in flight when the client hangs up ends with the
 	// session, at once (the cleanups above time it).
 	go func() { _, _ = call(ctx, "mcp_fx__slow", map[string]any{"ms": 30000}) }()
-	time.Sleep(100 * time.Millisecond)
+	waitCalling(t, g)
 }
 
 // Many calls at once over stdio to a stdio upstream, some cancelled by the

@@ -92,14 +92,36 @@ func newGatewayWith(t testing.TB, callTimeout time.Duration, opts Options, hopts
 	return &testGateway{g: g, h: h, url: ts.URL + "/mcp"}
 }
 
-// waitRunning waits until a tool call of tg's is running.
-func (tg *testGateway) waitRunning(t *testing.T) {
+// waitUntil waits until cond holds, looking every 10 ms, and
+// fails t saying that what never happened once within has passed.
+func waitUntil(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); tg.g.running.Load() == 0; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(within); !cond(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("no call began")
+			t.Fatalf("%s never happened in %s", what, within)
 		}
 	}
+}
+
+// waitRunning waits until a tool call of tg's is running.
+func (tg *testGateway) waitRunning(t *testing.T) { waitCalling(t, tg.g) }
+
+// waitCalling waits until a tool call of g's has been let in (admit), on
+// the fast path or through the MCP server.
+func waitCalling(t testing.TB, g *Gateway) {
+	t.Helper()
+	waitUntil(t, 5*time.Second, "a tool call beginning", func() bool { return g.running.Load() > 0 })
+}
+
+// waitFastCall waits until HTTP session sid of g has a request in flight
+// that a notifications/cancelled stops: a fast call, a read of an
+// attached server's resources, a call waiting for its server to start.
+func waitFastCall(t testing.TB, g *Gateway, sid string) {
+	t.Helper()
+	waitUntil(t, 5*time.Second, "a request in flight in session "+sid, func() bool {
+		s := g.lookup(sid)
+		return s != nil && s.fast.busy()
+	})
 }
 
 type clientSession struct {
@@ -442,19 +464,27 @@ func postMCP(t *testing.T, url, sid, body string) (int, string) {
 	return resp.StatusCode, strings.TrimSpace(string(answer))
 }
 
+// listings counts the tools/list requests an upstream got, and those it
+// has answered.
+type listings struct{ got, answered atomic.Int64 }
+
+// Load is how many it got.
+func (l *listings) Load() int64 { return l.got.Load() }
+
 // attachCounting serves up over streamable HTTP, counting the tools/list
 // requests it gets, each answered after delay, and returns a session of a
 // gateway that attached it as name, with the count.
-func attachCounting(t *testing.T, up *server.MCPServer, name string, delay time.Duration) (*clientSession, *atomic.Int64) {
+func attachCounting(t *testing.T, up *server.MCPServer, name string, delay time.Duration) (*clientSession, *listings) {
 	t.Helper()
 	h := server.NewStreamableHTTPServer(up)
-	lists := new(atomic.Int64)
+	lists := new(listings)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		if bytes.Contains(body, []byte(`"tools/list"`)) {
-			lists.Add(1)
-			time.Sleep(delay)
+			lists.got.Add(1)
+			defer lists.answered.Add(1)
+			time.Sleep(delay) // a slow listing
 		}
 		h.ServeHTTP(w, r)
 	}))
@@ -492,11 +522,7 @@ func TestUpstreamToolChanges(t *testing.T) {
 	}
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s never happened", what)
-			}
-		}
+		waitUntil(t, 5*time.Second, what, ok)
 	}
 	waitFor("the attached tool listed", func() bool { return description() == "first version" })
 
@@ -538,7 +564,7 @@ func TestUpstreamToolChangesFlood(t *testing.T) {
 			t.Fatal("the gateway never heard the upstream's tools/list_changed")
 		}
 	}
-	time.Sleep(100 * time.Millisecond) // the re-listing it heard is over
+	waitUntil(t, 5*time.Second, "the re-listings it heard answered", func() bool { return lists.answered.Load() == lists.got.Load() })
 	before := lists.Load()
 	for range 1000 {
 		up.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil)

@@ -509,11 +509,13 @@ func TestPinnedStartedLater(t *testing.T) {
 	up.stop()
 	tg := newGatewayWith(t, 10*time.Second, Options{Version: "test"}, HTTPOptions{}, []config.Server{{Name: "late", URL: up.url()}})
 	s := tg.connect(t)
-	for l := ""; !strings.Contains(l, `"status":"down"`); time.Sleep(20 * time.Millisecond) {
-		if l = firstText(s.call("list_attached_resources", map[string]any{})); strings.Contains(l, `"status":"up"`) {
+	waitUntil(t, 30*time.Second, "the pinned server listed down", func() bool {
+		l := firstText(s.call("list_attached_resources", map[string]any{}))
+		if strings.Contains(l, `"status":"up"`) {
 			t.Fatalf("before it is up: %s", l)
 		}
-	}
+		return strings.Contains(l, `"status":"down"`)
+	})
 	up.start()
 	waitPinned(t, s, "mcp_late__echo")
 	if l := firstText(s.call("list_attached_resources", map[string]any{})); !strings.Contains(l, `"status":"up"`) {
@@ -641,9 +643,11 @@ func TestAnswerNestedTooDeep(t *testing.T) {
 				WhyDown string `json:"why_down"`
 			}
 		}
-		for l.Attachments = nil; len(l.Attachments) != 1 || l.Attachments[0].Status == attach.StatusStarting; time.Sleep(20 * time.Millisecond) {
+		waitUntil(t, 10*time.Second, "the pinned server done starting", func() bool {
+			l.Attachments = nil
 			_ = json.Unmarshal(s.call("list_attached_resources", map[string]any{}).RawStructuredContent, &l)
-		}
+			return len(l.Attachments) == 1 && l.Attachments[0].Status != attach.StatusStarting
+		})
 		if took := time.Since(start); !strings.Contains(l.Attachments[0].WhyDown, why) || took > 5*time.Second {
 			t.Fatalf("a tools/list nested too deep, after %s: %+v; want it refused at once, saying why", took, l.Attachments)
 		}

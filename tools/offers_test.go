@@ -404,7 +404,7 @@ func TestOfferCancelledHTTP(t *testing.T) {
 		resp.Body.Close()
 		done <- answer{resp.Header.Get("Content-Type"), string(b), time.Since(start)}
 	}()
-	time.Sleep(200 * time.Millisecond)
+	waitFastCall(t, tg.g, s.c.GetSessionId())
 	resp, err := post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"r1","reason":"enough"}}`)
 	if err != nil {
 		t.Fatal(err)

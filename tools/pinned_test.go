@@ -136,7 +136,7 @@ func TestCallWhileStartingCancelled(t *testing.T) {
 			resp.Body.Close()
 			done <- resp.Header.Get("Content-Type") + " " + string(b)
 		}()
-		time.Sleep(200 * time.Millisecond)
+		waitFastCall(t, tg.g, s.c.GetSessionId())
 		resp, err := post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c1"}}`)
 		if err != nil {
 			t.Fatal(err)
