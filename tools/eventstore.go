@@ -19,7 +19,8 @@ import (
 // It also closes a race in mcp-go's POST handling: without a store, a
 // notification sent just before a tool result (tools/list_changed after
 // attach_resource) can be dropped when the response path wins the lock;
-// with one, the transport records it on the stream instead.
+// with one, the transport records it on the stream instead
+// (https://github.com/mark3labs/mcp-go/issues/969).
 type eventStore struct {
 	seq      atomic.Uint64
 	sessions sync.Map // session id → *eventLog
