@@ -293,12 +293,7 @@ func (s Server) check(p *problems, i int, names map[string]bool) {
 		}
 	}
 	s.checkEnvValues(p, f)
-	switch {
-	case s.Framing != "" && s.Framing != FramingNewline && s.Framing != FramingContentLength:
-		p.add(f+".framing", "%q is not newline or content-length", s.Framing)
-	case s.Framing != "" && s.Command == "":
-		p.add(f+".framing", "applies to command servers only: a url server's transport frames its messages")
-	}
+	s.checkFraming(p, f)
 	if s.Transport != "" && (s.URL == "" || s.Transport != TransportStreamableHTTP && s.Transport != TransportSSE) {
 		p.add(f+".transport", "%q is not streamable-http or sse, for a url server", s.Transport)
 	}
@@ -311,6 +306,16 @@ func (s Server) check(p *problems, i int, names map[string]bool) {
 		}
 	}
 	s.checkTools(p, f)
+}
+
+// checkFraming checks the framing of server f's stdio.
+func (s Server) checkFraming(p *problems, f string) {
+	switch {
+	case s.Framing != "" && s.Framing != FramingNewline && s.Framing != FramingContentLength:
+		p.add(f+".framing", "%q is not newline or content-length", s.Framing)
+	case s.Framing != "" && s.Command == "":
+		p.add(f+".framing", "applies to command servers only: a url server's transport frames its messages")
+	}
 }
 
 // checkKind checks that server f is a command or a url, and that what it
