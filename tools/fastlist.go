@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
@@ -83,16 +84,9 @@ func (g *Gateway) fastList(s *session, line []byte) (f frame, ok bool) {
 		return f, false // the server's listing waits for them
 	}
 	listed := s.listedTools()
-	size := len(`{"tools":[]}`) + len(g.own) + len(listed)
-	for _, t := range g.own {
-		size += len(t.encoded)
-	}
-	for _, t := range listed {
-		n, err := t.ListedSize()
-		if err != nil {
-			return f, false // left to the server's path
-		}
-		size += n
+	size, ok := g.listSize(listed)
+	if !ok {
+		return f, false // left to the server's path
 	}
 	b := append(make([]byte, 0, size), `{"tools":[`...)
 	own := g.own
@@ -111,6 +105,23 @@ func (g *Gateway) fastList(s *session, line []byte) (f frame, ok bool) {
 	b = append(b, "]}"...)
 	g.metrics.fastLists.Inc()
 	return frame{id: string(id), result: b}, true
+}
+
+// listSize is the size of the listing of the gateway's own tools and of
+// listed; ok is false when a definition cannot be listed as encoded.
+func (g *Gateway) listSize(listed []attach.Tool) (size int, ok bool) {
+	size = len(`{"tools":[]}`) + len(g.own) + len(listed)
+	for _, t := range g.own {
+		size += len(t.encoded)
+	}
+	for _, t := range listed {
+		n, err := t.ListedSize()
+		if err != nil {
+			return 0, false
+		}
+		size += n
+	}
+	return size, true
 }
 
 // onePage refuses a list request with a cursor of its own: the gateway's

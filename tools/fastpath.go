@@ -72,27 +72,35 @@ func (g *Gateway) fastCall(s *session, frame []byte) (c callFrame, ok bool) {
 		// what they mean for the tool.
 		return c, false
 	}
-	var via string
-	tool, known := findTool(*tools, name)
-	known = known && tool.listed
-	if !known && string(name) == `"`+callAttachedTool+`"` {
-		via = callAttachedTool
-		tool, args, known = calledThrough(*tools, args)
-	}
+	tool, via, args, known := calledTool(*tools, name, args)
 	if !known {
 		return c, false
-	}
-	switch {
-	case args == nil || string(args) == "null":
-		args = nil
-	case args[0] != '{':
-		return c, false // the server says what is wrong with them
 	}
 	c = callFrame{ID: string(id), Name: tool.name, Via: via, Arguments: args}
 	if !c.readMeta(meta) {
 		return c, false // the server says what is wrong with it
 	}
 	return c, true
+}
+
+// calledTool is the listed tool a call names, directly or through
+// call_attached_tool (via), with its arguments: nil for none, and known
+// false for arguments that are no object, which the server says is wrong.
+func calledTool(tools map[string]toolRef, name, args []byte) (tool toolRef, via string, _ []byte, known bool) {
+	tool, known = findTool(tools, name)
+	known = known && tool.listed
+	if !known && string(name) == `"`+callAttachedTool+`"` {
+		via = callAttachedTool
+		tool, args, known = calledThrough(tools, args)
+	}
+	switch {
+	case !known:
+	case args == nil || string(args) == "null":
+		args = nil
+	case args[0] != '{':
+		known = false
+	}
+	return tool, via, args, known
 }
 
 // request reads the members of a JSON-RPC request that the fast path
