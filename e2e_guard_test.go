@@ -68,6 +68,7 @@ func TestGuardRefusalsEndToEnd(t *testing.T) {
 		loopback,
 		impostor, unattested, attested, md5,
 		entry("old-type", "application/mcp-server+json", npmCard("fixture")),
+		entry("agent-type", "application/a2a-agent-card+json", map[string]any{"name": "agent", "url": "https://agents.ardgate.test/a2a"}),
 		map[string]any{"identifier": "urn:air:ardgate.test:mcp:oversize", "displayName": "oversize", "type": card, "url": big.URL + "/card.json"},
 	}})
 	cfg := writeJSON(t, filepath.Join(dir, "ardgate.json"), map[string]any{
@@ -87,7 +88,10 @@ func TestGuardRefusalsEndToEnd(t *testing.T) {
 		{"urn:air:ardgate.test:mcp:impostor", "refused", "trust.identity"},
 		{"urn:air:ardgate.test:mcp:unattested", "refused", "require_trust"},
 		{"urn:air:ardgate.test:mcp:md5", "refused", "trust.digest"},
-		{"urn:air:ardgate.test:mcp:old-type", "refused", "allow_attach_types"},
+		// The older name of the card's type is the same type, let
+		// through to the next rule; an agent's card is not.
+		{"urn:air:ardgate.test:mcp:old-type", "refused", "require_trust"},
+		{"urn:air:ardgate.test:mcp:agent-type", "refused", "allow_attach_types"},
 		{"urn:air:ardgate.test:mcp:fixture", "refused", "require_trust"}, // no manifest at all
 	}
 	for _, c := range cases {
