@@ -41,22 +41,45 @@ var catalogSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
 // reference, unique identifiers. It returns one sentence per violation,
 // located by JSON path; none means valid.
 func ValidateCatalog(data []byte) []string {
-	// encoding/json locates every syntax error (empty, truncated, trailing
-	// data too), which the schema library's decoder does not.
-	if !json.Valid(data) {
-		var v any
-		return []string{"$: not JSON: " + config.JSONError(data, json.Unmarshal(data, &v)).Error()}
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-	if err != nil {
-		return []string{"$: not JSON: " + config.JSONError(data, err).Error()}
+	inst, bad := decodeCatalog(data)
+	if bad != nil {
+		return bad
 	}
 	sch, err := catalogSchema()
 	if err != nil {
 		return []string{"internal error: catalog schema does not compile: " + err.Error()}
 	}
-	// A loose decode names entries by identifier in every message, even
-	// when one of their fields is of the wrong type.
+	entries := looseEntries(data)
+	out := schemaViolations(sch, inst, entries)
+	out = append(out, entryViolations(entries)...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// decodeCatalog decodes data for the schema, or says where it is not JSON.
+func decodeCatalog(data []byte) (any, []string) {
+	// encoding/json locates every syntax error (empty, truncated, trailing
+	// data too), which the schema library's decoder does not.
+	if !json.Valid(data) {
+		var v any
+		return nil, []string{"$: not JSON: " + config.JSONError(data, json.Unmarshal(data, &v)).Error()}
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return nil, []string{"$: not JSON: " + config.JSONError(data, err).Error()}
+	}
+	return inst, nil
+}
+
+// catalogEntries holds a catalog's entries decoded loosely, so that every
+// message names its entry by identifier, even when one of the entry's
+// fields is of the wrong type.
+type catalogEntries struct {
+	raw []map[string]json.RawMessage
+	ids []string
+}
+
+func looseEntries(data []byte) catalogEntries {
 	var loose struct {
 		Entries []map[string]json.RawMessage `json:"entries"`
 	}
@@ -65,73 +88,116 @@ func ValidateCatalog(data []byte) []string {
 	for i, e := range loose.Entries {
 		_ = json.Unmarshal(e["identifier"], &ids[i])
 	}
-	where := func(loc []string) string {
-		if len(loc) >= 2 && loc[0] == "entries" {
-			if i, err := strconv.Atoi(loc[1]); err == nil && i < len(ids) && ids[i] != "" {
-				return fmt.Sprintf("$.entries[%d] (%s)%s", i, ids[i], strings.TrimPrefix(jsonPath(loc[2:]), "$"))
-			}
-		}
-		return jsonPath(loc)
-	}
+	return catalogEntries{raw: loose.Entries, ids: ids}
+}
 
-	var out []string
+// where renders an instance location as a JSON path, naming the entry by
+// its identifier when it has one.
+func (c catalogEntries) where(loc []string) string {
+	if len(loc) >= 2 && loc[0] == "entries" {
+		if i, err := strconv.Atoi(loc[1]); err == nil && i < len(c.ids) && c.ids[i] != "" {
+			return fmt.Sprintf("$.entries[%d] (%s)%s", i, c.ids[i], strings.TrimPrefix(jsonPath(loc[2:]), "$"))
+		}
+	}
+	return jsonPath(loc)
+}
+
+// schemaViolations says each leaf failure of the schema, less those the
+// entry rules say better.
+func schemaViolations(sch *jsonschema.Schema, inst any, entries catalogEntries) []string {
 	var verr *jsonschema.ValidationError
-	if err := sch.Validate(inst); errors.As(err, &verr) {
-		for _, leaf := range leaves(verr) {
-			// The oneOf over url/data reads badly from the schema, and the
-			// identifier pattern says less than the URN parser: the entry
-			// rules below say both in words.
-			_, isOneOf := leaf.ErrorKind.(*kind.OneOf)
-			_, isPattern := leaf.ErrorKind.(*kind.Pattern)
-			if isOneOf || strings.Contains(leaf.SchemaURL, "/oneOf/") || isPattern && len(leaf.InstanceLocation) == 3 && leaf.InstanceLocation[2] == "identifier" {
-				continue
-			}
-			if extra, ok := leaf.ErrorKind.(*kind.AdditionalProperties); ok {
-				slices.Sort(extra.Properties) // named in map order: a line differed from run to run
-			}
-			out = append(out, fmt.Sprintf("%s: %s", where(leaf.InstanceLocation), leaf.ErrorKind.LocalizedString(printer)))
-		}
+	if err := sch.Validate(inst); !errors.As(err, &verr) {
+		return nil
 	}
+	var out []string
+	for _, leaf := range leaves(verr) {
+		if saidByEntryRules(leaf) {
+			continue
+		}
+		if extra, ok := leaf.ErrorKind.(*kind.AdditionalProperties); ok {
+			slices.Sort(extra.Properties) // named in map order: a line differed from run to run
+		}
+		out = append(out, fmt.Sprintf("%s: %s", entries.where(leaf.InstanceLocation), leaf.ErrorKind.LocalizedString(printer)))
+	}
+	return out
+}
 
-	seen := map[string]int{}
-	for i, e := range loose.Entries {
-		at := where([]string{"entries", strconv.Itoa(i)})
-		if id := ids[i]; id != "" {
-			if _, err := ParseURN(id); err != nil {
-				out = append(out, fmt.Sprintf("%s: identifier: %v", at, err))
-			}
-			key := CanonicalURN(id)
-			if prev, dup := seen[key]; dup {
-				out = append(out, fmt.Sprintf("%s: identifier duplicates $.entries[%d]", at, prev))
-			} else {
-				seen[key] = i
-			}
-		}
-		// The schema asks only that it be there; the loaders drop an entry
-		// whose name is blank, and validate said nothing of it.
-		if name, ok := e["displayName"]; ok {
-			var dn string
-			if json.Unmarshal(name, &dn) == nil && strings.TrimSpace(dn) == "" {
-				out = append(out, at+": displayName is blank; the catalog loaders leave such an entry out")
-			}
-		}
-		rawURL, hasURL := e["url"]
-		_, hasData := e["data"]
-		var u, typ string
-		_ = json.Unmarshal(rawURL, &u)
-		_ = json.Unmarshal(e["type"], &typ)
-		if u != "" && typ != MediaCatalog && !httpURL(u) {
-			out = append(out, fmt.Sprintf("%s: url %q is not an absolute http(s) URL (only a nested catalog's may be a file path)", at, u))
-		}
-		switch {
-		case hasURL && hasData:
-			out = append(out, at+": has both url and data; an entry is a value (data) or a reference (url), not both")
-		case !hasURL && !hasData:
-			out = append(out, at+": has neither url nor data; give the artifact inline (data) or by reference (url)")
-		}
+// saidByEntryRules reports a failure the entry rules say in words: the
+// oneOf over url/data reads badly from the schema, and the identifier
+// pattern says less than the URN parser.
+func saidByEntryRules(leaf *jsonschema.ValidationError) bool {
+	if _, isOneOf := leaf.ErrorKind.(*kind.OneOf); isOneOf || strings.Contains(leaf.SchemaURL, "/oneOf/") {
+		return true
 	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	_, isPattern := leaf.ErrorKind.(*kind.Pattern)
+	loc := leaf.InstanceLocation
+	return isPattern && len(loc) == 3 && loc[2] == "identifier"
+}
+
+// entryViolations applies the rules the schema cannot say to each entry.
+func entryViolations(entries catalogEntries) []string {
+	var out []string
+	seen := map[string]int{}
+	for i, e := range entries.raw {
+		at := entries.where([]string{"entries", strconv.Itoa(i)})
+		out = append(out, identifierViolations(at, i, entries.ids[i], seen)...)
+		out = append(out, displayNameViolations(at, e)...)
+		out = append(out, locationViolations(at, e)...)
+	}
+	return out
+}
+
+// identifierViolations checks an identifier's URN syntax and that no
+// earlier entry has it; seen maps canonical identifiers to their entries.
+func identifierViolations(at string, i int, id string, seen map[string]int) []string {
+	if id == "" {
+		return nil
+	}
+	var out []string
+	if _, err := ParseURN(id); err != nil {
+		out = append(out, fmt.Sprintf("%s: identifier: %v", at, err))
+	}
+	key := CanonicalURN(id)
+	if prev, dup := seen[key]; dup {
+		return append(out, fmt.Sprintf("%s: identifier duplicates $.entries[%d]", at, prev))
+	}
+	seen[key] = i
+	return out
+}
+
+// displayNameViolations flags a blank name. The schema asks only that it
+// be there; the loaders drop an entry whose name is blank.
+func displayNameViolations(at string, e map[string]json.RawMessage) []string {
+	name, ok := e["displayName"]
+	if !ok {
+		return nil
+	}
+	var dn string
+	if json.Unmarshal(name, &dn) == nil && strings.TrimSpace(dn) == "" {
+		return []string{at + ": displayName is blank; the catalog loaders leave such an entry out"}
+	}
+	return nil
+}
+
+// locationViolations checks that an entry is a value or a reference, and
+// that a reference is an http(s) URL unless it names a nested catalog.
+func locationViolations(at string, e map[string]json.RawMessage) []string {
+	var out []string
+	rawURL, hasURL := e["url"]
+	_, hasData := e["data"]
+	var u, typ string
+	_ = json.Unmarshal(rawURL, &u)
+	_ = json.Unmarshal(e["type"], &typ)
+	if u != "" && typ != MediaCatalog && !httpURL(u) {
+		out = append(out, fmt.Sprintf("%s: url %q is not an absolute http(s) URL (only a nested catalog's may be a file path)", at, u))
+	}
+	switch {
+	case hasURL && hasData:
+		out = append(out, at+": has both url and data; an entry is a value (data) or a reference (url), not both")
+	case !hasURL && !hasData:
+		out = append(out, at+": has neither url nor data; give the artifact inline (data) or by reference (url)")
+	}
+	return out
 }
 
 var printer = message.NewPrinter(language.English)
