@@ -91,7 +91,7 @@ func (c clause) match(e *Entry) bool {
 
 // Field paths an entry has: fields holding scalars or lists of them, and
 // fields holding objects, under which any dot path is allowed. Keep them
-// in step with fieldValues.
+// in step with fieldReaders.
 var (
 	scalarFields = []string{"identifier", "displayName", "type", "url", "description", "version", "updatedAt",
 		"publisher", "tags", "capabilities", "representativeQueries"}
@@ -127,49 +127,50 @@ func (e *Entry) Values(path string) []string {
 // arrays on the way. Fields that hold no typed Go value (data,
 // trustManifest, metadata) are walked as JSON.
 func fieldValues(e *Entry, path []string) []string {
-	one := func(s string) []string {
-		if s == "" || len(path) > 1 {
-			return nil
-		}
-		return []string{s}
-	}
-	many := func(s []string) []string {
-		if len(path) > 1 {
-			return nil
-		}
-		return s
-	}
-	switch path[0] {
-	case "identifier":
-		return one(e.Identifier)
-	case "displayName":
-		return one(e.DisplayName)
-	case "type":
-		return one(e.Type)
-	case "url":
-		return one(e.URL)
-	case "description":
-		return one(e.Description)
-	case "version":
-		return one(e.Version)
-	case "updatedAt":
-		return one(e.UpdatedAt)
-	case "publisher":
-		return one(e.Publisher())
-	case "tags":
-		return many(e.Tags)
-	case "capabilities":
-		return many(e.Capabilities)
-	case "representativeQueries":
-		return many(e.RepresentativeQueries)
-	case "metadata":
-		return walk(map[string]any(e.Metadata), path[1:], nil)
-	case "data":
-		return walkRaw(e.Data, path[1:])
-	case "trustManifest":
-		return walkRaw(e.TrustManifest, path[1:])
+	if read, ok := fieldReaders[path[0]]; ok {
+		return read(e, path[1:])
 	}
 	return nil
+}
+
+// fieldReaders read each field of an entry: the values at rest, a path
+// under it, which only an object field has. They hold scalarFields and
+// objectFields.
+var fieldReaders = map[string]func(e *Entry, rest []string) []string{
+	"identifier":            scalarField(func(e *Entry) string { return e.Identifier }),
+	"displayName":           scalarField(func(e *Entry) string { return e.DisplayName }),
+	"type":                  scalarField(func(e *Entry) string { return e.Type }),
+	"url":                   scalarField(func(e *Entry) string { return e.URL }),
+	"description":           scalarField(func(e *Entry) string { return e.Description }),
+	"version":               scalarField(func(e *Entry) string { return e.Version }),
+	"updatedAt":             scalarField(func(e *Entry) string { return e.UpdatedAt }),
+	"publisher":             scalarField((*Entry).Publisher),
+	"tags":                  listField(func(e *Entry) []string { return e.Tags }),
+	"capabilities":          listField(func(e *Entry) []string { return e.Capabilities }),
+	"representativeQueries": listField(func(e *Entry) []string { return e.RepresentativeQueries }),
+	"metadata":              func(e *Entry, rest []string) []string { return walk(map[string]any(e.Metadata), rest, nil) },
+	"data":                  func(e *Entry, rest []string) []string { return walkRaw(e.Data, rest) },
+	"trustManifest":         func(e *Entry, rest []string) []string { return walkRaw(e.TrustManifest, rest) },
+}
+
+// scalarField reads a string field, which holds nothing under it.
+func scalarField(get func(*Entry) string) func(*Entry, []string) []string {
+	return func(e *Entry, rest []string) []string {
+		if s := get(e); s != "" && len(rest) == 0 {
+			return []string{s}
+		}
+		return nil
+	}
+}
+
+// listField reads a list of strings, which holds nothing under it.
+func listField(get func(*Entry) []string) func(*Entry, []string) []string {
+	return func(e *Entry, rest []string) []string {
+		if len(rest) > 0 {
+			return nil
+		}
+		return get(e)
+	}
 }
 
 func walkRaw(raw json.RawMessage, path []string) []string {

@@ -3,6 +3,7 @@ package registry
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -280,5 +281,16 @@ func TestEntryValues(t *testing.T) {
 		if got := tt.e.Values(tt.path); !slices.Equal(got, tt.want) {
 			t.Errorf("%s Values(%q) = %q; want %q", tt.e.Identifier, tt.path, got, tt.want)
 		}
+	}
+}
+
+// The field names CheckFieldPath allows and the readers fieldValues uses
+// are two lists; a name in one only would be allowed and match nothing,
+// or be read and refused.
+func TestFieldReadersMatchFieldNames(t *testing.T) {
+	readers := slices.Sorted(maps.Keys(fieldReaders))
+	names := slices.Sorted(slices.Values(slices.Concat(scalarFields, objectFields)))
+	if !slices.Equal(readers, names) {
+		t.Errorf("fieldReaders read %v; scalarFields and objectFields name %v", readers, names)
 	}
 }
