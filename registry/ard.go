@@ -66,8 +66,8 @@ type searchQuery struct {
 // match nothing. The page token then holds the registry's token and how
 // many matches of its page were given.
 func (a *ARD) Search(ctx context.Context, q Query) (Page, error) {
-	if q.PageSize < 0 || q.PageSize > MaxPageSize {
-		return Page{}, fmt.Errorf("%w: pageSize %d is outside 1..%d", ErrInvalidArgument, q.PageSize, MaxPageSize)
+	if err := checkPageSize(q.PageSize); err != nil {
+		return Page{}, err
 	}
 	remoteFilter, local := splitGlobs(q.Filter)
 	localFilter, err := compileFilter(local)
@@ -81,6 +81,21 @@ func (a *ARD) Search(ctx context.Context, q Query) (Page, error) {
 		}
 		return page, err
 	}
+	return a.searchGlobbed(ctx, q, remoteFilter, localFilter)
+}
+
+// checkPageSize refuses a page size no registry gives; 0 asks for the
+// default.
+func checkPageSize(size int) error {
+	if size < 0 || size > MaxPageSize {
+		return fmt.Errorf("%w: pageSize %d is outside 1..%d", ErrInvalidArgument, size, MaxPageSize)
+	}
+	return nil
+}
+
+// searchGlobbed fills a page from the registry's pages, asked without the
+// prefix globs, keeping the results that local matches.
+func (a *ARD) searchGlobbed(ctx context.Context, q Query, remote map[string][]string, local filter) (Page, error) {
 	fp := fingerprint(q)
 	at, err := decodeGlobToken(q.PageToken, fp)
 	if err != nil {
@@ -89,7 +104,7 @@ func (a *ARD) Search(ctx context.Context, q Query) (Page, error) {
 	size := cmp.Or(q.PageSize, DefaultPageSize)
 	var out Page
 	for pages := 1; ; pages++ {
-		page, err := a.search(ctx, q.Text, remoteFilter, MaxPageSize, at.Remote)
+		page, err := a.search(ctx, q.Text, remote, MaxPageSize, at.Remote)
 		if err != nil {
 			if pages > 1 {
 				break // what came stands; the next page asks for this one again
@@ -99,12 +114,7 @@ func (a *ARD) Search(ctx context.Context, q Query) (Page, error) {
 		if pages == 1 {
 			out = Page{Results: []Result{}, Referrals: page.Referrals}
 		}
-		var kept []Result
-		for _, r := range page.Results {
-			if localFilter.match(&r.Entry) {
-				kept = append(kept, r)
-			}
-		}
+		kept := local.matching(page.Results)
 		kept = kept[min(at.Given, len(kept)):]
 		if room := size - len(out.Results); len(kept) > room {
 			out.Results = append(out.Results, kept[:room]...)

@@ -73,6 +73,17 @@ func (f filter) match(e *Entry) bool {
 	return true
 }
 
+// matching returns the results whose entries f matches, in order.
+func (f filter) matching(results []Result) []Result {
+	var kept []Result
+	for _, r := range results {
+		if f.match(&r.Entry) {
+			kept = append(kept, r)
+		}
+	}
+	return kept
+}
+
 func (c clause) match(e *Entry) bool {
 	for _, got := range fieldValues(e, c.path) {
 		got = strings.ToLower(got)

@@ -226,13 +226,10 @@ func (ix *Index) Referrals() []Entry { return ix.referrals }
 
 // Search ranks entries against q and returns one page.
 func (ix *Index) Search(q Query) (Page, error) {
-	size := q.PageSize
-	switch {
-	case size == 0:
-		size = DefaultPageSize
-	case size < 0 || size > MaxPageSize:
-		return Page{}, fmt.Errorf("%w: pageSize %d is outside 1..%d", ErrInvalidArgument, size, MaxPageSize)
+	if err := checkPageSize(q.PageSize); err != nil {
+		return Page{}, err
 	}
+	size := cmp.Or(q.PageSize, DefaultPageSize)
 	fp := fingerprint(q)
 	offset, err := decodePageToken(q.PageToken, fp)
 	if err != nil {

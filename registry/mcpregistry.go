@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -92,12 +93,8 @@ type serverResponse struct {
 // and the offset into its ranking, which the next page makes again (the
 // registry's answers are cached for a while).
 func (m *MCPRegistry) Search(ctx context.Context, q Query) (Page, error) {
-	size := q.PageSize
-	if size == 0 {
-		size = DefaultPageSize
-	}
-	if size < 0 || size > MaxPageSize {
-		return Page{}, fmt.Errorf("%w: pageSize %d is outside 1..%d", ErrInvalidArgument, size, MaxPageSize)
+	if err := checkPageSize(q.PageSize); err != nil {
+		return Page{}, err
 	}
 	filter, err := compileFilter(q.Filter)
 	if err != nil {
@@ -108,16 +105,22 @@ func (m *MCPRegistry) Search(ctx context.Context, q Query) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	words := searchWords(q.Text, 3)
 	if at.Cursors == nil {
 		at.Cursors = map[string]string{}
-		for _, w := range words {
+		for _, w := range searchWords(q.Text, 3) {
 			at.Cursors[w] = ""
 		}
 	}
+	return m.searchWindows(ctx, q.Text, filter, at, cmp.Or(q.PageSize, DefaultPageSize), fp)
+}
+
+// searchWindows fills a page of size results from the window at begins,
+// going on into the next windows while the page is short, up to
+// maxWindows; fp binds its page token to the query.
+func (m *MCPRegistry) searchWindows(ctx context.Context, text string, filter filter, at nameToken, size int, fp uint32) (Page, error) {
 	page := Page{Results: []Result{}}
 	for windows := 1; ; windows++ {
-		ranked, next, read, err := m.window(ctx, q.Text, filter, at.Cursors)
+		ranked, next, read, err := m.window(ctx, text, filter, at.Cursors)
 		if err != nil {
 			if len(page.Results) > 0 {
 				// What earlier windows gave stands; the next page asks for
