@@ -274,34 +274,50 @@ func (ix *Index) rank(q Query, k int) (hits []hit, ranked bool, read []Reading, 
 	}
 	terms := uniqueTerms(q.Text)
 	if len(terms) == 0 {
-		for i := range ix.docs {
-			if filter.match(&ix.docs[i].entry) {
-				hits = append(hits, hit{doc: int32(i)})
-			}
-		}
-		// A total order, so that pages cut from it never overlap.
-		sortFirst(hits, k, func(a, b hit) int {
-			ea, eb := &ix.docs[a.doc].entry, &ix.docs[b.doc].entry
-			return cmp.Or(cmp.Compare(ea.DisplayName, eb.DisplayName), cmp.Compare(ea.Identifier, eb.Identifier))
-		})
-		return hits, false, nil, nil
+		return ix.byName(filter, k), false, nil, nil
 	}
+	hits, nears := ix.score(terms, filter)
+	sortFirst(hits, k, func(a, b hit) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		return cmp.Compare(ix.docs[a.doc].entry.Identifier, ix.docs[b.doc].entry.Identifier)
+	})
+	return hits, true, ix.readings(q.Text, nears), nil
+}
+
+// byName returns every entry keep matches, the first k ordered by name,
+// then identifier: a total order, so that pages cut from it never overlap.
+func (ix *Index) byName(keep filter, k int) []hit {
+	var hits []hit
+	for i := range ix.docs {
+		if keep.match(&ix.docs[i].entry) {
+			hits = append(hits, hit{doc: int32(i)})
+		}
+	}
+	sortFirst(hits, k, func(a, b hit) int {
+		ea, eb := &ix.docs[a.doc].entry, &ix.docs[b.doc].entry
+		return cmp.Or(cmp.Compare(ea.DisplayName, eb.DisplayName), cmp.Compare(ea.Identifier, eb.Identifier))
+	})
+	return hits
+}
+
+// score returns the entries keep matches that hold any of terms, unsorted,
+// with their BM25 scores over the ideal; nears maps each term the index
+// does not hold to the near one it was read as.
+func (ix *Index) score(terms []string, keep filter) (hits []hit, nears map[string]string) {
 	sp := ix.scratch.Get().(*[]float32)
 	scores := *sp
 	var touched []int32
 	var ideal float64
 	n := float64(max(len(ix.docs), ix.DrawnFrom))
-	var nears map[string]string
 	for _, t := range terms {
-		list, weight := ix.postings[t], 1.0
-		if len(list) == 0 {
-			if near := ix.nearest(t); near != "" {
-				list, weight = ix.postings[near], typoWeight
-				if nears == nil {
-					nears = map[string]string{}
-				}
-				nears[t] = near
+		list, weight, near := ix.postingsOf(t)
+		if near != "" {
+			if nears == nil {
+				nears = map[string]string{}
 			}
+			nears[t] = near
 		}
 		idf := math.Log(1 + (n-float64(len(list))+0.5)/(float64(len(list))+0.5))
 		ideal += idf * (bm25K1 + 1)
@@ -316,25 +332,39 @@ func (ix *Index) rank(q Query, k int) (hits []hit, ranked bool, read []Reading, 
 	for _, d := range touched {
 		s := float64(scores[d])
 		scores[d] = 0 // leave the scratch clean for the next search
-		if filter.match(&ix.docs[d].entry) {
+		if keep.match(&ix.docs[d].entry) {
 			hits = append(hits, hit{doc: d, score: s / ideal})
 		}
 	}
 	ix.scratch.Put(sp)
-	sortFirst(hits, k, func(a, b hit) int {
-		if c := cmp.Compare(b.score, a.score); c != 0 {
-			return c
-		}
-		return cmp.Compare(ix.docs[a.doc].entry.Identifier, ix.docs[b.doc].entry.Identifier)
-	})
-	if nears != nil { // the text's words again, for the ones it read as others
-		for _, w := range words(q.Text, nil) {
-			if near, ok := nears[term(w)]; ok && !slices.ContainsFunc(read, func(r Reading) bool { return r.Word == w }) {
-				read = append(read, Reading{Word: w, As: ix.wordOf(near)})
-			}
+	return hits, nears
+}
+
+// postingsOf returns term t's postings at full weight or, when no entry
+// holds t, those of the term it is nearest (near) at typoWeight.
+func (ix *Index) postingsOf(t string) (list []posting, weight float64, near string) {
+	if list := ix.postings[t]; len(list) > 0 {
+		return list, 1, ""
+	}
+	if near := ix.nearest(t); near != "" {
+		return ix.postings[near], typoWeight, near
+	}
+	return nil, 1, ""
+}
+
+// readings says which words of text were read as others, by nears (term
+// to term), each word once, in the text's order.
+func (ix *Index) readings(text string, nears map[string]string) []Reading {
+	if nears == nil {
+		return nil
+	}
+	var read []Reading
+	for _, w := range words(text, nil) {
+		if near, ok := nears[term(w)]; ok && !slices.ContainsFunc(read, func(r Reading) bool { return r.Word == w }) {
+			read = append(read, Reading{Word: w, As: ix.wordOf(near)})
 		}
 	}
-	return hits, true, read, nil
+	return read
 }
 
 // Reading is a word of a query's text that no entry holds, read as a word
@@ -390,15 +420,7 @@ func (ix *Index) nearest(t string) string {
 	}
 	best := ""
 	for term, list := range ix.postings {
-		// Few typos fall on the first letter: a term that begins
-		// otherwise, but for the first two swapped, is not compared.
-		if term[0] != t[0] && !(len(term) > 1 && term[0] == t[1] && term[1] == t[0]) {
-			continue
-		}
-		if d := utf8.RuneCountInString(term) - n; d > 1 || d < -1 || n == 4 && d != 0 {
-			continue
-		}
-		if editDistance(t, term, 1) > 1 || n == 4 && !swapped(t, term) {
+		if !mayBeTypoOf(t, n, term) {
 			continue
 		}
 		if best == "" || len(list) > len(ix.postings[best]) || len(list) == len(ix.postings[best]) && term < best {
@@ -406,6 +428,20 @@ func (ix *Index) nearest(t string) string {
 		}
 	}
 	return best
+}
+
+// mayBeTypoOf reports whether t, of n runes, may be a misspelling of term
+// by the rules nearest says.
+func mayBeTypoOf(t string, n int, term string) bool {
+	// Few typos fall on the first letter: a term that begins otherwise,
+	// but for the first two swapped, is not compared.
+	if term[0] != t[0] && !(len(term) > 1 && term[0] == t[1] && term[1] == t[0]) {
+		return false
+	}
+	if d := utf8.RuneCountInString(term) - n; d > 1 || d < -1 || n == 4 && d != 0 {
+		return false
+	}
+	return editDistance(t, term, 1) <= 1 && (n != 4 || swapped(t, term))
 }
 
 // swapped reports whether b is a with two neighbouring letters swapped.
