@@ -98,27 +98,40 @@ func stem(w string) string {
 		return w
 	}
 	// A plural first, so that its singular goes on through the suffix
-	// rules below ("settings" → "setting" → "sett" → "set").
-	switch {
-	case strings.HasSuffix(w, "ies") && len(w) > 4:
-		w = w[:len(w)-3] + "y" // queries → query
-	case strings.HasSuffix(w, "ss"), strings.HasSuffix(w, "us"), strings.HasSuffix(w, "is"):
-		// address, status, analysis: not plurals
-	case strings.HasSuffix(w, "s"):
-		w = w[:len(w)-1]
-	}
-	switch {
-	case strings.HasSuffix(w, "ing") && len(w) >= 6:
-		w = undouble(w[:len(w)-3]) // running → run
-	case strings.HasSuffix(w, "ed") && len(w) >= 5:
-		w = undouble(w[:len(w)-2]) // stored → stor
-	case strings.HasSuffix(w, "tion") && len(w) >= 8:
-		w = w[:len(w)-3] // automation → automat, to meet "automate"
-	case strings.HasSuffix(w, "ment") && len(w) >= 9:
-		w = w[:len(w)-4] // management → manage; not document → docu
-	}
+	// rules ("settings" → "setting" → "sett" → "set").
+	w = stripSuffix(singular(w))
 	if len(w) >= 4 && strings.HasSuffix(w, "e") {
 		w = w[:len(w)-1] // store → stor, to meet "stored"
+	}
+	return w
+}
+
+// singular strips a plural's ending.
+func singular(w string) string {
+	switch {
+	case strings.HasSuffix(w, "ies") && len(w) > 4:
+		return w[:len(w)-3] + "y" // queries → query
+	case strings.HasSuffix(w, "ss"), strings.HasSuffix(w, "us"), strings.HasSuffix(w, "is"):
+		return w // address, status, analysis: not plurals
+	case strings.HasSuffix(w, "s"):
+		return w[:len(w)-1]
+	}
+	return w
+}
+
+// stripSuffix strips the first of four derivational suffixes that
+// applies to w. A switch of constant suffixes, not a table: every word of
+// every catalog goes through it, and a table of them is slower.
+func stripSuffix(w string) string {
+	switch {
+	case strings.HasSuffix(w, "ing") && len(w) >= 6:
+		return undouble(w[:len(w)-3]) // running → run
+	case strings.HasSuffix(w, "ed") && len(w) >= 5:
+		return undouble(w[:len(w)-2]) // stored → stor
+	case strings.HasSuffix(w, "tion") && len(w) >= 8:
+		return w[:len(w)-3] // automation → automat, to meet "automate"
+	case strings.HasSuffix(w, "ment") && len(w) >= 9:
+		return w[:len(w)-4] // management → manage; not document → docu
 	}
 	return w
 }
