@@ -322,35 +322,45 @@ func (l *loader) registries() {
 	c := l.c
 	c.Registries = l.f.Registries
 	for i := range c.Registries {
-		// Everruns writes its registries as id, url and federation: a
-		// registry with a url and no kind is an ARD registry.
-		if r := &c.Registries[i]; r.Kind == "" && r.URL != "" {
-			r.Kind = KindARD
-		} else if r.Kind == "" && r.Path != "" {
-			r.Kind = KindCatalog
-		}
+		l.fileRegistry(&c.Registries[i])
 	}
 	if c.Registries == nil {
 		c.Registries = []Registry{{ID: BuiltinRegistryID, Kind: KindCatalog}}
 	}
-	base := filepath.Dir(l.path)
-	for i := range c.Registries {
-		if r := &c.Registries[i]; r.Kind == KindCatalog && r.Path != "" && !filepath.IsAbs(r.Path) && l.path != "" {
-			r.Path = filepath.Join(base, r.Path)
-		}
-	}
-	catalogs := firstList(l.flags.Catalogs, l.e.Catalogs)
-	if catalogs == nil {
-		for _, p := range l.f.Catalogs {
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(base, p)
-			}
-			catalogs = append(catalogs, p)
-		}
-	}
-	for _, p := range catalogs {
+	for _, p := range l.catalogPaths() {
 		c.Registries = append(c.Registries, Registry{ID: catalogID(p, c.Registries), Kind: KindCatalog, Path: p})
 	}
+}
+
+// fileRegistry fills in what a registry of the file may leave out: its
+// kind, and the config file's directory before a relative catalog path.
+func (l *loader) fileRegistry(r *Registry) {
+	// Everruns writes its registries as id, url and federation: a
+	// registry with a url and no kind is an ARD registry.
+	if r.Kind == "" && r.URL != "" {
+		r.Kind = KindARD
+	} else if r.Kind == "" && r.Path != "" {
+		r.Kind = KindCatalog
+	}
+	if r.Kind == KindCatalog && r.Path != "" && !filepath.IsAbs(r.Path) && l.path != "" {
+		r.Path = filepath.Join(filepath.Dir(l.path), r.Path)
+	}
+}
+
+// catalogPaths returns the catalog files that flags, else env, else the
+// file name; the file's are relative to it.
+func (l *loader) catalogPaths() []string {
+	if catalogs := firstList(l.flags.Catalogs, l.e.Catalogs); catalogs != nil {
+		return catalogs
+	}
+	var catalogs []string
+	for _, p := range l.f.Catalogs {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(filepath.Dir(l.path), p)
+		}
+		catalogs = append(catalogs, p)
+	}
+	return catalogs
 }
 
 // tokens reads the tokens that token_env names, with the rest of the
@@ -606,33 +616,43 @@ func (w *walker) value(path string, t reflect.Type, raw json.RawMessage) any {
 		}
 		return w.object(path, t, raw)
 	case reflect.Slice:
-		var items []json.RawMessage
-		if raw[0] != '[' || json.Unmarshal(raw, &items) != nil {
-			return w.wrong(path, raw, "a list")
-		}
-		out := make([]any, len(items))
-		for i, item := range items {
-			out[i] = w.value(fmt.Sprintf("%s[%d]", path, i), t.Elem(), item)
-		}
-		return out
-	case reflect.String:
-		if raw[0] != '"' {
-			return w.wrong(path, raw, "a string")
-		}
-	case reflect.Bool:
-		if raw[0] != 't' && raw[0] != 'f' {
-			return w.wrong(path, raw, "true or false")
-		}
-	case reflect.Int:
-		if _, err := strconv.Atoi(string(raw)); err != nil {
-			return w.wrong(path, raw, "a whole number")
-		}
-	case reflect.Float64:
-		if _, err := strconv.ParseFloat(string(raw), 64); err != nil {
-			return w.wrong(path, raw, "a number")
-		}
+		return w.list(path, t, raw)
+	}
+	if k, ok := scalarKinds[t.Kind()]; ok && !k.fits(raw) {
+		return w.wrong(path, raw, k.want)
 	}
 	return raw
+}
+
+// scalarKinds say, for each kind of scalar a field may hold, what its
+// value must be and whether raw is one.
+var scalarKinds = map[reflect.Kind]struct {
+	want string
+	fits func(raw json.RawMessage) bool
+}{
+	reflect.String: {"a string", func(raw json.RawMessage) bool { return raw[0] == '"' }},
+	reflect.Bool:   {"true or false", func(raw json.RawMessage) bool { return raw[0] == 't' || raw[0] == 'f' }},
+	reflect.Int: {"a whole number", func(raw json.RawMessage) bool {
+		_, err := strconv.Atoi(string(raw))
+		return err == nil
+	}},
+	reflect.Float64: {"a number", func(raw json.RawMessage) bool {
+		_, err := strconv.ParseFloat(string(raw), 64)
+		return err == nil
+	}},
+}
+
+// list checks each item of a JSON list, raw, against slice t's element.
+func (w *walker) list(path string, t reflect.Type, raw json.RawMessage) any {
+	var items []json.RawMessage
+	if raw[0] != '[' || json.Unmarshal(raw, &items) != nil {
+		return w.wrong(path, raw, "a list")
+	}
+	out := make([]any, len(items))
+	for i, item := range items {
+		out[i] = w.value(fmt.Sprintf("%s[%d]", path, i), t.Elem(), item)
+	}
+	return out
 }
 
 // object checks the keys of a JSON object, raw, against struct or map t.
