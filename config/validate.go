@@ -183,37 +183,56 @@ func (c *Config) checkRegistries(p *problems) map[string]bool {
 // one field, and with no other kind's: that would be ignored, which a
 // user would not expect.
 func (r Registry) checkWhere(p *problems, f string) {
-	where := map[string]string{KindCatalog: "path", KindARD: "url", KindMCPRegistry: "url", KindWellKnown: "hosts"}[r.Kind]
+	kind, ok := registryKinds[r.Kind]
+	if !ok {
+		p.add(f+".kind", "%q is not catalog, ard, mcp-registry or well-known", r.Kind)
+		return
+	}
 	for _, g := range []struct {
 		field string
 		set   bool
 	}{{"path", r.Path != ""}, {"url", r.URL != ""}, {"hosts", len(r.Hosts) > 0}, {"federation", r.Federation != "" && r.Kind != KindARD}} {
-		if g.set && g.field != where && where != "" {
+		if g.set && g.field != kind.where {
 			p.add(f+"."+g.field, "does not apply to kind %q", r.Kind)
 		}
 	}
-	switch r.Kind {
-	case KindCatalog:
-		if r.Path == "" && r.ID != BuiltinRegistryID {
-			p.add(f+".path", "required for kind %q (only %q may omit it)", r.Kind, BuiltinRegistryID)
+	kind.check(r, p, f)
+}
+
+// registryKinds say, for each kind of registry, the field that says where
+// it is, and how to check that field.
+var registryKinds = map[string]struct {
+	where string
+	check func(r Registry, p *problems, f string)
+}{
+	KindCatalog:     {"path", Registry.checkPath},
+	KindARD:         {"url", Registry.checkURL},
+	KindMCPRegistry: {"url", Registry.checkURL},
+	KindWellKnown:   {"hosts", Registry.checkHosts},
+}
+
+func (r Registry) checkPath(p *problems, f string) {
+	if r.Path == "" && r.ID != BuiltinRegistryID {
+		p.add(f+".path", "required for kind %q (only %q may omit it)", r.Kind, BuiltinRegistryID)
+	}
+}
+
+func (r Registry) checkURL(p *problems, f string) {
+	if r.URL == "" {
+		p.add(f+".url", "required for kind %q", r.Kind)
+	} else if !httpURL(r.URL, false) {
+		p.add(f+".url", "%q is not an http(s) URL", r.URL)
+	}
+}
+
+func (r Registry) checkHosts(p *problems, f string) {
+	if len(r.Hosts) == 0 {
+		p.add(f+".hosts", "required for kind %q", r.Kind)
+	}
+	for j, h := range r.Hosts {
+		if !httpURL(h, true) {
+			p.add(fmt.Sprintf("%s.hosts[%d]", f, j), "%q is not an http(s) origin (scheme and host, such as https://agents.example.com)", h)
 		}
-	case KindARD, KindMCPRegistry:
-		if r.URL == "" {
-			p.add(f+".url", "required for kind %q", r.Kind)
-		} else if !httpURL(r.URL, false) {
-			p.add(f+".url", "%q is not an http(s) URL", r.URL)
-		}
-	case KindWellKnown:
-		if len(r.Hosts) == 0 {
-			p.add(f+".hosts", "required for kind %q", r.Kind)
-		}
-		for j, h := range r.Hosts {
-			if !httpURL(h, true) {
-				p.add(fmt.Sprintf("%s.hosts[%d]", f, j), "%q is not an http(s) origin (scheme and host, such as https://agents.example.com)", h)
-			}
-		}
-	default:
-		p.add(f+".kind", "%q is not catalog, ard, mcp-registry or well-known", r.Kind)
 	}
 }
 
