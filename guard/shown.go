@@ -68,15 +68,24 @@ func (b shownBound) fits(s string) bool {
 			i++
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		kept := b.lines && (r == '\n' || r == '\t')
-		if !kept && (r == utf8.RuneError && size == 1 || isHidden(r) || !b.lines && unicode.IsSpace(r)) {
+		size, ok := b.runeFits(s[i:])
+		if !ok {
 			return false
 		}
 		space = false
 		i += size
 	}
 	return n <= b.max && (b.lines || n == 0 || !space)
+}
+
+// runeFits decodes the rune s begins with, one that is not printable
+// ASCII, and reports its size and whether clean would keep it as it is.
+func (b shownBound) runeFits(s string) (size int, ok bool) {
+	r, size := utf8.DecodeRuneInString(s)
+	if b.lines && (r == '\n' || r == '\t') {
+		return size, true
+	}
+	return size, !(r == utf8.RuneError && size == 1 || isHidden(r) || !b.lines && unicode.IsSpace(r))
 }
 
 // boundOf is the bound its `shown` tag gives field f, or ShownMax.
