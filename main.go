@@ -47,44 +47,62 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	cmd := "serve"
-	switch {
-	case len(args) > 0 && isHelp(args[0]):
-		// Not serve's flags alone: they say nothing of the other commands.
-		cmd = "help"
-	case len(args) > 0 && (args[0] == "--version" || args[0] == "-version"):
-		cmd = "version"
-	case len(args) > 0 && args[0] != "" && args[0][0] != '-':
-		cmd, args = args[0], args[1:]
-	}
-	switch cmd {
-	case "serve":
-		return serve(args, stdout, stderr)
-	case "catalog":
-		return catalog(args, stdout, stderr)
-	case "registry":
-		switch {
-		case len(args) > 0 && isHelp(args[0]):
-			fmt.Fprintln(stdout, "usage: "+usageRegistry)
-			return 0
-		case len(args) == 0 || args[0] != "serve":
-			fmt.Fprintln(stderr, "usage: "+usageRegistry)
-			return 2
-		}
-		return registryServe(args[1:], stderr)
-	case "version":
-		if len(args) > 0 && isHelp(args[0]) {
-			fmt.Fprintln(stdout, "usage: ardgate version")
-			return 0
-		}
-		fmt.Fprintln(stdout, "ardgate", buildVersion())
-		return 0
-	case "help":
-		fmt.Fprintln(stdout, usage)
-		return 0
+	cmd, args := command(args)
+	if c, ok := commands[cmd]; ok {
+		return c(args, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "ardgate: unknown command %q\n%s\n", cmd, usage)
 	return 2
+}
+
+// command splits args into the command they name and its arguments:
+// serve when they begin with a flag, or are none.
+func command(args []string) (string, []string) {
+	switch {
+	case len(args) == 0:
+		return "serve", args
+	case isHelp(args[0]):
+		// Not serve's flags alone: they say nothing of the other commands.
+		return "help", args
+	case args[0] == "--version" || args[0] == "-version":
+		return "version", args
+	case args[0] != "" && args[0][0] != '-':
+		return args[0], args[1:]
+	}
+	return "serve", args
+}
+
+// commands run each command on its arguments and return its exit status.
+var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
+	"serve":    serve,
+	"catalog":  catalog,
+	"registry": registryCommand,
+	"version":  versionCommand,
+	"help": func(_ []string, stdout, _ io.Writer) int {
+		fmt.Fprintln(stdout, usage)
+		return 0
+	},
+}
+
+func registryCommand(args []string, stdout, stderr io.Writer) int {
+	switch {
+	case len(args) > 0 && isHelp(args[0]):
+		fmt.Fprintln(stdout, "usage: "+usageRegistry)
+		return 0
+	case len(args) == 0 || args[0] != "serve":
+		fmt.Fprintln(stderr, "usage: "+usageRegistry)
+		return 2
+	}
+	return registryServe(args[1:], stderr)
+}
+
+func versionCommand(args []string, stdout, _ io.Writer) int {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprintln(stdout, "usage: ardgate version")
+		return 0
+	}
+	fmt.Fprintln(stdout, "ardgate", buildVersion())
+	return 0
 }
 
 // isHelp tells whether arg asks for help.
@@ -100,20 +118,9 @@ func parseFailed(err error) int {
 }
 
 func serve(args []string, stdout, stderr io.Writer) int {
-	var flags config.Flags
-	fs := config.FlagSet("ardgate serve", &flags)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		return parseFailed(err)
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "ardgate serve: unexpected argument %q\n", fs.Arg(0))
-		return 2
-	}
-	cfg, err := config.Load(flags, os.Environ())
-	if err != nil {
-		fmt.Fprintln(stderr, "ardgate:", err)
-		return 1
+	cfg, code := serveConfig(args, stderr)
+	if cfg == nil {
+		return code
 	}
 	log := newLogger(cfg, stderr)
 	// A client that closed its end of stdout gets an error on the next
@@ -127,24 +134,14 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		log.Warn("allow_local_urls is on: endpoints may resolve to loopback and private addresses; use it for local testing only")
 	}
 
-	// Tracing is off unless an OTLP endpoint is configured. Its shutdown,
-	// deferred first, runs last: it flushes the spans of the whole run.
-	var tr *tools.Tracing
-	if cfg.OTelEndpoint != "" {
-		if tr, err = tools.NewTracing(context.Background(), cfg.OTelEndpoint, buildVersion(), log); err != nil {
-			fmt.Fprintln(stderr, "ardgate:", err)
-			return 1
-		}
-		defer func() {
-			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := tr.Shutdown(fctx); err != nil {
-				log.Warn("tracing: spans not flushed at shutdown", "err", err)
-			}
-		}()
-		u, _ := url.Parse(cfg.OTelEndpoint)
-		log.Info("tracing on: exporting spans over OTLP/HTTP", "otel_endpoint", u.Redacted())
+	// Tracing is off unless an OTLP endpoint is configured. Its flush,
+	// deferred first, runs last: it sends the spans of the whole run.
+	tr, err := startTracing(cfg, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "ardgate:", err)
+		return 1
 	}
+	defer flushTracing(tr, log)
 
 	// Guarded clients make every outgoing request: one for what the
 	// operator configured (registries, pinned servers and agents), which
@@ -187,13 +184,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		log.Info("serving MCP on stdio", "registries", len(regs))
 		served = gw.RunStdio(ctx, grace, os.Stdin, stdout)
 	} else {
-		ln, err := net.Listen("tcp", cfg.Addr)
+		ln, err := listenHTTP(cfg, log)
 		if err != nil {
 			fmt.Fprintln(stderr, "ardgate:", err)
 			return 1
-		}
-		if cfg.AuthToken == "" && !loopback(ln.Addr()) {
-			log.Warn("listening beyond loopback without ARDGATE_AUTH_TOKEN: anyone who can reach this address can attach servers and call them", "addr", ln.Addr().String())
 		}
 		log.Info("serving MCP over streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "registries", len(regs), "auth", cfg.AuthToken != "")
 		served = gw.RunHTTP(ctx, grace, ln, tools.HTTPOptionsFrom(cfg))
@@ -203,6 +197,67 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// serveConfig loads serve's configuration from args and the environment;
+// a nil one comes with the exit status, the reason said on stderr.
+func serveConfig(args []string, stderr io.Writer) (*config.Config, int) {
+	var flags config.Flags
+	fs := config.FlagSet("ardgate serve", &flags)
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return nil, parseFailed(err)
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "ardgate serve: unexpected argument %q\n", fs.Arg(0))
+		return nil, 2
+	}
+	cfg, err := config.Load(flags, os.Environ())
+	if err != nil {
+		fmt.Fprintln(stderr, "ardgate:", err)
+		return nil, 1
+	}
+	return cfg, 0
+}
+
+// startTracing starts exporting spans when an OTLP endpoint is
+// configured; with none, tracing is off and the Tracing nil.
+func startTracing(cfg *config.Config, log *slog.Logger) (*tools.Tracing, error) {
+	if cfg.OTelEndpoint == "" {
+		return nil, nil
+	}
+	tr, err := tools.NewTracing(context.Background(), cfg.OTelEndpoint, buildVersion(), log)
+	if err != nil {
+		return nil, err
+	}
+	u, _ := url.Parse(cfg.OTelEndpoint)
+	log.Info("tracing on: exporting spans over OTLP/HTTP", "otel_endpoint", u.Redacted())
+	return tr, nil
+}
+
+// flushTracing sends the spans not yet exported, for up to 5 s.
+func flushTracing(tr *tools.Tracing, log *slog.Logger) {
+	if tr == nil {
+		return
+	}
+	fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tr.Shutdown(fctx); err != nil {
+		log.Warn("tracing: spans not flushed at shutdown", "err", err)
+	}
+}
+
+// listenHTTP opens the HTTP transport's listener, warning when it reaches
+// beyond loopback with no token to guard it.
+func listenHTTP(cfg *config.Config, log *slog.Logger) (net.Listener, error) {
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.AuthToken == "" && !loopback(ln.Addr()) {
+		log.Warn("listening beyond loopback without ARDGATE_AUTH_TOKEN: anyone who can reach this address can attach servers and call them", "addr", ln.Addr().String())
+	}
+	return ln, nil
 }
 
 // loopback reports whether addr, a listener's, is a loopback address.
@@ -230,46 +285,17 @@ func grace() (context.Context, context.CancelFunc) {
 
 // registryServe serves catalog files as an ARD registry.
 func registryServe(args []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("ardgate registry serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var catalogs []string
-	fs.Func("catalog", "catalog file to serve (repeatable)", func(s string) error { catalogs = append(catalogs, s); return nil })
-	addr := fs.String("addr", "127.0.0.1:7334", "listen address")
-	source := fs.String("source", "", `the registry's public URL, the "source" of search results (default: the URL each request reached it at, its Host header included)`)
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	logFormat := fs.String("log-format", "text", "text or json")
-	if err := fs.Parse(args); err != nil {
-		return parseFailed(err)
+	opts, code := registryServeOptions(args, stderr)
+	if opts == nil {
+		return code
 	}
-	if fs.NArg() > 0 {
-		// "--catalog a.json b.json": b.json and every flag after it were
-		// dropped without a word.
-		fmt.Fprintf(stderr, "ardgate registry serve: unexpected argument %q (give each catalog its own --catalog)\n", fs.Arg(0))
-		return 2
-	}
-	if len(catalogs) == 0 {
-		fmt.Fprintln(stderr, "ardgate registry serve: give at least one --catalog FILE")
-		return 2
-	}
-	var level slog.Level
-	switch u, err := url.Parse(*source); {
-	case level.UnmarshalText([]byte(*logLevel)) != nil:
-		fmt.Fprintf(stderr, "ardgate registry serve: --log-level %q is not debug, info, warn or error\n", *logLevel)
-		return 2
-	case *logFormat != "text" && *logFormat != "json":
-		fmt.Fprintf(stderr, "ardgate registry serve: --log-format %q is not text or json\n", *logFormat)
-		return 2
-	case *source != "" && (err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == ""):
-		fmt.Fprintf(stderr, "ardgate registry serve: --source %q is not an http(s) URL\n", *source)
-		return 2
-	}
-	log := newLogger(&config.Config{LogLevel: *logLevel, LogFormat: *logFormat}, stderr)
-	srv := &ardserver.Server{Catalogs: catalogs, Log: log, Source: *source}
+	log := newLogger(&config.Config{LogLevel: opts.logLevel, LogFormat: opts.logFormat}, stderr)
+	srv := &ardserver.Server{Catalogs: opts.catalogs, Log: log, Source: opts.source}
 	if err := srv.Load(); err != nil {
 		fmt.Fprintln(stderr, "ardgate:", err)
 		return 1
 	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", opts.addr)
 	if err != nil {
 		fmt.Fprintln(stderr, "ardgate:", err)
 		return 1
@@ -278,7 +304,7 @@ func registryServe(args []string, stderr io.Writer) int {
 	defer stop()
 	go srv.Watch(ctx)
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: tools.DefaultIdleConnTimeout}
-	log.Info("serving an ARD registry", "url", "http://"+ln.Addr().String()+"/", "catalogs", len(catalogs))
+	log.Info("serving an ARD registry", "url", "http://"+ln.Addr().String()+"/", "catalogs", len(opts.catalogs))
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -291,6 +317,55 @@ func registryServe(args []string, stderr io.Writer) int {
 	defer cancel()
 	_ = hs.Shutdown(sctx)
 	return 0
+}
+
+// registryOptions are registry serve's flags.
+type registryOptions struct {
+	catalogs                          []string
+	addr, source, logLevel, logFormat string
+}
+
+// registryServeOptions parses registry serve's args; nil options come
+// with the exit status, the reason said on stderr.
+func registryServeOptions(args []string, stderr io.Writer) (*registryOptions, int) {
+	fs := flag.NewFlagSet("ardgate registry serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o registryOptions
+	fs.Func("catalog", "catalog file to serve (repeatable)", func(s string) error { o.catalogs = append(o.catalogs, s); return nil })
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:7334", "listen address")
+	fs.StringVar(&o.source, "source", "", `the registry's public URL, the "source" of search results (default: the URL each request reached it at, its Host header included)`)
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.logFormat, "log-format", "text", "text or json")
+	if err := fs.Parse(args); err != nil {
+		return nil, parseFailed(err)
+	}
+	if fs.NArg() > 0 {
+		// "--catalog a.json b.json": b.json and every flag after it were
+		// dropped without a word.
+		fmt.Fprintf(stderr, "ardgate registry serve: unexpected argument %q (give each catalog its own --catalog)\n", fs.Arg(0))
+		return nil, 2
+	}
+	if msg := o.check(); msg != "" {
+		fmt.Fprintln(stderr, "ardgate registry serve: "+msg)
+		return nil, 2
+	}
+	return &o, 0
+}
+
+// check says what is wrong with the flags, or "".
+func (o *registryOptions) check() string {
+	var level slog.Level
+	switch u, err := url.Parse(o.source); {
+	case len(o.catalogs) == 0:
+		return "give at least one --catalog FILE"
+	case level.UnmarshalText([]byte(o.logLevel)) != nil:
+		return fmt.Sprintf("--log-level %q is not debug, info, warn or error", o.logLevel)
+	case o.logFormat != "text" && o.logFormat != "json":
+		return fmt.Sprintf("--log-format %q is not text or json", o.logFormat)
+	case o.source != "" && (err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == ""):
+		return fmt.Sprintf("--source %q is not an http(s) URL", o.source)
+	}
+	return ""
 }
 
 func catalog(args []string, stdout, stderr io.Writer) int {
@@ -313,32 +388,8 @@ func catalog(args []string, stdout, stderr io.Writer) int {
 		}
 		bad := false
 		for _, path := range args[1:] {
-			data, err := os.ReadFile(path)
-			if err != nil {
-				fmt.Fprintf(stdout, "%s: %v\n", path, err)
+			if !validateCatalog(path, stdout, stderr) {
 				bad = true
-				continue
-			}
-			violations := registry.ValidateCatalog(data)
-			for _, v := range violations {
-				fmt.Fprintf(stdout, "%s: %s\n", path, v)
-			}
-			if len(violations) > 0 {
-				bad = true
-			} else if c, _, err := registry.ParseCatalog(data); err == nil {
-				// On stderr: stdout is violations alone, a line each. What
-				// the loaders leave out of a valid catalog (a remote nested
-				// catalog, a URN listed again in a nested one) is a
-				// warning: registry serve and the gateway log the same.
-				entries, skipped, _ := registry.LoadCatalogFile(path)
-				for _, w := range skipped {
-					fmt.Fprintf(stderr, "warning: %s\n", w)
-				}
-				if len(skipped) == 0 {
-					fmt.Fprintf(stderr, "%s: valid, %d entries\n", path, len(c.Entries))
-				} else {
-					fmt.Fprintf(stderr, "%s: valid, %d entries; %d indexed once nested catalogs are read, the warnings above say what is left out\n", path, len(c.Entries), len(entries))
-				}
 			}
 		}
 		if bad {
@@ -348,6 +399,39 @@ func catalog(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "ardgate catalog: unknown command %q\nusage:\n  %s\n", args[0], usageCatalog)
 	return 2
+}
+
+// validateCatalog says on stdout what is wrong with the catalog file at
+// path, a line each, and reports whether it is valid.
+func validateCatalog(path string, stdout, stderr io.Writer) bool {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintf(stdout, "%s: %v\n", path, err)
+		return false
+	}
+	violations := registry.ValidateCatalog(data)
+	for _, v := range violations {
+		fmt.Fprintf(stdout, "%s: %s\n", path, v)
+	}
+	if len(violations) > 0 {
+		return false
+	}
+	if c, _, err := registry.ParseCatalog(data); err == nil {
+		// On stderr: stdout is violations alone, a line each. What the
+		// loaders leave out of a valid catalog (a remote nested catalog,
+		// a URN listed again in a nested one) is a warning: registry
+		// serve and the gateway log the same.
+		entries, skipped, _ := registry.LoadCatalogFile(path)
+		for _, w := range skipped {
+			fmt.Fprintf(stderr, "warning: %s\n", w)
+		}
+		if len(skipped) == 0 {
+			fmt.Fprintf(stderr, "%s: valid, %d entries\n", path, len(c.Entries))
+		} else {
+			fmt.Fprintf(stderr, "%s: valid, %d entries; %d indexed once nested catalogs are read, the warnings above say what is left out\n", path, len(c.Entries), len(entries))
+		}
+	}
+	return true
 }
 
 func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
