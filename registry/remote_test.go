@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -213,6 +214,8 @@ func TestARDSingleflightAndCache(t *testing.T) {
 		<-release
 		jsonReply(200, `{"results":[`+oneEntry+`,"score":5}]}`)(w, r)
 	})
+	end := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(end) // before the server closes: a failed wait leaves the request held
 	a, _ := NewARD("reg", ts.URL, "", RemoteOptions{HTTP: &http.Client{}, TTL: time.Minute})
 	var wg sync.WaitGroup
 	for range 10 {
@@ -222,8 +225,8 @@ func TestARDSingleflightAndCache(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(100 * time.Millisecond) // let all ten join the flight
-	close(release)
+	waitInFlight(t, 10)
+	end()
 	wg.Wait()
 	if _, err := a.Search(context.Background(), Query{Text: "weather"}); err != nil {
 		t.Fatal(err)
@@ -233,6 +236,29 @@ func TestARDSingleflightAndCache(t *testing.T) {
 	}
 	if _, err := a.Search(context.Background(), Query{Text: "wind"}); err != nil || n.Load() != 2 {
 		t.Fatalf("a different search was not sent: %v, %d", err, n.Load())
+	}
+}
+
+// waitInFlight waits until n goroutines are in a registry's shared round
+// trip, read from their stacks: nothing else says that a caller has
+// joined the one in flight.
+func waitInFlight(t *testing.T, n int) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		for buf = buf[:cap(buf)]; ; buf = make([]byte, 2*len(buf)) {
+			if k := runtime.Stack(buf, true); k < len(buf) {
+				buf = buf[:k]
+				break
+			}
+		}
+		got := bytes.Count(buf, []byte("singleflight.(*Group).Do("))
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d searches joined the round trip in flight within 10s", got, n)
+		}
 	}
 }
 
