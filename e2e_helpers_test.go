@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,12 +126,28 @@ func startHTTPUpstream(t *testing.T, up *exec.Cmd, ready string, wait time.Durat
 		killGroup(up.Process.Pid)
 		_ = up.Wait()
 	})
-	for deadline := time.Now().Add(wait); !strings.Contains(stderr.String(), ready); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not start: %s", up.Path, stderr.String())
-		}
+	if !logged(stderr, ready, wait) {
+		t.Fatalf("%s did not start: %s", up.Path, stderr.String())
 	}
 	return stderr
+}
+
+// logged waits up to d for text in log, and reports whether it came.
+func logged(log *syncBuffer, text string, d time.Duration) bool {
+	for deadline := time.Now().Add(d); !strings.Contains(log.String(), text); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
+}
+
+// waitLog waits up to d for text in a gateway's log.
+func waitLog(t *testing.T, log *syncBuffer, text string, d time.Duration) {
+	t.Helper()
+	if !logged(log, text, d) {
+		t.Fatalf("%q not logged within %s: %s", text, d, log.String())
+	}
 }
 
 // pinHTTP runs the gateway over stdio with the streamable HTTP server at
@@ -352,16 +369,42 @@ func (g *gateway) rawTools() map[string]json.RawMessage {
 // last drainNotes.
 func (g *gateway) waitNote(method string, d time.Duration) mcp.JSONRPCNotification {
 	g.t.Helper()
+	return g.waitNoteThat(method, d, func(mcp.JSONRPCNotification) bool { return true })
+}
+
+// waitNoteThat waits for a notification with that method, received since
+// the last drainNotes, for which match is true.
+func (g *gateway) waitNoteThat(method string, d time.Duration, match func(mcp.JSONRPCNotification) bool) mcp.JSONRPCNotification {
+	g.t.Helper()
 	deadline := time.Now().Add(d)
 	for {
 		for _, n := range g.notesSince(method) {
-			return n
+			if match(n) {
+				return n
+			}
 		}
 		if time.Now().After(deadline) {
 			g.t.Fatalf("no %s within %s", method, d)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// progressTokens numbers the tokens of calls that must be seen running.
+var progressTokens atomic.Int64
+
+// callRunning starts a call of one of the fixture's slow tools, under a
+// progress token, and returns once its server reports progress on it: the
+// call runs at the server. Its result comes on the channel.
+func (g *gateway) callRunning(name string, args map[string]any) <-chan *mcp.CallToolResult {
+	g.t.Helper()
+	token := fmt.Sprintf("running-%d", progressTokens.Add(1))
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() { done <- g.callMeta(name, args, &mcp.Meta{ProgressToken: token}) }()
+	g.waitNoteThat("notifications/progress", 10*time.Second, func(n mcp.JSONRPCNotification) bool {
+		return n.Params.AdditionalFields["progressToken"] == token
+	})
+	return done
 }
 
 // notesSince returns the notifications with that method received since
@@ -571,6 +614,26 @@ func (g *rawGateway) rpc(method string, params any) map[string]any {
 	for {
 		if m := g.response(); m["id"] == float64(id) {
 			return m
+		}
+	}
+}
+
+// sendRunning sends a tools/call of one of the fixture's slow tools as
+// request id, under a progress token, and reads frames until its server
+// reports progress on it: the call runs at the server.
+func (g *rawGateway) sendRunning(id int, name string, args map[string]any) {
+	g.t.Helper()
+	token := fmt.Sprintf("running-%d", progressTokens.Add(1))
+	g.send(request(id, "tools/call", map[string]any{"name": name, "arguments": args, "_meta": map[string]any{"progressToken": token}}))
+	stop := time.AfterFunc(10*time.Second, func() { _ = g.cmd.Process.Kill() }) // then read fails
+	defer stop.Stop()
+	for {
+		m := g.read()
+		if m["id"] == float64(id) {
+			g.t.Fatalf("call %d was answered before its server said it runs: %v", id, m)
+		}
+		if params, _ := m["params"].(map[string]any); m["method"] == "notifications/progress" && params["progressToken"] == token {
+			return
 		}
 	}
 }

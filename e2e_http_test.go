@@ -372,6 +372,21 @@ func postStatus(t *testing.T, url, sid string) int {
 	return resp.StatusCode
 }
 
+// healthz returns the status and body of /healthz of the gateway at url.
+func healthz(t *testing.T, url string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, body
+}
+
 // With ARDGATE_AUTH_TOKEN set, a request without it gets 401 and one from
 // a foreign Origin 403; neither makes a session or reaches a tool.
 func TestHTTPAuthAndOrigin(t *testing.T) {
@@ -458,25 +473,25 @@ func TestHTTPGracefulDrain(t *testing.T) {
 		t.Fatalf("echo = %q", got)
 	}
 
-	done := make(chan *mcp.CallToolResult, 1)
-	go func() { done <- g.call("mcp_fixture__slow", map[string]any{"ms": 1500}) }()
-	time.Sleep(300 * time.Millisecond)
+	done := g.callRunning("mcp_fixture__slow", map[string]any{"ms": 1500})
 	_ = cmd.Process.Signal(syscall.SIGTERM)
-	time.Sleep(200 * time.Millisecond)
-	resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/healthz")
-	if err != nil {
-		t.Fatal(err)
+	// /healthz turns 503 once the gateway heard the signal.
+	code, body := healthz(t, url)
+	for deadline := time.Now().Add(5 * time.Second); code == http.StatusOK; code, body = healthz(t, url) {
+		if time.Now().After(deadline) {
+			t.Fatalf("healthz 5 s after SIGTERM: %d %s", code, body)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), `"status":"draining"`) {
-		t.Fatalf("healthz while draining: %d %s", resp.StatusCode, body)
+	if code != http.StatusServiceUnavailable || !strings.Contains(string(body), `"status":"draining"`) {
+		t.Fatalf("healthz while draining: %d %s", code, body)
 	}
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	if resp, err = http.DefaultClient.Do(req); err != nil {
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ = io.ReadAll(resp.Body)

@@ -519,16 +519,11 @@ func TestStdioBadInput(t *testing.T) {
 		pid := g.pidOf("fixture")
 
 		// Killed from outside while a call is in flight.
-		done := make(chan string)
-		go func() {
-			res := g.call("mcp_fixture__slow", map[string]any{"ms": 10000})
-			done <- text(res)
-		}()
-		time.Sleep(300 * time.Millisecond)
+		done := g.callRunning("mcp_fixture__slow", map[string]any{"ms": 10000})
 		killGroup(pid)
 		select {
-		case msg := <-done:
-			if !strings.Contains(msg, "killed") {
+		case res := <-done:
+			if msg := text(res); !strings.Contains(msg, "killed") {
 				t.Fatalf("slow call after kill: %q", msg)
 			}
 		case <-time.After(10 * time.Second):
@@ -609,19 +604,15 @@ func TestStdioRemoteUpstreamDiesMidCall(t *testing.T) {
 		t.Fatalf("remote echo = %q", got)
 	}
 	start := time.Now()
-	slow := make(chan string, 1)
-	go func() {
-		res := g.call("mcp_remote_fixture__slow", map[string]any{"ms": 20000})
-		slow <- fmt.Sprint(res.IsError, " ", text(res))
-	}()
-	time.Sleep(300 * time.Millisecond) // the slow call is in flight
+	slow := g.callRunning("mcp_remote_fixture__slow", map[string]any{"ms": 20000})
 	msg := g.fails("mcp_remote_fixture__crash", map[string]any{}, "upstream_down")
 	if !strings.Contains(msg, "closed the connection without answering") {
 		t.Errorf("crash message %q", msg)
 	}
 	t.Logf("the crashing call: %s", msg)
 	select {
-	case got := <-slow:
+	case res := <-slow:
+		got := fmt.Sprint(res.IsError, " ", text(res))
 		t.Logf("the call in flight: %s", got)
 		if !strings.HasPrefix(got, "true ") || !strings.Contains(got, "upstream is down") {
 			t.Errorf("the call in flight when the server died: %s", got)
@@ -921,11 +912,10 @@ func TestStdioSecondSignalStopsAtOnce(t *testing.T) {
 	if err := json.Unmarshal(raw, &l); err != nil || len(l.Attachments) != 1 {
 		t.Fatalf("listing: %s", raw)
 	}
-	g.send(request(50, "tools/call", map[string]any{"name": "mcp_fixture__slow", "arguments": map[string]any{"ms": 20000}}))
-	time.Sleep(300 * time.Millisecond) // the call is running
+	g.sendRunning(50, "mcp_fixture__slow", map[string]any{"ms": 20000})
 	start := time.Now()
 	_ = g.cmd.Process.Signal(syscall.SIGTERM)
-	time.Sleep(300 * time.Millisecond)
+	waitLog(t, g.stderr, "shutting down: letting running calls finish", 5*time.Second) // the drain began
 	_ = g.cmd.Process.Signal(syscall.SIGTERM)
 	// The cut call is answered, saying the shutdown cut it (it said
 	// "cancelled: context canceled", as if the client had).
