@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -634,6 +635,25 @@ func (g *rawGateway) sendRunning(id int, name string, args map[string]any) {
 		}
 		if params, _ := m["params"].(map[string]any); m["method"] == "notifications/progress" && params["progressToken"] == token {
 			return
+		}
+	}
+}
+
+// waitWriteWaits waits until the gateway waits to write, its stdout
+// unread and full; it skips the test where that cannot be told.
+func (g *rawGateway) waitWriteWaits() {
+	g.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		waits, err := writeWaits(g.cmd.Process.Pid)
+		switch {
+		case errors.Is(err, errors.ErrUnsupported):
+			g.t.Skip("whether a process waits to write can be told on Linux only")
+		case err != nil:
+			g.t.Fatalf("the gateway's threads: %v", err)
+		case waits:
+			return
+		case time.Now().After(deadline):
+			g.t.Fatal("the gateway, its stdout unread, did not wait to write within 10 s")
 		}
 	}
 }

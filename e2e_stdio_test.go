@@ -723,11 +723,12 @@ func TestStdioSessionEndKillsChildren(t *testing.T) {
 				exited(5 * time.Second)
 			case "SIGTERM, stdout unread":
 				// Listings of 20 tools each, unread, until the pipe is full
-				// and the gateway's writes wait.
-				for i := range 40 {
-					g.send(request(100+i, "tools/list", nil))
+				// and the gateway's writes wait: 100 of them are twice what
+				// a pipe of 64 KiB takes.
+				for i := range 100 {
+					g.send(request(100+i, "tools/list", map[string]any{}))
 				}
-				time.Sleep(500 * time.Millisecond)
+				g.waitWriteWaits()
 				_ = g.cmd.Process.Signal(syscall.SIGTERM)
 				exited(15 * time.Second)
 			default:
