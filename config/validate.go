@@ -76,15 +76,30 @@ func (c *Config) validate() []error {
 
 // checkServing checks how the gateway serves and logs, and its tokens.
 func (c *Config) checkServing(p *problems) {
-	if c.Transport != TransportStdio && c.Transport != TransportHTTP {
-		p.add("transport", "%q is not stdio or http", c.Transport)
+	for _, e := range []struct {
+		field, v string
+		allowed  []string
+		says     string
+	}{
+		{"transport", c.Transport, []string{TransportStdio, TransportHTTP}, "stdio or http"},
+		{"log_level", c.LogLevel, []string{"debug", "info", "warn", "error"}, "debug, info, warn or error"},
+		{"log_format", c.LogFormat, []string{"text", "json"}, "text or json"},
+	} {
+		if !slices.Contains(e.allowed, e.v) {
+			p.add(e.field, "%q is not %s", e.v, e.says)
+		}
 	}
-	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.LogLevel) {
-		p.add("log_level", "%q is not debug, info, warn or error", c.LogLevel)
+	c.checkTokens(p)
+	if c.OTelEndpoint != "" && !httpURL(c.OTelEndpoint, false) {
+		p.add("otel_endpoint", "%q is not an http(s) URL", c.OTelEndpoint)
 	}
-	if c.LogFormat != "text" && c.LogFormat != "json" {
-		p.add("log_format", "%q is not text or json", c.LogFormat)
+	if c.ToolMode != ToolModeListed && c.ToolMode != ToolModeDeferred {
+		p.add("tool_mode", "%q is not listed or deferred", c.ToolMode)
 	}
+}
+
+// checkTokens checks the tokens the gateway takes from the environment.
+func (c *Config) checkTokens(p *problems) {
 	if c.AuthToken != "" && strings.TrimSpace(c.AuthToken) != c.AuthToken {
 		// A token of white space (or with it around) is a mistake in the
 		// Secret it came from; no client would send it so.
@@ -93,12 +108,6 @@ func (c *Config) checkServing(p *problems) {
 	if t := c.ARDRegistryToken; t != "" && (strings.TrimSpace(t) != t || !httpguts.ValidHeaderFieldValue(t)) {
 		// Sent in a header as it is, as a token_env's value (Load).
 		*p = append(*p, errors.New("ARD_REGISTRY_TOKEN: holds white space at an end, a line break or a control character; a token is sent in a header as it is"))
-	}
-	if c.OTelEndpoint != "" && !httpURL(c.OTelEndpoint, false) {
-		p.add("otel_endpoint", "%q is not an http(s) URL", c.OTelEndpoint)
-	}
-	if c.ToolMode != ToolModeListed && c.ToolMode != ToolModeDeferred {
-		p.add("tool_mode", "%q is not listed or deferred", c.ToolMode)
 	}
 }
 
