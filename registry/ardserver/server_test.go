@@ -40,10 +40,15 @@ const (
 
 func writeCatalog(t *testing.T, path string, entries ...string) {
 	t.Helper()
-	doc := `{"specVersion":"1.0","entries":[` + strings.Join(entries, ",") + `]}`
-	// Write then rename, so a polling reader never sees half a file.
+	replaceFile(t, path, `{"specVersion":"1.0","entries":[`+strings.Join(entries, ",")+`]}`)
+}
+
+// replaceFile writes data to a file beside path, then renames it to path,
+// so that a polling reader never sees half a file, nor one truncated.
+func replaceFile(t *testing.T, path, data string) {
+	t.Helper()
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(doc), 0o600); err != nil {
+	if err := os.WriteFile(tmp, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
@@ -743,9 +748,7 @@ func TestWatchReloads(t *testing.T) {
 	waitFor("the new entry", found("lighthouse keeper", "urn:air:acme.example:mcp:lighthouse"))
 
 	// A broken file is logged once; the previous index keeps serving.
-	if err := os.WriteFile(f.tmp, []byte(`{not json`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	replaceFile(t, f.tmp, `{not json`)
 	waitFor("the reload error to be logged", func() bool { return strings.Contains(logs.String(), "reload failed") })
 	if !found("lighthouse keeper", "urn:air:acme.example:mcp:lighthouse")() {
 		t.Fatal("a broken catalog replaced the last good index")
