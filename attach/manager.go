@@ -4,8 +4,9 @@
 // resources, reviving what went down, and ending it all with the session.
 //
 // The wire concerns are its subpackages': attach/mcpwire speaks to MCP
-// servers, attach/a2a to agents and keeps their tasks, attach/fault names
-// the failures they share. attach imports them, and they never import
+// servers, attach/a2a to agents and keeps their tasks, attach/oauth
+// authorizes remotes that answer 401 (auth.go), attach/fault names the
+// failures they share. attach imports them, and they never import
 // attach. Beyond them it imports mcp-go, a2a-go (to trace an agent's
 // requests), and ardgate's config, guard and registry.
 package attach

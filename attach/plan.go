@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ardgate/ardgate/attach/fault"
+	"github.com/ardgate/ardgate/attach/oauth"
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
 )
@@ -52,6 +53,9 @@ type Plan struct {
 	// URL and Headers describe a remote.
 	URL     string
 	Headers map[string]string
+	// grant, when set, sends the session's OAuth token to the remote
+	// (auth.go).
+	grant *oauth.Grant
 }
 
 // Endpoint describes the plan in one line, for listings and logs; a URL's

@@ -76,6 +76,8 @@ type Session struct {
 	// client is what its servers are told of the session's client
 	// (client_requests.go); nil until SetClient.
 	client *clientRequests
+	// auth holds its OAuth flows and grants (auth.go).
+	auth authFlows
 }
 
 // Attachment is one attached upstream.
@@ -805,6 +807,9 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 	if err != nil {
 		return nil, err
 	}
+	if plan, err = s.auth.authorized(urn, plan); err != nil {
+		return nil, err
+	}
 	a := &Attachment{URN: urn, Name: name, Kind: KindMCPServer, MediaType: e.Type, RegistryID: regID, endpoint: plan.Endpoint(),
 		AttachedAt: time.Now(), Deferred: s.m.Deferred, Trust: trust}
 	a.reach = func(ctx context.Context) (*upstream, []Tool, error) { return s.connect(ctx, a, plan, nil) }
@@ -814,6 +819,7 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 	defer cancel()
 	up, tools, err := s.connect(ctx, a, plan, progress)
 	if err != nil {
+		err = s.authFailed(ctx, urn, plan, err)
 		if ctx.Err() == context.DeadlineExceeded {
 			return nil, fmt.Errorf("%w: the server did not start within %s: %w", ErrTimeout, s.m.StartTimeout, err)
 		}
@@ -1348,6 +1354,7 @@ func (s *Session) Close() {
 	atts := s.atts
 	s.atts = nil
 	s.mu.Unlock()
+	s.auth.close()
 	for _, a := range atts {
 		a.sessionEnded.Store(true)
 	}

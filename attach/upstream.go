@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -181,6 +182,9 @@ func (m *Manager) dialStreamable(ctx context.Context, plan Plan, log *slog.Logge
 // remote's HTTP transport, its answers capped.
 func (m *Manager) transport(u *upstream, plan Plan) (transport.Interface, error) {
 	hc := m.client(plan.Own)
+	if plan.grant != nil {
+		hc = &http.Client{Transport: plan.grant.Transport(hc.Transport), CheckRedirect: hc.CheckRedirect, Jar: hc.Jar, Timeout: hc.Timeout}
+	}
 	switch plan.Transport {
 	case TransportStdio:
 		st, err := u.startProcess(plan, m.Stdio.Limits)

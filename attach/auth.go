@@ -1,0 +1,314 @@
+package attach
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+
+	"github.com/ardgate/ardgate/attach/oauth"
+	"github.com/ardgate/ardgate/guard"
+)
+
+// ErrAuthRequired is wrapped by an AuthRequired: the server asks for an
+// authorization the user has not given yet.
+var ErrAuthRequired = errors.New("the server asks for authorization")
+
+// ErrAuthDeclined: the user declined the authorization at the server's
+// authorization page (the redirect back carried an error).
+var ErrAuthDeclined = oauth.ErrDenied
+
+// AuthRequired is the failure of an attach whose server answered 401: a
+// flow is under way, and URL is where the user authorizes it. The attach
+// succeeds once the redirect back came.
+type AuthRequired struct {
+	URN    string
+	Server string // the server's URL, redacted
+	URL    string // the authorization URL for the user to open
+}
+
+func (e *AuthRequired) Error() string {
+	return fmt.Sprintf("%s (%s) asks for authorization (HTTP 401)", e.URN, e.Server)
+}
+
+func (e *AuthRequired) Unwrap() error { return ErrAuthRequired }
+
+// CallbackPath is where the authorization server sends the user's
+// browser back, on the gateway's listener or a flow's own.
+const CallbackPath = "/oauth/callback"
+
+// AuthFlowTTL bounds how long a flow waits for its redirect back; its
+// loopback listener, if any, closes then.
+const AuthFlowTTL = 10 * time.Minute
+
+type callbackBaseKey struct{}
+
+// WithCallbackBase tells the attaches under ctx that the redirect back
+// comes to base (scheme://host of the gateway's own listener) at
+// CallbackPath. Without it, a flow opens a loopback listener of its own.
+func WithCallbackBase(ctx context.Context, base string) context.Context {
+	return context.WithValue(ctx, callbackBaseKey{}, base)
+}
+
+// authFlows are a session's authorizations: flows awaiting their
+// redirect back, by state, and the grants they gave, by URN. Grants live
+// in memory only, for the session's life.
+type authFlows struct {
+	mu      sync.Mutex
+	byState map[string]*authFlow
+	byURN   map[string]*authFlow // the latest flow of each URN
+	grants  map[string]*oauth.Grant
+	closed  bool
+}
+
+// authFlow is one flow of a session, for one URN.
+type authFlow struct {
+	urn   string
+	flow  *oauth.Flow
+	srv   *http.Server // serves a loopback listener opened for the flow; nil over HTTP
+	timer *time.Timer  // forgets the flow at AuthFlowTTL
+	ended bool         // a callback came for it: another is refused
+	err   error        // why it failed (declined), until an attach says so
+}
+
+// close ends what the flow holds open. The caller holds authFlows.mu.
+func (f *authFlow) close() {
+	f.timer.Stop()
+	if f.srv != nil {
+		_ = f.srv.Close()
+	}
+}
+
+// authorized returns plan with the grant the session holds for urn, or
+// the refusal a declined flow of urn left, said once.
+func (a *authFlows) authorized(urn string, plan Plan) (Plan, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if f := a.byURN[urn]; f != nil && f.err != nil {
+		err := f.err
+		f.err = nil
+		if errors.Is(err, ErrAuthDeclined) {
+			return plan, fmt.Errorf("the user declined to authorize ardgate at %s for %s: %w; attach it again to ask again", redacted(plan.URL), urn, err)
+		}
+		return plan, fmt.Errorf("the authorization of %s at %s failed: %w; attach it again to start a new one", urn, redacted(plan.URL), err)
+	}
+	plan.grant = a.grants[urn]
+	return plan, nil
+}
+
+// authFailed turns err, an attach's failure at a remote that answered
+// 401, into an AuthRequired with the URL of a flow: the one under way
+// for urn, or a new one. Any other err is returned as it is.
+func (s *Session) authFailed(ctx context.Context, urn string, plan Plan, err error) error {
+	if plan.Transport == TransportStdio || plan.Own ||
+		!errors.Is(err, transport.ErrUnauthorized) && !errors.Is(err, transport.ErrAuthorizationRequired) {
+		return err
+	}
+	a := &s.auth
+	a.mu.Lock()
+	if plan.grant != nil && a.grants[urn] == plan.grant {
+		delete(a.grants, urn) // refused: authorize again
+	}
+	if f := a.byURN[urn]; f != nil && !f.ended {
+		a.mu.Unlock()
+		return &AuthRequired{URN: urn, Server: redacted(plan.URL), URL: f.flow.URL()}
+	}
+	a.mu.Unlock()
+	f, ferr := s.startFlow(ctx, urn, plan)
+	if ferr != nil {
+		return fmt.Errorf("%w; its authorization could not begin: %w", err, ferr)
+	}
+	return &AuthRequired{URN: urn, Server: redacted(plan.URL), URL: f.flow.URL()}
+}
+
+// startFlow begins a flow for urn: the redirect back comes to the
+// gateway's listener, or to a loopback listener opened for it.
+func (s *Session) startFlow(ctx context.Context, urn string, plan Plan) (*authFlow, error) {
+	f := &authFlow{urn: urn}
+	redirect, _ := ctx.Value(callbackBaseKey{}).(string)
+	var ln net.Listener
+	if redirect == "" {
+		var err error
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return nil, fmt.Errorf("open a loopback listener for the redirect back: %w", err)
+		}
+		redirect = "http://" + ln.Addr().String()
+	}
+	cfg := &oauth.Config{HTTP: s.m.HTTP, Dialer: s.m.Dialer, RedirectURL: strings.TrimSuffix(redirect, "/") + CallbackPath, ClientName: "ardgate"}
+	flow, err := cfg.Authorize(ctx, plan.URL, s.m.challenge(ctx, plan))
+	a := &s.auth
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err == nil && a.closed {
+		err = ErrSessionClosed
+	}
+	if err != nil {
+		if ln != nil {
+			_ = ln.Close()
+		}
+		return nil, err
+	}
+	f.flow = flow
+	if old := a.byURN[urn]; old != nil {
+		old.close()
+		delete(a.byState, old.flow.State())
+	}
+	if a.byState == nil {
+		a.byState, a.byURN = map[string]*authFlow{}, map[string]*authFlow{}
+	}
+	a.byState[flow.State()], a.byURN[urn] = f, f
+	f.timer = time.AfterFunc(AuthFlowTTL, func() { a.forget(f) })
+	if ln != nil {
+		f.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serveCallback(w, r, f.srv) }),
+			ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = f.srv.Serve(ln) }() // ends when the server is closed
+	}
+	return f, nil
+}
+
+// forget drops f, as its time is up: its listener closes, and a callback
+// of its state is refused from then on.
+func (a *authFlows) forget(f *authFlow) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f.close()
+	if a.byState[f.flow.State()] == f {
+		delete(a.byState, f.flow.State())
+	}
+	if a.byURN[f.urn] == f && f.err == nil {
+		delete(a.byURN, f.urn)
+	}
+}
+
+// close ends every flow of the session and drops its grants.
+func (a *authFlows) close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.closed = true
+	for _, f := range a.byState {
+		f.close()
+	}
+	a.byState, a.byURN, a.grants = nil, nil, nil
+}
+
+// challenge is the WWW-Authenticate of the 401 an unauthenticated POST
+// to the server gets, for its resource_metadata and scope: mcp-go's
+// transport keeps only the former. nil when none came; discovery then
+// tries the well-known URLs.
+func (m *Manager) challenge(ctx context.Context, plan Plan) http.Header {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, plan.URL, strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"ping"}`))
+	if err != nil {
+		return nil
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := m.client(false).Do(req)
+	if err != nil {
+		return nil
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		return nil
+	}
+	return resp.Header
+}
+
+// ErrUnknownState: a redirect back whose state no flow awaits, or whose
+// flow already had its redirect back.
+var ErrUnknownState = errors.New("no authorization awaits this redirect: its state is unknown, or was already used")
+
+// Callback completes the flow the query's state names, in whichever
+// session started it: the redirect back to the gateway's own listener.
+// ErrUnknownState changes nothing.
+func (m *Manager) Callback(ctx context.Context, q url.Values) (urn string, err error) {
+	state := q.Get("state")
+	for _, s := range m.Sessions() {
+		if urn, err, ok := s.auth.callback(ctx, state, q); ok {
+			return urn, err
+		}
+	}
+	return "", ErrUnknownState
+}
+
+// callback completes the flow of state, if the session holds it and no
+// callback came for it yet (ok). A grant is kept for its URN; a decline
+// is kept for the next attach of it to say.
+func (a *authFlows) callback(ctx context.Context, state string, q url.Values) (urn string, err error, ok bool) {
+	a.mu.Lock()
+	f := a.byState[state]
+	if f == nil || f.ended {
+		a.mu.Unlock()
+		return "", ErrUnknownState, f != nil
+	}
+	f.ended = true
+	a.mu.Unlock()
+	g, err := f.flow.Callback(ctx, q)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case a.closed:
+		return f.urn, ErrSessionClosed, true
+	case err != nil:
+		f.err = err
+	default:
+		if a.grants == nil {
+			a.grants = map[string]*oauth.Grant{}
+		}
+		a.grants[f.urn] = g
+	}
+	return f.urn, err, true
+}
+
+// serveCallback answers a redirect back on a flow's loopback listener,
+// which closes once a callback completed the flow.
+func (s *Session) serveCallback(w http.ResponseWriter, r *http.Request, srv *http.Server) {
+	if r.URL.Path != CallbackPath {
+		http.NotFound(w, r)
+		return
+	}
+	urn, err, ok := s.auth.callback(r.Context(), r.URL.Query().Get("state"), r.URL.Query())
+	if !ok {
+		err = ErrUnknownState
+	}
+	WriteCallbackPage(w, urn, err)
+	if ok {
+		// Its one callback came: it stops listening now, and closes once
+		// this answer is written.
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(ctx)
+		}()
+	}
+}
+
+// WriteCallbackPage answers the redirect back with a short page for the
+// user: done, declined, or refused (400 for a state no flow awaits).
+func WriteCallbackPage(w http.ResponseWriter, urn string, err error) {
+	status, msg := http.StatusOK, "ardgate is authorized for "+urn+". You may close this page and return to your client."
+	switch {
+	case errors.Is(err, ErrUnknownState), errors.Is(err, oauth.ErrStateMismatch), errors.Is(err, oauth.ErrStateReused), errors.Is(err, oauth.ErrCodeReused):
+		status, msg = http.StatusBadRequest, "This authorization link is not valid: "+err.Error()+"."
+	case errors.Is(err, oauth.ErrDenied):
+		msg = "The authorization of " + urn + " was declined. You may close this page and return to your client."
+	case err != nil:
+		status, msg = http.StatusBadGateway, "The authorization of "+urn+" failed: "+guard.Text(err.Error(), 500)+". Return to your client and attach it again."
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", "default-src 'none'")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Referrer-Policy", "no-referrer")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, "<!doctype html><meta charset=utf-8><title>ardgate</title><p>%s</p>\n", html.EscapeString(msg))
+}
