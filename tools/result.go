@@ -75,7 +75,12 @@ type failureBody struct {
 // quotes of an entry, a registry or an upstream is theirs.
 func failure(code, format string, args ...any) *mcp.CallToolResult {
 	f := guard.Shown(failureBody{Error: fmt.Sprintf(format, args...), Code: code}).(failureBody)
-	msg := f.Error
+	return failed(f.Error, f)
+}
+
+// failed is the error result of msg, with f, already shown (guard.Shown),
+// as its structured body.
+func failed(msg string, f any) *mcp.CallToolResult {
 	body, _ := json.Marshal(f)
 	return &mcp.CallToolResult{
 		Result:               mcp.Result{Meta: mcp.NewMetaFromMap(map[string]any{failureMeta: f})},
@@ -84,6 +89,24 @@ func failure(code, format string, args ...any) *mcp.CallToolResult {
 		RawStructuredContent: body,
 		IsError:              true,
 	}
+}
+
+// authRequiredBody is a failureBody with the flow the user must finish.
+type authRequiredBody struct {
+	Error            string `json:"error" shown:"12000"`
+	Code             string `json:"code"`
+	URN              string `json:"urn"`
+	AuthorizationURL string `json:"authorization_url" shown:"8000"`
+}
+
+// authRequired is the failure of an attach that waits for the user to
+// authorize ardgate at the server: the model shows the link, then
+// attaches again.
+func authRequired(ar *attach.AuthRequired) *mcp.CallToolResult {
+	f := guard.Shown(authRequiredBody{Code: "auth_required", URN: ar.URN, AuthorizationURL: ar.URL,
+		Error: fmt.Sprintf("%v. Show the user this link, to open in their browser and authorize ardgate there: %s . "+
+			"Once they say they have, call attach_resource again with the same urn.", ar, ar.URL)}).(authRequiredBody)
+	return failed(f.Error, f)
 }
 
 // failureMeta is the _meta member that carries a failure's body
@@ -116,6 +139,9 @@ func (g *Gateway) fitFailure(s *session, called string, res *mcp.CallToolResult)
 func fromError(err error) *mcp.CallToolResult {
 	msg := err.Error()
 	var refusal *guard.Refusal
+	if auth := (*attach.AuthRequired)(nil); errors.As(err, &auth) {
+		return authRequired(auth)
+	}
 	if errors.As(err, &refusal) {
 		return failure(refusalCode(refusal.Rule), "%s", msg)
 	}
@@ -180,6 +206,8 @@ var errorCodes = []errorCode{
 	{isErr(attach.ErrOtherContext), "invalid_arguments", "%s"},
 	{isErr(attach.ErrStoreFull), "task_store_full", "%s"},
 	{isErr(attach.ErrSessionClosed), "session_closed", "%s"},
+	// The user declined an authorization the attach asked for.
+	{isErr(attach.ErrAuthDeclined), "cancelled", "%s"},
 	// Its caller gave up, or its session ended: said as a proxied call's
 	// cancellation is, not as the upstream's error.
 	{isErr(context.Canceled), "cancelled", "%s"},

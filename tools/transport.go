@@ -25,6 +25,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/guard/jsonrpc"
@@ -507,14 +508,35 @@ func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 		server.WithSessionIdleTTL(opt.IdleTTL),
 		server.WithEventStore(h.events),
 		server.WithStreamableHTTPLogger(g.log),
+		server.WithHTTPContextFunc(callbackBase),
 	)
 	h.mux.Handle("/mcp", h.guard(h.fast(released(h.streamable))))
+	// The user's browser comes back here from a server's authorization
+	// page: no session, no token, only the flow's state.
+	h.mux.HandleFunc("GET "+attach.CallbackPath, h.oauthCallback)
 	h.mux.HandleFunc("GET /healthz", h.healthz)
 	h.mux.Handle("GET /metrics", h.guard(g.metrics.handler()))
 	return h
 }
 
 func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// callbackBase has an attach's OAuth flow come back to the gateway's own
+// listener, as the client reached it.
+func callbackBase(ctx context.Context, r *http.Request) context.Context {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return attach.WithCallbackBase(ctx, scheme+"://"+r.Host)
+}
+
+// oauthCallback completes the flow the redirect back names, and tells
+// the user to return to their client.
+func (h *HTTP) oauthCallback(w http.ResponseWriter, r *http.Request) {
+	urn, err := h.g.manager.Callback(r.Context(), r.URL.Query())
+	attach.WriteCallbackPage(w, urn, err)
+}
 
 // Shutdown ends every HTTP session (and so its attachments) and releases
 // open event streams, so that http.Server.Shutdown can finish. The
