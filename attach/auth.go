@@ -252,7 +252,8 @@ func (a *authFlows) callback(ctx context.Context, state string, q url.Values) (u
 	}
 	f.ended = true
 	a.mu.Unlock()
-	g, err := f.flow.Callback(ctx, q)
+	// The exchange outlives a browser that closes the page meanwhile.
+	g, err := f.flow.Callback(context.WithoutCancel(ctx), q)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	switch {
