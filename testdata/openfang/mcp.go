@@ -71,12 +71,7 @@ const (
 	Newline
 )
 
-type request struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params"`
-}
+type request = RPCRequest
 
 // ServeMCP serves MCP on in and out until in ends.
 func ServeMCP(in io.Reader, out io.Writer, framing Framing) error {
