@@ -235,7 +235,15 @@ type Agent struct {
 	TokenEnv string `json:"token_env,omitempty"`
 	// Token is read from TokenEnv when the config is loaded.
 	Token string `json:"-"`
+	// Dialect, when set, is the A2A dialect the agent is spoken to in,
+	// whatever its card says: one of AgentDialects.
+	Dialect string `json:"dialect,omitempty"`
 }
+
+// AgentDialects are the values of agents[].dialect: A2A v1.0 JSON-RPC,
+// v0.3 JSON-RPC, and the tasks/send methods of older agents (OpenFang's,
+// kagent's).
+var AgentDialects = []string{"v1", "v0.3", "tasks"}
 
 // Transports of a pinned url server.
 const (

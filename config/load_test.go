@@ -564,6 +564,7 @@ func TestLoadValidation(t *testing.T) {
 		{"otel_endpoint no host", `{"otel_endpoint": "http://"}`, "otel_endpoint"},
 		{"agent url", `{"agents": [{"name": "research", "url": "research.example.com"}]}`, "agents[0].url"},
 		{"agent name", `{"agents": [{"name": "", "url": "https://research.example.com"}]}`, "agents[0].name"},
+		{"agent dialect", `{"agents": [{"name": "a", "url": "https://a.example", "dialect": "v2"}]}`, "agents[0].dialect"},
 		{"agent and server share names", `{"servers": [{"name": "r", "command": "npx"}], "agents": [{"name": "r", "url": "https://r.example.com"}]}`, "agents[0].name"},
 	}
 	for _, tt := range tests {

@@ -415,6 +415,9 @@ func (a Agent) check(p *problems, i int, names map[string]bool) {
 		p.add(f+".url", "%q is not an http(s) URL", a.URL)
 	}
 	p.envName(f+".token_env", a.TokenEnv)
+	if a.Dialect != "" && !slices.Contains(AgentDialects, a.Dialect) {
+		p.add(f+".dialect", "%q is not one of %s", a.Dialect, strings.Join(AgentDialects, ", "))
+	}
 }
 
 // httpURL reports whether s is an absolute http(s) URL with a host; an
