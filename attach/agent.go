@@ -67,14 +67,14 @@ func (m *Manager) checkAgentEndpoint(endpoint string, own bool) error {
 }
 
 // dialAgent validates a card and connects to its agent (a2a.Dialer),
-// through the guarded client. own: the operator configured the agent
-// (client).
-func (m *Manager) dialAgent(ctx context.Context, data []byte, own bool) (*a2a.Conn, error) {
+// through the guarded client, in dialect ("": the card's). own: the
+// operator configured the agent (client).
+func (m *Manager) dialAgent(ctx context.Context, data []byte, own bool, dialect string) (*a2a.Conn, error) {
 	d := a2a.Dialer{Check: m.checkAgentEndpoint, HTTP: m.agentHTTP}
 	if m.Tracing != nil {
 		d.Wrap = func(c a2a.Client, agent string) a2a.Client { return tracedAgent{Client: c, t: m.Tracing, agent: agent} }
 	}
-	return d.Dial(ctx, data, own)
+	return d.Dial(ctx, data, own, dialect)
 }
 
 // agentHTTP returns the client for an agent endpoint: the guarded client,

@@ -368,7 +368,7 @@ func newSession(m *Manager, id string) *Session {
 			if err != nil {
 				return nil, err
 			}
-			return m.dialAgent(ctx, data, true)
+			return m.dialAgent(ctx, data, true, p.Dialect)
 		}
 		s.pin(a, func(ctx context.Context) error {
 			conn, err := a.reachAgent(ctx)
@@ -791,7 +791,7 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 		if err != nil {
 			return nil, err
 		}
-		conn, err := s.m.dialAgent(ctx, data, false)
+		conn, err := s.m.dialAgent(ctx, data, false, "")
 		if err != nil {
 			return nil, err
 		}

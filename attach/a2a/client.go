@@ -25,14 +25,23 @@ type Conn struct {
 	card      *a2a.AgentCard
 	client    Client
 	streaming bool
-	protocol  string // "0.3" or "1.0"
+	protocol  string // "0.3", "1.0" or "tasks"
+	// fallback, when set, is the client that moves from v0.3 to tasks/send
+	// at the agent's first "no such method".
+	fallback *fallback
 }
 
 // Endpoint is where the agent is spoken to.
 func (c *Conn) Endpoint() string { return c.card.URL }
 
-// Protocol is the A2A version the agent is spoken to in: "0.3" or "1.0".
-func (c *Conn) Protocol() string { return c.protocol }
+// Protocol is the A2A version the agent is spoken to in: "0.3", "1.0",
+// or "tasks" (tasks/send, of agents older than v0.3).
+func (c *Conn) Protocol() string {
+	if c.fallback != nil && c.fallback.fell() {
+		return "tasks"
+	}
+	return c.protocol
+}
 
 // Skill is one skill an attached agent advertises.
 type Skill struct {
