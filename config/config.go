@@ -135,7 +135,8 @@ type Registry struct {
 	Federation string `json:"federation,omitempty"`
 	// TokenEnv names the variable holding this registry's bearer token.
 	TokenEnv string `json:"token_env,omitempty"`
-	// Hosts are the origins of a "well-known" registry.
+	// Hosts are the base URLs of a "well-known" registry: origins, or URLs
+	// with a path under which a namespace's cards are.
 	Hosts []string `json:"hosts,omitempty"`
 	// Token is the bearer token for this registry, read from TokenEnv (or
 	// ARD_REGISTRY_TOKEN for ARD registries) when the config is loaded.

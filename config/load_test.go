@@ -514,7 +514,7 @@ func TestLoadValidation(t *testing.T) {
 		{"mcp-registry needs url", `{"registries": [{"id": "mcp", "kind": "mcp-registry"}]}`, "registries[0].url"},
 		{"ard url without host", `{"registries": [{"id": "pub", "kind": "ard", "url": "http://"}]}`, "registries[0].url"},
 		{"mcp-registry url with a space", `{"registries": [{"id": "mcp", "kind": "mcp-registry", "url": "https://exa mple.com"}]}`, "registries[0].url"},
-		{"well-known host with a path", `{"registries": [{"id": "hosts", "kind": "well-known", "hosts": ["https://x.example/path?q"]}]}`, "registries[0].hosts[0]"},
+		{"well-known host with a query", `{"registries": [{"id": "hosts", "kind": "well-known", "hosts": ["https://x.example/path?q"]}]}`, "registries[0].hosts[0]"},
 		{"catalog with a url", `{"registries": [{"id": "team", "kind": "catalog", "path": "t.json", "url": "https://r.example"}]}`, "registries[0].url"},
 		{"catalog with hosts", `{"registries": [{"id": "team", "kind": "catalog", "path": "t.json", "hosts": ["https://r.example"]}]}`, "registries[0].hosts"},
 		{"ard with a path", `{"registries": [{"id": "pub", "kind": "ard", "url": "https://r.example", "path": "t.json"}]}`, "registries[0].path"},
@@ -1167,5 +1167,22 @@ func TestOwnAddrs(t *testing.T) {
 	want := []string{"localhost:8080", "mcp.svc.cluster:443", "[::1]:9000", "127.0.0.1:7334", "agents.internal:80"}
 	if got := c.OwnAddrs(); !slices.Equal(got, want) {
 		t.Fatalf("OwnAddrs() = %v, want %v", got, want)
+	}
+}
+
+// openribcage lists kagent's namespaces as well-known hosts with a path,
+// and an agent may name its dialect.
+func TestLoadWellKnownHostWithPath(t *testing.T) {
+	p := writeConfig(t, `{"registries": [{"id": "kagent", "kind": "well-known", "hosts": ["http://localhost:8083/api/a2a/kagent"]}],
+	  "agents": [{"name": "reviewer", "url": "https://openfang.example", "dialect": "tasks"}]}`)
+	c, err := config.Load(config.Flags{Config: p}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Registries[len(c.Registries)-1].Hosts; len(got) != 1 || got[0] != "http://localhost:8083/api/a2a/kagent" {
+		t.Fatalf("hosts %q", got)
+	}
+	if c.Agents[0].Dialect != "tasks" {
+		t.Fatalf("dialect %q", c.Agents[0].Dialect)
 	}
 }

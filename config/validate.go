@@ -240,7 +240,7 @@ func (r Registry) checkHosts(p *problems, f string) {
 	}
 	for j, h := range r.Hosts {
 		if !httpURL(h, true) {
-			p.add(fmt.Sprintf("%s.hosts[%d]", f, j), "%q is not an http(s) origin (scheme and host, such as https://agents.example.com)", h)
+			p.add(fmt.Sprintf("%s.hosts[%d]", f, j), "%q is not an http(s) host (scheme, host and, if its cards are under one, a path, such as https://agents.example.com or http://host:8083/api/a2a/kagent; no query)", h)
 		}
 	}
 }
@@ -420,12 +420,13 @@ func (a Agent) check(p *problems, i int, names map[string]bool) {
 	}
 }
 
-// httpURL reports whether s is an absolute http(s) URL with a host; an
-// origin, when origin is set: nothing after the host but a "/".
-func httpURL(s string, origin bool) bool {
+// httpURL reports whether s is an absolute http(s) URL with a host; a
+// base, when base is set: a path may follow the host (a namespace of
+// agents, as openribcage lists kagent's), but no query or fragment.
+func httpURL(s string, base bool) bool {
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
 		return false
 	}
-	return !origin || (u.Path == "" || u.Path == "/") && u.RawQuery == "" && u.Fragment == "" && !u.ForceQuery
+	return !base || u.RawQuery == "" && u.Fragment == "" && !u.ForceQuery
 }
