@@ -6,18 +6,24 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ardgate/ardgate/attach/a2a"
+	"github.com/ardgate/ardgate/guard"
 )
 
 // WellKnown is a registry made of what configured hosts publish under
 // /.well-known/: an ARD catalog (ai-catalog.json, or ard.json) and an A2A
-// agent card (agent-card.json, or agent.json on A2A v0.2 hosts). It is
-// indexed locally and refreshed by Run.
+// agent card (agent-card.json, or agent.json on A2A v0.2 hosts), or the
+// cards of a namespace (agentCards). A host may have a path
+// (http://host:8083/api/a2a/kagent), under which its well-known paths
+// are. It is indexed locally and refreshed by Run.
 type WellKnown struct {
 	id      string
 	hosts   []*remote
@@ -152,10 +158,10 @@ func (w *WellKnown) Refresh(ctx context.Context) {
 		hh := HostHealth{Host: key, OK: errs[i] == nil, CheckedAt: time.Now()}
 		if errs[i] != nil {
 			hh.Error = errs[i].Error()
-			// Keep what this host published last time.
+			// Keep what this host published last time, marked down.
 			for _, e := range old.Entries() {
 				if hostOf(e) == key {
-					fresh[i] = append(fresh[i], e)
+					fresh[i] = append(fresh[i], markedDown(e, errs[i]))
 				}
 			}
 			if w.log != nil {
@@ -172,7 +178,26 @@ func (w *WellKnown) Refresh(ctx context.Context) {
 	w.readyOnce.Do(func() { close(w.ready) })
 }
 
-// hostOf reads the origin a well-known entry was fetched from.
+// HostDownKey is the metadata key of an entry whose well-known host
+// failed its last refresh: what failed, cleaned and bounded. The entry is
+// what the host published before.
+const HostDownKey = "wellKnownHostDown"
+
+// HostDown is why the well-known host of e failed its last refresh; ""
+// when it did not, or e is of no well-known host.
+func HostDown(e *Entry) string {
+	s, _ := e.Metadata[HostDownKey].(string)
+	return s
+}
+
+// markedDown is e, of a host that failed with err, saying so.
+func markedDown(e Entry, err error) Entry {
+	e.Metadata = maps.Clone(e.Metadata)
+	e.Metadata[HostDownKey] = guard.Text(err.Error(), 300)
+	return e
+}
+
+// hostOf reads the URL a well-known entry was fetched from.
 func hostOf(e Entry) string {
 	if s, ok := e.Metadata["wellKnownHost"].(string); ok {
 		return s
@@ -200,11 +225,13 @@ func fetchHost(ctx context.Context, h *remote) ([]Entry, error) {
 	card, err := firstFound(ctx, h, "/.well-known/agent-card.json", "/.well-known/agent.json")
 	switch {
 	case err == nil:
-		e, cerr := agentCardEntry(h.base, card)
-		if cerr != nil {
-			problems = append(problems, cerr.Error())
-		} else {
-			entries = append(entries, e)
+		for _, c := range agentCards(card) {
+			e, cerr := agentCardEntry(h.base, c)
+			if cerr != nil {
+				problems = append(problems, cerr.Error())
+			} else {
+				entries = append(entries, e)
+			}
 		}
 	case !errors.Is(err, ErrNotFound):
 		problems = append(problems, err.Error())
@@ -259,7 +286,30 @@ func firstFound(ctx context.Context, h *remote, paths ...string) ([]byte, error)
 	return nil, last
 }
 
+// agentCards are the cards of data, what a host's well-known card path
+// published: one card, or the cards of a namespace (openribcage's
+// DiscoverFromHost), listed as {"agents": [...]} (OpenFang's GET
+// /a2a/agents) or as a bare list.
+func agentCards(data []byte) []json.RawMessage {
+	var list []json.RawMessage
+	if json.Unmarshal(data, &list) == nil {
+		return list
+	}
+	var listing struct {
+		Agents []json.RawMessage `json:"agents"`
+		Name   string            `json:"name"`
+	}
+	if json.Unmarshal(data, &listing) == nil && listing.Agents != nil && listing.Name == "" {
+		return listing.Agents
+	}
+	return []json.RawMessage{data}
+}
+
 // agentCardEntry makes an entry of an A2A agent card published by host.
+// A card that could not be attached (a2a.CardEndpoint) is refused here,
+// so that discovery never lists it attachable. Capabilities are the
+// skills' ids, and the card's own capabilities when it lists them as
+// strings (openribcage's cards).
 func agentCardEntry(host *url.URL, data []byte) (Entry, error) {
 	var card struct {
 		Name        string `json:"name"`
@@ -285,10 +335,14 @@ func agentCardEntry(host *url.URL, data []byte) (Entry, error) {
 		DisplayName: card.Name, Type: "application/a2a-agent-card+json", Data: data,
 		Description: card.Description, Version: card.Version,
 	}
+	if _, err := a2a.CardEndpoint(data); err != nil {
+		return Entry{}, fmt.Errorf("agent card %q of %s: %w", guard.Text(card.Name, 100), host, err)
+	}
 	for _, s := range card.Skills {
 		e.Capabilities = append(e.Capabilities, s.ID)
 		e.Tags = append(e.Tags, s.Tags...)
 	}
+	e.Capabilities = append(e.Capabilities, a2a.StringCapabilities(data)...)
 	if err := checkEntry(&e); err != nil {
 		return Entry{}, fmt.Errorf("agent card of %s: %w", host, err)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/ardgate/ardgate/testdata/kagent"
 )
 
 func TestWellKnown(t *testing.T) {
@@ -86,5 +88,34 @@ func TestWellKnownWaitsForFirstFetch(t *testing.T) {
 	w.Refresh(context.Background())
 	if _, err := w.Search(context.Background(), Query{Text: "x"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A host with a path lists a namespace's cards at its well-known card
+// path; their string capabilities are indexed, and a card that could not
+// be attached is refused, the host's health saying why.
+func TestWellKnownNamespaceHost(t *testing.T) {
+	host := kagent.Start(t)
+	odd := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/team/.well-known/agent.json" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write([]byte(`[{"name":"grpc-only","version":"1.0.0","supportedInterfaces":[{"url":"https://x","protocolBinding":"GRPC","protocolVersion":"1.0"}]}]`))
+	}))
+	defer odd.Close()
+	w, err := NewWellKnown("hosts", []string{host.URL, odd.URL + "/team"}, RemoteOptions{HTTP: &http.Client{}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	w.Refresh(ctx)
+	p, err := w.Search(ctx, Query{Text: "kubernetes", Filter: map[string][]string{"capabilities": {"kubernetes-management"}}})
+	if err != nil || len(p.Results) != 1 || p.Results[0].DisplayName != kagent.Agent {
+		t.Fatalf("by string capability: %v %+v", err, p.Results)
+	}
+	health := w.Health()
+	if !health[0].OK || health[1].OK || !strings.Contains(health[1].Error, "grpc-only") {
+		t.Fatalf("health: %+v", health)
 	}
 }
