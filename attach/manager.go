@@ -296,8 +296,12 @@ func (m *Manager) Assess(e *registry.Entry, registryID string) Assessment {
 }
 
 // assessAgent is what refuses agent entry e before any lookup: the URL of
-// its card, or the endpoint of its card inline.
+// its card, or the endpoint of its card inline, or its well-known host
+// failing its last refresh (the entry is what it published before).
 func (m *Manager) assessAgent(e *registry.Entry) error {
+	if why := registry.HostDown(e); why != "" {
+		return notAttachable("its well-known host is down (%s); it is listed as the host last published it", why)
+	}
 	if len(e.Data) == 0 {
 		return m.checkEndpoint(e.URL)
 	}
