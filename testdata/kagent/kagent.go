@@ -48,15 +48,20 @@ type Host struct {
 	// URL is the namespace's URL: the origin and Path.
 	URL string
 
+	// Looked receives the id of each task tasks/status asks for; buffered,
+	// a look not taken when it is full.
+	Looked chan string
+
 	mu      sync.Mutex
 	methods []string
 	down    bool
+	looks   int // tasks/status answered before they fail; < 0: all
 }
 
 // Start serves a kagent host until the test ends.
 func Start(tb testing.TB) *Host {
 	tb.Helper()
-	h := &Host{Store: openfang.NewStore()}
+	h := &Host{Store: openfang.NewStore(), Looked: make(chan string, 64), looks: -1}
 	ts := httptest.NewServer(h)
 	h.URL = ts.URL + Path
 	tb.Cleanup(ts.Close)
@@ -75,6 +80,32 @@ func (h *Host) SetDown(down bool) {
 	h.mu.Lock()
 	h.down = down
 	h.mu.Unlock()
+}
+
+// AnswerLooks makes tasks/status answer n more requests, then fail with
+// an internal error; n < 0 answers all. A client that follows a task's
+// stream needs no more looks than it takes before it joins.
+func (h *Host) AnswerLooks(n int) {
+	h.mu.Lock()
+	h.looks = n
+	h.mu.Unlock()
+}
+
+// look counts a tasks/status request; false when it is to fail.
+func (h *Host) look(id string) bool {
+	select {
+	case h.Looked <- id:
+	default:
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.looks == 0 {
+		return false
+	}
+	if h.looks > 0 {
+		h.looks--
+	}
+	return true
 }
 
 // Card is the agent's card ("AgentCard Format").
@@ -173,6 +204,10 @@ func (h *Host) rpc(w http.ResponseWriter, r *http.Request) {
 		h.subscribe(w, r, req.ID, p)
 		return
 	case "tasks/status", "tasks/get":
+		if !h.look(p.ID) {
+			openfang.WriteJSON(w, openfang.RPCFailure(req.ID, -32603, "tasks/status is failing as asked"))
+			return
+		}
 		t, err = found(h.Get(p.ID))
 	case "tasks/cancel":
 		t, err = found(h.Cancel(p.ID))
