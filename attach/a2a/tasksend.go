@@ -45,10 +45,12 @@ type tasksClient struct {
 	status    string
 	seq       atomic.Int64
 
-	// streams are the tasks/sendSubscribe streams still open, by task
-	// id; they end at Destroy.
+	// streams are the tasks/sendSubscribe streams by task id: those open,
+	// which end at Destroy, and the last maxTaskStreams that ended (done,
+	// oldest first), for a wait that joins after its task's stream ended.
 	mu      sync.Mutex
 	streams map[string]*taskStream
+	done    []string
 	ctx     context.Context
 	stop    context.CancelFunc
 }
@@ -384,7 +386,13 @@ type taskStream struct {
 func (c *tasksClient) room() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.streams) < maxTaskStreams
+	open := 0
+	for _, s := range c.streams {
+		if !s.over() {
+			open++
+		}
+	}
+	return open < maxTaskStreams
 }
 
 // sendSubscribe sends by tasks/sendSubscribe and returns the task its
@@ -442,13 +450,19 @@ func (c *tasksClient) sendSubscribe(ctx context.Context, params tsSendParams) (a
 	return snapshot, nil
 }
 
-// drop forgets stream s of task id, ended.
+// drop ends stream s of task id; the oldest ended stream past
+// maxTaskStreams is forgotten.
 func (c *tasksClient) drop(id string, s *taskStream) {
 	s.end()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.streams[id] == s {
-		delete(c.streams, id)
+	c.done = append(c.done, id)
+	for len(c.done) > maxTaskStreams {
+		old := c.done[0]
+		c.done = c.done[1:]
+		if st := c.streams[old]; st != nil && st.over() {
+			delete(c.streams, old)
+		}
 	}
 }
 
@@ -532,6 +546,12 @@ func (s *taskStream) watch() (*a2a.Task, <-chan struct{}, bool) {
 	t, ch, ended := s.task, s.changed, s.ended
 	s.mu.Unlock()
 	return fromTasksTask(&t), ch, ended
+}
+
+func (s *taskStream) over() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ended
 }
 
 func (s *taskStream) end() {
