@@ -201,7 +201,11 @@ func TestKagentCardFromWellKnownHost(t *testing.T) {
 	host.AnswerLooks(1)
 	<-host.Looked // the wait's first look; from here on only the stream tells
 	host.Finish(id, "scaled to 3 replicas")
-	v = s.task(<-waited)
+	res = <-waited
+	if res.IsError {
+		t.Logf("methods: %v", host.Methods())
+	}
+	v = s.task(res)
 	if v.State != "completed" || !v.said("scaled to 3 replicas") {
 		t.Fatalf("wait: %+v", v)
 	}
