@@ -4,9 +4,10 @@
 // views the task tools show.
 //
 // Each dialect is one file behind the Client interface: v03.go speaks A2A
-// v0.3 JSON-RPC through a2a-go, v1.go speaks v1.0 JSON-RPC; Dial picks one
-// from the card (card.go). The engine sees only Client, so a dialect added
-// (tasks/send of older agents) changes no task code.
+// v0.3 JSON-RPC through a2a-go, v1.go speaks v1.0 JSON-RPC, tasksend.go
+// the tasks/send methods of older agents (OpenFang's, kagent's); Dial
+// picks one from the card (card.go) unless told which. The engine sees
+// only Client, so a dialect added changes no task code.
 //
 // The package holds no session state of its own but its task stores:
 // which agents are attached, their status, and how a connection is
