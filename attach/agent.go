@@ -2,6 +2,7 @@ package attach
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -29,16 +30,37 @@ func (m *Manager) agentCard(ctx context.Context, e *registry.Entry) ([]byte, err
 	return m.fetchCard(ctx, e.URL, false)
 }
 
-// fetchCard fetches a card from url; a bare origin is looked up at the
-// well-known paths. own: the operator configured url (client).
+// fetchCard fetches a card from url: the card itself when url has a
+// path, else the well-known paths under it. A URL with a path that is no
+// document (404, 405) is also looked under: an agent's URL, as
+// openribcage names kagent's agents, whose card is under it. own: the
+// operator configured url (client).
 func (m *Manager) fetchCard(ctx context.Context, url string, own bool) ([]byte, error) {
 	u, err := guard.CheckURL(url)
 	if err != nil {
 		return nil, err
 	}
 	if u.Path != "" && u.Path != "/" {
-		return m.fetchLimited(ctx, m.client(own), url, maxCardSize)
+		data, err := m.fetchLimited(ctx, m.client(own), url, maxCardSize)
+		var se *statusError
+		if err == nil || !errors.As(err, &se) || se.code != http.StatusNotFound && se.code != http.StatusMethodNotAllowed {
+			return data, err
+		}
+		if data, under := m.fetchWellKnown(ctx, url, own); under == nil {
+			return data, nil
+		}
+		return nil, err
 	}
+	data, err := m.fetchWellKnown(ctx, url, own)
+	if err != nil {
+		return nil, fmt.Errorf("no agent card at %s: %w", url, err)
+	}
+	return data, nil
+}
+
+// fetchWellKnown fetches the card at the first of the well-known paths
+// under url that has one.
+func (m *Manager) fetchWellKnown(ctx context.Context, url string, own bool) ([]byte, error) {
 	var last error
 	for _, p := range a2a.CardPaths {
 		data, err := m.fetchLimited(ctx, m.client(own), strings.TrimSuffix(url, "/")+p, maxCardSize)
@@ -47,7 +69,7 @@ func (m *Manager) fetchCard(ctx context.Context, url string, own bool) ([]byte, 
 		}
 		last = err
 	}
-	return nil, fmt.Errorf("no agent card at %s: %w", url, last)
+	return nil, last
 }
 
 // checkAgentEndpoint is what the guard refuses of the endpoint of an

@@ -397,7 +397,7 @@ func (m *Manager) fetchLimited(ctx context.Context, hc *http.Client, url string,
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: HTTP %d", url, resp.StatusCode)
+		return nil, &statusError{url: url, code: resp.StatusCode}
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
@@ -408,6 +408,14 @@ func (m *Manager) fetchLimited(ctx context.Context, hc *http.Client, url string,
 	}
 	return data, nil
 }
+
+// statusError is an answer of fetchLimited's that was not a 200.
+type statusError struct {
+	url  string
+	code int
+}
+
+func (e *statusError) Error() string { return fmt.Sprintf("%s: HTTP %d", e.url, e.code) }
 
 // NewSession starts tracking a client session. Its pinned servers start
 // attaching when Start is called; call Close when the session ends.
