@@ -119,11 +119,7 @@ func TestAgentDialectOverride(t *testing.T) {
 	peer.ProtocolVersion = "0.3.0"
 	tg := agentGatewayPinning(t, true, 10*time.Second, []config.Agent{{Name: "reviewer", URL: peer.URL, Dialect: "tasks"}})
 	s := tg.connect(t)
-	for _, sess := range tg.g.manager.Sessions() {
-		for _, a := range sess.Attachments() {
-			sess.WaitStarted(context.Background(), a, 10*time.Second)
-		}
-	}
+	waitPinnedAgents(tg)
 	v := s.task(s.call("spawn_agent", map[string]any{"agent": "reviewer", "message": "review main.go"}))
 	if v.State != "completed" || !v.said("reviewed: review main.go") {
 		t.Fatalf("spawn: %+v", v)
@@ -235,5 +231,27 @@ func TestWellKnownHostDownSaysSo(t *testing.T) {
 	d := s.discoverEntries(map[string]any{"text": "kubernetes"})
 	if len(d.Results) != 1 || d.Results[0].Attachable || !strings.Contains(d.Results[0].WhyNotAttachable, "host is down") {
 		t.Fatalf("host down: %+v", d)
+	}
+}
+
+// A kagent agent pinned by its URL, as openribcage's Discover takes it:
+// its card is under that URL's well-known path.
+func TestKagentPinnedByAgentURL(t *testing.T) {
+	host := kagent.Start(t)
+	tg := agentGatewayPinning(t, true, 10*time.Second, []config.Agent{{Name: "k8s", URL: host.URL + "/" + kagent.Agent}})
+	s := tg.connect(t)
+	waitPinnedAgents(tg)
+	v := s.task(s.call("spawn_agent", map[string]any{"agent": "k8s", "message": "check pods"}))
+	if v.State != "completed" || !v.said("reviewed: check pods") {
+		t.Fatalf("spawn: %+v", v)
+	}
+}
+
+// waitPinnedAgents waits until the pinned agents of tg's sessions are reached.
+func waitPinnedAgents(tg *testGateway) {
+	for _, sess := range tg.g.manager.Sessions() {
+		for _, a := range sess.Attachments() {
+			sess.WaitStarted(context.Background(), a, 10*time.Second)
+		}
 	}
 }
