@@ -34,10 +34,13 @@ type A2A struct {
 	requests []string
 }
 
+// NewA2A returns an OpenFang A2A server to be served at origin.
+func NewA2A(origin string) *A2A { return &A2A{Store: NewStore(), URL: origin} }
+
 // StartA2A serves an OpenFang A2A server until the test ends.
 func StartA2A(tb testing.TB) *A2A {
 	tb.Helper()
-	a := &A2A{Store: NewStore()}
+	a := NewA2A("")
 	ts := httptest.NewServer(a)
 	a.URL = ts.URL
 	tb.Cleanup(ts.Close)
