@@ -33,12 +33,12 @@ var (
 
 // Spawn sends message to an agent, named as agentFor takes it, without
 // waiting, and returns the task (a2a.Store.Spawn).
-func (s *Session) Spawn(ctx context.Context, agentName, message, contextID string) (TaskView, error) {
+func (s *Session) Spawn(ctx context.Context, agentName, message, contextID string, metadata map[string]any) (TaskView, error) {
 	a, err := s.agentFor(agentName)
 	if err != nil {
 		return TaskView{}, err
 	}
-	return s.tasks.Spawn(ctx, taskAgent{s, a}, message, contextID)
+	return s.tasks.Spawn(ctx, taskAgent{s, a}, message, contextID, metadata)
 }
 
 // Wait waits up to timeout for a task to finish or to need input

@@ -27,7 +27,8 @@ const spawnSchema = `{
   "properties": {
     "agent": {"type": "string", "description": "Attached agent, by name or URN; may be omitted when exactly one agent is attached."},
     "message": {"type": "string", "description": "What to ask the agent."},
-    "context_id": {"type": "string", "description": "Continue an earlier conversation with this agent (context_id of an earlier task)."}
+    "context_id": {"type": "string", "description": "Continue an earlier conversation with this agent (context_id of an earlier task)."},
+    "metadata": {"type": "object", "description": "Sent with the message as its metadata, for agents that read it (e.g. {\"provider\": \"anthropic\"})."}
   },
   "required": ["message"],
   "additionalProperties": false
@@ -83,9 +84,10 @@ func (g *Gateway) taskTools() []server.ServerTool {
 
 func (g *Gateway) spawn(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var a struct {
-		Agent     string `json:"agent"`
-		Message   string `json:"message"`
-		ContextID string `json:"context_id"`
+		Agent     string          `json:"agent"`
+		Message   string          `json:"message"`
+		ContextID string          `json:"context_id"`
+		Metadata  json.RawMessage `json:"metadata"`
 	}
 	s, fail := g.begin(ctx, req, "spawn_agent", &a)
 	if fail != nil {
@@ -94,11 +96,33 @@ func (g *Gateway) spawn(ctx context.Context, req mcp.CallToolRequest) (*mcp.Call
 	if strings.TrimSpace(a.Message) == "" {
 		return invalid("spawn_agent", errors.New(`"message" is required, and must say something`)), nil
 	}
-	v, err := s.att.Spawn(ctx, a.Agent, a.Message, a.ContextID)
+	metadata, err := messageMetadata(a.Metadata)
+	if err != nil {
+		return invalid("spawn_agent", err), nil
+	}
+	v, err := s.att.Spawn(ctx, a.Agent, a.Message, a.ContextID, metadata)
 	if err != nil {
 		return g.agentFailed(ctx, err), nil
 	}
 	return taskResult(v), nil
+}
+
+// maxMetadata bounds the metadata spawn_agent sends with a message.
+const maxMetadata = 16 << 10
+
+// messageMetadata reads spawn_agent's metadata: an object, or none.
+func messageMetadata(raw json.RawMessage) (map[string]any, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	if len(raw) > maxMetadata {
+		return nil, fmt.Errorf(`"metadata" is over %d KiB`, maxMetadata>>10)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, errors.New(`"metadata" must be an object`)
+	}
+	return m, nil
 }
 
 // taskResult is a task's view as a result, its inline images and audio

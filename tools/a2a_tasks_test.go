@@ -1321,3 +1321,45 @@ func TestDrainEndsWaits(t *testing.T) {
 		t.Fatalf("the wait at the drain: %s %s", s.code(res), firstText(res))
 	}
 }
+
+// spawn_agent's metadata goes to the agent with the message, as
+// McpAgenticServer's clients choose a provider with it
+// (../shared/seeds/mcp-agentic-server.txt, "metadata.provider"); metadata
+// that is no object is refused before anything is sent.
+func TestSpawnMetadata(t *testing.T) {
+	t.Parallel()
+	agent := a2afixture.Start(t)
+	var sent atomic.Value
+	proxied := httputil.NewSingleHostReverseProxy(mustParse(t, agent.URL))
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"message/send"`)) {
+			sent.Store(string(body))
+		}
+		proxied.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	card, _ := json.Marshal(a2afixture.NewCard(proxy.URL + "/a2a"))
+	cards := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(card) }))
+	t.Cleanup(cards.Close)
+	s := agentGateway(t, true, agentEntry("urn:air:agents.test:agent:helper", cards.URL+"/card.json")).connect(t)
+	s.call("attach_resource", map[string]any{"urn": "urn:air:agents.test:agent:helper"})
+
+	if res := s.call("spawn_agent", map[string]any{"message": "reply hi", "metadata": "anthropic"}); s.code(res) != "invalid_arguments" || sent.Load() != nil {
+		t.Fatalf("metadata that is no object: %s %s (sent %v)", s.code(res), firstText(res), sent.Load())
+	}
+	res := s.call("spawn_agent", map[string]any{"message": "reply hi", "metadata": map[string]any{"provider": "anthropic"}})
+	if res.IsError {
+		t.Fatalf("spawn: %s", firstText(res))
+	}
+	var body struct {
+		Params struct {
+			Message struct{ Metadata map[string]any }
+		}
+	}
+	raw, _ := sent.Load().(string)
+	if err := json.Unmarshal([]byte(raw), &body); err != nil || body.Params.Message.Metadata["provider"] != "anthropic" {
+		t.Fatalf("the agent got %s (%v)", raw, err)
+	}
+}

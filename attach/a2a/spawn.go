@@ -7,10 +7,10 @@ import (
 	"github.com/a2aproject/a2a-go/a2a"
 )
 
-// Spawn sends message to an agent without waiting and returns the task.
-// An agent that answers with a message, not a task, gives a task that is
-// already completed.
-func (s *Store) Spawn(ctx context.Context, a Agent, message, contextID string) (TaskView, error) {
+// Spawn sends message, with metadata if any, to an agent without waiting
+// and returns the task. An agent that answers with a message, not a
+// task, gives a task that is already completed.
+func (s *Store) Spawn(ctx context.Context, a Agent, message, contextID string, metadata map[string]any) (TaskView, error) {
 	if contextID != "" {
 		contextID = s.agentContext(contextID)
 	}
@@ -26,7 +26,7 @@ func (s *Store) Spawn(ctx context.Context, a Agent, message, contextID string) (
 		return TaskView{}, err
 	}
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: message})
-	msg.ContextID = contextID
+	msg.ContextID, msg.Metadata = contextID, metadata
 	var res a2a.SendMessageResult
 	if err := ask(ctx, a, "the message", func(ctx context.Context) (err error) {
 		res, err = conn.client.SendMessage(ctx, &a2a.MessageSendParams{Message: msg})

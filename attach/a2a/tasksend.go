@@ -86,8 +86,9 @@ type tsPart struct {
 }
 
 type tsMessage struct {
-	Role  string   `json:"role"`
-	Parts []tsPart `json:"parts"`
+	Role     string         `json:"role"`
+	Parts    []tsPart       `json:"parts"`
+	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
 type tsArtifact struct {
@@ -159,7 +160,7 @@ func fromTasksState(s string) a2a.TaskState {
 }
 
 func toTasksMessage(m *a2a.Message) tsMessage {
-	out := tsMessage{Role: "user"}
+	out := tsMessage{Role: "user", Metadata: m.Metadata}
 	for _, p := range m.Parts {
 		switch v := p.(type) {
 		case a2a.TextPart:

@@ -131,11 +131,12 @@ type v1Part struct {
 }
 
 type v1Message struct {
-	MessageID string   `json:"messageId"`
-	ContextID string   `json:"contextId,omitempty"`
-	TaskID    string   `json:"taskId,omitempty"`
-	Role      string   `json:"role"`
-	Parts     []v1Part `json:"parts"`
+	MessageID string         `json:"messageId"`
+	ContextID string         `json:"contextId,omitempty"`
+	TaskID    string         `json:"taskId,omitempty"`
+	Role      string         `json:"role"`
+	Parts     []v1Part       `json:"parts"`
+	Metadata  map[string]any `json:"metadata,omitempty"`
 }
 
 type v1Status struct {
@@ -176,7 +177,7 @@ type v1Result struct {
 }
 
 func toV1Message(m *a2a.Message) v1Message {
-	out := v1Message{MessageID: m.ID, ContextID: m.ContextID, TaskID: string(m.TaskID), Role: "ROLE_USER"}
+	out := v1Message{MessageID: m.ID, ContextID: m.ContextID, TaskID: string(m.TaskID), Role: "ROLE_USER", Metadata: m.Metadata}
 	if m.Role == a2a.MessageRoleAgent {
 		out.Role = "ROLE_AGENT"
 	}
