@@ -48,7 +48,7 @@ func TestOpenFangStdio(t *testing.T) {
 		}
 	}
 	for name, says := range map[string][]string{
-		"unframed":  {"no frame came back", "Content-Length", `set "framing": "content-length"`},
+		"unframed":  {"no frame came back", "went as one line of JSON", `set "framing": "content-length"`},
 		"misframed": {"Content-Length header", `the peer wrote "{`, `leave "framing" out`},
 	} {
 		for _, s := range says {

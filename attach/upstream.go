@@ -1386,9 +1386,9 @@ func (n *noteErrors) misframed(b []byte) {
 // framingHint says what to try for a stdio server that answered nothing.
 func (u *upstream) framingHint() string {
 	if u.framing == config.FramingContentLength {
-		return `if it frames one message a line, leave "framing" out`
+		return `its initialize went with a Content-Length header; if it frames one message a line, leave "framing" out`
 	}
-	return `if it frames messages with Content-Length headers, as LSP does, set "framing": "content-length"`
+	return `its initialize went as one line of JSON; if it frames messages with Content-Length headers, as LSP does, set "framing": "content-length"`
 }
 
 // misframedHint says what to set for a server that frames its messages
