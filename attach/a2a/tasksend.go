@@ -1,7 +1,6 @@
 package a2a
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -22,7 +21,6 @@ import (
 	"github.com/a2aproject/a2a-go/a2a"
 
 	"github.com/ardgate/ardgate/attach/fault"
-	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
 // tasksClient speaks the tasks/send methods of agents older than A2A
@@ -416,7 +414,7 @@ func (c *tasksClient) sendSubscribe(ctx context.Context, params tsSendParams) (a
 		}
 		return fromTasksTask(&t), nil
 	}
-	events := sseEvents(resp.Body, id)
+	events := sseResults[tsEvent](resp.Body, "tasks/sendSubscribe", id)
 	next, end := iter.Pull2(events)
 	first, err, ok := next()
 	if !ok || err != nil || first.ID == "" {
@@ -475,35 +473,6 @@ type tsEvent struct {
 	Status    *tsStatus   `json:"status"`
 	Artifact  *tsArtifact `json:"artifact"`
 	Final     bool        `json:"final"`
-}
-
-// sseEvents reads the events of a stream answering request id.
-func sseEvents(body io.Reader, id int64) iter.Seq2[tsEvent, error] {
-	return func(yield func(tsEvent, error) bool) {
-		sc := bufio.NewScanner(body)
-		sc.Buffer(make([]byte, 64<<10), jsonrpc.MaxMessage+len("data: \r\n"))
-		for sc.Scan() {
-			data, ok := strings.CutPrefix(sc.Text(), "data:")
-			if !ok {
-				continue
-			}
-			var msg v1Response[tsEvent]
-			if err := json.Unmarshal([]byte(strings.TrimSpace(data)), &msg); err != nil {
-				yield(tsEvent{}, fmt.Errorf("tasks/sendSubscribe: malformed event: %w", err))
-				return
-			}
-			if err := msg.check("tasks/sendSubscribe", id); err != nil {
-				yield(tsEvent{}, err)
-				return
-			}
-			if !yield(msg.Result, nil) {
-				return
-			}
-		}
-		if err := sc.Err(); err != nil {
-			yield(tsEvent{}, err)
-		}
-	}
 }
 
 // apply records an event; false once the stream has nothing more to

@@ -1,7 +1,6 @@
 package a2a
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/ardgate/ardgate/attach/fault"
 	"github.com/ardgate/ardgate/guard"
-	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
 // v1Client speaks A2A v1.0 JSON-RPC: PascalCase methods, the A2A-Version
@@ -307,23 +305,11 @@ func (c *v1Client) ResubscribeToTask(ctx context.Context, p *a2a.TaskIDParams) i
 			return
 		}
 		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 64<<10), jsonrpc.MaxMessage+len("data: \r\n"))
-		for sc.Scan() {
-			data, ok := strings.CutPrefix(sc.Text(), "data:")
-			if !ok {
-				continue
-			}
-			var msg v1Response[v1Result]
-			if err := json.Unmarshal([]byte(strings.TrimSpace(data)), &msg); err != nil {
-				yield(nil, fmt.Errorf("SubscribeToTask: malformed event: %w", err))
-				return
-			}
-			if err := msg.check("SubscribeToTask", id); err != nil {
+		for r, err := range sseResults[v1Result](resp.Body, "SubscribeToTask", id) {
+			if err != nil {
 				yield(nil, err)
 				return
 			}
-			r := msg.Result
 			var ev a2a.Event
 			switch {
 			case r.Task != nil:
@@ -342,9 +328,6 @@ func (c *v1Client) ResubscribeToTask(ctx context.Context, p *a2a.TaskIDParams) i
 			if !yield(ev, nil) {
 				return
 			}
-		}
-		if err := sc.Err(); err != nil {
-			yield(nil, err)
 		}
 	}
 }
