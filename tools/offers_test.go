@@ -101,7 +101,17 @@ func TestPromptsAndResourcesHTTP(t *testing.T) {
 	if res := s.call("mcp_one__offer", map[string]any{"name": "later"}); res.IsError {
 		t.Fatalf("offer: %s", firstText(res))
 	}
-	waitNote(t, s, mcp.MethodNotificationPromptsListChanged, before+1)
+	// Both attachments share the fixture, so both re-list it: the first
+	// notice may come of two's change. Each notice is a chance to look.
+	for heard := before + 1; ; heard++ {
+		waitNote(t, s, mcp.MethodNotificationPromptsListChanged, heard)
+		if slices.Contains(promptNames(t, s.c), "mcp_one__later") {
+			break
+		}
+		if heard == before+2 {
+			t.Fatal("two prompts/list_changed since the offer, and no mcp_one__later listed")
+		}
+	}
 	if got := promptText(t, s.c, "mcp_one__later", nil); got != "added prompt later" {
 		t.Fatalf("the added prompt: %q", got)
 	}
