@@ -18,18 +18,19 @@ func tokenize(text string, out []string) []string {
 // words splits text into lower-cased words, which term turns into index
 // terms. It splits on anything that is not a letter or digit and on
 // camelCase boundaries ("WeatherTool" → weather, tool), and drops stop
-// words and single letters.
+// words and single letters (wordAlone).
 func words(text string, out []string) []string {
 	var word []rune
 	flush := func() {
 		if len(word) == 0 {
 			return
 		}
-		w := strings.ToLower(string(word))
-		word = word[:0]
-		if len(w) < 2 && !unicode.IsDigit(rune(w[0])) {
+		if len(word) == 1 && !wordAlone(word[0]) {
+			word = word[:0]
 			return
 		}
+		w := strings.ToLower(string(word))
+		word = word[:0]
 		if stopWords[w] {
 			return
 		}
@@ -51,6 +52,13 @@ func words(text string, out []string) []string {
 	}
 	flush()
 	return out
+}
+
+// wordAlone reports whether r is a word on its own: a digit, or a letter
+// of a script whose single signs are words (an ideograph, a kana, a
+// Hangul syllable), where a Latin, Greek or Cyrillic letter is not.
+func wordAlone(r rune) bool {
+	return unicode.IsDigit(r) || unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
 }
 
 // term turns a word into the term the index holds: its stem, or the stem
