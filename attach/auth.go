@@ -16,6 +16,7 @@ import (
 
 	"github.com/ardgate/ardgate/attach/oauth"
 	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/registry"
 )
 
 // ErrAuthRequired is wrapped by an AuthRequired: the server asks for an
@@ -33,6 +34,7 @@ type AuthRequired struct {
 	URN    string
 	Server string // the server's URL, redacted
 	URL    string // the authorization URL for the user to open
+	done   <-chan struct{}
 }
 
 func (e *AuthRequired) Error() string {
@@ -40,6 +42,33 @@ func (e *AuthRequired) Error() string {
 }
 
 func (e *AuthRequired) Unwrap() error { return ErrAuthRequired }
+
+// StepURL is the authorization URL: AuthRequired is a UserStep.
+func (e *AuthRequired) StepURL() string { return e.URL }
+
+// StepDone is closed once the flow ended: its redirect back came
+// (granted or declined), its AuthFlowTTL passed, or its session closed.
+// An attach again then finds the grant, or says why there is none.
+func (e *AuthRequired) StepDone() <-chan struct{} { return e.done }
+
+// Publisher is the publisher the server's URN names, "" when it is no
+// URN: what the user is asked to trust besides the server's address.
+func (e *AuthRequired) Publisher() string {
+	u, err := registry.ParseURN(e.URN)
+	if err != nil {
+		return ""
+	}
+	return u.Publisher
+}
+
+// ElicitsURL reports whether the session's client declared URL-mode
+// elicitation (MCP 2025-11-25, capabilities.elicitation.url): a UserStep
+// can then be put to the user through it, not only as a link the model
+// shows.
+func (s *Session) ElicitsURL() bool {
+	c := s.clientRequests()
+	return c != nil && c.caps.Elicitation != nil && c.caps.Elicitation.URL != nil
+}
 
 // CallbackPath is where the authorization server sends the user's
 // browser back, on the gateway's listener or a flow's own.
@@ -73,18 +102,36 @@ type authFlows struct {
 type authFlow struct {
 	urn   string
 	flow  *oauth.Flow
-	srv   *http.Server // serves a loopback listener opened for the flow; nil over HTTP
-	timer *time.Timer  // forgets the flow at AuthFlowTTL
-	ended bool         // a callback came for it: another is refused
-	err   error        // why it failed (declined), until an attach says so
+	done  chan struct{} // closed by end
+	srv   *http.Server  // serves a loopback listener opened for the flow; nil over HTTP
+	timer *time.Timer   // forgets the flow at AuthFlowTTL
+	ended bool          // a callback came for it: another is refused
+	err   error         // why it failed (declined), until an attach says so
 }
 
-// close ends what the flow holds open. The caller holds authFlows.mu.
+// close ends what the flow holds open, and the flow. The caller holds
+// authFlows.mu.
 func (f *authFlow) close() {
 	f.timer.Stop()
 	if f.srv != nil {
 		_ = f.srv.Close()
 	}
+	f.end()
+}
+
+// end tells the attaches waiting on the flow (StepDone) that it ended.
+// The caller holds authFlows.mu.
+func (f *authFlow) end() {
+	select {
+	case <-f.done:
+	default:
+		close(f.done)
+	}
+}
+
+// required is the failure of an attach that waits on f.
+func (f *authFlow) required(plan Plan) *AuthRequired {
+	return &AuthRequired{URN: f.urn, Server: redacted(plan.URL), URL: f.flow.URL(), done: f.done}
 }
 
 // authorized returns plan with the grant the session holds for urn, or
@@ -119,20 +166,20 @@ func (s *Session) authFailed(ctx context.Context, urn string, plan Plan, err err
 	}
 	if f := a.byURN[urn]; f != nil && !f.ended {
 		a.mu.Unlock()
-		return &AuthRequired{URN: urn, Server: redacted(plan.URL), URL: f.flow.URL()}
+		return f.required(plan)
 	}
 	a.mu.Unlock()
 	f, ferr := s.startFlow(ctx, urn, plan)
 	if ferr != nil {
 		return fmt.Errorf("%w; its authorization could not begin: %w", err, ferr)
 	}
-	return &AuthRequired{URN: urn, Server: redacted(plan.URL), URL: f.flow.URL()}
+	return f.required(plan)
 }
 
 // startFlow begins a flow for urn: the redirect back comes to the
 // gateway's listener, or to a loopback listener opened for it.
 func (s *Session) startFlow(ctx context.Context, urn string, plan Plan) (*authFlow, error) {
-	f := &authFlow{urn: urn}
+	f := &authFlow{urn: urn, done: make(chan struct{})}
 	redirect, _ := ctx.Value(callbackBaseKey{}).(string)
 	var ln net.Listener
 	if redirect == "" {
@@ -256,6 +303,7 @@ func (a *authFlows) callback(ctx context.Context, state string, q url.Values) (u
 	g, err := f.flow.Callback(context.WithoutCancel(ctx), q)
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	defer f.end() // once the grant, or why there is none, is kept
 	switch {
 	case a.closed:
 		return f.urn, ErrSessionClosed, true
