@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -174,8 +175,13 @@ func howToCall(deferred bool, unschemed int) string {
 	return how
 }
 
-// Stages of an attach, reported as progress.
-var attachStages = []string{"resolving", "fetching card", "starting", "initialising", "listing tools"}
+// Stages of an attach, reported as progress: attach's own, and the wait
+// for the user's step in a browser (userStage), which only an attach
+// that puts one to the user through the client reports.
+var attachStages = []string{"resolving", "fetching card", "starting", "initialising", userStage, "listing tools"}
+
+// userStage is the stage of an attach waiting for the user's step.
+const userStage = "waiting for the user"
 
 func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var a attachArgs
@@ -188,13 +194,21 @@ func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	}
 	progress := g.reportProgress(ctx, req, len(attachStages))
 	defer progress.stop()
-	att, already, err := s.att.Attach(ctx, attach.Request{
-		URN: a.URN, RegistryID: a.RegistryID, Name: a.Name,
-		Progress: progress.stages(attachStages),
-	})
+	areq := attach.Request{URN: a.URN, RegistryID: a.RegistryID, Name: a.Name, Progress: progress.stages(attachStages)}
+	att, already, err := s.att.Attach(ctx, areq)
+	if step := attach.UserStep(nil); errors.As(err, &step) && s.att.ElicitsURL() {
+		att, already, err = g.throughUser(ctx, s, step, progress, func() (*attach.Attachment, bool, error) {
+			// Stages up to the user's are done: progress must rise.
+			areq.Progress = stagesAfter(areq.Progress, userStage)
+			return s.att.Attach(ctx, areq)
+		})
+	}
 	if err != nil {
 		g.audit("attach", s.att.ID, a.URN, err)
 		g.metrics.attaches.WithLabelValues("unknown", "error").Inc()
+		if errors.Is(err, errStepDeclined) {
+			return failure("cancelled", "%v", err), nil
+		}
 		return g.failed(err), nil
 	}
 	status := "attached"
@@ -208,6 +222,89 @@ func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	out.Note = attachNote(a, att, already, out.Instructions)
 	out.Tools, out.HowToCall, out.CallExample = attachedToolsOf(att)
 	return result(out), nil
+}
+
+// errStepDeclined is wrapped by the failure of an attach whose user
+// declined, or cancelled, the step the client put to them.
+var errStepDeclined = errors.New("not attached")
+
+// throughUser resolves step, the failure of an attach, with the user of
+// session s, whose client declared URL-mode elicitation: the client is
+// asked to send its user to the step's URL; once they accepted, the call
+// waits for the step to end and returns what again, the attach again,
+// returns. The model is not involved, nor sees the URL. The wait is
+// bounded by attach.AuthFlowTTL and by ctx, and beats progress meanwhile.
+// A client that answers with an error, or not in that time, leaves step
+// as the failure, whose result gives the model the link to show
+// (auth_required); a user who declines or cancels fails the attach with
+// errStepDeclined.
+func (g *Gateway) throughUser(ctx context.Context, s *session, step attach.UserStep, progress *progressReport,
+	again func() (*attach.Attachment, bool, error)) (*attach.Attachment, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, attach.AuthFlowTTL)
+	defer cancel()
+	if progress != nil {
+		progress.report(slices.Index(attachStages, userStage), userStage+" to "+stepWhat(step))
+	}
+	id := rand.Text()
+	action, err := g.elicitURL(ctx, s, id, step.StepURL(), stepMessage(step))
+	switch {
+	case err != nil:
+		g.log.Debug("the client was not asked to open the step's URL: its model is given the link", "session", s.att.ID, "err", err)
+		return nil, false, step
+	case action != mcp.ElicitationResponseActionAccept:
+		did := "declined"
+		if action == mcp.ElicitationResponseActionCancel {
+			did = "cancelled"
+		}
+		return nil, false, fmt.Errorf("%w: the user %s, when the client asked them to %s; attach it again to ask again", errStepDeclined, did, stepWhat(step))
+	}
+	select {
+	case <-step.StepDone():
+	case <-ctx.Done():
+		g.log.Debug("the user's step did not end in time: the model is given the link", "session", s.att.ID, "err", ctx.Err())
+		return nil, false, step
+	}
+	// The step ended, done or not: the client stops showing it, and the
+	// attach again says which.
+	g.elicitationComplete(ctx, id)
+	return again()
+}
+
+// stepWhat says what step asks of the user, for the message the client
+// shows them and the failure of a decline: an authorization names the
+// server's URN, its publisher and its address.
+func stepWhat(step attach.UserStep) string {
+	if ar := (*attach.AuthRequired)(nil); errors.As(step, &ar) {
+		what := "authorize ardgate for " + ar.URN
+		if p := ar.Publisher(); p != "" {
+			what += " (published by " + p + ")"
+		}
+		return what + " at " + ar.Server
+	}
+	return "complete this step: " + step.Error()
+}
+
+// stepMessage is the message of the elicitation that puts step to the
+// user: what it asks, and that what they enter stays between them and
+// that page. A URN and an address are third-party text: cleaned and cut.
+func stepMessage(step attach.UserStep) string {
+	return guard.Text("ardgate was asked to attach an MCP server, and needs you to "+stepWhat(step)+
+		". Open the link to do it in your browser; what you enter there does not pass through this client or its model. "+
+		"The attach goes on once you are done.", 2000)
+}
+
+// stagesAfter is report, for the stages after last alone, or nil when
+// report is: an attach again reports the stages it passed before.
+func stagesAfter(report func(string), last string) func(string) {
+	if report == nil {
+		return nil
+	}
+	after := slices.Index(attachStages, last)
+	return func(stage string) {
+		if slices.Index(attachStages, stage) > after {
+			report(stage)
+		}
+	}
 }
 
 // attachRefusal is the result refusing the arguments a, nil when they

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -290,3 +291,41 @@ func (w requestWriter) Flush() {
 
 // Unwrap gives http.ResponseController the writer beneath.
 func (w requestWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// errNoAction: a client's answer to an elicitation/create that is not
+// one of accept, decline and cancel.
+var errNoAction = errors.New("the client's answer to elicitation/create has no action of accept, decline or cancel")
+
+// elicitURL asks session s's client, which declared URL-mode elicitation,
+// to send its user to url (MCP 2025-11-25, elicitation/create with mode
+// "url"), through the relay the servers' requests take, and returns the
+// user's action. The URL is opened by the client, not shown to its model,
+// and what the user enters there never passes through either. The wait
+// is bounded by ctx.
+func (g *Gateway) elicitURL(ctx context.Context, s *session, id, url, message string) (mcp.ElicitationResponseAction, error) {
+	params, err := json.Marshal(mcp.ElicitationParams{Mode: mcp.ElicitationModeURL, Message: message, ElicitationID: id, URL: url})
+	if err != nil {
+		return "", err
+	}
+	raw, err := g.relay(s)(ctx, string(mcp.MethodElicitationCreate), params)
+	if err != nil {
+		return "", err
+	}
+	var res mcp.ElicitationResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return "", fmt.Errorf("%w: %w", errNoAction, err)
+	}
+	switch res.Action {
+	case mcp.ElicitationResponseActionAccept, mcp.ElicitationResponseActionDecline, mcp.ElicitationResponseActionCancel:
+		return res.Action, nil
+	}
+	return "", errNoAction
+}
+
+// elicitationComplete tells the client of the call ctx belongs to that
+// the URL-mode elicitation id ended, so that it stops showing it.
+func (g *Gateway) elicitationComplete(ctx context.Context, id string) {
+	if err := g.notify(ctx, string(mcp.MethodNotificationElicitationComplete), map[string]any{"elicitationId": id}); err != nil {
+		g.log.Debug("notifications/elicitation/complete not sent", "elicitationId", id, "err", err)
+	}
+}
