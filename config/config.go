@@ -113,6 +113,11 @@ type Config struct {
 	// call_attached_tool calls them), for clients that degrade with many
 	// tools or ignore tools/list_changed.
 	ToolMode string
+	// Consent says which launches the user is asked to consent to, when
+	// the session's client can be asked (form elicitation): never, those
+	// of packages found in remote registries (the default), or always.
+	// Pinned servers, the operator's own pick, never are.
+	Consent string
 	// Limits are per-session rate limits and the loop guard.
 	Limits Limits
 	// Stdio is the launch policy for local (stdio) upstream servers.
@@ -256,6 +261,16 @@ const (
 const (
 	ToolModeListed   = "listed"
 	ToolModeDeferred = "deferred"
+)
+
+// Consent modes (Config.Consent): the user is asked before no launch, a
+// launch of a package found in a registry the operator does not hold as
+// a file (ard, mcp-registry, well-known), or a launch of any registry's
+// entry, catalogs included.
+const (
+	ConsentNever            = "never"
+	ConsentRemoteRegistries = "remote-registries"
+	ConsentAlways           = "always"
 )
 
 // Defaults used when no source sets a value.

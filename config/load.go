@@ -45,6 +45,7 @@ type file struct {
 	PinnedListWait   *string     `json:"pinned_list_wait"`
 	MaxResultBytes   *int        `json:"max_result_bytes"`
 	ToolMode         *string     `json:"tool_mode"`
+	Consent          *string     `json:"consent"`
 	Limits           *fileLimits `json:"limits"`
 	Stdio            *struct {
 		AllowFrom  []string `json:"allow_from"`
@@ -223,6 +224,7 @@ func (l *loader) defaults() {
 		StartTimeout:       DefaultStartTimeout,
 		MaxResultBytes:     DefaultMaxResultBytes,
 		ToolMode:           first(deref(f.ToolMode), ToolModeListed),
+		Consent:            first(deref(f.Consent), ConsentRemoteRegistries),
 		Limits:             DefaultLimits,
 		Servers:            f.Servers,
 		Agents:             f.Agents,

@@ -65,6 +65,9 @@ func TestLoadDefaults(t *testing.T) {
 		if c.Transport != config.TransportStdio || c.Addr != config.DefaultAddr || c.LogLevel != "info" || c.LogFormat != "text" {
 			t.Errorf("defaults: transport=%q addr=%q level=%q format=%q", c.Transport, c.Addr, c.LogLevel, c.LogFormat)
 		}
+		if c.Consent != config.ConsentRemoteRegistries {
+			t.Errorf("consent = %q, want %q", c.Consent, config.ConsentRemoteRegistries)
+		}
 		if c.File != "" || c.AuthToken != "" || c.ARDRegistryToken != "" || c.AllowLocalURLs {
 			t.Errorf("defaults: file=%q auth=%q ardtoken=%q allowlocal=%v", c.File, c.AuthToken, c.ARDRegistryToken, c.AllowLocalURLs)
 		}
@@ -471,6 +474,7 @@ func TestLoadValidation(t *testing.T) {
 		{"transport", `{"transport": "tcp"}`, "transport"},
 		{"log_level", `{"log_level": "verbose"}`, "log_level"},
 		{"log_format", `{"log_format": "xml"}`, "log_format"},
+		{"consent", `{"consent": "sometimes"}`, "consent"},
 		{"max_attachments zero", `{"max_attachments": 0}`, "max_attachments"},
 		{"max_attachments negative", `{"max_attachments": -1}`, "max_attachments"},
 		{"max_attachments too many", `{"max_attachments": 101}`, "max_attachments"},
@@ -1184,5 +1188,15 @@ func TestLoadWellKnownHostWithPath(t *testing.T) {
 	}
 	if c.Agents[0].Dialect != "tasks" {
 		t.Fatalf("dialect %q", c.Agents[0].Dialect)
+	}
+}
+
+// consent is read from the file, each of its values as it is.
+func TestLoadConsent(t *testing.T) {
+	for _, v := range []string{config.ConsentNever, config.ConsentRemoteRegistries, config.ConsentAlways} {
+		c, err := config.Load(config.Flags{Config: writeConfig(t, `{"consent": "`+v+`"}`)}, nil)
+		if err != nil || c.Consent != v {
+			t.Errorf("consent %q: %v, read as %+v", v, err, c)
+		}
 	}
 }

@@ -84,6 +84,7 @@ func (c *Config) checkServing(p *problems) {
 		{"transport", c.Transport, []string{TransportStdio, TransportHTTP}, "stdio or http"},
 		{"log_level", c.LogLevel, []string{"debug", "info", "warn", "error"}, "debug, info, warn or error"},
 		{"log_format", c.LogFormat, []string{"text", "json"}, "text or json"},
+		{"consent", c.Consent, []string{ConsentNever, ConsentRemoteRegistries, ConsentAlways}, "never, remote-registries or always"},
 	} {
 		if !slices.Contains(e.allowed, e.v) {
 			p.add(e.field, "%q is not %s", e.v, e.says)
