@@ -96,6 +96,10 @@ type Manager struct {
 	// before the attach (guard.Dialer.CheckAddr). nil checks as a dialer
 	// of no options does.
 	Dialer *guard.Dialer
+	// Consent says which launches the user is asked to consent to
+	// (consent.go): config.ConsentNever, ConsentRemoteRegistries (also
+	// when empty) or ConsentAlways.
+	Consent string
 	// Pinned servers are attached to every session.
 	Pinned []config.Server
 	// Agents are pinned A2A agents; their tokens also serve agents attached
@@ -139,6 +143,7 @@ func New(cfg *config.Config, regs []registry.Registry, hc *http.Client, log *slo
 		MaxCallTime:    cfg.MaxCallTime,
 		StartTimeout:   cfg.StartTimeout,
 		Deferred:       cfg.ToolMode == config.ToolModeDeferred,
+		Consent:        cfg.Consent,
 		Pinned:         cfg.Servers,
 		Agents:         cfg.Agents,
 		Version:        version,

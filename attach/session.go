@@ -613,6 +613,9 @@ type Request struct {
 	Name string
 	// Progress, if set, hears each stage of the attach.
 	Progress func(stage string)
+	// Consent, if set, asks the user before a launch that Manager.Consent
+	// asks about; unset, no one is asked (consent.go).
+	Consent Consent
 }
 
 // Attach attaches the entry req names. It reports already=true, and does
@@ -808,6 +811,9 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 		return nil, err
 	}
 	if plan, err = s.auth.authorized(urn, plan); err != nil {
+		return nil, err
+	}
+	if err := s.m.consent(ctx, req.Consent, Launch{URN: urn, RegistryID: regID, Publisher: e.Publisher(), Trust: report}, plan); err != nil {
 		return nil, err
 	}
 	a := &Attachment{URN: urn, Name: name, Kind: KindMCPServer, MediaType: e.Type, RegistryID: regID, endpoint: plan.Endpoint(),

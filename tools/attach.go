@@ -194,7 +194,8 @@ func (g *Gateway) attach(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	}
 	progress := g.reportProgress(ctx, req, len(attachStages))
 	defer progress.stop()
-	areq := attach.Request{URN: a.URN, RegistryID: a.RegistryID, Name: a.Name, Progress: progress.stages(attachStages)}
+	areq := attach.Request{URN: a.URN, RegistryID: a.RegistryID, Name: a.Name, Progress: progress.stages(attachStages),
+		Consent: g.consent(s)} // consent.go
 	att, already, err := s.att.Attach(ctx, areq)
 	if step := attach.UserStep(nil); errors.As(err, &step) && s.att.ElicitsURL() {
 		att, already, err = g.throughUser(ctx, s, step, progress, func() (*attach.Attachment, bool, error) {

@@ -171,15 +171,15 @@ func buildFixture(t testing.TB) string {
 }
 
 // serveStdio serves g's stdio transport in-process on pipes to an mcp-go
-// client, initialised. At cleanup the client hangs up and ServeStdio must
-// return without error.
-func serveStdio(t testing.TB, g *Gateway) *client.Client {
+// client of opts, initialised. At cleanup the client hangs up and
+// ServeStdio must return without error.
+func serveStdio(t testing.TB, g *Gateway, opts ...client.ClientOption) *client.Client {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	served := make(chan error, 1)
 	go func() { served <- g.ServeStdio(context.Background(), inR, outW) }()
-	c := client.NewClient(transport.NewIO(outR, inW, nil), client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	c := client.NewClient(transport.NewIO(outR, inW, nil), append([]client.ClientOption{client.WithProtocolVersion(mcp.ProtocolVersion20251125)}, opts...)...)
 	t.Cleanup(func() {
 		_ = inW.Close()
 		if err := <-served; err != nil {
