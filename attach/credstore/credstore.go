@@ -1,0 +1,281 @@
+// Package credstore keeps the credentials the user gave the gateway
+// (OAuth grants, API-key values) across its restarts, in one file the
+// operator names (credentials.store), encrypted at rest.
+//
+// The file is AES-256-GCM under a key from the environment
+// (ARDGATE_CREDENTIALS_KEY), with a random nonce for each write and its
+// header as additional data: a wrong key, or a file altered by one byte,
+// is refused, never read as something else. Inside is a versioned JSON
+// payload of entries, each a kind, an id and a value the caller encodes.
+// The file is written whole, to a temporary file beside it renamed over
+// it, with mode 0600; one that group or others may read is refused on
+// unix, and its size is bounded. Without a store nothing persists: the
+// gateway keeps credentials in each session's memory only.
+//
+// It imports the standard library only.
+package credstore
+
+import (
+	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Kind says what an entry holds, and so what its id names.
+type Kind string
+
+// Kinds of entries.
+const (
+	// OAuthGrant is an OAuth grant (attach/oauth's Saved) of the server
+	// at a URL: its id is GrantID's.
+	OAuthGrant Kind = "oauth_grant"
+	// APIKey is the value of a variable a package needs: its id is
+	// APIKeyID's.
+	APIKey Kind = "api_key"
+)
+
+// GrantID is the id of the grant for the MCP server at serverURL: its
+// origin and path, the resource a token is for (RFC 8707), without the
+// query and fragment, which may hold a key, and with the scheme and host
+// in lower case, as an origin is compared.
+func GrantID(serverURL string) (string, error) {
+	u, err := url.Parse(serverURL)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("a grant's server URL %q has no origin", serverURL)
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host) + u.EscapedPath(), nil
+}
+
+// APIKeyID is the id of variable name's value for the entry urn.
+func APIKeyID(urn, name string) string { return urn + " " + name }
+
+// KeySize is the size of a key: 32 bytes, for AES-256.
+const KeySize = 32
+
+// Bounds of the file: a store that would grow past them refuses the
+// write (ErrFull), and a file past them is refused at Open.
+const (
+	MaxFile    = 1 << 20
+	MaxEntries = 1000
+	maxID      = 1024
+)
+
+// header begins the file, and is sealed with the payload: a file of
+// another format, or another version of this one, is told at once.
+var header = []byte("ardgate-credstore-v1\n")
+
+// version is the payload's.
+const version = 1
+
+// Errors of the store.
+var (
+	// ErrUnreadable: the file does not decrypt under the key, or is not
+	// a store. Nothing of it is read.
+	ErrUnreadable = errors.New("the credentials store cannot be read")
+	// ErrExposed: the file may be read by others than its owner.
+	ErrExposed = errors.New("the credentials store may be read by others")
+	// ErrFull: the write would take the store past its bounds.
+	ErrFull = errors.New("the credentials store is full")
+)
+
+// Store is the open store; its methods may be called at once from many
+// goroutines.
+type Store struct {
+	path string
+	aead cipher.AEAD
+
+	mu      sync.Mutex
+	entries []entry // in the order written
+}
+
+// entry is one credential of the payload.
+type entry struct {
+	Kind  Kind   `json:"kind"`
+	ID    string `json:"id"`
+	Value []byte `json:"value"`
+}
+
+// payload is what the file holds, decrypted.
+type payload struct {
+	Version int     `json:"version"`
+	Entries []entry `json:"entries"`
+}
+
+// Open opens the store at path with key, KeySize bytes: it reads the file
+// if there is one, and creates it at the first write if not. Its
+// directory must exist.
+func Open(path string, key []byte) (*Store, error) {
+	if len(key) != KeySize {
+		return nil, fmt.Errorf("a credentials store's key is %d bytes, not %d", KeySize, len(key))
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{path: path, aead: aead}
+	data, err := readFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return s, nil
+	case err != nil:
+		return nil, err
+	}
+	if s.entries, err = s.open(data); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// readFile reads the store's file, refusing one that others may read or
+// that is over MaxFile.
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("%s: %w (mode %04o): make it the owner's alone, chmod 600 %s", path, ErrExposed, fi.Mode().Perm(), path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFile {
+		return nil, fmt.Errorf("%s: %w: it is over %d KiB", path, ErrUnreadable, MaxFile>>10)
+	}
+	return data, nil
+}
+
+// open decrypts and decodes data, the file.
+func (s *Store) open(data []byte) ([]entry, error) {
+	n := s.aead.NonceSize()
+	if !bytes.HasPrefix(data, header) || len(data) < len(header)+n+s.aead.Overhead() {
+		return nil, fmt.Errorf("%w: it is not a credentials store of this version", ErrUnreadable)
+	}
+	nonce, sealed := data[len(header):len(header)+n], data[len(header)+n:]
+	plain, err := s.aead.Open(nil, nonce, sealed, header)
+	if err != nil {
+		return nil, fmt.Errorf("%w: it does not decrypt: ARDGATE_CREDENTIALS_KEY is not the key it was written with, or the file was altered", ErrUnreadable)
+	}
+	var p payload
+	if err := json.Unmarshal(plain, &p); err != nil || p.Version != version {
+		return nil, fmt.Errorf("%w: its payload is not of version %d", ErrUnreadable, version)
+	}
+	return p.Entries, nil
+}
+
+// Get returns the value of the entry of kind and id.
+func (s *Store) Get(kind Kind, id string) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := s.find(kind, id); i >= 0 {
+		return slices.Clone(s.entries[i].Value), true
+	}
+	return nil, false
+}
+
+// Put sets the entry of kind and id to value, and writes the file.
+func (s *Store) Put(kind Kind, id string, value []byte) error {
+	if len(id) > maxID {
+		return fmt.Errorf("%w: an id of %d bytes is over %d", ErrFull, len(id), maxID)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	entries := slices.Clone(s.entries)
+	e := entry{Kind: kind, ID: id, Value: slices.Clone(value)}
+	if i := s.find(kind, id); i >= 0 {
+		entries[i] = e
+	} else if len(entries) < MaxEntries {
+		entries = append(entries, e)
+	} else {
+		return fmt.Errorf("%w: it holds %d entries", ErrFull, MaxEntries)
+	}
+	return s.write(entries)
+}
+
+// Delete removes the entry of kind and id, if there is one, and writes
+// the file.
+func (s *Store) Delete(kind Kind, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := s.find(kind, id)
+	if i < 0 {
+		return nil
+	}
+	return s.write(slices.Delete(slices.Clone(s.entries), i, i+1))
+}
+
+// find is the index of the entry of kind and id, or -1. The caller holds
+// mu.
+func (s *Store) find(kind Kind, id string) int {
+	return slices.IndexFunc(s.entries, func(e entry) bool { return e.Kind == kind && e.ID == id })
+}
+
+// write seals entries under a new nonce and puts them in the file in one
+// step, then holds them; the file and the entries held change together
+// or not at all. The caller holds mu.
+func (s *Store) write(entries []entry) error {
+	plain, err := json.Marshal(payload{Version: version, Entries: entries})
+	if err != nil {
+		return err
+	}
+	nonce := make([]byte, s.aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return err
+	}
+	data := append(append(slices.Clone(header), nonce...), s.aead.Seal(nil, nonce, plain, header)...)
+	if len(data) > MaxFile {
+		return fmt.Errorf("%w: it would be over %d KiB", ErrFull, MaxFile>>10)
+	}
+	if err := writeAtomic(s.path, data); err != nil {
+		return fmt.Errorf("write the credentials store: %w", err)
+	}
+	s.entries = entries
+	return nil
+}
+
+// writeAtomic replaces path with data: a temporary file of mode 0600
+// beside it, synced, renamed over it. A reader, or a gateway killed
+// meanwhile, finds the old file or the new one, never a part.
+func writeAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+strings.TrimPrefix(filepath.Base(path), ".")+".*.tmp") // 0600
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+	}
+	return err
+}
