@@ -126,7 +126,25 @@ type Config struct {
 	Servers []Server
 	// Agents are pinned A2A agents, attached to every session at start.
 	Agents []Agent
+	// Credentials says where the credentials users give are kept across
+	// restarts; by default nowhere.
+	Credentials Credentials
 }
+
+// Credentials is the store of the credentials users give (OAuth grants,
+// API-key values), which the gateway otherwise keeps in each session's
+// memory only (attach/credstore).
+type Credentials struct {
+	// Store is the store's file; empty, nothing persists.
+	Store string `json:"store"`
+	// Key encrypts the file: CredentialsKeySize bytes, read from
+	// ARDGATE_CREDENTIALS_KEY (base64) when a store is set.
+	Key []byte `json:"-"`
+}
+
+// CredentialsKeySize is the size of the key of the credentials store:
+// AES-256's.
+const CredentialsKeySize = 32
 
 // Registry is one configured source of entries.
 type Registry struct {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -56,8 +57,9 @@ type file struct {
 		OpenFiles  int      `json:"open_files"`
 		FileMiB    int      `json:"file_mib"`
 	} `json:"stdio"`
-	Servers []Server `json:"servers"`
-	Agents  []Agent  `json:"agents"`
+	Servers     []Server     `json:"servers"`
+	Agents      []Agent      `json:"agents"`
+	Credentials *Credentials `json:"credentials"`
 
 	// MCPServers is the block of Claude Desktop, Cursor and Claude Code.
 	MCPServers map[string]desktopServer `json:"mcpServers"`
@@ -95,6 +97,7 @@ type environment struct {
 	StdioEnv         []string `env:"STDIO_ENV" envSeparator:","`
 	StdioMemoryMiB   *int     `env:"STDIO_MEMORY_MIB"`
 	OTelEndpoint     *string  `env:"OTEL_ENDPOINT"`
+	CredentialsKey   *string  `env:"CREDENTIALS_KEY"`
 	ARDRegistryToken *string  // ARD_REGISTRY_TOKEN has no prefix; read by hand
 }
 
@@ -138,6 +141,9 @@ func Load(flags Flags, environ []string) (*Config, error) {
 	var fileOnly *Error
 	if _, err := load(Flags{Config: c.File}, nil); errors.As(err, &fileOnly) {
 		for _, p := range fileOnly.Problems {
+			if errors.Is(p, errNoCredentialsKey) {
+				continue
+			}
 			c.Warnings = append(c.Warnings, fmt.Sprintf("%s: %v (a problem without the flags and variables given)", c.File, p))
 		}
 	}
@@ -155,6 +161,7 @@ func load(flags Flags, environ []string) (*Config, error) {
 	l.registries()
 	l.tokens()
 	l.launches()
+	l.credentials()
 	errs := append(l.errs, notCovered(l.c.validate(), l.errs)...)
 	if len(errs) > 0 {
 		src := "flags and environment"
@@ -404,6 +411,66 @@ func (l *loader) token(field, name string) string {
 		l.errs = append(l.errs, fieldError(field+".token_env", "%s holds white space at an end, a line break or a control character; a token is sent in a header as it is", name))
 	}
 	return v
+}
+
+// credentials sets the store of credentials, its file relative to the
+// config file's directory, and its key from the environment: a store
+// with no key, or a key that is not 32 random bytes, is refused, never
+// kept unencrypted or weakly.
+func (l *loader) credentials() {
+	c, key := l.c, deref(l.e.CredentialsKey)
+	if f := l.f.Credentials; f != nil {
+		c.Credentials.Store = f.Store
+	}
+	if p := c.Credentials.Store; p != "" && !filepath.IsAbs(p) && l.path != "" {
+		c.Credentials.Store = filepath.Join(filepath.Dir(l.path), p)
+	}
+	switch {
+	case c.Credentials.Store == "" && key != "":
+		c.Warnings = append(c.Warnings, "ARDGATE_CREDENTIALS_KEY is set, but credentials.store is not: nothing is kept")
+	case c.Credentials.Store == "":
+	case key == "":
+		l.errs = append(l.errs, fmt.Errorf("%w, and credentials.store needs it to encrypt its file: %s", errNoCredentialsKey, keyHint))
+	default:
+		k, err := credentialsKey(key)
+		if err != nil {
+			l.errs = append(l.errs, fmt.Errorf("ARDGATE_CREDENTIALS_KEY: %v: %s", err, keyHint))
+		}
+		c.Credentials.Key = k
+	}
+}
+
+// errNoCredentialsKey: a store is set, and its key is not. A problem of
+// the environment, not the file: Load's reading of the file alone does
+// not warn of it.
+var errNoCredentialsKey = errors.New("ARDGATE_CREDENTIALS_KEY: not set")
+
+// keyHint says how to make a key of the credentials store.
+const keyHint = "set it to 32 random bytes in base64, such as `head -c 32 /dev/urandom | base64` makes"
+
+// credentialsKey decodes v, a key of the credentials store, refusing one
+// that is not CredentialsKeySize bytes or that no random source made:
+// one that repeats a few bytes ("aaaa…", all zeros) is a placeholder.
+func credentialsKey(v string) ([]byte, error) {
+	k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
+	if err != nil {
+		if k, err = base64.RawStdEncoding.DecodeString(strings.TrimSpace(v)); err != nil {
+			return nil, errors.New("not base64")
+		}
+	}
+	if len(k) != CredentialsKeySize {
+		return nil, fmt.Errorf("%d bytes, not %d", len(k), CredentialsKeySize)
+	}
+	seen := map[byte]bool{}
+	for _, b := range k {
+		seen[b] = true
+	}
+	// 32 random bytes hold 30 distinct values, as a rule, and fewer than
+	// 16 about never.
+	if len(seen) < 16 {
+		return nil, fmt.Errorf("a weak key: its 32 bytes hold %d distinct values, where random bytes hold about 30", len(seen))
+	}
+	return k, nil
 }
 
 // launches sets the launch policy, and warns of servers that cannot

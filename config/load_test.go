@@ -1,6 +1,8 @@
 package config_test
 
 import (
+	"bytes"
+	"encoding/base64"
 	"errors"
 	"os"
 	"path/filepath"
@@ -1198,5 +1200,41 @@ func TestLoadConsent(t *testing.T) {
 		if err != nil || c.Consent != v {
 			t.Errorf("consent %q: %v, read as %+v", v, err, c)
 		}
+	}
+}
+
+// credentials.store needs a key of 32 random bytes in base64 from
+// ARDGATE_CREDENTIALS_KEY: without one, or with a short, malformed or
+// weak one, the gateway does not start, saying how to make one. The file
+// is relative to the config; a key without a store is only warned of.
+func TestLoadCredentials(t *testing.T) {
+	random := base64.StdEncoding.EncodeToString([]byte("0123456789abcdefghijklmnopqrstuv"))
+	path := writeConfig(t, `{"credentials": {"store": "creds.bin"}}`)
+	for _, tc := range []struct {
+		name, key, says string
+	}{
+		{"no key", "", "ARDGATE_CREDENTIALS_KEY: not set"},
+		{"not base64", "not base64!", "not base64"},
+		{"short", base64.StdEncoding.EncodeToString(make([]byte, 16)), "16 bytes, not 32"},
+		{"weak", base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("ab"), 16)), "a weak key"},
+		{"good", random, ""},
+	} {
+		var environ []string
+		if tc.key != "" {
+			environ = []string{"ARDGATE_CREDENTIALS_KEY=" + tc.key}
+		}
+		c, err := config.Load(config.Flags{Config: path}, environ)
+		switch {
+		case tc.says == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.says == "" && (c.Credentials.Store != filepath.Join(filepath.Dir(path), "creds.bin") || string(c.Credentials.Key) != "0123456789abcdefghijklmnopqrstuv" || len(c.Warnings) > 0):
+			t.Errorf("%s: credentials %+v, warnings %q", tc.name, c.Credentials, c.Warnings)
+		case tc.says != "" && (err == nil || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "head -c 32 /dev/urandom | base64")):
+			t.Errorf("%s: %v; want a refusal saying %q and how to make a key", tc.name, err, tc.says)
+		}
+	}
+	c, err := config.Load(config.Flags{}, []string{"ARDGATE_CREDENTIALS_KEY=" + random})
+	if err != nil || c.Credentials.Store != "" || c.Credentials.Key != nil || len(c.Warnings) != 1 {
+		t.Errorf("a key without a store: %v, %+v, warnings %q", err, c.Credentials, c.Warnings)
 	}
 }

@@ -35,6 +35,7 @@ func TestReadmeNamesEveryField(t *testing.T) {
 		{"`stdio`", reflect.TypeFor[Stdio]()},
 		{"`servers[]`", reflect.TypeFor[Server]()},
 		{"`agents[]`", reflect.TypeFor[Agent]()},
+		{"`credentials`", reflect.TypeFor[Credentials]()},
 		{"`mcpServers`", reflect.TypeFor[desktopServer]()},
 	} {
 		text, ok := sections[tc.section]
