@@ -10,7 +10,9 @@
 //
 // Every request goes through the *http.Client the caller gives (the
 // guarded one), and every URL a server names is checked before it is
-// fetched. Nothing is stored on disk: tokens live in the Grant.
+// fetched. Nothing is stored on disk here: tokens live in the Grant,
+// which its caller may save (Saved) and restore, as attach does in
+// attach/credstore when the operator set credentials.store.
 //
 // It may import the standard library, guard, config (for DialAddr) and
 // golang.org/x/oauth2. It imports nothing else of ardgate: attach uses it.

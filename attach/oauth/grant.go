@@ -16,7 +16,8 @@ import (
 )
 
 // Grant holds the tokens of one server, for the origin they were issued
-// for, and refreshes them. It lives in memory only.
+// for, and refreshes them. It lives in memory, and is kept across
+// restarts only as its caller saves it (saved.go).
 type Grant struct {
 	cfg      *Config
 	conf     *oauth2.Config
@@ -26,6 +27,8 @@ type Grant struct {
 	mu      sync.Mutex // held across a refresh, so one runs at a time
 	tok     *oauth2.Token
 	expires time.Time // zero: the server gave no lifetime
+	// changed hears the grant after each refresh (OnChange, saved.go).
+	changed func(Saved)
 }
 
 // expirySkew refreshes a token this long before it expires, so it does
@@ -130,7 +133,13 @@ func (g *Grant) refresh(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("refresh the token for %s: %w: %w", g.origin, ErrExpired, tokenFailure(err))
 	}
-	return g.keep(tok)
+	if err := g.keep(tok); err != nil {
+		return err
+	}
+	if g.changed != nil {
+		g.changed(g.savedLocked())
+	}
+	return nil
 }
 
 // withResource adds the resource (RFC 8707 §2.2) to the form of a token
