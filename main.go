@@ -21,6 +21,7 @@ import (
 	"github.com/lmittmann/tint"
 
 	"github.com/ardgate/ardgate/attach"
+	"github.com/ardgate/ardgate/attach/credstore"
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/registry"
@@ -117,6 +118,22 @@ func parseFailed(err error) int {
 	return 2
 }
 
+// openCredentials opens the store of credentials the config names; nil,
+// and nothing persists, when it names none. A store that cannot be read
+// (another key, altered, readable by others) stops the start: a gateway
+// that went on would write over the grants kept there.
+func openCredentials(cfg *config.Config, log *slog.Logger) (*credstore.Store, error) {
+	if cfg.Credentials.Store == "" {
+		return nil, nil
+	}
+	s, err := credstore.Open(cfg.Credentials.Store, cfg.Credentials.Key)
+	if err != nil {
+		return nil, fmt.Errorf("credentials.store: %w", err)
+	}
+	log.Info("OAuth grants are kept across restarts", "store", cfg.Credentials.Store)
+	return s, nil
+}
+
 func serve(args []string, stdout, stderr io.Writer) int {
 	cfg, code := serveConfig(args, stderr)
 	if cfg == nil {
@@ -132,6 +149,12 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	if cfg.AllowLocalURLs {
 		log.Warn("allow_local_urls is on: endpoints may resolve to loopback and private addresses; use it for local testing only")
+	}
+
+	creds, err := openCredentials(cfg, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "ardgate:", err)
+		return 1
 	}
 
 	// Tracing is off unless an OTLP endpoint is configured. Its flush,
@@ -168,6 +191,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	manager := attach.New(cfg, regs, hc, log, buildVersion())
 	manager.ClientOptions, manager.Tracing, manager.Dialer, manager.OwnHTTP = tr.ClientOptions(), upstreamTracing, dialer, ohc
+	manager.Credentials = creds
 	go manager.Run(ctx) // agent health checks
 	gw := tools.New(manager, log, tools.Options{
 		Version:        buildVersion(),

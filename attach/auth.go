@@ -89,7 +89,8 @@ func WithCallbackBase(ctx context.Context, base string) context.Context {
 
 // authFlows are a session's authorizations: flows awaiting their
 // redirect back, by state, and the grants they gave, by URN. Grants live
-// in memory only, for the session's life.
+// in memory, for the session's life, and in the store when the operator
+// set one (credentials.store, grants.go).
 type authFlows struct {
 	mu      sync.Mutex
 	byState map[string]*authFlow
@@ -107,6 +108,10 @@ type authFlow struct {
 	timer *time.Timer   // forgets the flow at AuthFlowTTL
 	ended bool          // a callback came for it: another is refused
 	err   error         // why it failed (declined), until an attach says so
+
+	// server is the server's URL, under which the store keeps its grant
+	// (grants.go).
+	server string
 }
 
 // close ends what the flow holds open, and the flow. The caller holds
@@ -151,18 +156,53 @@ func (a *authFlows) authorized(urn string, plan Plan) (Plan, error) {
 	return plan, nil
 }
 
+// authorized returns plan with the grant the session holds for urn, or
+// else the one the store keeps for plan's server (credentials.store),
+// or the refusal a declined flow of urn left, said once.
+func (s *Session) authorized(urn string, plan Plan) (Plan, error) {
+	plan, err := s.auth.authorized(urn, plan)
+	if err != nil || plan.grant != nil || plan.Transport == TransportStdio || plan.Own {
+		return plan, err
+	}
+	if g := s.m.savedGrant(plan.URL); g != nil {
+		plan.grant = s.auth.hold(urn, g)
+	}
+	return plan, nil
+}
+
+// hold keeps g, restored from the store, as the session's grant for urn,
+// unless the session has one already, or has closed; it returns the one
+// it holds.
+func (a *authFlows) hold(urn string, g *oauth.Grant) *oauth.Grant {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return g // for this attach alone
+	}
+	if held := a.grants[urn]; held != nil {
+		return held
+	}
+	if a.grants == nil {
+		a.grants = map[string]*oauth.Grant{}
+	}
+	a.grants[urn] = g
+	return g
+}
+
 // authFailed turns err, an attach's failure at a remote that answered
-// 401, into an AuthRequired with the URL of a flow: the one under way
+// 401 or whose grant expired (refusedAuth), into an AuthRequired with the URL of a flow: the one under way
 // for urn, or a new one. Any other err is returned as it is.
 func (s *Session) authFailed(ctx context.Context, urn string, plan Plan, err error) error {
-	if plan.Transport == TransportStdio || plan.Own ||
-		!errors.Is(err, transport.ErrUnauthorized) && !errors.Is(err, transport.ErrAuthorizationRequired) {
+	if plan.Transport == TransportStdio || plan.Own || !refusedAuth(err) {
 		return err
+	}
+	if plan.grant != nil {
+		s.m.forgetGrant(plan.URL, plan.grant) // refused: authorize again
 	}
 	a := &s.auth
 	a.mu.Lock()
 	if plan.grant != nil && a.grants[urn] == plan.grant {
-		delete(a.grants, urn) // refused: authorize again
+		delete(a.grants, urn)
 	}
 	if f := a.byURN[urn]; f != nil && !f.ended {
 		a.mu.Unlock()
@@ -176,10 +216,18 @@ func (s *Session) authFailed(ctx context.Context, urn string, plan Plan, err err
 	return f.required(plan)
 }
 
+// refusedAuth tells whether err, an attach's failure, is the server's
+// refusal of its authorization: a 401, or a grant whose token expired
+// and did not refresh (no refresh token, or the authorization server
+// refused it), which only the user can renew.
+func refusedAuth(err error) bool {
+	return errors.Is(err, transport.ErrUnauthorized) || errors.Is(err, transport.ErrAuthorizationRequired) || errors.Is(err, oauth.ErrExpired)
+}
+
 // startFlow begins a flow for urn: the redirect back comes to the
 // gateway's listener, or to a loopback listener opened for it.
 func (s *Session) startFlow(ctx context.Context, urn string, plan Plan) (*authFlow, error) {
-	f := &authFlow{urn: urn, done: make(chan struct{})}
+	f := &authFlow{urn: urn, server: plan.URL, done: make(chan struct{})}
 	redirect, _ := ctx.Value(callbackBaseKey{}).(string)
 	var ln net.Listener
 	if redirect == "" {
@@ -280,22 +328,36 @@ var ErrUnknownState = errors.New("no authorization awaits this redirect: its sta
 func (m *Manager) Callback(ctx context.Context, q url.Values) (urn string, err error) {
 	state := q.Get("state")
 	for _, s := range m.Sessions() {
-		if urn, err, ok := s.auth.callback(ctx, state, q); ok {
+		if urn, err, ok := s.callback(ctx, state, q); ok {
 			return urn, err
 		}
 	}
 	return "", ErrUnknownState
 }
 
+// callback completes the session's flow of state, as authFlows.callback
+// does, and puts the grant it gave in the store, if there is one.
+func (s *Session) callback(ctx context.Context, state string, q url.Values) (urn string, err error, ok bool) {
+	f, g, err, ok := s.auth.callback(ctx, state, q)
+	if f == nil {
+		return "", err, ok
+	}
+	if g != nil {
+		s.m.keepGrant(f.server, g)
+	}
+	return f.urn, err, ok
+}
+
 // callback completes the flow of state, if the session holds it and no
-// callback came for it yet (ok). A grant is kept for its URN; a decline
-// is kept for the next attach of it to say.
-func (a *authFlows) callback(ctx context.Context, state string, q url.Values) (urn string, err error, ok bool) {
+// callback came for it yet (ok), and returns it and the grant it gave. A
+// grant is kept for its URN; a decline is kept for the next attach of it
+// to say.
+func (a *authFlows) callback(ctx context.Context, state string, q url.Values) (_ *authFlow, _ *oauth.Grant, err error, ok bool) {
 	a.mu.Lock()
 	f := a.byState[state]
 	if f == nil || f.ended {
 		a.mu.Unlock()
-		return "", ErrUnknownState, f != nil
+		return nil, nil, ErrUnknownState, f != nil
 	}
 	f.ended = true
 	a.mu.Unlock()
@@ -306,16 +368,16 @@ func (a *authFlows) callback(ctx context.Context, state string, q url.Values) (u
 	defer f.end() // once the grant, or why there is none, is kept
 	switch {
 	case a.closed:
-		return f.urn, ErrSessionClosed, true
+		return f, nil, ErrSessionClosed, true
 	case err != nil:
 		f.err = err
-	default:
-		if a.grants == nil {
-			a.grants = map[string]*oauth.Grant{}
-		}
-		a.grants[f.urn] = g
+		return f, nil, err, true
 	}
-	return f.urn, err, true
+	if a.grants == nil {
+		a.grants = map[string]*oauth.Grant{}
+	}
+	a.grants[f.urn] = g
+	return f, g, nil, true
 }
 
 // serveCallback answers a redirect back on a flow's loopback listener,
@@ -325,7 +387,7 @@ func (s *Session) serveCallback(w http.ResponseWriter, r *http.Request, srv *htt
 		http.NotFound(w, r)
 		return
 	}
-	urn, err, ok := s.auth.callback(r.Context(), r.URL.Query().Get("state"), r.URL.Query())
+	urn, err, ok := s.callback(r.Context(), r.URL.Query().Get("state"), r.URL.Query())
 	if !ok {
 		err = ErrUnknownState
 	}

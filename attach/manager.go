@@ -5,9 +5,10 @@
 //
 // The wire concerns are its subpackages': attach/mcpwire speaks to MCP
 // servers, attach/a2a to agents and keeps their tasks, attach/oauth
-// authorizes remotes that answer 401 (auth.go), attach/fault names the
-// failures they share. attach imports them, and they never import
-// attach. Beyond them it imports mcp-go, a2a-go (to trace an agent's
+// authorizes remotes that answer 401 (auth.go), attach/credstore keeps
+// their grants across restarts when the operator asks (grants.go),
+// attach/fault names the failures they share. attach imports them, and
+// they never import attach. Beyond them it imports mcp-go, a2a-go (to trace an agent's
 // requests), and ardgate's config, guard and registry.
 package attach
 
@@ -28,6 +29,7 @@ import (
 	"github.com/mark3labs/mcp-go/tracing"
 
 	"github.com/ardgate/ardgate/attach/a2a"
+	"github.com/ardgate/ardgate/attach/credstore"
 	"github.com/ardgate/ardgate/attach/fault"
 	"github.com/ardgate/ardgate/attach/mcpwire"
 	"github.com/ardgate/ardgate/config"
@@ -100,6 +102,9 @@ type Manager struct {
 	// (consent.go): config.ConsentNever, ConsentRemoteRegistries (also
 	// when empty) or ConsentAlways.
 	Consent string
+	// Credentials, when set, keeps the OAuth grants users give across
+	// restarts (grants.go); nil keeps them in each session's memory only.
+	Credentials *credstore.Store
 	// Pinned servers are attached to every session.
 	Pinned []config.Server
 	// Agents are pinned A2A agents; their tokens also serve agents attached

@@ -810,7 +810,7 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 	if err != nil {
 		return nil, err
 	}
-	if plan, err = s.auth.authorized(urn, plan); err != nil {
+	if plan, err = s.authorized(urn, plan); err != nil {
 		return nil, err
 	}
 	if err := s.m.consent(ctx, req.Consent, Launch{URN: urn, RegistryID: regID, Publisher: e.Publisher(), Trust: report}, plan); err != nil {
