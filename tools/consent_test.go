@@ -84,7 +84,8 @@ func newConsentRig(t *testing.T, fixture, mode string, pinned ...config.Server) 
 	}
 	card := `{"name":"local-tool","packages":[{"registryType":"npm","identifier":"local-tool","version":"1.0.0","transport":{"type":"stdio"}}]}`
 	local := registry.NewLocal("team", registry.NewIndex("team", []registry.Entry{
-		{Identifier: localURN, DisplayName: "Local tool", Type: config.MediaMCPServerCard, Data: json.RawMessage(card)}}))
+		{Identifier: localURN, DisplayName: "Local tool", Type: config.MediaMCPServerCard, Data: json.RawMessage(card),
+			TrustManifest: json.RawMessage(`{"identity":"https://team.test","attestations":[{"type":"SOC2"}]}`)}}))
 	m := &attach.Manager{Registries: []registry.Registry{remote, local}, HTTP: hc, Dialer: d, AllowTypes: config.DefaultAllowAttachTypes,
 		MaxAttachments: 5, CallTimeout: 10 * time.Second, StartTimeout: 10 * time.Second, Log: quietLog, Consent: mode, Pinned: pinned,
 		Stdio: guard.Stdio{AllowFrom: []string{"mcp", "team"}, Launchers: config.DefaultLaunchers}}
@@ -203,7 +204,7 @@ func TestConsentBeforeLaunch(t *testing.T) {
 				if tc.urn == localURN {
 					launch = localLaunch
 				}
-				checkConsentAsked(t, tc.user, tc.asked, r.npx+" "+launch)
+				checkConsentAsked(t, tc.user, tc.asked, r.npx+" "+launch, consentFacts[tc.urn])
 				switch {
 				case tc.refuse == "" && res.IsError:
 					t.Fatalf("attach: %s", firstText(res))
@@ -219,9 +220,16 @@ func TestConsentBeforeLaunch(t *testing.T) {
 	}
 }
 
+// consentFacts are what the form says of each entry: its publisher and
+// trust facts.
+var consentFacts = map[string][]string{
+	remoteURN: {"Publisher: acme.github.io", "from the remote registry mcp", "no trust manifest"},
+	localURN:  {"Publisher: team.test", "from the catalog team", "identity https://team.test (checked", "claimed by the publisher, not proven: SOC2"},
+}
+
 // checkConsentAsked checks that user was asked once, in form mode, about
-// command and the publisher, when asked is set, and never otherwise.
-func checkConsentAsked(t *testing.T, user *consentUser, asked bool, command string) {
+// command, with facts, when asked is set, and never otherwise.
+func checkConsentAsked(t *testing.T, user *consentUser, asked bool, command string, facts []string) {
 	t.Helper()
 	if user == nil {
 		return
@@ -238,8 +246,13 @@ func checkConsentAsked(t *testing.T, user *consentUser, asked bool, command stri
 		t.Fatalf("the user was asked %d times, want once", len(forms))
 	case forms[0].Mode != mcp.ElicitationModeForm || forms[0].RequestedSchema == nil:
 		t.Fatalf("the form: mode %q, schema %v", forms[0].Mode, forms[0].RequestedSchema)
-	case !strings.Contains(forms[0].Message, command) || !strings.Contains(forms[0].Message, "Publisher: "):
-		t.Fatalf("the form says %q; want the command %q and the publisher", forms[0].Message, command)
+	case !strings.Contains(forms[0].Message, command):
+		t.Fatalf("the form says %q; want the command %q", forms[0].Message, command)
+	}
+	for _, f := range facts {
+		if asked && !strings.Contains(forms[0].Message, f) {
+			t.Errorf("the form says %q; want it to say %q", forms[0].Message, f)
+		}
 	}
 }
 
