@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,10 +21,11 @@ import (
 // of attached servers are (client_requests.go): a message that shows what
 // would run, and an empty form, whose accept or decline is the answer.
 
-// consentWait bounds the wait for the user's answer: a person reads the
-// command first, and a client that shows the form to no one must not
-// hold the attach for good.
-const consentWait = 5 * time.Minute
+// DefaultConsentWait bounds the wait for the user's answer, unless
+// Options.ConsentWait says otherwise: a person reads the command first,
+// and a client that shows the form to no one must not hold the attach
+// for good.
+const DefaultConsentWait = 5 * time.Minute
 
 // consentSchema is the form of a consent: no fields, only accept or
 // decline.
@@ -36,9 +38,9 @@ func (g *Gateway) consent(s *session) attach.Consent {
 	if !s.att.ElicitsForm() {
 		return nil
 	}
-	relay := g.relay(s)
+	relay, bound := g.relay(s), cmp.Or(g.opts.ConsentWait, DefaultConsentWait)
 	return func(ctx context.Context, l attach.Launch) (mcp.ElicitationResponseAction, error) {
-		wait, cancel := context.WithTimeout(ctx, consentWait)
+		wait, cancel := context.WithTimeout(ctx, bound)
 		defer cancel()
 		params, err := json.Marshal(mcp.ElicitationParams{Mode: mcp.ElicitationModeForm, Message: consentMessage(l), RequestedSchema: consentSchema})
 		if err != nil {
@@ -47,7 +49,7 @@ func (g *Gateway) consent(s *session) attach.Consent {
 		raw, err := relay(wait, string(mcp.MethodElicitationCreate), params)
 		switch {
 		case err != nil && ctx.Err() == nil && errors.Is(wait.Err(), context.DeadlineExceeded):
-			return "", fmt.Errorf("the user did not answer within %s", consentWait)
+			return "", fmt.Errorf("the user did not answer within %s", bound)
 		case err != nil:
 			return "", fmt.Errorf("the client could not ask the user: %w", err)
 		}

@@ -40,10 +40,20 @@ type consentUser struct {
 	answer mcp.ElicitationResponseAction
 	err    error
 	asked  chan mcp.ElicitationParams
+	// away, when set, holds every answer until it closes: a user who
+	// never looks.
+	away chan struct{}
 }
 
-func (u *consentUser) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+func (u *consentUser) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
 	u.asked <- req.Params
+	if u.away != nil {
+		select {
+		case <-u.away:
+		case <-ctx.Done():
+		}
+		return nil, errors.New("the user went away")
+	}
 	if u.err != nil {
 		return nil, u.err
 	}
@@ -59,8 +69,9 @@ type consentRig struct {
 	launched string
 }
 
-// newConsentRig serves a rig under consent mode, with pinned servers.
-func newConsentRig(t *testing.T, fixture, mode string, pinned ...config.Server) *consentRig {
+// newConsentRig serves a rig of opts under consent mode, with pinned
+// servers.
+func newConsentRig(t *testing.T, fixture, mode string, opts Options, pinned ...config.Server) *consentRig {
 	t.Helper()
 	bin := t.TempDir()
 	r := &consentRig{npx: filepath.Join(bin, "npx"), launched: filepath.Join(bin, "launched")}
@@ -89,7 +100,7 @@ func newConsentRig(t *testing.T, fixture, mode string, pinned ...config.Server) 
 	m := &attach.Manager{Registries: []registry.Registry{remote, local}, HTTP: hc, Dialer: d, AllowTypes: config.DefaultAllowAttachTypes,
 		MaxAttachments: 5, CallTimeout: 10 * time.Second, StartTimeout: 10 * time.Second, Log: quietLog, Consent: mode, Pinned: pinned,
 		Stdio: guard.Stdio{AllowFrom: []string{"mcp", "team"}, Launchers: config.DefaultLaunchers}}
-	r.g = New(m, quietLog, Options{Version: "test"})
+	r.g = New(m, quietLog, opts)
 	return r
 }
 
@@ -192,7 +203,7 @@ func TestConsentBeforeLaunch(t *testing.T) {
 	} {
 		for _, side := range []string{"http", "stdio"} {
 			t.Run(tc.name+" over "+side, func(t *testing.T) {
-				r := newConsentRig(t, fixture, tc.mode)
+				r := newConsentRig(t, fixture, tc.mode, Options{Version: "test"})
 				var opts []client.ClientOption
 				if tc.user != nil {
 					tc.user.asked = make(chan mcp.ElicitationParams, 8)
@@ -262,7 +273,7 @@ func TestConsentNotAskedForPinned(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("npx is a shell script here")
 	}
-	r := newConsentRig(t, buildFixture(t), config.ConsentAlways, config.Server{Name: "own", Command: "npx", Args: []string{"own-server"}})
+	r := newConsentRig(t, buildFixture(t), config.ConsentAlways, Options{Version: "test"}, config.Server{Name: "own", Command: "npx", Args: []string{"own-server"}})
 	user := &consentUser{answer: mcp.ElicitationResponseActionDecline, asked: make(chan mcp.ElicitationParams, 8)}
 	c := consentClients["http"](t, r.g, mcp.ClientCapabilities{}, client.WithElicitationHandler(user))
 	waitUntil(t, 10*time.Second, "the pinned server's tools listed", func() bool {
@@ -274,5 +285,30 @@ func TestConsentNotAskedForPinned(t *testing.T) {
 	}
 	if !slices.Contains(r.launches(t), "own-server") {
 		t.Fatalf("npx ran %q", r.launches(t))
+	}
+}
+
+// A user who never answers holds the attach no longer than the bound on
+// the wait (Options.ConsentWait): it is refused by consent, saying so,
+// and nothing starts.
+func TestConsentUnanswered(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("npx is a shell script here")
+	}
+	fixture := buildFixture(t)
+	for _, side := range []string{"http", "stdio"} {
+		t.Run(side, func(t *testing.T) {
+			r := newConsentRig(t, fixture, config.ConsentRemoteRegistries, Options{Version: "test", ConsentWait: 200 * time.Millisecond})
+			user := &consentUser{asked: make(chan mcp.ElicitationParams, 8), away: make(chan struct{})}
+			c := consentClients[side](t, r.g, mcp.ClientCapabilities{}, client.WithElicitationHandler(user))
+			t.Cleanup(func() { close(user.away) })
+			res, f := attachConsent(t, c, remoteURN)
+			if f.Code != "refused" || !strings.Contains(f.Error, "refused by consent: ") || !strings.Contains(f.Error, "the user did not answer within 200ms") {
+				t.Fatalf("an attach the user never answered: %s", firstText(res))
+			}
+			if len(r.launches(t)) > 0 {
+				t.Fatalf("unanswered, yet npx ran %q", r.launches(t))
+			}
+		})
 	}
 }

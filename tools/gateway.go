@@ -82,6 +82,9 @@ type Options struct {
 	// has not read yet: past it, the gateway reads no more of its
 	// requests until it reads again. Zero means DefaultStdioBacklog.
 	StdioBacklog int
+	// ConsentWait bounds the wait for the user's answer to a consent
+	// (consent.go); zero means DefaultConsentWait.
+	ConsentWait time.Duration
 }
 
 // DefaultStdioBacklog is the stdio client's unread answers the gateway
