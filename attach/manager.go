@@ -8,8 +8,8 @@
 // authorizes remotes that answer 401 (auth.go), attach/credstore keeps
 // their grants across restarts when the operator asks (grants.go),
 // attach/fault names the failures they share. attach imports them, and
-// they never import attach. Beyond them it imports mcp-go, a2a-go (to trace an agent's
-// requests), and ardgate's config, guard and registry.
+// they never import attach. Beyond them it imports mcp-go, a2a-go (to
+// trace an agent's requests), and ardgate's config, guard and registry.
 package attach
 
 import (
