@@ -20,8 +20,9 @@ import (
 
 // The prompts and resources of a session's attached servers are answered
 // here, at the door, on both transports: mcp-go's server keeps no prompts
-// per session, and its resource handlers decode each content into a
-// struct of its own. Lists come whole, in one page; prompts/get,
+// per session (https://github.com/mark3labs/mcp-go/pull/459 would add
+// them), and its resource handlers decode each content into a struct of
+// its own. Lists come whole, in one page; prompts/get,
 // resources/read, resources/(un)subscribe and completion/complete go to
 // the server that serves the name or URI (attach/offers.go), and its
 // result comes back as it sent it.

@@ -165,8 +165,9 @@ var initializeMethod = []byte(`"initialize"`)
 // initRefusal answers frame when it is an initialize without
 // params.protocolVersion, which mcp-go's server took, and answered with
 // the oldest version it speaks that has sessions (2025-03-26), a version
-// the client never asked for
-// (https://github.com/mark3labs/mcp-go/issues/687).
+// the client never asked for. The pull request that fixed the low
+// version mcp-go chose left this case as it was
+// (https://github.com/mark3labs/mcp-go/pull/687).
 func initRefusal(frame []byte) []byte {
 	id, method, params, ok := request(frame)
 	if !ok || !bytes.Equal(method, initializeMethod) || !jsonrpc.ObjectOrAbsent(params) {
