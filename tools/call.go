@@ -16,6 +16,7 @@ import (
 	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/guard/jsonrpc"
+	"github.com/ardgate/ardgate/tools/serve"
 )
 
 // proxy is the handler of one exposed upstream tool.
@@ -300,7 +301,7 @@ const callSchema = `{
 
 // callAttachedTool is the name of the gateway's tool that calls any
 // attached tool, listed or deferred.
-const callAttachedTool = "call_attached_tool"
+const callAttachedTool = serve.ThroughTool
 
 func (g *Gateway) callTool() server.ServerTool {
 	return newTool(callAttachedTool, "Call attached tool",

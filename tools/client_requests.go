@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/ardgate/ardgate/attach"
+	"github.com/ardgate/ardgate/tools/serve"
 )
 
 // The requests attached servers make of the client (roots/list,
@@ -75,7 +76,7 @@ func (c *clientCalls) close(id string) {
 // answer takes m, a message of the client's, when it answers a request
 // of the gateway's (by its id), and reports whether it did: an answer to
 // a request still waiting goes to it, one that came too late is dropped.
-func (c *clientCalls) answer(m message, log func(msg string, args ...any)) bool {
+func (c *clientCalls) answer(m serve.Message, log func(msg string, args ...any)) bool {
 	if m.Method != nil || m.ID == nil || m.Result == nil && m.Error == nil || !bytes.HasPrefix(m.ID, []byte(relayIDPrefix)) {
 		return false
 	}
@@ -235,7 +236,7 @@ func (g *Gateway) toClient(s *session, frame []byte) error {
 func (g *Gateway) cancelAtClient(s *session, id, why string) {
 	params := map[string]any{"requestId": json.RawMessage(id), "reason": why}
 	if r := g.stdioOut.Load(); r != nil && !s.perSession {
-		r.notify(mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
+		r.Notify(mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
 			Notification: mcp.Notification{Method: string(mcp.MethodNotificationCancelled), Params: mcp.NotificationParams{AdditionalFields: params}}})
 		return
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/guard/jsonrpc"
+	"github.com/ardgate/ardgate/tools/serve"
 )
 
 // The fast path answers a plain tools/list too. Through the server, every
@@ -72,7 +73,7 @@ func (g *Gateway) ownName(name []byte) bool {
 
 // fastList answers line when it is a tools/list the fast path takes; ok
 // is false for anything else, which the MCP server then answers.
-func (g *Gateway) fastList(s *session, line []byte) (f frame, ok bool) {
+func (g *Gateway) fastList(s *session, line []byte) (f serve.Frame, ok bool) {
 	if s == nil || g.opts.Tracing != nil || g.opts.NoFastPath || !bytes.Contains(line, toolsListMethod) {
 		return f, false
 	}
@@ -104,7 +105,7 @@ func (g *Gateway) fastList(s *session, line []byte) (f frame, ok bool) {
 	}
 	b = append(b, "]}"...)
 	g.metrics.fastLists.Inc()
-	return frame{id: string(id), result: b}, true
+	return serve.Frame{ID: string(id), Result: b}, true
 }
 
 // listSize is the size of the listing of the gateway's own tools and of
@@ -135,10 +136,10 @@ const onePage = "this gateway lists all of them in one page: send the list reque
 // after it, or said "illegal base64 data at input byte 4".
 func toolsListRefusal(frame []byte) []byte {
 	id, method, params, ok := request(frame)
-	if !ok || jsonString(method) != string(mcp.MethodToolsList) || !jsonrpc.ObjectOrAbsent(params) || firstPage(params, true) {
+	if !ok || serve.JSONString(method) != string(mcp.MethodToolsList) || !jsonrpc.ObjectOrAbsent(params) || firstPage(params, true) {
 		return nil
 	}
-	return message{Message: jsonrpc.Message{ID: id}}.refusedAs(mcp.INVALID_PARAMS, onePage)
+	return serve.Message{Message: jsonrpc.Message{ID: id}}.RefusedAs(mcp.INVALID_PARAMS, onePage)
 }
 
 // firstPage tells whether a list request's params ask for the first page,
@@ -148,7 +149,7 @@ func toolsListRefusal(frame []byte) []byte {
 // ""); without cursor, with no cursor at all. Other params are ignored,
 // as the server ignores them: clients send their own (Mastra sends its
 // timeout, {"timeout":60000}). One spelt as _meta or cursor in another
-// case is refused at the door (frameRefusal).
+// case is refused at the door (serve.FrameRefusal).
 func firstPage(params []byte, cursor bool) bool {
 	if params == nil {
 		return true

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/ardgate/ardgate/guard/jsonrpc"
+	"github.com/ardgate/ardgate/tools/serve"
 )
 
 // The fast path answers a plain tools/call of a proxied tool before the
@@ -110,7 +110,7 @@ func calledTool(tools map[string]toolRef, name, args []byte) (tool toolRef, via 
 // The frame is read with jsonrpc.ScanObject, which checks it all but
 // decodes only the members named here, by their exact names: a frame
 // that names one twice or in another case was refused at the door
-// (memberRefusal).
+// (serve.FrameRefusal).
 func request(frame []byte) (id, method, params []byte, ok bool) {
 	var version []byte
 	err := jsonrpc.ScanObject(frame, func(name, value []byte) {
@@ -192,9 +192,9 @@ func (c *callFrame) readMeta(meta []byte) bool {
 			token = value
 			return
 		case "traceparent":
-			c.TraceParent = jsonString(value)
+			c.TraceParent = serve.JSONString(value)
 		case "tracestate":
-			c.TraceState = jsonString(value)
+			c.TraceState = serve.JSONString(value)
 		}
 		others = true
 	})
@@ -206,15 +206,6 @@ func (c *callFrame) readMeta(meta []byte) bool {
 	}
 	c.Progress = bytes.Clone(token)
 	return plainID(token) // the same two types as an id
-}
-
-// jsonString is the string value is, or "" when it is not a string.
-func jsonString(value []byte) string {
-	var s string
-	if len(value) == 0 || value[0] != '"' || json.Unmarshal(value, &s) != nil {
-		return ""
-	}
-	return s
 }
 
 // findTool finds the tool that raw, a JSON string, names in tools.
@@ -253,7 +244,7 @@ func plainID(id json.RawMessage) bool {
 // the call calls cancel with a clientCancel, which must end ctx with that
 // cause; the end of its session calls it with nil. The upstream's progress on
 // the call goes to notify, if the client asked for progress.
-func (g *Gateway) serveFast(ctx context.Context, cancel context.CancelCauseFunc, s *session, c callFrame, notify notifier, header http.Header) frame {
+func (g *Gateway) serveFast(ctx context.Context, cancel context.CancelCauseFunc, s *session, c callFrame, notify notifier, header http.Header) serve.Frame {
 	ctx, trace := g.opts.Tracing.startCall(ctx, header, c)
 	a, refused := g.admit(s, c.called(), nil)
 	if refused != nil {
@@ -261,9 +252,9 @@ func (g *Gateway) serveFast(ctx context.Context, cancel context.CancelCauseFunc,
 		trace.end(f)
 		return f
 	}
-	s.fast.add(c.ID, stopCause(cancel))
+	s.fast.Add(c.ID, serve.StopCause(cancel))
 	raw, err := s.att.CallRaw(ctx, c.Name, c.Arguments, c.Meta, c.progress(notify))
-	s.fast.remove(c.ID)
+	s.fast.Remove(c.ID)
 	f := g.fastResult(ctx, s, c, a, raw, err)
 	trace.end(f)
 	return f
@@ -271,7 +262,7 @@ func (g *Gateway) serveFast(ctx context.Context, cancel context.CancelCauseFunc,
 
 // fastResult ends an admitted fast call with what its upstream answered
 // and returns the frame for the client.
-func (g *Gateway) fastResult(ctx context.Context, s *session, c callFrame, a admission, raw json.RawMessage, err error) frame {
+func (g *Gateway) fastResult(ctx context.Context, s *session, c callFrame, a admission, raw json.RawMessage, err error) serve.Frame {
 	name := c.Name
 	if err != nil {
 		a.end(true)
@@ -285,76 +276,29 @@ func (g *Gateway) fastResult(ctx context.Context, s *session, c callFrame, a adm
 			return g.failedFrame(s, c, failure("upstream_error", "%s answered with a malformed result: %v", name, err))
 		}
 		f := response(c.ID, capResult(res, g.opts.MaxResultBytes))
-		if len(f.result) > maxResultFrame {
-			f = g.failedFrame(s, c, resultTooLarge(name, len(f.result)))
+		if len(f.Result) > maxResultFrame {
+			f = g.failedFrame(s, c, resultTooLarge(name, len(f.Result)))
 		}
-		a.end(isErrorResult(f.result))
+		a.end(isErrorResult(f.Result))
 		return f
 	}
 	a.end(isErrorResult(raw))
-	return frame{id: c.ID, result: raw}
+	return serve.Frame{ID: c.ID, Result: raw}
 }
 
 // failedFrame is the frame answering fast call c of session s with res,
 // a failure the gateway made (fitFailure).
-func (g *Gateway) failedFrame(s *session, c callFrame, res *mcp.CallToolResult) frame {
+func (g *Gateway) failedFrame(s *session, c callFrame, res *mcp.CallToolResult) serve.Frame {
 	return response(c.ID, g.fitFailure(s, c.called(), res))
 }
 
 // response is the frame answering id with res.
-func response(id string, res *mcp.CallToolResult) frame {
+func response(id string, res *mcp.CallToolResult) serve.Frame {
 	raw, err := json.Marshal(res)
 	if err != nil {
 		raw, _ = json.Marshal(failure("internal", "the result could not be encoded: %v", err))
 	}
-	return frame{id: id, result: raw}
-}
-
-// frame is a response to the client: the result as the upstream sent it,
-// under the client's id (its JSON).
-type frame struct {
-	id     string
-	result json.RawMessage
-}
-
-// appendHead appends what comes before the result.
-func (f frame) appendHead(b []byte) []byte {
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, f.id...)
-	return append(b, `,"result":`...)
-}
-
-// size is the frame's length in bytes.
-func (f frame) size() int {
-	return len(`{"jsonrpc":"2.0","id":,"result":}`) + len(f.id) + len(f.result)
-}
-
-// appendTo appends the frame.
-func (f frame) appendTo(b []byte) []byte {
-	return append(append(f.appendHead(b), f.result...), '}')
-}
-
-// writeTo writes the frame as an HTTP response body: in one write when
-// the result is small, else in three, the result from where it lies
-// (jsonrpc.InPlace, as FrameWriter does on stdio).
-func (f frame) writeTo(w io.Writer) error {
-	if len(f.result) < jsonrpc.InPlace {
-		_, err := w.Write(f.appendTo(make([]byte, 0, f.size())))
-		return err
-	}
-	for _, piece := range [][]byte{f.appendHead(nil), f.result, []byte("}")} {
-		if _, err := w.Write(piece); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// writeLine writes the frame and the newline that ends it on stdio, or
-// holds it in b (jsonrpc.FrameWriter, which writes a large result where it
-// lies).
-func (f frame) writeLine(w *jsonrpc.FrameWriter, b *jsonrpc.Batch) error {
-	return w.Frame(b, f.appendHead, f.result, "}\n")
+	return serve.Frame{ID: id, Result: raw}
 }
 
 // isErrorResult tells a tool error from a success, for the metrics, by

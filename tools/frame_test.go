@@ -64,10 +64,10 @@ func TestFastResultOverTheFrameCap(t *testing.T) {
 	raw = []byte(strings.ReplaceAll(string(raw), `\u003c`, "<"))
 	g.running.Add(1) // what admit adds, and a.end takes off
 	f := g.fastResult(context.Background(), nil, callFrame{ID: "7", Name: "mcp_up__big"}, admission{g: g, name: "mcp_up__big", start: time.Now()}, raw, nil)
-	if len(f.result) > maxResultFrame {
-		t.Fatalf("a result of %d MiB was written", len(f.result)>>20)
+	if len(f.Result) > maxResultFrame {
+		t.Fatalf("a result of %d MiB was written", len(f.Result)>>20)
 	}
-	out, err := mcp.ParseCallToolResult((*json.RawMessage)(&f.result))
+	out, err := mcp.ParseCallToolResult((*json.RawMessage)(&f.Result))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,9 @@
 // Package tools is the MCP surface of the gateway: the discovery and
 // attachment tools, the proxied upstream tools, and the stdio and HTTP
-// transports that serve them.
+// transports that serve them, built on tools/serve, which holds what of
+// serving needs nothing of the tools.
+//
+// It may import attach, registry, config, guard and tools/serve.
 package tools
 
 import (
@@ -23,6 +26,7 @@ import (
 	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/tools/serve"
 )
 
 // Gateway is the MCP server clients connect to. Build it with New.
@@ -123,7 +127,7 @@ type session struct {
 	seen atomic.Int64
 	// fast are the session's calls in flight on the fast path, for the
 	// client to cancel.
-	fast inflight
+	fast serve.Inflight
 	// client is the MCP server's session, which keeps the session's
 	// proxied tools (streamable HTTP); nil until the server registers it.
 	// Guarded by syncMu. serverTools tells that it keeps them (toServer);

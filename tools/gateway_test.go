@@ -120,7 +120,7 @@ func waitFastCall(t testing.TB, g *Gateway, sid string) {
 	t.Helper()
 	waitUntil(t, 5*time.Second, "a request in flight in session "+sid, func() bool {
 		s := g.lookup(sid)
-		return s != nil && s.fast.busy()
+		return s != nil && s.fast.Busy()
 	})
 }
 

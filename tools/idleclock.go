@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/tools/serve"
 )
 
 // The MCP server keeps each HTTP session's idle clock, and ends a session
@@ -63,7 +64,7 @@ func (h *HTTP) ping(ctx context.Context, s *session, host, sid, version string) 
 		ping.Header.Set(server.HeaderKeyProtocolVersion, version)
 	}
 	w := &pingWriter{header: http.Header{}, status: http.StatusOK}
-	released(h.streamable).ServeHTTP(w, ping)
+	serve.Released(h.streamable).ServeHTTP(w, ping)
 	if w.status != http.StatusOK {
 		h.g.log.Warn("the server refused the gateway's idle-clock ping", "status", w.status, "answer", guard.Text(w.body.String(), 200))
 		return false
@@ -86,7 +87,7 @@ func (h *HTTP) busyClock(r *http.Request, s *session) {
 			if h.g.lookup(sid) != s {
 				return // the session ended
 			}
-			if s.fast.busy() || s.streams.Load() > 0 {
+			if s.fast.Busy() || s.streams.Load() > 0 {
 				s.seen.Store(time.Now().UnixNano())
 				h.ping(context.Background(), s, host, sid, "")
 			}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ardgate/ardgate/tools/serve"
 )
 
 // refusals are frames the gateway answers at the door, and how.
@@ -16,19 +18,19 @@ var refusals = []struct {
 	frame string
 	want  []byte
 }{
-	{`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, batchRefusal},
-	{` [{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":"hi"}}},{"jsonrpc":"2.0","method":"notifications/initialized"}]`, batchRefusal},
-	{`[]`, batchRefusal},
-	{`[{"jsonrpc":"2.0","id":3,"method":`, batchRefusal}, // not even JSON: still not read as one message
-	{`{"jsonrpc":"2.0","id":null,"method":"ping"}`, nullIDRefusal},
-	{`{"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":null}},"id":null,"jsonrpc":"2.0"}`, nullIDRefusal},
-	{`{"jsonrpc":"2.0","id":true,"method":"ping"}`, idTypeRefusal},
-	{`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, idTypeRefusal},
-	{`{"jsonrpc":"2.0","id":[1],"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":"hi"}}}`, idTypeRefusal},
-	{`{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`, bigIDRefusal},
-	{`{"jsonrpc":"2.0","id":-9007199254740993,"method":"ping"}`, bigIDRefusal},
-	{`{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}`, bigIDRefusal},
-	{`{"jsonrpc":"2.0","id":1e300,"method":"ping"}`, bigIDRefusal},
+	{`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, serve.BatchRefusal},
+	{` [{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":"hi"}}},{"jsonrpc":"2.0","method":"notifications/initialized"}]`, serve.BatchRefusal},
+	{`[]`, serve.BatchRefusal},
+	{`[{"jsonrpc":"2.0","id":3,"method":`, serve.BatchRefusal}, // not even JSON: still not read as one message
+	{`{"jsonrpc":"2.0","id":null,"method":"ping"}`, serve.NullIDRefusal},
+	{`{"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":null}},"id":null,"jsonrpc":"2.0"}`, serve.NullIDRefusal},
+	{`{"jsonrpc":"2.0","id":true,"method":"ping"}`, serve.IDTypeRefusal},
+	{`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, serve.IDTypeRefusal},
+	{`{"jsonrpc":"2.0","id":[1],"method":"tools/call","params":{"name":"mcp_fx__echo","arguments":{"message":"hi"}}}`, serve.IDTypeRefusal},
+	{`{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`, serve.BigIDRefusal},
+	{`{"jsonrpc":"2.0","id":-9007199254740993,"method":"ping"}`, serve.BigIDRefusal},
+	{`{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}`, serve.BigIDRefusal},
+	{`{"jsonrpc":"2.0","id":1e300,"method":"ping"}`, serve.BigIDRefusal},
 	{`{"jsonrpc":"2.0"}`, []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"a message must have a method (a request or a notification), or an id with a result or an error (a response)"}}`)},
 	{`{}`, []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"a message must have a method (a request or a notification), or an id with a result or an error (a response)"}}`)},
 	{`{"jsonrpc":"2.0","id":10}`, []byte(`{"jsonrpc":"2.0","id":10,"error":{"code":-32600,"message":"a message with an id must have a method (a request), or a result or an error (a response)"}}`)},
@@ -230,7 +232,7 @@ func TestRefusedHTTP(t *testing.T) {
 		// A body over the cap: 413, saying so (it was 400, "read request
 		// body error").
 		c.send(c.request(`{"jsonrpc":"2.0","id":9,"method":"ping","params":{"_meta":{"pad":"` + strings.Repeat("x", 11<<20) + `"}}}`))
-		if code, body := c.answer(); code != http.StatusRequestEntityTooLarge || body != string(tooLargeRefusal) {
+		if code, body := c.answer(); code != http.StatusRequestEntityTooLarge || body != string(serve.TooLargeRefusal) {
 			t.Errorf("session %q, an 11 MiB body: %d %.200s", id, code, body)
 		}
 		if id != "" {

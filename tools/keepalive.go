@@ -17,6 +17,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/ardgate/ardgate/guard/jsonrpc"
+	"github.com/ardgate/ardgate/tools/serve"
 )
 
 // Kept-alive HTTP/1.1 connections served in place.
@@ -71,9 +72,9 @@ const (
 // keep takes over r's connection after the fast call that answered r, and
 // serves it until it ends. false: w was left alone, for the caller to
 // write f.
-func (h *HTTP) keep(w http.ResponseWriter, r *http.Request, f frame) bool {
+func (h *HTTP) keep(w http.ResponseWriter, r *http.Request, f serve.Frame) bool {
 	// A browser's connection stays net/http's: the gateway's own answers
-	// carry no CORS headers (allowCORS).
+	// carry no CORS headers (serve.AllowCORS).
 	if r.ProtoMajor != 1 || r.ProtoMinor != 1 || r.Close || r.TLS != nil || r.Header.Get("Origin") != "" {
 		return false
 	}
@@ -107,7 +108,7 @@ func (h *HTTP) keep(w http.ResponseWriter, r *http.Request, f frame) bool {
 }
 
 // run answers with f, then serves the connection until it ends.
-func (c *keptConn) run(br *bufio.Reader, pending []byte, f frame) {
+func (c *keptConn) run(br *bufio.Reader, pending []byte, f serve.Frame) {
 	c.start(br, pending)
 	defer c.end()
 	if !c.write(f) {
@@ -301,7 +302,7 @@ func (c *keptConn) serve() bool {
 		}
 		return c.handBack()
 	}
-	accept := acceptOf(req.Header)
+	accept := serve.AcceptOf(req.Header)
 	s, ok := c.h.inPlace(req, accept, c.conn.LocalAddr())
 	if !ok {
 		if deadline {
@@ -319,14 +320,14 @@ func (c *keptConn) serve() bool {
 		_ = c.conn.SetReadDeadline(time.Time{})
 		deadline = false
 	}
-	body, err := readBody(req)
+	body, err := serve.ReadBody(req)
 	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 		return false // closed, no answer
 	}
 	if deadline {
 		_ = c.conn.SetReadDeadline(time.Time{})
 	}
-	if err != nil || frameRefusal(body) != nil {
+	if err != nil || serve.FrameRefusal(body) != nil {
 		return c.handBack() // refused by net/http's path, at the door (fast)
 	}
 	call, ok := c.h.g.fastCall(s, body)
@@ -340,14 +341,14 @@ func (c *keptConn) serve() bool {
 		return c.write(f)
 	}
 	c.taken()
-	stream := newProgressStream(&call, accept, &c.events, c.h.g.log, c.h.heartbeat)
-	quiet := stream == nil && mayGoQuiet(accept, c.h.heartbeat)
+	stream := serve.NewProgressStream(&call.Progress, accept, &c.events, c.h.g.log, c.h.heartbeat)
+	quiet := stream == nil && serve.MayGoQuiet(accept, c.h.heartbeat)
 	f, stream, gone, cancelled := c.call(s, call, stream, quiet, req.Header)
 	if cancelled {
 		c.h.kept.served.Add(1)
-		return endUnanswered(stream, &c.events) == nil
+		return serve.EndUnanswered(stream, &c.events) == nil
 	}
-	streamed, err := stream.finish(f) // also when gone: its writer must stop
+	streamed, err := stream.Finish(f) // also when gone: its writer must stop
 	if gone {
 		return false
 	}
@@ -393,7 +394,7 @@ func (h *HTTP) inPlace(r *http.Request, accept string, local net.Addr) (*session
 	}
 	// A browser's request (it names its Origin) goes back, for net/http's
 	// answer with the CORS headers it reads.
-	if rebound(r.Host, local) || r.Header.Get("Origin") != "" || !h.authorized(r) || !answerable(accept) {
+	if serve.Rebound(r.Host, local) || r.Header.Get("Origin") != "" || !h.authorized(r) || !serve.Answerable(accept) {
 		return nil, false
 	}
 	// Whatever the fast path would not answer goes back, to wind the
@@ -406,7 +407,7 @@ func (h *HTTP) inPlace(r *http.Request, accept string, local net.Addr) (*session
 // call (notifications/cancelled), and goes on. Its answer's stream is
 // stream, the call's progress, or, for a call that may go quiet (quiet),
 // one made once it has been quiet for the heartbeat, which call returns.
-func (c *keptConn) call(s *session, call callFrame, stream *progressStream, quiet bool, header http.Header) (f frame, _ *progressStream, gone, cancelled bool) {
+func (c *keptConn) call(s *session, call callFrame, stream *serve.ProgressStream, quiet bool, header http.Header) (f serve.Frame, _ *serve.ProgressStream, gone, cancelled bool) {
 	// A byte already read ahead is the client's next request: it is
 	// there, and the connection need not be watched; the beat is a
 	// timer's then.
@@ -419,7 +420,7 @@ func (c *keptConn) call(s *session, call callFrame, stream *progressStream, quie
 		stream = c.quietStream()
 		fallthrough
 	default:
-		beat = stream.afterQuiet()
+		beat = stream.AfterQuiet()
 	}
 	f = c.h.g.serveFast(c.ctx, c.cancel, s, call, stream, header)
 	if beat != nil {
@@ -433,34 +434,34 @@ func (c *keptConn) call(s *session, call callFrame, stream *progressStream, quie
 		}
 	}
 	if c.ctx.Err() != nil && !c.watch.gone {
-		cancelled = cancelledByClient(c.ctx)
+		cancelled = serve.CancelledByClient(c.ctx)
 		c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	}
 	return f, stream, c.watch.gone, cancelled
 }
 
 // quietStream is the stream of the answer to a call of c's that went
-// quiet (quietStream).
-func (c *keptConn) quietStream() *progressStream {
-	return quietStream(&c.events, c.h.g.log, c.h.heartbeat)
+// quiet (serve.QuietStream).
+func (c *keptConn) quietStream() *serve.ProgressStream {
+	return serve.QuietStream(&c.events, c.h.g.log, c.h.heartbeat)
 }
 
 // write writes f as the answer, with the head net/http's server gives
 // the fast path's answer: in one write, or for a large result, one
 // writev with the result from where it lies.
-func (c *keptConn) write(f frame) bool {
+func (c *keptConn) write(f serve.Frame) bool {
 	c.writing()
 	bp := answerBufs.Get().(*[]byte)
 	b := append((*bp)[:0], "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "...)
-	b = strconv.AppendInt(b, int64(f.size()), 10)
+	b = strconv.AppendInt(b, int64(f.Size()), 10)
 	b = c.appendHeadEnd(b)
 	var err error
-	if len(f.result) < jsonrpc.InPlace {
-		b = f.appendTo(b)
+	if len(f.Result) < jsonrpc.InPlace {
+		b = f.AppendTo(b)
 		_, err = c.conn.Write(b)
 	} else {
-		b = f.appendHead(b)
-		bufs := net.Buffers{b, f.result, []byte("}")}
+		b = f.AppendHead(b)
+		bufs := net.Buffers{b, f.Result, []byte("}")}
 		_, err = bufs.WriteTo(c.conn)
 	}
 	if cap(b) <= 64<<10 {
@@ -487,14 +488,14 @@ type keptEvents struct {
 	c *keptConn
 }
 
-func (k *keptEvents) begin() error {
+func (k *keptEvents) Begin() error {
 	k.c.writing()
 	b := []byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked")
 	_, err := k.c.conn.Write(k.c.appendHeadEnd(b))
 	return err
 }
 
-func (k *keptEvents) write(p []byte) error {
+func (k *keptEvents) WriteEvents(p []byte) error {
 	k.c.writing()
 	size := strconv.AppendInt(nil, int64(len(p)), 16)
 	bufs := net.Buffers{append(size, "\r\n"...), p, []byte("\r\n")}
@@ -502,7 +503,7 @@ func (k *keptEvents) write(p []byte) error {
 	return err
 }
 
-func (k *keptEvents) end() error {
+func (k *keptEvents) End() error {
 	k.c.writing()
 	_, err := k.c.conn.Write([]byte("0\r\n\r\n"))
 	return err
@@ -570,16 +571,16 @@ type watch struct {
 	beatAt time.Time // zero for never
 	// stream is the answer's, whose beat is due at beatAt: the call's, or,
 	// for a call that may go quiet, one made then (keptConn.quietStream).
-	stream *progressStream
+	stream *serve.ProgressStream
 	late   *time.Timer // the beat's, once the watch has ended before it
 }
 
 // arm readies the watch for a call whose answer is stream (nil for none),
 // or may become one once quiet.
-func (w *watch) arm(stream *progressStream, quiet bool) {
+func (w *watch) arm(stream *serve.ProgressStream, quiet bool) {
 	w.mu.Lock()
 	w.beatAt, w.stream, w.late = time.Time{}, stream, nil
-	if quiet || stream != nil && stream.every > 0 {
+	if quiet || stream != nil && stream.Beats() {
 		w.beatAt = time.Now().Add(w.c.h.heartbeat)
 	}
 	w.mu.Unlock()
@@ -606,7 +607,7 @@ func (w *watch) read() {
 				if w.stream == nil {
 					w.stream = w.c.quietStream()
 				}
-				w.late = time.AfterFunc(time.Until(w.beatAt), w.stream.beat)
+				w.late = time.AfterFunc(time.Until(w.beatAt), w.stream.Beat)
 			}
 			w.mu.Unlock()
 		}
@@ -622,7 +623,7 @@ func (w *watch) read() {
 			if aborted {
 				break
 			}
-			beat.beat()
+			beat.Beat()
 			continue
 		}
 		if err != nil {

@@ -516,7 +516,7 @@ func TestCancelledGetsNoAnswerHTTP(t *testing.T) {
 		}
 		if tc.server && tc.progress && lastEventID(body) != "" {
 			// The call's progress is on its own stream, as on the fast
-			// path (serverCall.notify): with no ids, nothing to resume.
+			// path (serve.ServerCall.Notify): with no ids, nothing to resume.
 			t.Fatalf("%+v: progress events with ids: %q", tc, body)
 		}
 		if tc.notice {

@@ -14,6 +14,7 @@ import (
 	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/guard/jsonrpc"
+	"github.com/ardgate/ardgate/tools/serve"
 )
 
 // An attached server's log messages reach the client as the gateway's own
@@ -64,7 +65,7 @@ func (g *Gateway) relayLog(s *session, a *attach.Attachment, m attach.LogMessage
 	}
 	params := map[string]any{"level": m.Level, "logger": logger, "data": m.Data}
 	if r := g.stdioOut.Load(); r != nil && !s.perSession {
-		r.notify(mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
+		r.Notify(mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
 			Notification: mcp.Notification{Method: string(mcp.MethodNotificationMessage), Params: mcp.NotificationParams{AdditionalFields: params}}})
 		return
 	}
@@ -111,8 +112,8 @@ func levelRefusal(frame []byte) []byte {
 	if len(p.Level) > 0 && string(p.Level) != "null" {
 		got = guard.Text(string(p.Level), 40)
 	}
-	m := message{Message: jsonrpc.Message{ID: id}}
-	return m.refusedAs(mcp.INVALID_PARAMS, fmt.Sprintf("logging/setLevel needs params.level, one of %s; got %s", strings.Join(logLevels, ", "), got))
+	m := serve.Message{Message: jsonrpc.Message{ID: id}}
+	return m.RefusedAs(mcp.INVALID_PARAMS, fmt.Sprintf("logging/setLevel needs params.level, one of %s; got %s", strings.Join(logLevels, ", "), got))
 }
 
 // newLogLimit is a session's budget of relayed log messages.

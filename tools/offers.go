@@ -16,6 +16,7 @@ import (
 
 	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/guard/jsonrpc"
+	"github.com/ardgate/ardgate/tools/serve"
 )
 
 // The prompts and resources of a session's attached servers are answered
@@ -79,7 +80,7 @@ func (g *Gateway) offerRequest(s *session, line []byte) (call offerCall, ok bool
 
 // offerRun is offerRequest's answer without tracing, the message it
 // answers (its id), and the request's method and params (a copy).
-func (g *Gateway) offerRun(s *session, line []byte) (run func(context.Context) []byte, m message, method string, params []byte, ok bool) {
+func (g *Gateway) offerRun(s *session, line []byte) (run func(context.Context) []byte, m serve.Message, method string, params []byte, ok bool) {
 	// Looked for with and without escapes ("prompts\/list"): a frame
 	// that took the MCP server's path would be answered as if the session
 	// had no prompts or resources.
@@ -87,20 +88,20 @@ func (g *Gateway) offerRun(s *session, line []byte) (run func(context.Context) [
 		return nil, m, "", nil, false
 	}
 	id, name, raw, ok := request(line)
-	method = jsonString(name)
+	method = serve.JSONString(name)
 	if !slices.Contains(offerMethods, mcp.MCPMethod(method)) {
 		return nil, m, "", nil, false
 	}
 	if !ok {
 		// An id neither a string nor a number, or no jsonrpc "2.0":
 		// refused, not answered as if the session had no prompts.
-		m = readMessage(line)
+		m = serve.ReadMessage(line)
 		return func(context.Context) []byte {
-			return m.refused(method + ": the request could not be read as one: send jsonrpc \"2.0\", an id (a string or an integer), the method and its params, each once and in lower case")
+			return m.Refused(method + ": the request could not be read as one: send jsonrpc \"2.0\", an id (a string or an integer), the method and its params, each once and in lower case")
 		}, m, method, nil, true
 	}
 	params = bytes.Clone(raw)
-	m = message{Message: jsonrpc.Message{ID: bytes.Clone(id)}, object: true}
+	m = serve.Message{Message: jsonrpc.Message{ID: bytes.Clone(id)}, Object: true}
 	var list func() (member string, items [][]byte)
 	switch mcp.MCPMethod(method) {
 	case mcp.MethodPromptsList:
@@ -122,7 +123,7 @@ func (g *Gateway) offerRun(s *session, line []byte) (run func(context.Context) [
 	return func(ctx context.Context) []byte {
 		s.att.WaitPinned(ctx, g.opts.PinnedListWait) // as tools/list does: a client lists once
 		member, items := list()
-		return frame{id: string(m.ID), result: listJSON(member, items)}.appendTo(nil)
+		return serve.Frame{ID: string(m.ID), Result: listJSON(member, items)}.AppendTo(nil)
 	}, m, method, params, true
 }
 
@@ -148,7 +149,7 @@ func listJSON(member string, items [][]byte) []byte {
 // forwardOffer answers a prompts/get, a resources/read, a
 // completion/complete or a resources/(un)subscribe (method) with what the
 // server that serves it answers.
-func (g *Gateway) forwardOffer(s *session, m message, method string, params []byte) func(context.Context) []byte {
+func (g *Gateway) forwardOffer(s *session, m serve.Message, method string, params []byte) func(context.Context) []byte {
 	var p map[string]json.RawMessage
 	if params != nil && json.Unmarshal(params, &p) != nil {
 		p = nil // not an object: refused at the door before this
@@ -182,15 +183,15 @@ func (g *Gateway) forwardOffer(s *session, m message, method string, params []by
 		}
 		if err != nil {
 			code, why := offerError(err, method)
-			return m.refusedAs(code, why)
+			return m.RefusedAs(code, why)
 		}
-		return frame{id: string(m.ID), result: res}.appendTo(nil)
+		return serve.Frame{ID: string(m.ID), Result: res}.AppendTo(nil)
 	}
 }
 
 // refusal answers m with an invalid-params error saying why.
-func refusal(m message, why string) func(context.Context) []byte {
-	return func(context.Context) []byte { return m.refusedAs(mcp.INVALID_PARAMS, why) }
+func refusal(m serve.Message, why string) func(context.Context) []byte {
+	return func(context.Context) []byte { return m.RefusedAs(mcp.INVALID_PARAMS, why) }
 }
 
 // offerError is the JSON-RPC error that answers a failed request of
@@ -221,11 +222,11 @@ func (h *HTTP) offers(w http.ResponseWriter, r *http.Request, s *session, body [
 	}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	s.fast.add(call.id, stopCause(cancel))
+	s.fast.Add(call.id, serve.StopCause(cancel))
 	msg := call.answer(ctx, r.Header)
-	s.fast.remove(call.id)
-	if cancelledByClient(ctx) {
-		endEmpty(w)
+	s.fast.Remove(call.id)
+	if serve.CancelledByClient(ctx) {
+		serve.EndEmpty(w)
 		return true
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -240,17 +241,17 @@ func (h *HTTP) offers(w http.ResponseWriter, r *http.Request, s *session, body [
 // once, unanswered.
 func (r *stdioReader) offers(ctx context.Context, s *session, line []byte) bool {
 	call, ok := r.g.offerRequest(s, line)
-	if !ok || !r.calls.add() {
+	if !ok || !r.calls.Add() {
 		return false // not one, or the session is ending: the server answers
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	r.inFlight.add(call.id, stopCause(cancel))
+	r.inFlight.Add(call.id, serve.StopCause(cancel))
 	go func() {
-		defer r.calls.done()
+		defer r.calls.Done()
 		defer cancel(nil)
 		msg := call.answer(ctx, nil)
-		r.inFlight.remove(call.id)
-		if cancelledByClient(ctx) {
+		r.inFlight.Remove(call.id)
+		if serve.CancelledByClient(ctx) {
 			return
 		}
 		if err := r.w.Frame(nil, nil, msg, "\n"); err != nil {
@@ -324,7 +325,7 @@ func (g *Gateway) resourceUpdated(s *session, uri string) {
 	if r := g.stdioOut.Load(); r != nil && !s.perSession {
 		// Written as the fast path writes, as log messages are: beside
 		// the calls' results, in the order the gateway read them.
-		r.notify(mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
+		r.Notify(mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
 			Notification: mcp.Notification{Method: mcp.MethodNotificationResourceUpdated, Params: mcp.NotificationParams{AdditionalFields: params}}})
 		return
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/guard/jsonrpc"
+	"github.com/ardgate/ardgate/tools/serve"
 )
 
 // A session's pinned servers start in the background, which for an npm
@@ -70,7 +71,7 @@ func (g *Gateway) startingFor(s *session, frame []byte) (id []byte, att *attach.
 // client cancels while it waits ends at once, unanswered.
 func (r *stdioReader) startingCall(ctx context.Context, s *session, line []byte) bool {
 	id, att := r.g.startingFor(s, line)
-	if att == nil || !r.calls.add() {
+	if att == nil || !r.calls.Add() {
 		return false
 	}
 	key := string(id)        // id and line are the reader's buffer,
@@ -80,11 +81,11 @@ func (r *stdioReader) startingCall(ctx context.Context, s *session, line []byte)
 	// on after take returns: ended with the wait's, one that failed was
 	// said to be cancelled, its client gone.
 	wait, cancel := context.WithCancelCause(ctx)
-	r.inFlight.add(key, stopCause(cancel))
+	r.inFlight.Add(key, serve.StopCause(cancel))
 	go func() {
-		defer r.calls.done()
+		defer r.calls.Done()
 		s.att.WaitStarted(wait, att, r.g.opts.PinnedListWait)
-		r.inFlight.remove(key)
+		r.inFlight.Remove(key)
 		ended := wait.Err() != nil
 		cancel(nil)
 		if ended {
@@ -108,12 +109,12 @@ func (h *HTTP) waitStarting(w http.ResponseWriter, r *http.Request, s *session, 
 	}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	s.fast.add(string(id), stopCause(cancel))
+	s.fast.Add(string(id), serve.StopCause(cancel))
 	s.att.WaitStarted(ctx, att, h.g.opts.PinnedListWait)
-	s.fast.remove(string(id))
-	if !cancelledByClient(ctx) {
+	s.fast.Remove(string(id))
+	if !serve.CancelledByClient(ctx) {
 		return false
 	}
-	endEmpty(w)
+	serve.EndEmpty(w)
 	return true
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ardgate/ardgate/tools/serve"
 	"github.com/mark3labs/mcp-go/server"
 )
 
@@ -47,7 +48,7 @@ func (h *HTTP) reapIfQuiet(s *session, host, sid string) {
 		return // ended meanwhile
 	}
 	quiet := time.Since(time.Unix(0, s.heard.Load()))
-	if s.requests.Load() > 0 || s.fast.busy() {
+	if s.requests.Load() > 0 || s.fast.Busy() {
 		quiet = 0
 	}
 	if quiet < h.reapAfter {
@@ -68,7 +69,7 @@ func (h *HTTP) endSession(host, sid string) {
 	req.Host = host // checked against DNS rebinding, as the client's were
 	req.Header.Set(server.HeaderKeySessionID, sid)
 	w := &pingWriter{header: http.Header{}, status: http.StatusOK}
-	released(h.streamable).ServeHTTP(w, req)
+	serve.Released(h.streamable).ServeHTTP(w, req)
 	if w.status != http.StatusOK {
 		h.g.log.Warn("the server did not end a quiet session", "session", sid, "status", w.status)
 	}

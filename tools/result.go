@@ -15,6 +15,7 @@ import (
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/guard/jsonrpc"
 	"github.com/ardgate/ardgate/registry"
+	"github.com/ardgate/ardgate/tools/serve"
 )
 
 // result returns v both as structuredContent and as its JSON text, its
@@ -230,7 +231,7 @@ func decodeArgs(req mcp.CallToolRequest, v any) error {
 	// encoding/json matches "URN" to urn too: a filter in front of the
 	// gateway, reading names as they are, would not see the argument
 	// that the tool takes.
-	if err := caseVariantArg(raw, jsonNames(reflect.TypeOf(v))); err != nil {
+	if err := caseVariantArg(raw, serve.JSONNames(reflect.TypeOf(v))); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))

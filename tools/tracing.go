@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ardgate/ardgate/attach"
+	"github.com/ardgate/ardgate/tools/serve"
 )
 
 // Tracing is the gateway's optional OpenTelemetry tracing, plugged into
@@ -198,11 +199,11 @@ func (t *Tracing) startServer(ctx context.Context, header http.Header, method, t
 
 // end ends the spans of a call answered with f: a tool error marks both,
 // as the server marks its own.
-func (ct *callTrace) end(f frame) {
+func (ct *callTrace) end(f serve.Frame) {
 	if ct == nil {
 		return
 	}
-	if isErrorResult(f.result) {
+	if isErrorResult(f.Result) {
 		const msg = "tool returned error result"
 		ct.tool.SetStatus(tracing.StatusError, msg)
 		ct.call.SetStatus(tracing.StatusError, msg)

@@ -12,8 +12,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
-	"net/url"
 	"runtime"
 	"slices"
 	"strconv"
@@ -29,6 +27,7 @@ import (
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/guard/jsonrpc"
+	"github.com/ardgate/ardgate/tools/serve"
 )
 
 // stdioSessionID is the id of the stdio transport's one session, as
@@ -76,12 +75,12 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 	lines := jsonrpc.NewLineReader(in, 64<<10)
 	lines.Max = jsonrpc.MaxMessage
 	go r.run(ctx, lines)
-	err := srv.Listen(ctx, toServer, dropAnswers{w: w, u: &r.unanswered})
+	err := srv.Listen(ctx, toServer, serve.DropAnswers{W: w, U: &r.unanswered})
 	cancel() // the client is gone: its fast calls in flight end too
 	_ = toServer.Close()
-	r.calls.shut()
-	r.inFlight.stopAll()
-	r.calls.wait()
+	r.calls.Shut()
+	r.inFlight.StopAll()
+	r.calls.Wait()
 	// A call is done once its answer is written or held; what an
 	// upstream's reader still holds goes out now, and the backlog, before
 	// the caller closes out.
@@ -90,43 +89,24 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) e
 	return err
 }
 
-// utf8BOM is the byte order mark some writers put before text.
-var utf8BOM = []byte("\xef\xbb\xbf")
-
-// clientFrame is line, read from the client with err, as a frame: with no
-// byte order mark before it, ended by a newline even when the stream ended
-// first, and nil when it holds nothing but white space. Without this a
-// blank line got a parse error, and a last frame without its newline was
-// never answered.
-func clientFrame(line []byte, err error) []byte {
-	line = bytes.TrimPrefix(line, utf8BOM)
-	if len(bytes.TrimSpace(line)) == 0 {
-		return nil
-	}
-	if err != nil && line[len(line)-1] != '\n' {
-		line = append(line[:len(line):len(line)], '\n')
-	}
-	return line
-}
-
 // stdioReader reads the client's frames and sends each to the fast path
 // or on to the MCP server.
 type stdioReader struct {
 	g      *Gateway
 	w      *jsonrpc.FrameWriter
 	server *io.PipeWriter
-	calls  callGroup
+	calls  serve.CallGroup
 	// held is what the reader holds back while it has more frames at
 	// hand: the requests of fast calls, which then reach each upstream in
 	// one write, and refusals. Only the reader's goroutine uses it.
 	held jsonrpc.Batch
 	// inFlight are the fast calls in flight. Over stdio the session is
 	// the reader's own.
-	inFlight inflight
+	inFlight serve.Inflight
 	// unanswered are the server's calls that the client cancelled.
-	unanswered unanswered
+	unanswered serve.Unanswered
 	// opened: an initialize has gone to the server; before, requests but
-	// ping are refused (beforeInitialize).
+	// ping are refused (serve.BeforeInitialize).
 	opened atomic.Bool
 }
 
@@ -145,7 +125,7 @@ func (r *stdioReader) run(ctx context.Context, in *jsonrpc.LineReader) {
 			r.refuseLong(long)
 			line, err = nil, nil
 		}
-		if !r.take(ctx, clientFrame(line, err), &r.held) {
+		if !r.take(ctx, serve.ClientFrame(line, err), &r.held) {
 			return // the server stopped listening
 		}
 		if err != nil || !in.LineBuffered() {
@@ -182,12 +162,12 @@ func (r *stdioReader) take(ctx context.Context, line []byte, held *jsonrpc.Batch
 
 // refuseFrame answers line with the error that refuses it before either
 // path sees it, if one does, and reports whether it did: a batch or a
-// frame whose members could be read two ways (frameRefusal), or a
-// request before initialize (beforeInitialize).
+// frame whose members could be read two ways (serve.FrameRefusal), or a
+// request before initialize (serve.BeforeInitialize).
 func (r *stdioReader) refuseFrame(line []byte, held *jsonrpc.Batch) bool {
-	msg := frameRefusal(line)
+	msg := serve.FrameRefusal(line)
 	if msg == nil && !r.opened.Load() {
-		msg = beforeInitialize(line)
+		msg = serve.BeforeInitialize(line)
 	}
 	if msg != nil {
 		r.refuse(held, msg)
@@ -200,7 +180,7 @@ func (r *stdioReader) refuseFrame(line []byte, held *jsonrpc.Batch) bool {
 // (startingCall); after that wait, the call is routed again with none.
 func (r *stdioReader) route(ctx context.Context, line []byte, held *jsonrpc.Batch, wait bool) bool {
 	switch {
-	case bytes.Contains(line, metaKeyProtocolVersion) && r.refuseStateless(line, held):
+	case bytes.Contains(line, serve.MetaKeyProtocolVersion) && r.refuseStateless(line, held):
 		// a request of the stateless protocol, on no path
 	case r.fast(ctx, line, held, wait):
 		// answered on the fast path
@@ -208,7 +188,7 @@ func (r *stdioReader) route(ctx context.Context, line []byte, held *jsonrpc.Batc
 		// refused with an error, or dropped
 	default:
 		r.opening(line)
-		r.unanswered.forget(line) // a new request reusing the id
+		r.unanswered.Forget(line) // a new request reusing the id
 		held.Flush()
 		if _, err := r.server.Write(line); err != nil {
 			return false
@@ -236,12 +216,12 @@ func (r *stdioReader) fast(ctx context.Context, line []byte, held *jsonrpc.Batch
 		}
 		// Looked for only now: a call's frame may be large, and a
 		// notice is never a call.
-		if id, stopped := r.inFlight.cancel(line); id != "" && !stopped {
-			r.unanswered.add(id) // before the server hears the notice
+		if id, stopped := r.inFlight.Cancel(line); id != "" && !stopped {
+			r.unanswered.Add(id) // before the server hears the notice
 		}
 		return false
 	}
-	if !r.calls.add() {
+	if !r.calls.Add() {
 		return false // the session is ending; the server answers
 	}
 	traced, trace := r.g.opts.Tracing.startCall(ctx, nil, c)
@@ -250,11 +230,11 @@ func (r *stdioReader) fast(ctx context.Context, line []byte, held *jsonrpc.Batch
 		f := r.g.failedFrame(s, c, refused)
 		trace.end(f)
 		r.reply(f, held)
-		r.calls.done()
+		r.calls.Done()
 		return true
 	}
 	sc := &stdioCall{r: r, ctx: ctx, c: c, a: a, trace: trace}
-	r.inFlight.add(c.ID, sc)
+	r.inFlight.Add(c.ID, sc)
 	progress := c.progress(r)
 	if trace == nil { // a traced call runs in the context that holds its spans, below
 		if stop, ok := s.att.StartRaw(c.Name, c.Arguments, c.Meta, progress, held, sc.finish); ok {
@@ -277,10 +257,10 @@ func (r *stdioReader) fast(ctx context.Context, line []byte, held *jsonrpc.Batch
 	return true
 }
 
-// notify writes a notice of an upstream's to the client: progress on a
+// Notify writes a notice of an upstream's to the client: progress on a
 // fast call, a log message. It is written on the goroutine that read it,
 // before the call's result, which that goroutine reads after it.
-func (r *stdioReader) notify(n mcp.JSONRPCNotification) {
+func (r *stdioReader) Notify(n mcp.JSONRPCNotification) {
 	line, err := json.Marshal(n)
 	if err == nil {
 		_, err = r.w.Write(append(line, '\n'))
@@ -314,24 +294,24 @@ type stdioCall struct {
 // call.
 func (sc *stdioCall) finish(raw json.RawMessage, err error, b *jsonrpc.Batch) {
 	r := sc.r
-	r.inFlight.remove(sc.c.ID)
+	r.inFlight.Remove(sc.c.ID)
 	f := r.g.fastResult(sc.ctx, r.g.stdio.Load(), sc.c, sc.a, raw, err)
 	sc.trace.end(f)
 	if !sc.byClient.Load() {
 		r.reply(f, b)
 	}
-	r.calls.done()
+	r.calls.Done()
 }
 
-// cancel stops the call for the client, which then gets no answer; the
+// Cancel stops the call for the client, which then gets no answer; the
 // upstream is told the client's reason.
-func (sc *stdioCall) cancel(reason string) {
+func (sc *stdioCall) Cancel(reason string) {
 	sc.byClient.Store(true)
-	sc.halt(clientCancel{reason})
+	sc.halt(serve.ByClient(reason))
 }
 
-// stop stops the call: its session ends.
-func (sc *stdioCall) stop() { sc.halt(context.Canceled) }
+// Stop stops the call: its session ends.
+func (sc *stdioCall) Stop() { sc.halt(context.Canceled) }
 
 // halt stops the call with cause, now or as soon as it has started.
 func (sc *stdioCall) halt(cause error) {
@@ -359,39 +339,11 @@ func (sc *stdioCall) started(stop func(error)) {
 }
 
 // reply writes one frame to the client, or holds it in b.
-func (r *stdioReader) reply(f frame, b *jsonrpc.Batch) {
-	if err := f.writeLine(r.w, b); err != nil {
+func (r *stdioReader) reply(f serve.Frame, b *jsonrpc.Batch) {
+	if err := f.WriteLine(r.w, b); err != nil {
 		r.g.log.Debug("fast call result not written", "err", err)
 	}
 }
-
-// callGroup waits for calls in flight; once closed it admits no more.
-type callGroup struct {
-	mu     sync.Mutex
-	closed bool
-	wg     sync.WaitGroup
-}
-
-func (c *callGroup) add() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return false
-	}
-	c.wg.Add(1)
-	return true
-}
-
-func (c *callGroup) done() { c.wg.Done() }
-
-// shut admits no more calls.
-func (c *callGroup) shut() {
-	c.mu.Lock()
-	c.closed = true
-	c.mu.Unlock()
-}
-
-func (c *callGroup) wait() { c.wg.Wait() }
 
 // HTTP serves MCP over streamable HTTP at /mcp, with /healthz.
 type HTTP struct {
@@ -407,8 +359,8 @@ type HTTP struct {
 	heartbeat     time.Duration // StreamHeartbeat
 	maxSessions   int64
 	versions      []string // the protocol versions offered
-	ids           *sessionIDs
-	events        *eventStore
+	ids           *serve.SessionIDs
+	events        *serve.EventStore
 	kept          keptConns
 	answering     atomic.Int64 // requests the server is answering (Shutdown)
 }
@@ -442,7 +394,7 @@ type HTTPOptions struct {
 	// one ends. Zero means config.DefaultMaxSessions.
 	MaxSessions int
 	// StreamHeartbeat is how long a session's GET stream may stay quiet
-	// before a comment is written on it (heartbeat.go); zero means
+	// before a comment is written on it (serve/heartbeat.go); zero means
 	// DefaultStreamHeartbeat, and a negative value writes none.
 	StreamHeartbeat time.Duration
 }
@@ -493,15 +445,15 @@ func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 		opt.MaxSessions = config.DefaultMaxSessions
 	}
 	if opt.StreamHeartbeat == 0 {
-		opt.StreamHeartbeat = DefaultStreamHeartbeat
+		opt.StreamHeartbeat = serve.DefaultStreamHeartbeat
 	}
 	h := &HTTP{g: g, authToken: opt.AuthToken, mux: http.NewServeMux(), idleTTL: opt.IdleTTL, reapAfter: opt.ReapAfter, headerTimeout: opt.ReadHeaderTimeout,
 		connTimeout: opt.IdleConnTimeout, bodyTimeout: opt.BodyTimeout, maxSessions: int64(opt.MaxSessions),
 		heartbeat: opt.StreamHeartbeat}
 	h.kept.idle = opt.IdleConnTimeout
-	h.versions = sessionVersions()
-	h.ids = &sessionIDs{}
-	h.events = newEventStore(256, 16<<20, 256<<20, 2*time.Minute)
+	h.versions = serve.SessionVersions()
+	h.ids = &serve.SessionIDs{}
+	h.events = serve.NewEventStore(256, 16<<20, 256<<20, 2*time.Minute)
 	h.streamable = server.NewStreamableHTTPServer(g.mcp,
 		server.WithSessionIdManager(h.ids), // not WithStateful: it keeps every ended id
 		server.WithStreamableHTTPProtocolVersions(h.versions...),
@@ -510,7 +462,7 @@ func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 		server.WithStreamableHTTPLogger(g.log),
 		server.WithHTTPContextFunc(callbackBase),
 	)
-	h.mux.Handle("/mcp", h.guard(h.fast(released(h.streamable))))
+	h.mux.Handle("/mcp", h.guard(h.fast(serve.Released(h.streamable))))
 	// The user's browser comes back here from a server's authorization
 	// page: no session, no token, only the flow's state.
 	h.mux.HandleFunc("GET "+attach.CallbackPath, h.oauthCallback)
@@ -585,7 +537,7 @@ const answersGrace = 2 * time.Second
 // and the body cap.
 func (h *HTTP) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr); rebound(r.Host, local) {
+		if local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr); serve.Rebound(r.Host, local) {
 			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
 			return
 		}
@@ -593,7 +545,7 @@ func (h *HTTP) guard(next http.Handler) http.Handler {
 			http.Error(w, "Forbidden: Origin "+r.Header.Get("Origin")+" may not use this gateway", http.StatusForbidden)
 			return
 		}
-		if allowCORS(w, r) {
+		if serve.AllowCORS(w, r) {
 			return // a preflight, answered before the token: it carries none
 		}
 		if !h.authorized(r) {
@@ -606,33 +558,9 @@ func (h *HTTP) guard(next http.Handler) http.Handler {
 	})
 }
 
-// originOK tells whether the request's Origin, if any, may use the gateway.
-// allowCORS lets a page of an origin the gateway allows (originOK) read
-// its answers, as a browser asks: a client in a page on localhost could
-// not connect, its preflight refused for want of a token it never sends.
-// It reports whether r was a preflight, which it answered.
-func allowCORS(w http.ResponseWriter, r *http.Request) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return false
-	}
-	h := w.Header()
-	h.Set("Access-Control-Allow-Origin", origin)
-	h.Add("Vary", "Origin")
-	h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate")
-	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
-		return false
-	}
-	h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
-	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID")
-	h.Set("Access-Control-Max-Age", "600")
-	w.WriteHeader(http.StatusNoContent)
-	return true
-}
-
 func (h *HTTP) originOK(r *http.Request) bool {
 	o := r.Header.Get("Origin")
-	return o == "" || originAllowed(o, r.Host)
+	return o == "" || serve.OriginAllowed(o, r.Host)
 }
 
 // authorized tells whether the request carries the bearer token, when the
@@ -651,10 +579,10 @@ func (h *HTTP) authorized(r *http.Request) bool {
 // connection itself (keepalive.go), and passes every other request to
 // next, the MCP server, with its body as it came. A notifications/cancelled
 // among them stops the fast call it names on its way, or cancels the
-// answer of a request the server runs (serverCall).
+// answer of a request the server runs (serve.ServerCall).
 // A batch or a frame whose members could be read two ways
-// (frameRefusal), a body over the cap, or a request whose id is refused
-// (idRefusal) is answered with an error (jsonrpc.go).
+// (serve.FrameRefusal), a body over the cap, or a request whose id is refused
+// (idRefusal) is answered with an error (serve/door.go).
 //
 // The server keeps each session's idle clock, and only it can: a session
 // that the server has not seen for a quarter of the idle TTL takes the
@@ -709,7 +637,7 @@ func (h *HTTP) stream(next http.Handler, w http.ResponseWriter, r *http.Request,
 	if h.refuseUnknownSession(w, r) {
 		return
 	}
-	if get && !acceptsEventStream(acceptOf(r.Header)) {
+	if get && !serve.AcceptsEventStream(serve.AcceptOf(r.Header)) {
 		// Held open, the stream would hang a client that asked for JSON
 		// and waits for a body that never ends.
 		http.Error(w, "Not Acceptable: a GET opens the session's event stream (text/event-stream); send it in Accept, or POST a message", http.StatusNotAcceptable)
@@ -733,7 +661,7 @@ func (h *HTTP) stream(next http.Handler, w http.ResponseWriter, r *http.Request,
 // can (door), refuses it when it must (refuseMessage), and else passes it
 // on to the server with its body as it came.
 func (h *HTTP) post(next http.Handler, w http.ResponseWriter, r *http.Request, s *session, fast bool) {
-	if !answerable(acceptOf(r.Header)) {
+	if !serve.Answerable(serve.AcceptOf(r.Header)) {
 		// Answered as an event stream all the same, which a client that
 		// asked for neither cannot read.
 		http.Error(w, "Not Acceptable: a POST is answered in JSON (application/json) or as an event stream (text/event-stream); send both in Accept", http.StatusNotAcceptable)
@@ -741,15 +669,15 @@ func (h *HTTP) post(next http.Handler, w http.ResponseWriter, r *http.Request, s
 	}
 	body, err := h.body(w, r)
 	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
-		refuse(w, http.StatusRequestEntityTooLarge, tooLargeRefusal)
+		serve.Refuse(w, http.StatusRequestEntityTooLarge, serve.TooLargeRefusal)
 		return
 	}
-	var m message
+	var m serve.Message
 	if err == nil {
 		if h.door(w, r, s, fast, body) {
 			return
 		}
-		m = readMessage(body)
+		m = serve.ReadMessage(body)
 	}
 	if h.refuseMessage(w, r, s, m, body) {
 		return
@@ -764,7 +692,7 @@ func (h *HTTP) post(next http.Handler, w http.ResponseWriter, r *http.Request, s
 		s.seen.Store(time.Now().UnixNano())
 	}
 	// The server reads the body again, and meets the same error.
-	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
+	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), serve.ErrReader{Err: err}))
 	next.ServeHTTP(requestWriter{w}, r)
 }
 
@@ -774,7 +702,7 @@ func (h *HTTP) post(next http.Handler, w http.ResponseWriter, r *http.Request, s
 func (h *HTTP) body(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(h.bodyTimeout))
-	body, err := readBody(r)
+	body, err := serve.ReadBody(r)
 	if err == nil { // else the connection is done for: net/http would read out the rest
 		_ = rc.SetReadDeadline(time.Time{})
 	}
@@ -807,14 +735,14 @@ func (h *HTTP) door(w http.ResponseWriter, r *http.Request, s *session, fast boo
 // gateway's, a message refused or dropped, a session the gateway cannot
 // open, a message that needs a session and has none, and a call of what
 // the session does not have.
-func (h *HTTP) refuseMessage(w http.ResponseWriter, r *http.Request, s *session, m message, body []byte) bool {
+func (h *HTTP) refuseMessage(w http.ResponseWriter, r *http.Request, s *session, m serve.Message, body []byte) bool {
 	if s != nil && s.asked.answer(m, h.g.log.Debug) {
 		w.WriteHeader(http.StatusAccepted) // an answer to a request of the gateway's
 		return true
 	}
-	switch msg, drop := m.refusal(); {
+	switch msg, drop := m.Refusal(); {
 	case msg != nil:
-		refuse(w, http.StatusBadRequest, msg)
+		serve.Refuse(w, http.StatusBadRequest, msg)
 		return true
 	case drop:
 		w.WriteHeader(http.StatusAccepted) // as for any response posted
@@ -826,7 +754,7 @@ func (h *HTTP) refuseMessage(w http.ResponseWriter, r *http.Request, s *session,
 // refuseForSession answers m when the session it opens, names or lacks
 // rules it out, or its call names what the session does not have, and
 // reports whether it did.
-func (h *HTTP) refuseForSession(w http.ResponseWriter, r *http.Request, s *session, m message, body []byte) bool {
+func (h *HTTP) refuseForSession(w http.ResponseWriter, r *http.Request, s *session, m serve.Message, body []byte) bool {
 	named := r.Header.Get(server.HeaderKeySessionID) != ""
 	initialize := string(m.Method) == `"initialize"`
 	switch {
@@ -836,14 +764,14 @@ func (h *HTTP) refuseForSession(w http.ResponseWriter, r *http.Request, s *sessi
 		// stateless protocol's _meta key too, and those went past
 		// max_sessions and the drain.
 	case !named && h.refuseSessionless(w, r, m, body):
-	case s == nil && m.object && named && !initialize && h.refuseUnknownSession(w, r):
+	case s == nil && m.Object && named && !initialize && h.refuseUnknownSession(w, r):
 		// an initialize opens a session whatever id it names, as before
 	default:
 		msg := h.g.paramsRefusal(s, body)
 		if msg == nil {
 			return false
 		}
-		refuse(w, http.StatusOK, msg) // an answer, as the server's would be
+		serve.Refuse(w, http.StatusOK, msg) // an answer, as the server's would be
 	}
 	return true
 }
@@ -853,10 +781,10 @@ func (h *HTTP) refuseForSession(w http.ResponseWriter, r *http.Request, s *sessi
 // server hears it too, and answers it), and a request is tracked so that
 // the client may cancel it and a shutdown waits for its answer. done ends
 // the tracking.
-func (h *HTTP) track(w http.ResponseWriter, r *http.Request, s *session, m message, body []byte) (http.ResponseWriter, *http.Request, func()) {
-	s.fast.cancel(body)
-	w, r, untrack := trackServerCall(s, w, r, m, h.heartbeat)
-	if !m.request() {
+func (h *HTTP) track(w http.ResponseWriter, r *http.Request, s *session, m serve.Message, body []byte) (http.ResponseWriter, *http.Request, func()) {
+	s.fast.Cancel(body)
+	w, r, untrack := serve.TrackServerCall(&s.fast, w, r, m, h.heartbeat)
+	if !m.Request() {
 		return w, r, untrack
 	}
 	h.answering.Add(1)
@@ -874,12 +802,12 @@ const noSessionID = "Bad Request: Mcp-Session-Id header required: open a session
 const noStreamWithoutSession = "Method Not Allowed: a GET opens a session's event stream, named in Mcp-Session-Id: open a session with an initialize request (POST) first"
 
 // refuseFrame answers body, a message posted, with the error that
-// refuses it before either path sees it (frameRefusal), if one does, and
+// refuses it before either path sees it (serve.FrameRefusal), if one does, and
 // reports whether it did.
 func (h *HTTP) refuseFrame(w http.ResponseWriter, body []byte) bool {
-	msg := frameRefusal(body)
+	msg := serve.FrameRefusal(body)
 	if msg != nil {
-		refuse(w, http.StatusBadRequest, msg)
+		serve.Refuse(w, http.StatusBadRequest, msg)
 	}
 	return msg != nil
 }
@@ -893,13 +821,13 @@ func (h *HTTP) refuseFrame(w http.ResponseWriter, body []byte) bool {
 // session that has ended). A message of the stateless protocol
 // (2026-07-28), which the gateway does not offer, goes on to the server,
 // which tells its client so.
-func (h *HTTP) refuseSessionless(w http.ResponseWriter, r *http.Request, m message, body []byte) bool {
+func (h *HTTP) refuseSessionless(w http.ResponseWriter, r *http.Request, m serve.Message, body []byte) bool {
 	switch {
 	case mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) || bytes.Contains(body, []byte(mcp.MetaKeyProtocolVersion)):
 		return false
-	case !m.object:
+	case !m.Object:
 		// Said first: no session would make it a message.
-		refuse(w, http.StatusBadRequest, notJSONRefusal)
+		serve.Refuse(w, http.StatusBadRequest, serve.NotJSONRefusal)
 	case string(m.Method) != `"initialize"`:
 		http.Error(w, noSessionID, http.StatusBadRequest)
 	default:
@@ -958,25 +886,25 @@ const (
 // reports whether it did.
 func (h *HTTP) fastAnswer(w http.ResponseWriter, r *http.Request, s *session, body []byte) bool {
 	if c, ok := h.g.fastCall(s, body); ok {
-		out := &responseEvents{w: w}
-		accept := acceptOf(r.Header)
-		stream := newProgressStream(&c, accept, out, h.g.log, h.heartbeat)
-		if stream == nil && mayGoQuiet(accept, h.heartbeat) {
-			stream = quietStream(out, h.g.log, h.heartbeat)
+		out := &serve.ResponseEvents{W: w}
+		accept := serve.AcceptOf(r.Header)
+		stream := serve.NewProgressStream(&c.Progress, accept, out, h.g.log, h.heartbeat)
+		if stream == nil && serve.MayGoQuiet(accept, h.heartbeat) {
+			stream = serve.QuietStream(out, h.g.log, h.heartbeat)
 		}
 		ctx, cancel := context.WithCancelCause(r.Context())
-		quiet := stream.afterQuiet()
+		quiet := stream.AfterQuiet()
 		f := h.g.serveFast(ctx, cancel, s, c, stream, r.Header)
 		if quiet != nil {
 			quiet.Stop()
 		}
-		cancelled := cancelledByClient(ctx)
+		cancelled := serve.CancelledByClient(ctx)
 		cancel(nil)
 		if cancelled {
-			_ = endUnanswered(stream, out)
+			_ = serve.EndUnanswered(stream, out)
 			return true
 		}
-		if streamed, _ := stream.finish(f); streamed {
+		if streamed, _ := stream.Finish(f); streamed {
 			return true // answered as an event stream
 		}
 		h.answer(w, r, f)
@@ -991,26 +919,13 @@ func (h *HTTP) fastAnswer(w http.ResponseWriter, r *http.Request, s *session, bo
 
 // answer writes f as the JSON answer to r, and keeps serving the
 // connection in place when it may (keepalive.go).
-func (h *HTTP) answer(w http.ResponseWriter, r *http.Request, f frame) {
+func (h *HTTP) answer(w http.ResponseWriter, r *http.Request, f serve.Frame) {
 	if h.keep(w, r, f) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(f.size()))
-	_ = f.writeTo(w)
-}
-
-// readBody reads a request's body for the fast path: into a buffer of
-// its Content-Length when that is small, else as it comes, so that a
-// length claimed and not sent takes no memory. On an error, body is what
-// was read.
-func readBody(r *http.Request) ([]byte, error) {
-	if r.ContentLength < 0 || r.ContentLength > 64<<10 {
-		return io.ReadAll(r.Body)
-	}
-	body := make([]byte, r.ContentLength)
-	n, err := io.ReadFull(r.Body, body)
-	return body[:n], err
+	w.Header().Set("Content-Length", strconv.Itoa(f.Size()))
+	_ = f.WriteBody(w)
 }
 
 // fastSession returns the session of a request the fast path may answer
@@ -1049,65 +964,6 @@ func (h *HTTP) fastTarget(r *http.Request) (*session, bool) {
 	return s, true
 }
 
-// released gives next a response writer that lets go of net/http's once
-// next has returned. mcp-go's server keeps the writer of every request it
-// answers as an event stream, for resumption, until the session ends, and
-// with it the request's connection and that connection's buffers; a write
-// to it after the request has been answered fails, as it should.
-func released(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hw := &heldWriter{}
-		hw.w.Store(&w)
-		defer hw.w.Store(nil)
-		next.ServeHTTP(hw, r)
-	})
-}
-
-// errAnswered is a write to a request already answered.
-var errAnswered = errors.New("the request was already answered")
-
-// heldWriter is a response writer until its request is answered.
-type heldWriter struct {
-	w atomic.Pointer[http.ResponseWriter]
-}
-
-func (h *heldWriter) Header() http.Header {
-	if w := h.w.Load(); w != nil {
-		return (*w).Header()
-	}
-	return http.Header{}
-}
-
-func (h *heldWriter) WriteHeader(code int) {
-	if w := h.w.Load(); w != nil {
-		(*w).WriteHeader(code)
-	}
-}
-
-func (h *heldWriter) Write(p []byte) (int, error) {
-	if w := h.w.Load(); w != nil {
-		return (*w).Write(p)
-	}
-	return 0, errAnswered
-}
-
-// Flush passes on to net/http's writer, which can always flush.
-func (h *heldWriter) Flush() {
-	if w := h.w.Load(); w != nil {
-		if f, ok := (*w).(http.Flusher); ok {
-			f.Flush()
-		}
-	}
-}
-
-// Unwrap serves http.ResponseController (mcp-go sets write deadlines).
-func (h *heldWriter) Unwrap() http.ResponseWriter {
-	if w := h.w.Load(); w != nil {
-		return *w
-	}
-	return nil
-}
-
 // beating returns w, a GET's, with heartbeats on its event stream, and
 // the func that ends them, to be called before the request's handler
 // returns.
@@ -1115,8 +971,8 @@ func (h *HTTP) beating(w http.ResponseWriter) (http.ResponseWriter, func()) {
 	if h.heartbeat < 0 {
 		return w, func() {}
 	}
-	hb := newHeartbeatWriter(w, h.heartbeat)
-	return hb, hb.stop
+	hb := serve.NewHeartbeatWriter(w, h.heartbeat)
+	return hb, hb.Stop
 }
 
 // fastEligible checks what the server would check of a POST before a call:
@@ -1128,117 +984,6 @@ func (h *HTTP) fastEligible(r *http.Request) bool {
 	}
 	v := r.Header.Get(server.HeaderKeyProtocolVersion)
 	return v == "" || slices.Contains(h.versions, v)
-}
-
-// acceptsEventStream reports whether an Accept header takes an event
-// stream (eventStreamAccepted).
-func acceptsEventStream(accept string) bool {
-	taken, _ := eventStreamAccepted(accept)
-	return taken
-}
-
-// eventStreamAccepted is accepted for text/event-stream.
-func eventStreamAccepted(accept string) (taken, named bool) {
-	return accepted(accept, "text/event-stream")
-}
-
-// accepted reads an Accept header for the media type mt: taken, when the
-// most specific range that covers it (mt itself, then its type's
-// wildcard, then */*) takes it with a q above 0, or the header is absent,
-// as from clients that send none; named, when it names mt itself with a q
-// above 0. "text/event-stream;q=0, */*" takes no event stream.
-func accepted(accept, mt string) (taken, named bool) {
-	if accept == "" {
-		return true, false
-	}
-	const yes, no = 1, 2 // 0: the header says nothing of it
-	var exact, group, anything int
-	major, _, _ := strings.Cut(mt, "/")
-	for rest := accept; rest != ""; {
-		var part string
-		part, rest, _ = strings.Cut(rest, ",")
-		r, params, _ := strings.Cut(part, ";")
-		v := yes
-		if qZero(params) {
-			v = no
-		}
-		switch r = strings.TrimSpace(r); {
-		case strings.EqualFold(r, mt):
-			exact = v
-		case len(r) == len(major)+2 && strings.EqualFold(r[:len(major)], major) && r[len(major):] == "/*":
-			group = v
-		case r == "*/*":
-			anything = v
-		}
-	}
-	return cmp.Or(exact, group, anything) == yes, exact == yes
-}
-
-// acceptOf is a request's Accept header, its lines joined.
-func acceptOf(h http.Header) string {
-	return strings.Join(h.Values("Accept"), ",")
-}
-
-// answerable tells whether an Accept header takes an answer of a POST's:
-// JSON or an event stream.
-func answerable(accept string) bool {
-	json, _ := accepted(accept, "application/json")
-	return json || acceptsEventStream(accept)
-}
-
-// qZero tells whether a media range's parameters give it q=0.
-func qZero(params string) bool {
-	for rest := params; rest != ""; {
-		var p string
-		p, rest, _ = strings.Cut(rest, ";")
-		if k, v, ok := strings.Cut(p, "="); ok && strings.EqualFold(strings.TrimSpace(k), "q") {
-			q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return err == nil && q == 0
-		}
-	}
-	return false
-}
-
-// errReader returns err, or io.EOF when err is nil.
-type errReader struct{ err error }
-
-func (e errReader) Read([]byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	return 0, io.EOF
-}
-
-// originAllowed accepts loopback origins and the gateway's own host.
-func originAllowed(origin, host string) bool {
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" {
-		return false
-	}
-	return strings.EqualFold(u.Host, host) || loopbackHost(u.Host)
-}
-
-// rebound tells a request that came to a loopback address under a Host
-// that is not one: a page whose name was made to resolve to 127.0.0.1
-// (DNS rebinding) driving a browser at the gateway. mcp-go's server
-// refuses such a request, but only those it answers: the calls, lists
-// and cancellations the gateway answers itself went through.
-func rebound(host string, local net.Addr) bool {
-	return local != nil && loopbackHost(local.String()) && !loopbackHost(host)
-}
-
-// loopbackHost tells whether addr, a host or host:port, is localhost or a
-// loopback address.
-func loopbackHost(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		host = strings.Trim(addr, "[]")
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
 }
 
 // healthz says the gateway is up, or draining (503): a load balancer's

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/guard/jsonrpc"
+	"github.com/ardgate/ardgate/tools/serve"
 )
 
 // whyNoTool says why session s has no tool called name, and what to do
@@ -141,7 +142,7 @@ func (g *Gateway) callRefusal(s *session, frame []byte) []byte {
 	if !ok || !bytes.Equal(method, toolsCallMethod) || !jsonrpc.ObjectOrAbsent(params) {
 		return nil // params that are not an object are refused at the door
 	}
-	m := message{Message: jsonrpc.Message{ID: id}}
+	m := serve.Message{Message: jsonrpc.Message{ID: id}}
 	var raw []byte
 	if jsonrpc.IsObject(params) {
 		raw, _, _, _ = callMembers(params)
@@ -151,13 +152,13 @@ func (g *Gateway) callRefusal(s *session, frame []byte) []byte {
 	case g.isOwn(raw):
 		return nil
 	case raw == nil || json.Unmarshal(raw, &name) != nil || name == "":
-		return m.refusedAs(mcp.INVALID_PARAMS, "tools/call needs params.name, the name of the tool to call, as a string (tools/list lists them)")
+		return m.RefusedAs(mcp.INVALID_PARAMS, "tools/call needs params.name, the name of the tool to call, as a string (tools/list lists them)")
 	}
 	why, _ := g.whyNoTool(s, name, true)
 	if why == "" {
 		return nil
 	}
-	return m.refusedAs(mcp.INVALID_PARAMS, fmt.Sprintf("tool %q not found: %s", name, why))
+	return m.RefusedAs(mcp.INVALID_PARAMS, fmt.Sprintf("tool %q not found: %s", name, why))
 }
 
 var initializeMethod = []byte(`"initialize"`)
@@ -183,6 +184,6 @@ func initRefusal(frame []byte) []byte {
 	if json.Unmarshal(p.ProtocolVersion, &v) == nil && v != "" {
 		return nil
 	}
-	m := message{Message: jsonrpc.Message{ID: id}}
-	return m.refusedAs(mcp.INVALID_PARAMS, "initialize needs params.protocolVersion, the newest MCP version the client speaks (such as "+mcp.LATEST_LEGACY_PROTOCOL_VERSION+"), with params.capabilities and params.clientInfo")
+	m := serve.Message{Message: jsonrpc.Message{ID: id}}
+	return m.RefusedAs(mcp.INVALID_PARAMS, "initialize needs params.protocolVersion, the newest MCP version the client speaks (such as "+mcp.LATEST_LEGACY_PROTOCOL_VERSION+"), with params.capabilities and params.clientInfo")
 }

@@ -1,4 +1,4 @@
-package tools
+package serve
 
 import (
 	"bytes"
@@ -30,28 +30,28 @@ import (
 // on any connection of the session (the TypeScript SDK sends it and
 // leaves the call's request open).
 
-// inflight is the fast calls in flight of one session, by the JSON of
+// Inflight is the fast calls in flight of one session, by the JSON of
 // their ids (unique in the session while a call is in flight): what a
 // notifications/cancelled naming one stops, as the MCP server stops its
 // own calls. Its zero value is ready.
-type inflight struct {
+type Inflight struct {
 	mu    sync.Mutex
-	calls map[string]stopper
+	calls map[string]Stopper
 }
 
-// stopper stops a call in flight: cancel when the client cancelled it,
+// Stopper stops a call in flight: cancel when the client cancelled it,
 // for the reason it gave, stop when its session ends.
-type stopper interface {
-	cancel(reason string)
-	stop()
+type Stopper interface {
+	Cancel(reason string)
+	Stop()
 }
 
-// stopCause stops a call by ending its context: with a clientCancel as
+// StopCause stops a call by ending its context: with a clientCancel as
 // the cause when the client cancelled it, so that the call can tell.
-type stopCause context.CancelCauseFunc
+type StopCause context.CancelCauseFunc
 
-func (f stopCause) cancel(reason string) { f(clientCancel{reason}) }
-func (f stopCause) stop()                { f(nil) }
+func (f StopCause) Cancel(reason string) { f(clientCancel{reason}) }
+func (f StopCause) Stop()                { f(nil) }
 
 // clientCancel is the cause a call's context ends with when the client
 // cancelled the call. It is the reason the upstream is told: the client's
@@ -63,35 +63,40 @@ func (c clientCancel) Error() string { return cmp.Or(c.reason, "the client cance
 // Unwrap makes it a context.Canceled, as any call stopped early is.
 func (clientCancel) Unwrap() error { return context.Canceled }
 
-// cancelledByClient reports whether ctx ended because the client cancelled
+// ByClient is the cause that stops a call the client cancelled, for
+// reason, the client's own if it gave one (clientCancel).
+func ByClient(reason string) error { return clientCancel{reason} }
+
+// CancelledByClient reports whether ctx ended because the client cancelled
 // its call.
-func cancelledByClient(ctx context.Context) bool {
+func CancelledByClient(ctx context.Context) bool {
 	_, ok := context.Cause(ctx).(clientCancel)
 	return ok
 }
 
-// add records c under id, the JSON of its request's id.
-func (in *inflight) add(id string, c stopper) {
+// Add records c under id, the JSON of its request's id.
+func (in *Inflight) Add(id string, c Stopper) {
 	key, ok := idKey(id)
 	if !ok {
 		return
 	}
 	in.mu.Lock()
 	if in.calls == nil {
-		in.calls = map[string]stopper{}
+		in.calls = map[string]Stopper{}
 	}
 	in.calls[key] = c
 	in.mu.Unlock()
 }
 
-// busy tells whether a call is in flight.
-func (in *inflight) busy() bool {
+// Busy tells whether a call is in flight.
+func (in *Inflight) Busy() bool {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return len(in.calls) > 0
 }
 
-func (in *inflight) remove(id string) {
+// Remove forgets the call recorded under id.
+func (in *Inflight) Remove(id string) {
 	key, _ := idKey(id)
 	in.mu.Lock()
 	delete(in.calls, key)
@@ -101,18 +106,18 @@ func (in *inflight) remove(id string) {
 // removeServerCall forgets c, recorded under id, unless another call has
 // taken the id since: c's request ends after the server wrote its answer,
 // by when the client may have sent another request with the same id.
-func (in *inflight) removeServerCall(id string, c *serverCall) {
+func (in *Inflight) removeServerCall(id string, c *ServerCall) {
 	key, _ := idKey(id)
 	in.mu.Lock()
-	if cur, ok := in.calls[key].(*serverCall); ok && cur == c {
+	if cur, ok := in.calls[key].(*ServerCall); ok && cur == c {
 		delete(in.calls, key)
 	}
 	in.mu.Unlock()
 }
 
-// cancel stops the call that frame, a notifications/cancelled, names, if
+// Cancel stops the call that frame, a notifications/cancelled, names, if
 // it is in flight, and returns the id named, if frame is such a notice.
-func (in *inflight) cancel(frame []byte) (id string, stopped bool) {
+func (in *Inflight) Cancel(frame []byte) (id string, stopped bool) {
 	id, reason, ok := cancelledID(frame)
 	if !ok {
 		return "", false
@@ -125,21 +130,21 @@ func (in *inflight) cancel(frame []byte) (id string, stopped bool) {
 	c := in.calls[key]
 	in.mu.Unlock()
 	if c != nil {
-		c.cancel(reason)
+		c.Cancel(reason)
 	}
 	return id, c != nil
 }
 
-// stopAll stops every call in flight: the session is ending.
-func (in *inflight) stopAll() {
+// StopAll stops every call in flight: the session is ending.
+func (in *Inflight) StopAll() {
 	in.mu.Lock()
-	calls := make([]stopper, 0, len(in.calls))
+	calls := make([]Stopper, 0, len(in.calls))
 	for _, c := range in.calls {
 		calls = append(calls, c)
 	}
 	in.mu.Unlock()
 	for _, c := range calls {
-		c.stop()
+		c.Stop()
 	}
 }
 
@@ -170,27 +175,27 @@ func cancelledID(frame []byte) (id, reason string, ok bool) {
 // reports an answer to it as an error. Over stdio a fast call stopped by
 // the client writes none (stdioCall), and as the MCP server answers its
 // own calls, cancelled or not, its answers to cancelled requests are
-// dropped on their way out (dropAnswers). Over HTTP the call's request is
+// dropped on their way out (DropAnswers). Over HTTP the call's request is
 // still open and must end: a fast call's ends as an event stream with no
-// message (endUnanswered), which the client reads to its end; so does a
-// request the MCP server answers (serverCall).
+// message (EndUnanswered), which the client reads to its end; so does a
+// request the MCP server answers (ServerCall).
 
 // maxUnanswered bounds the ids kept: a notice that comes after the answer
 // leaves its id behind.
 const maxUnanswered = 64
 
-// unanswered are the ids of requests on the server's path that the client
+// Unanswered are the ids of requests on the server's path that the client
 // cancelled, by idKey, oldest first. An id goes when its answer is
 // dropped, when a new request reuses it, or when more than maxUnanswered
 // are kept. Its zero value is ready.
-type unanswered struct {
+type Unanswered struct {
 	n   atomic.Int32 // len(ids): frames are not read while none is kept
 	mu  sync.Mutex
 	ids []string
 }
 
-// add keeps the id that raw, a request id's JSON, is.
-func (u *unanswered) add(raw string) {
+// Add keeps the id that raw, a request id's JSON, is.
+func (u *Unanswered) Add(raw string) {
 	key, ok := idKey(raw)
 	if !ok {
 		return
@@ -204,20 +209,20 @@ func (u *unanswered) add(raw string) {
 	u.mu.Unlock()
 }
 
-// forget forgets the id of frame, a request from the client, if it is
+// Forget forgets the id of frame, a request from the client, if it is
 // kept: the id is in use again.
-func (u *unanswered) forget(frame []byte) {
+func (u *Unanswered) Forget(frame []byte) {
 	if u.n.Load() == 0 {
 		return
 	}
-	if m := readMessage(frame); m.request() {
+	if m := ReadMessage(frame); m.Request() {
 		u.remove(m.ID)
 	}
 }
 
 // remove forgets the id whose JSON is raw, and reports whether it was
 // kept.
-func (u *unanswered) remove(raw []byte) bool {
+func (u *Unanswered) remove(raw []byte) bool {
 	key, ok := idKey(string(raw))
 	if !ok {
 		return false
@@ -276,20 +281,20 @@ func canonicalID(raw string) bool {
 	return true
 }
 
-// dropAnswers writes the MCP server's frames to w, but for its answers to
+// DropAnswers writes the MCP server's frames to w, but for its answers to
 // requests the client cancelled. The server writes a frame per Write.
-type dropAnswers struct {
-	w io.Writer
-	u *unanswered
+type DropAnswers struct {
+	W io.Writer
+	U *Unanswered
 }
 
-func (d dropAnswers) Write(frame []byte) (int, error) {
-	if d.u.n.Load() > 0 {
-		if id, ok := answerID(frame); ok && d.u.remove(id) {
+func (d DropAnswers) Write(frame []byte) (int, error) {
+	if d.U.n.Load() > 0 {
+		if id, ok := answerID(frame); ok && d.U.remove(id) {
 			return len(frame), nil
 		}
 	}
-	return d.w.Write(frame)
+	return d.W.Write(frame)
 }
 
 // answerID returns the id of frame when it is an answer as mcp-go's
@@ -322,45 +327,45 @@ func answerID(frame []byte) ([]byte, bool) {
 	return rest[:end], true
 }
 
-// endUnanswered ends the answer to a fast call the client cancelled over
+// EndUnanswered ends the answer to a fast call the client cancelled over
 // HTTP: the event stream of its progress ends with no message, or, when
 // none began, an empty one is written to out.
-func endUnanswered(stream *progressStream, out eventOut) error {
+func EndUnanswered(stream *ProgressStream, out EventOut) error {
 	if streamed, err := stream.cut(); streamed {
 		return err
 	}
-	if err := out.begin(); err != nil {
+	if err := out.Begin(); err != nil {
 		return err
 	}
-	return out.end()
+	return out.End()
 }
 
-// endEmpty answers a request the client cancelled over HTTP before
+// EndEmpty answers a request the client cancelled over HTTP before
 // anything of its answer was written: an event stream with no message.
-func endEmpty(w http.ResponseWriter) {
-	out := &responseEvents{w: w}
-	if out.begin() == nil {
-		_ = out.end()
+func EndEmpty(w http.ResponseWriter) {
+	out := &ResponseEvents{W: w}
+	if out.Begin() == nil {
+		_ = out.End()
 	}
 }
 
-// serverCall is a request of an HTTP session that the MCP server answers,
+// ServerCall is a request of an HTTP session that the MCP server answers,
 // while the server runs it. A notifications/cancelled naming it cancels
 // its answer: mcp-go's server answers every request, so the answer is
-// neither kept for a resumed stream (eventStore) nor written (callWriter),
+// neither kept for a resumed stream (EventStore) nor written (callWriter),
 // and the request ends as an event stream with no message, as a fast
 // call's does. The server stops the call itself.
-type serverCall struct {
+type ServerCall struct {
 	cancelled atomic.Bool
 	w         *callWriter // its response; set before the server runs it
 }
 
-func (c *serverCall) cancel(string) { c.cancelled.Store(true) } // mcp-go's server keeps the reason
-func (c *serverCall) stop()         {}                          // the server ends its own calls
+func (c *ServerCall) Cancel(string) { c.cancelled.Store(true) } // mcp-go's server keeps the reason
+func (c *ServerCall) Stop()         {}                          // the server ends its own calls
 
 // drops reports whether msg, a message the server sends on the request's
 // stream, is the answer to it, cancelled by the client.
-func (c *serverCall) drops(msg []byte) bool {
+func (c *ServerCall) drops(msg []byte) bool {
 	if c == nil || !c.cancelled.Load() {
 		return false
 	}
@@ -368,52 +373,52 @@ func (c *serverCall) drops(msg []byte) bool {
 	return ok
 }
 
-// notify writes msg, a notification of the call's own (its progress), on
+// Notify writes msg, a notification of the call's own (its progress), on
 // the call's stream, and reports whether it took it. mcp-go's server
 // queues a notification for whichever of the session's streams reads
 // first, the GET stream or another request's: a call's progress came out
 // of order, split between streams, or where the client never looked.
-func (c *serverCall) notify(msg []byte) bool {
+func (c *ServerCall) Notify(msg []byte) bool {
 	return c != nil && c.w != nil && c.w.event(msg)
 }
 
 type serverCallKey struct{}
 
-// serverCallOf returns the serverCall of a request's context, if any.
-func serverCallOf(ctx context.Context) *serverCall {
-	c, _ := ctx.Value(serverCallKey{}).(*serverCall)
+// ServerCallOf returns the ServerCall of a request's context, if any.
+func ServerCallOf(ctx context.Context) *ServerCall {
+	c, _ := ctx.Value(serverCallKey{}).(*ServerCall)
 	return c
 }
 
-// trackServerCall records m, when it is a request, as a call of session s
-// that the server answers, until done is called, and gives the server the
+// TrackServerCall records m, when it is a request, in calls, its
+// session's, as a call that the server answers, until done is called, and gives the server the
 // call's writer (callWriter). An answer still to come after every
 // becomes an event stream, with a comment every every while quiet, when
-// the client asks for one (mayGoQuiet).
-func trackServerCall(s *session, w http.ResponseWriter, r *http.Request, m message, every time.Duration) (http.ResponseWriter, *http.Request, func()) {
-	if !m.request() {
+// the client asks for one (MayGoQuiet).
+func TrackServerCall(calls *Inflight, w http.ResponseWriter, r *http.Request, m Message, every time.Duration) (http.ResponseWriter, *http.Request, func()) {
+	if !m.Request() {
 		return w, r, func() {}
 	}
 	id := string(m.ID)
-	c := &serverCall{}
+	c := &ServerCall{}
 	c.w = &callWriter{ResponseWriter: w, call: c}
-	if mayGoQuiet(acceptOf(r.Header), every) {
+	if MayGoQuiet(AcceptOf(r.Header), every) {
 		c.w.mu.Lock() // the first beat may come before the timer is set
 		c.w.pace = newPace(every)
 		c.w.timer = time.AfterFunc(every, c.w.beat)
 		c.w.mu.Unlock()
 	}
-	s.fast.add(id, c)
+	calls.Add(id, c)
 	r = r.WithContext(context.WithValue(r.Context(), serverCallKey{}, c))
 	return c.w, r, func() {
 		c.w.end()
-		s.fast.removeServerCall(id, c)
+		calls.removeServerCall(id, c)
 	}
 }
 
-// callWriter is the response writer of a serverCall. It drops the answer
+// callWriter is the response writer of a ServerCall. It drops the answer
 // once the call is cancelled, and writes the call's own notifications
-// (serverCall.notify) and comments on a quiet answer (beat) on its stream,
+// (ServerCall.Notify) and comments on a quiet answer (beat) on its stream,
 // which they begin when the server has not: the server's headers then
 // come too late, and its answer, meant as JSON, is written as the stream's
 // last event. The server sets its headers in a map of its own, handed on
@@ -421,7 +426,7 @@ func trackServerCall(s *session, w http.ResponseWriter, r *http.Request, m messa
 // goroutine, would otherwise race it for net/http's.
 type callWriter struct {
 	http.ResponseWriter
-	call *serverCall
+	call *ServerCall
 
 	header http.Header // the server's, made by Header
 

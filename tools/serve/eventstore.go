@@ -1,4 +1,4 @@
-package tools
+package serve
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// eventStore keeps the recent SSE events of each HTTP session so that a
+// EventStore keeps the recent SSE events of each HTTP session so that a
 // client whose stream broke can resume it (Last-Event-ID), within bounds.
 //
 // It also closes a race in mcp-go's POST handling: without a store, a
@@ -21,7 +21,7 @@ import (
 // attach_resource) can be dropped when the response path wins the lock;
 // with one, the transport records it on the stream instead
 // (https://github.com/mark3labs/mcp-go/issues/969).
-type eventStore struct {
+type EventStore struct {
 	seq      atomic.Uint64
 	sessions sync.Map // session id → *eventLog
 	// Bounds per session, and on the bytes of all sessions together: the
@@ -63,11 +63,13 @@ type storedEvent struct {
 	msg    json.RawMessage // nil once expired
 }
 
-func newEventStore(maxEvents, maxBytes, maxTotal int, maxAge time.Duration) *eventStore {
-	return &eventStore{maxEvents: maxEvents, maxBytes: maxBytes, maxTotal: maxTotal, maxAge: maxAge}
+// NewEventStore returns a store that keeps at most maxEvents events and
+// maxBytes bytes a session, maxTotal bytes in all, each for maxAge.
+func NewEventStore(maxEvents, maxBytes, maxTotal int, maxAge time.Duration) *EventStore {
+	return &EventStore{maxEvents: maxEvents, maxBytes: maxBytes, maxTotal: maxTotal, maxAge: maxAge}
 }
 
-func (s *eventStore) now() int64 {
+func (s *EventStore) now() int64 {
 	if s.clock != nil {
 		return s.clock().UnixNano()
 	}
@@ -75,19 +77,19 @@ func (s *eventStore) now() int64 {
 }
 
 // cutoff is when the oldest event kept was stored, at the earliest.
-func (s *eventStore) cutoff(now int64) int64 {
+func (s *EventStore) cutoff(now int64) int64 {
 	if s.maxAge <= 0 {
 		return math.MinInt64
 	}
 	return now - s.maxAge.Nanoseconds()
 }
 
-var _ server.EventStore = (*eventStore)(nil)
+var _ server.EventStore = (*EventStore)(nil)
 
 // StoreEvent implements server.EventStore. The answer to a request the
-// client cancelled is not kept (serverCall), and is sent with no id.
-func (s *eventStore) StoreEvent(ctx context.Context, sessionID, streamID string, message json.RawMessage) (string, error) {
-	if serverCallOf(ctx).drops(message) {
+// client cancelled is not kept (ServerCall), and is sent with no id.
+func (s *EventStore) StoreEvent(ctx context.Context, sessionID, streamID string, message json.RawMessage) (string, error) {
+	if ServerCallOf(ctx).drops(message) {
 		return "", nil
 	}
 	v, _ := s.sessions.LoadOrStore(sessionID, &eventLog{})
@@ -115,7 +117,7 @@ func (s *eventStore) StoreEvent(ctx context.Context, sessionID, streamID string,
 
 // drop forgets the first n events of log, of freed bytes in all; log.mu
 // is held.
-func (s *eventStore) drop(log *eventLog, n, freed int) {
+func (s *EventStore) drop(log *eventLog, n, freed int) {
 	if n == 0 {
 		return
 	}
@@ -128,7 +130,7 @@ func (s *eventStore) drop(log *eventLog, n, freed int) {
 }
 
 // armSweep makes a sweep due, if none is.
-func (s *eventStore) armSweep() {
+func (s *EventStore) armSweep() {
 	if s.maxAge > 0 && s.sweeping.CompareAndSwap(false, true) {
 		time.AfterFunc(s.maxAge/2, s.sweep)
 	}
@@ -136,7 +138,7 @@ func (s *eventStore) armSweep() {
 
 // sweep forgets the messages older than maxAge in every session, and
 // makes another sweep due while any are kept.
-func (s *eventStore) sweep() {
+func (s *EventStore) sweep() {
 	s.sweeping.Store(false) // first: an event stored meanwhile arms the next
 	if s.expire(s.cutoff(s.now())) > 0 {
 		s.armSweep()
@@ -145,7 +147,7 @@ func (s *eventStore) sweep() {
 
 // expire forgets the messages stored before cutoff, a session's newest
 // too, and returns how many messages are kept.
-func (s *eventStore) expire(cutoff int64) (kept int) {
+func (s *EventStore) expire(cutoff int64) (kept int) {
 	s.sessions.Range(func(_, v any) bool {
 		log := v.(*eventLog)
 		log.mu.Lock()
@@ -159,7 +161,7 @@ func (s *eventStore) expire(cutoff int64) (kept int) {
 
 // expireBefore forgets the messages of log's events stored before cutoff
 // and returns their bytes; the events keep their places. log.mu is held.
-func (s *eventStore) expireBefore(log *eventLog, cutoff int64) (freed int) {
+func (s *EventStore) expireBefore(log *eventLog, cutoff int64) (freed int) {
 	i := log.expired
 	for ; i < len(log.events) && log.events[i].at < cutoff; i++ {
 		freed += len(log.events[i].msg)
@@ -174,7 +176,7 @@ func (s *eventStore) expireBefore(log *eventLog, cutoff int64) (freed int) {
 }
 
 // ReplayEventsAfter implements server.EventStore.
-func (s *eventStore) ReplayEventsAfter(_ context.Context, sessionID, lastEventID string, send func(string, json.RawMessage) error) (string, error) {
+func (s *EventStore) ReplayEventsAfter(_ context.Context, sessionID, lastEventID string, send func(string, json.RawMessage) error) (string, error) {
 	unknown := fmt.Errorf("%w: %s", server.ErrUnknownEventID, lastEventID)
 	after, err := strconv.ParseUint(lastEventID, 10, 64)
 	v, ok := s.sessions.Load(sessionID)
@@ -216,7 +218,7 @@ func (s *eventStore) ReplayEventsAfter(_ context.Context, sessionID, lastEventID
 }
 
 // PurgeSession implements server.EventStore.
-func (s *eventStore) PurgeSession(_ context.Context, sessionID string) error {
+func (s *EventStore) PurgeSession(_ context.Context, sessionID string) error {
 	if v, ok := s.sessions.LoadAndDelete(sessionID); ok {
 		log := v.(*eventLog)
 		log.mu.Lock()

@@ -1,4 +1,4 @@
-package tools
+package serve
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 func TestEventStoreReplayAndBounds(t *testing.T) {
 	ctx := context.Background()
-	s := newEventStore(4, 1<<20, 1<<30, 0)
+	s := NewEventStore(4, 1<<20, 1<<30, 0)
 	var ids []string
 	for i := range 6 {
 		stream := "a"
@@ -53,7 +53,7 @@ func TestEventStoreReplayAndBounds(t *testing.T) {
 
 func TestEventStoreByteBound(t *testing.T) {
 	ctx := context.Background()
-	s := newEventStore(100, 1000, 1<<30, 0)
+	s := NewEventStore(100, 1000, 1<<30, 0)
 	big := json.RawMessage(fmt.Sprintf(`"%0600d"`, 0))
 	first, _ := s.StoreEvent(ctx, "s", "a", big)
 	last, _ := s.StoreEvent(ctx, "s", "a", big)
@@ -71,7 +71,7 @@ func TestEventStoreByteBound(t *testing.T) {
 // newest; a purged session gives its bytes back.
 func TestEventStoreTotalBound(t *testing.T) {
 	ctx := context.Background()
-	s := newEventStore(100, 1<<20, 3000, 0)
+	s := NewEventStore(100, 1<<20, 3000, 0)
 	ev := json.RawMessage(fmt.Sprintf(`"%0998d"`, 0)) // 1000 bytes
 	ids := map[string][]string{}
 	for round := range 3 {
@@ -107,7 +107,7 @@ func TestEventStoreMaxAge(t *testing.T) {
 	ctx := context.Background()
 	now := time.Unix(1000, 0)
 	// An hour: the sweep's real timer fires long after the test.
-	s := newEventStore(100, 1<<20, 1<<30, time.Hour)
+	s := NewEventStore(100, 1<<20, 1<<30, time.Hour)
 	s.clock = func() time.Time { return now }
 	replay := func(session, id string) ([]string, error) {
 		var got []string

@@ -1,4 +1,4 @@
-package tools
+package serve
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// sessionIDs issues the ids of HTTP sessions and tells mcp-go's server
+// SessionIDs issues the ids of HTTP sessions and tells mcp-go's server
 // which are live. mcp-go's own stateful manager keeps every ended id for
 // good, about 0.3 KiB each, so a gateway whose clients open and end
 // sessions all day grew without bound (bench soak: 0.4 KiB a session).
@@ -15,7 +15,7 @@ import (
 // client still using one of those hears that its session was terminated;
 // mcp-go answers an id it does not know with 404 too, which tells a client
 // to start a new session either way.
-type sessionIDs struct {
+type SessionIDs struct {
 	live sync.Map // id → struct{}: read on every request mcp-go serves
 
 	mu    sync.Mutex
@@ -32,7 +32,7 @@ const maxEnded = 1024
 var errUnknownSession = errors.New("no such session")
 
 // Generate issues a new session id, as mcp-go's manager spells them.
-func (s *sessionIDs) Generate() string {
+func (s *SessionIDs) Generate() string {
 	id := "mcp-session-" + uuid.NewString()
 	s.live.Store(id, struct{}{})
 	return id
@@ -40,7 +40,7 @@ func (s *sessionIDs) Generate() string {
 
 // Validate reports whether id is live (nil), ended (isTerminated), or
 // unknown (an error).
-func (s *sessionIDs) Validate(id string) (isTerminated bool, err error) {
+func (s *SessionIDs) Validate(id string) (isTerminated bool, err error) {
 	if _, ok := s.live.Load(id); ok {
 		return false, nil
 	}
@@ -54,7 +54,7 @@ func (s *sessionIDs) Validate(id string) (isTerminated bool, err error) {
 }
 
 // Terminate ends id's session, remembering id among the last ended.
-func (s *sessionIDs) Terminate(id string) (isNotAllowed bool, err error) {
+func (s *SessionIDs) Terminate(id string) (isNotAllowed bool, err error) {
 	if _, live := s.live.LoadAndDelete(id); !live {
 		return false, nil
 	}

@@ -1,4 +1,4 @@
-package tools
+package serve
 
 import (
 	"bytes"
@@ -86,9 +86,9 @@ func comment(w http.ResponseWriter) error {
 	return nil
 }
 
-// heartbeatWriter writes heartbeatComment on its response, if it is an
+// HeartbeatWriter writes heartbeatComment on its response, if it is an
 // event stream, at the pace of its writes, and never after stop.
-type heartbeatWriter struct {
+type HeartbeatWriter struct {
 	http.ResponseWriter
 
 	mu      sync.Mutex
@@ -97,13 +97,13 @@ type heartbeatWriter struct {
 	stopped bool
 }
 
-// newHeartbeatWriter returns w with heartbeats every every; stop must be
+// NewHeartbeatWriter returns w with heartbeats every every; stop must be
 // called before the request's handler returns.
-func newHeartbeatWriter(w http.ResponseWriter, every time.Duration) *heartbeatWriter {
-	return &heartbeatWriter{ResponseWriter: w, pace: newPace(every)}
+func NewHeartbeatWriter(w http.ResponseWriter, every time.Duration) *HeartbeatWriter {
+	return &HeartbeatWriter{ResponseWriter: w, pace: newPace(every)}
 }
 
-func (h *heartbeatWriter) WriteHeader(code int) {
+func (h *HeartbeatWriter) WriteHeader(code int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if code == http.StatusOK && h.timer == nil && !h.stopped && isEventStream(h.Header().Get("Content-Type")) {
@@ -113,7 +113,7 @@ func (h *heartbeatWriter) WriteHeader(code int) {
 	h.ResponseWriter.WriteHeader(code)
 }
 
-func (h *heartbeatWriter) Write(p []byte) (int, error) {
+func (h *HeartbeatWriter) Write(p []byte) (int, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.pace.wrote(p)
@@ -121,7 +121,7 @@ func (h *heartbeatWriter) Write(p []byte) (int, error) {
 }
 
 // Flush flushes, as the event stream needs.
-func (h *heartbeatWriter) Flush() {
+func (h *HeartbeatWriter) Flush() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if f, ok := h.ResponseWriter.(http.Flusher); ok {
@@ -130,10 +130,10 @@ func (h *heartbeatWriter) Flush() {
 }
 
 // Unwrap gives http.ResponseController the writer beneath.
-func (h *heartbeatWriter) Unwrap() http.ResponseWriter { return h.ResponseWriter }
+func (h *HeartbeatWriter) Unwrap() http.ResponseWriter { return h.ResponseWriter }
 
 // beat writes the comment when it is due, and arms the next.
-func (h *heartbeatWriter) beat() {
+func (h *HeartbeatWriter) beat() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.stopped {
@@ -141,8 +141,8 @@ func (h *heartbeatWriter) beat() {
 	}
 }
 
-// stop ends the beats; none is written once it returns.
-func (h *heartbeatWriter) stop() {
+// Stop ends the beats; none is written once it returns.
+func (h *HeartbeatWriter) Stop() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.stopped = true
