@@ -168,13 +168,13 @@ func (g *Gateway) clientReady(ctx context.Context, s *session, method string) er
 	if !s.ready.wait(ctx, g.opts.PinnedListWait) && ctx.Err() == nil {
 		s.ready.fire() // the next request does not wait again
 	}
-	if s.perSession && s.streams.Load() == 0 {
+	if s.perSession && s.Streams.Load() == 0 {
 		// The first, at the session's start; a client that opens none
 		// in that time is not waited for again.
 		if !s.streamed.wait(ctx, g.opts.PinnedListWait) && ctx.Err() == nil {
 			s.streamed.fire()
 		}
-		if s.streams.Load() == 0 {
+		if s.Streams.Load() == 0 {
 			return &attach.RelayError{Code: mcp.INTERNAL_ERROR, Message: fmt.Sprintf(
 				"the gateway's client cannot be asked %s now: it has no event stream open (a GET of the session), on which the gateway sends it requests", method)}
 		}

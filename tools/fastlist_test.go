@@ -193,7 +193,7 @@ func TestQueuedNoticeTakesServerPath(t *testing.T) {
 	} {
 		before, fast := s.listChanged(), count(tg.g.metrics.fastLists)
 		up.AddTool(mcp.NewTool("t", mcp.WithDescription(fmt.Sprint("version ", before+2))), handler) // tells its clients
-		for deadline := time.Now().Add(5 * time.Second); !gs.noticesQueued(); time.Sleep(10 * time.Millisecond) {
+		for deadline := time.Now().Add(5 * time.Second); !gs.NoticesQueued(); time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatal("the gateway never queued tools/list_changed for the session")
 			}

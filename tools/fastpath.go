@@ -252,9 +252,9 @@ func (g *Gateway) serveFast(ctx context.Context, cancel context.CancelCauseFunc,
 		trace.end(f)
 		return f
 	}
-	s.fast.Add(c.ID, serve.StopCause(cancel))
+	s.Fast.Add(c.ID, serve.StopCause(cancel))
 	raw, err := s.att.CallRaw(ctx, c.Name, c.Arguments, c.Meta, c.progress(notify))
-	s.fast.Remove(c.ID)
+	s.Fast.Remove(c.ID)
 	f := g.fastResult(ctx, s, c, a, raw, err)
 	trace.end(f)
 	return f

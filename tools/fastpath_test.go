@@ -437,40 +437,6 @@ func fastPathKeepsSessionAlive(t *testing.T, opts ...transport.StreamableHTTPCOp
 	}
 }
 
-// What the server sends a session with the answer to the gateway's
-// idle-clock ping, which the gateway drops, goes back to the session's
-// queue: notifications only, from an event stream or a JSON answer.
-func TestRequeue(t *testing.T) {
-	g := &Gateway{log: quietLog}
-	s := &session{}
-	g.requeue(s, []byte("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n")) // no queue yet: nothing
-	queue := make(chan mcp.JSONRPCNotification, 4)
-	send := (chan<- mcp.JSONRPCNotification)(queue)
-	s.notices.Store(&send)
-	g.requeue(s, []byte(`id: 1
-event: message
-data: {"jsonrpc":"2.0","method":"notifications/tools/list_changed"}
-
-id: 2
-event: message
-data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":{"id":7}}}
-
-id: 3
-event: message
-data: {"jsonrpc":"2.0","id":"ardgate-idle-clock","result":{}}
-
-`))
-	g.requeue(s, []byte(`{"jsonrpc":"2.0","id":"ardgate-idle-clock","result":{}}`))
-	close(queue)
-	var got []string
-	for n := range queue {
-		got = append(got, n.Method)
-	}
-	if want := []string{"notifications/tools/list_changed", "notifications/message"}; !slices.Equal(got, want) {
-		t.Errorf("queued again: %v, want %v", got, want)
-	}
-}
-
 // Over stdio: the fast path answers calls, a notifications/cancelled from
 // the client stops the upstream's work on a fast call, and the session
 // goes on.

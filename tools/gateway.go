@@ -99,6 +99,8 @@ const DefaultStdioBacklog = 16 << 20
 // session ties an MCP client session to its attachments and to the
 // proxied tools the client is told of.
 type session struct {
+	// Session is what the transport keeps of the session (tools/serve).
+	serve.Session
 	att     *attach.Session
 	limiter *guard.Limiter
 	// logs is the MCP server's session, which keeps the client's log
@@ -121,13 +123,6 @@ type session struct {
 	// replaces both whole, so the fast path reads them without a lock.
 	tools  atomic.Pointer[map[string]toolRef]
 	listed atomic.Pointer[[]attach.Tool]
-	// seen is when the MCP server last saw a request of this HTTP session
-	// (unix nanoseconds): the fast path leaves the session's idle clock to
-	// the server, and winds it now and then (idleclock.go).
-	seen atomic.Int64
-	// fast are the session's calls in flight on the fast path, for the
-	// client to cancel.
-	fast serve.Inflight
 	// client is the MCP server's session, which keeps the session's
 	// proxied tools (streamable HTTP); nil until the server registers it.
 	// Guarded by syncMu. serverTools tells that it keeps them (toServer);
@@ -141,34 +136,10 @@ type session struct {
 	// it opened over HTTP (client_requests.go).
 	asked           clientCalls
 	ready, streamed signal
-	// notices is where the MCP server queues the session's notifications
-	// (tools/list_changed); set once it registered the session.
-	notices atomic.Pointer[chan<- mcp.JSONRPCNotification]
 	// prompts and resources hash what the session's client was last told
 	// of its prompts and of its resources (offersChanged); zero for none
 	// yet. Guarded by syncMu.
 	prompts, resources uint64
-	// streams counts the session's open GET streams; clock winds the
-	// server's idle clock while the session is busy (busyClock), started
-	// once.
-	streams   atomic.Int32
-	clock     atomic.Pointer[time.Timer]
-	clockOnce sync.Once
-	// heard is when the client's last request came or ended (unix
-	// nanoseconds), and requests counts those of them under way: the
-	// signs of life that keep the session from being reaped (reap.go).
-	heard    atomic.Int64
-	requests atomic.Int32
-	reaper   atomic.Pointer[time.Timer]
-	reapOnce sync.Once
-}
-
-// noticesQueued tells whether the MCP server holds notifications for the
-// session. Over HTTP, a client with no GET stream gets them only with the
-// answer to its next request that reaches the server.
-func (s *session) noticesQueued() bool {
-	ch := s.notices.Load()
-	return ch != nil && len(*ch) > 0
 }
 
 // New builds the gateway's MCP server over manager.
@@ -261,7 +232,7 @@ func (g *Gateway) onRegister(_ context.Context, cs server.ClientSession) {
 	withTools, perSession := cs.(server.SessionWithTools)
 	s := g.session(cs.SessionID(), perSession)
 	notices := cs.NotificationChannel()
-	s.notices.Store(&notices)
+	s.Notices.Store(&notices)
 	if logs, ok := cs.(server.SessionWithLogging); ok {
 		s.logs.Store(&logs)
 	}
@@ -286,7 +257,7 @@ func (g *Gateway) onUnregister(_ context.Context, cs server.ClientSession) {
 	g.open.Add(-1)
 	s := v.(*session)
 	g.stdio.CompareAndSwap(s, nil)
-	for _, t := range []*time.Timer{s.clock.Load(), s.reaper.Load()} {
+	for _, t := range []*time.Timer{s.Clock.Load(), s.Reaper.Load()} {
 		if t != nil {
 			t.Stop()
 		}
@@ -306,7 +277,7 @@ func (g *Gateway) session(id string, perSession bool) *session {
 		return s
 	}
 	s := &session{att: g.manager.NewSession(id), limiter: g.opts.Limits.NewLimiter(), logLimit: newLogLimit(), perSession: perSession}
-	s.seen.Store(time.Now().UnixNano()) // the server registers it
+	s.Seen.Store(time.Now().UnixNano()) // the server registers it
 	s.att.OnChange = func() { g.sync(s) }
 	s.att.OnLog = func(a *attach.Attachment, m attach.LogMessage) { g.relayLog(s, a, m) }
 	s.att.OnUpdated = func(uri string) { g.resourceUpdated(s, uri) }

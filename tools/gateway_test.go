@@ -120,7 +120,7 @@ func waitFastCall(t testing.TB, g *Gateway, sid string) {
 	t.Helper()
 	waitUntil(t, 5*time.Second, "a request in flight in session "+sid, func() bool {
 		s := g.lookup(sid)
-		return s != nil && s.fast.Busy()
+		return s != nil && s.Fast.Busy()
 	})
 }
 
@@ -879,7 +879,7 @@ func TestShutdownAnswersTheServersCalls(t *testing.T) {
 	// Its pinned server comes up, and the notice that its tools changed
 	// waits in the server's queue.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if s := tg.g.lookup(c.sid); s != nil && s.noticesQueued() {
+		if s := tg.g.lookup(c.sid); s != nil && s.NoticesQueued() {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -74,7 +74,7 @@ const (
 // write f.
 func (h *HTTP) keep(w http.ResponseWriter, r *http.Request, f serve.Frame) bool {
 	// A browser's connection stays net/http's: the gateway's own answers
-	// carry no CORS headers (serve.AllowCORS).
+	// carry no CORS headers (serve.Access.Guard).
 	if r.ProtoMajor != 1 || r.ProtoMinor != 1 || r.Close || r.TLS != nil || r.Header.Get("Origin") != "" {
 		return false
 	}
@@ -394,7 +394,7 @@ func (h *HTTP) inPlace(r *http.Request, accept string, local net.Addr) (*session
 	}
 	// A browser's request (it names its Origin) goes back, for net/http's
 	// answer with the CORS headers it reads.
-	if serve.Rebound(r.Host, local) || r.Header.Get("Origin") != "" || !h.authorized(r) || !serve.Answerable(accept) {
+	if serve.Rebound(r.Host, local) || r.Header.Get("Origin") != "" || !h.access.Authorized(r) || !serve.Answerable(accept) {
 		return nil, false
 	}
 	// Whatever the fast path would not answer goes back, to wind the

@@ -69,7 +69,7 @@ func (g *Gateway) relayLog(s *session, a *attach.Attachment, m attach.LogMessage
 			Notification: mcp.Notification{Method: string(mcp.MethodNotificationMessage), Params: mcp.NotificationParams{AdditionalFields: params}}})
 		return
 	}
-	if ch := s.notices.Load(); ch != nil && len(*ch) >= cap(*ch)-noticeReserve {
+	if ch := s.Notices.Load(); ch != nil && len(*ch) >= cap(*ch)-noticeReserve {
 		g.dropLog(s, a, "the client takes no notifications now (no GET stream, no request): dropping log messages until it does")
 		return
 	}

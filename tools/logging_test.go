@@ -259,14 +259,14 @@ func TestLogsLeaveRoomForNotices(t *testing.T) {
 		t.Fatalf("attach: %s", firstText(res))
 	}
 	gs := tg.g.lookup(s.c.GetTransport().(*transport.StreamableHTTP).GetSessionId())
-	queued := func() int { return len(*gs.notices.Load()) }
+	queued := func() int { return len(*gs.Notices.Load()) }
 	if n := queued(); n != 0 {
 		t.Fatalf("%d notices queued before the burst", n)
 	}
 	if res := s.call("mcp_noisy__burst", map[string]any{}); res.IsError {
 		t.Fatalf("burst: %s", firstText(res))
 	}
-	room := cap(*gs.notices.Load()) - noticeReserve
+	room := cap(*gs.Notices.Load()) - noticeReserve
 	for deadline := time.Now().Add(5 * time.Second); queued() < room; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d log messages queued, want %d", queued(), room)

@@ -217,14 +217,14 @@ func offerError(err error, method string) (code int, why string) {
 // call's does.
 func (h *HTTP) offers(w http.ResponseWriter, r *http.Request, s *session, body []byte) bool {
 	call, ok := h.g.offerRequest(s, body)
-	if !ok || !h.fastEligible(r) {
+	if !ok || !serve.FastEligible(r, h.versions) {
 		return false
 	}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	s.fast.Add(call.id, serve.StopCause(cancel))
+	s.Fast.Add(call.id, serve.StopCause(cancel))
 	msg := call.answer(ctx, r.Header)
-	s.fast.Remove(call.id)
+	s.Fast.Remove(call.id)
 	if serve.CancelledByClient(ctx) {
 		serve.EndEmpty(w)
 		return true
@@ -241,16 +241,16 @@ func (h *HTTP) offers(w http.ResponseWriter, r *http.Request, s *session, body [
 // once, unanswered.
 func (r *stdioReader) offers(ctx context.Context, s *session, line []byte) bool {
 	call, ok := r.g.offerRequest(s, line)
-	if !ok || !r.calls.Add() {
+	if !ok || !r.Calls.Add() {
 		return false // not one, or the session is ending: the server answers
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	r.inFlight.Add(call.id, serve.StopCause(cancel))
+	r.InFlight.Add(call.id, serve.StopCause(cancel))
 	go func() {
-		defer r.calls.Done()
+		defer r.Calls.Done()
 		defer cancel(nil)
 		msg := call.answer(ctx, nil)
-		r.inFlight.Remove(call.id)
+		r.InFlight.Remove(call.id)
 		if serve.CancelledByClient(ctx) {
 			return
 		}

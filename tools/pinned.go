@@ -67,11 +67,11 @@ func (g *Gateway) startingFor(s *session, frame []byte) (id []byte, att *attach.
 // startingCall takes line, a tools/call over stdio of a tool of a pinned
 // server still starting, and reports whether it did: on a goroutine of
 // its own, it waits for the server, then serves the call, past the door
-// already, as if the server were up (route), waiting no more. A call the
+// already, as if the server were up (serve.Stdio.Route), waiting no more. A call the
 // client cancels while it waits ends at once, unanswered.
 func (r *stdioReader) startingCall(ctx context.Context, s *session, line []byte) bool {
 	id, att := r.g.startingFor(s, line)
-	if att == nil || !r.calls.Add() {
+	if att == nil || !r.Calls.Add() {
 		return false
 	}
 	key := string(id)        // id and line are the reader's buffer,
@@ -81,11 +81,11 @@ func (r *stdioReader) startingCall(ctx context.Context, s *session, line []byte)
 	// on after take returns: ended with the wait's, one that failed was
 	// said to be cancelled, its client gone.
 	wait, cancel := context.WithCancelCause(ctx)
-	r.inFlight.Add(key, serve.StopCause(cancel))
+	r.InFlight.Add(key, serve.StopCause(cancel))
 	go func() {
-		defer r.calls.Done()
+		defer r.Calls.Done()
 		s.att.WaitStarted(wait, att, r.g.opts.PinnedListWait)
-		r.inFlight.Remove(key)
+		r.InFlight.Remove(key)
 		ended := wait.Err() != nil
 		cancel(nil)
 		if ended {
@@ -93,7 +93,7 @@ func (r *stdioReader) startingCall(ctx context.Context, s *session, line []byte)
 		}
 		var held jsonrpc.Batch
 		defer held.Flush()
-		r.route(ctx, line, &held, false) // past the door already; it waits no more
+		r.Route(ctx, line, &held, false) // past the door already; it waits no more
 	}()
 	return true
 }
@@ -109,9 +109,9 @@ func (h *HTTP) waitStarting(w http.ResponseWriter, r *http.Request, s *session, 
 	}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	s.fast.Add(string(id), serve.StopCause(cancel))
+	s.Fast.Add(string(id), serve.StopCause(cancel))
 	s.att.WaitStarted(ctx, att, h.g.opts.PinnedListWait)
-	s.fast.Remove(string(id))
+	s.Fast.Remove(string(id))
 	if !serve.CancelledByClient(ctx) {
 		return false
 	}

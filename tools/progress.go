@@ -19,7 +19,7 @@ import (
 // and what it reports reaches the client under the client's own.
 //
 // Over stdio, each progress notification is one more frame
-// (stdioReader.notify). Over HTTP, the answer stays JSON while the
+// (serve.Stdio.Notify). Over HTTP, the answer stays JSON while the
 // upstream reports nothing. Its first progress turns the answer into an
 // event stream, as mcp-go's server answers: the progress, then the result;
 // so does a call quiet for the stream heartbeat, to carry comments

@@ -30,7 +30,7 @@ import (
 // before.
 func (h *HTTP) resumeAnew(w http.ResponseWriter, r *http.Request, s *session) http.ResponseWriter {
 	last := r.Header.Get("Last-Event-ID")
-	if last == "" || s.streams.Load() > 1 { // this GET is counted
+	if last == "" || s.Streams.Load() > 1 { // this GET is counted
 		return w
 	}
 	sid := r.Header.Get(server.HeaderKeySessionID)

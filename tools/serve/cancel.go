@@ -173,9 +173,9 @@ func cancelledID(frame []byte) (id, reason string, ok bool) {
 // A request the client cancelled gets no answer, as the MCP spec asks:
 // the client forgot the id when it cancelled, and the TypeScript SDK
 // reports an answer to it as an error. Over stdio a fast call stopped by
-// the client writes none (stdioCall), and as the MCP server answers its
+// the client writes none (tools' stdioCall), and as the MCP server answers its
 // own calls, cancelled or not, its answers to cancelled requests are
-// dropped on their way out (DropAnswers). Over HTTP the call's request is
+// dropped on their way out (dropAnswers). Over HTTP the call's request is
 // still open and must end: a fast call's ends as an event stream with no
 // message (EndUnanswered), which the client reads to its end; so does a
 // request the MCP server answers (ServerCall).
@@ -184,18 +184,18 @@ func cancelledID(frame []byte) (id, reason string, ok bool) {
 // leaves its id behind.
 const maxUnanswered = 64
 
-// Unanswered are the ids of requests on the server's path that the client
+// unanswered are the ids of requests on the server's path that the client
 // cancelled, by idKey, oldest first. An id goes when its answer is
 // dropped, when a new request reuses it, or when more than maxUnanswered
 // are kept. Its zero value is ready.
-type Unanswered struct {
+type unanswered struct {
 	n   atomic.Int32 // len(ids): frames are not read while none is kept
 	mu  sync.Mutex
 	ids []string
 }
 
 // Add keeps the id that raw, a request id's JSON, is.
-func (u *Unanswered) Add(raw string) {
+func (u *unanswered) Add(raw string) {
 	key, ok := idKey(raw)
 	if !ok {
 		return
@@ -211,7 +211,7 @@ func (u *Unanswered) Add(raw string) {
 
 // Forget forgets the id of frame, a request from the client, if it is
 // kept: the id is in use again.
-func (u *Unanswered) Forget(frame []byte) {
+func (u *unanswered) Forget(frame []byte) {
 	if u.n.Load() == 0 {
 		return
 	}
@@ -222,7 +222,7 @@ func (u *Unanswered) Forget(frame []byte) {
 
 // remove forgets the id whose JSON is raw, and reports whether it was
 // kept.
-func (u *Unanswered) remove(raw []byte) bool {
+func (u *unanswered) remove(raw []byte) bool {
 	key, ok := idKey(string(raw))
 	if !ok {
 		return false
@@ -281,20 +281,20 @@ func canonicalID(raw string) bool {
 	return true
 }
 
-// DropAnswers writes the MCP server's frames to w, but for its answers to
+// dropAnswers writes the MCP server's frames to w, but for its answers to
 // requests the client cancelled. The server writes a frame per Write.
-type DropAnswers struct {
-	W io.Writer
-	U *Unanswered
+type dropAnswers struct {
+	w io.Writer
+	u *unanswered
 }
 
-func (d DropAnswers) Write(frame []byte) (int, error) {
-	if d.U.n.Load() > 0 {
-		if id, ok := answerID(frame); ok && d.U.remove(id) {
+func (d dropAnswers) Write(frame []byte) (int, error) {
+	if d.u.n.Load() > 0 {
+		if id, ok := answerID(frame); ok && d.u.remove(id) {
 			return len(frame), nil
 		}
 	}
-	return d.W.Write(frame)
+	return d.w.Write(frame)
 }
 
 // answerID returns the id of frame when it is an answer as mcp-go's

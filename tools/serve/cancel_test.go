@@ -12,9 +12,9 @@ import (
 // server's answers to them, forgets one dropped or reused, and keeps
 // maxUnanswered at most.
 func TestUnanswered(t *testing.T) {
-	var u Unanswered
+	var u unanswered
 	var out bytes.Buffer
-	d := DropAnswers{W: &out, U: &u}
+	d := dropAnswers{w: &out, u: &u}
 	answer := func(id string) string { return `{"jsonrpc":"2.0","id":` + id + `,"result":{}}` + "\n" }
 	dropped := func(frame string) bool {
 		t.Helper()

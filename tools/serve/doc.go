@@ -1,8 +1,11 @@
-// Package serve holds the pieces of serving MCP to clients over stdio and
-// streamable HTTP that need nothing of the tool surface: the door that
-// reads each client message before either path does, the framing of the
-// fast path's answers, the bookkeeping of cancelled calls, progress and
-// keep-alive on event streams, the event store and the session ids.
+// Package serve holds what of serving MCP to clients over stdio and
+// streamable HTTP needs nothing of the tool surface: the stdio transport,
+// the HTTP access rules, the door that reads each client message before
+// either path does, the framing of the fast path's answers, the
+// bookkeeping of cancelled calls, progress and keep-alive on event
+// streams, the event store, session ids, and each session's idle clock
+// and reaper. The HTTP handler that ties them to the tools is still the
+// tools package's (http.go, keepalive.go).
 //
 // Its files are its features:
 //   - door.go: what of a JSON-RPC message is read at the door, and the
@@ -11,20 +14,30 @@
 //     protocol, requests before initialize);
 //   - frame.go: a fast call's answer, written where its result lies;
 //   - accept.go: which answers a request's Accept header takes;
-//   - origin.go: the Origin, DNS-rebinding and CORS checks for browsers;
+//   - access.go: the bearer token, the body cap, and the Origin,
+//     DNS-rebinding and CORS checks for browsers;
+//   - version.go: the protocol versions served, and requests in others
+//     refused;
 //   - body.go: reading a POST's body for the door;
-//   - stdio.go: a stdio client's frames, and the calls a stdio session
-//     waits for before it ends;
+//   - stdio.go: the stdio transport: the client's frames read, refused at
+//     the door, offered to the tool surface (StdioSurface) or sent on to
+//     mcp-go's stdio server;
 //   - cancel.go: the calls in flight of a session, for notifications/
 //     cancelled, and the answers to cancelled requests, dropped;
 //   - progress.go: a fast call's answer as an event stream of progress;
 //   - heartbeat.go: comments on quiet event streams;
+//   - idleclock.go: winding mcp-go's idle clock of sessions the fast path
+//     serves (Clocks);
+//   - reap.go: ending sessions whose client left without a word;
 //   - released.go: letting go of net/http's writers that mcp-go's server
 //     keeps;
 //   - eventstore.go: the bounded store of events for resumed streams;
+//   - session.go: what the transport keeps of a session (its calls in
+//     flight, its notifications queued, its signs of life);
 //   - sessionids.go: HTTP session ids, with ended ones forgotten.
 //
-// It may import the standard library, mcp-go, guard and guard/jsonrpc. It
-// imports neither tools, which imports it and holds the tool handlers,
-// nor attach: what it serves comes to it as bytes.
+// It may import the standard library, mcp-go, uuid, guard and
+// guard/jsonrpc. It imports neither tools, which imports it and holds the
+// tool handlers, nor attach: what it serves comes to it as bytes, and what
+// it needs of the tools comes through StdioSurface and Sessions.
 package serve

@@ -12,8 +12,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ardgate/ardgate/guard/jsonrpc"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
 // JSON-RPC that mcp-go's server would mishandle is answered at the door,
@@ -62,7 +63,7 @@ func isBatch(frame []byte) bool {
 	return len(frame) > 0 && frame[0] == '['
 }
 
-// Message is what the gateway reads of a JSON-RPC Message at the door.
+// Message is what the gateway reads of a JSON-RPC message at the door.
 type Message struct {
 	jsonrpc.Message
 	Object bool // the frame is a JSON object
@@ -77,7 +78,7 @@ func ReadMessage(frame []byte) Message {
 	return Message{Message: m, Object: err == nil, notObject: err != nil && !jsonrpc.IsObject(frame) && json.Valid(frame)}
 }
 
-// Request reports whether m is a Request: a method and an id.
+// Request reports whether m is a request: a method and an id.
 func (m Message) Request() bool { return m.Method != nil && m.ID != nil }
 
 // Refusal returns the error that answers m at the door, or nil; drop is
@@ -161,11 +162,11 @@ func idRefusal(id []byte) []byte {
 	return IDTypeRefusal
 }
 
-// TooLarge says why a message over the cap is refused, and
+// tooLarge says why a message over the cap is refused, and
 // TooLargeRefusal answers a POST whose body is.
-const TooLarge = "the message is larger than the gateway's 10 MiB cap"
+const tooLarge = "the message is larger than the gateway's 10 MiB cap"
 
-var TooLargeRefusal = Message{}.Refused(TooLarge)
+var TooLargeRefusal = Message{}.Refused(tooLarge)
 
 // Refuse answers a message posted over HTTP that the gateway refuses with
 // the status code and the error; mcp-go answers a body it cannot read
@@ -176,28 +177,13 @@ func Refuse(w http.ResponseWriter, code int, msg []byte) {
 	_, _ = w.Write(msg)
 }
 
-// SessionVersions are the protocol versions the gateway serves: those
-// with sessions. The stateless protocol (2026-07-28) has none to hang a
-// session's attachments, pinned servers and tasks on; its clients learn
-// so (server/discover, or an error naming the versions served) and
-// negotiate down.
-func SessionVersions() []string {
-	var out []string
-	for _, v := range mcp.ValidProtocolVersions {
-		if !mcp.IsModernProtocol(v) {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// MetaKeyProtocolVersion is the _meta key that makes a request one of
+// metaKeyProtocolVersion is the _meta key that makes a request one of
 // the stateless protocol.
-var MetaKeyProtocolVersion = []byte(mcp.MetaKeyProtocolVersion)
+var metaKeyProtocolVersion = []byte(mcp.MetaKeyProtocolVersion)
 
-// StatelessRefusal is the error answering m when it is a request of the
+// statelessRefusal is the error answering m when it is a request of the
 // stateless protocol, or nil.
-func StatelessRefusal(m Message) []byte {
+func statelessRefusal(m Message) []byte {
 	if !m.Request() || idRefusal(m.ID) != nil || !jsonrpc.IsObject(m.Params) {
 		return nil
 	}
@@ -244,20 +230,20 @@ func FrameRefusal(frame []byte) []byte {
 	return memberRefusal(frame)
 }
 
-// BeforeInitialize is the error answering frame, a client's message over
+// beforeInitialize is the error answering frame, a client's message over
 // stdio before it has sent initialize, when it is a request that may not
 // come first: anything but initialize, ping and server/discover (which
 // mcp-go's clients send first), as the spec has it. Served, a call of a
 // pinned server's tool waited for a start that never came, for good. A
 // request of the stateless protocol is told the versions served instead
-// (StatelessRefusal), as at any time, so that its client negotiates
+// (statelessRefusal), as at any time, so that its client negotiates
 // down. Notifications and responses go on.
-func BeforeInitialize(frame []byte) []byte {
+func beforeInitialize(frame []byte) []byte {
 	m := ReadMessage(frame)
 	if !m.Request() {
 		return nil
 	}
-	if msg := StatelessRefusal(m); msg != nil {
+	if msg := statelessRefusal(m); msg != nil {
 		return msg
 	}
 	switch mcp.MCPMethod(JSONString(m.Method)) {

@@ -1,9 +1,10 @@
-package tools
+package serve
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -12,7 +13,6 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/ardgate/ardgate/guard"
-	"github.com/ardgate/ardgate/tools/serve"
 )
 
 // The MCP server keeps each HTTP session's idle clock, and ends a session
@@ -21,35 +21,57 @@ import (
 // gateway has it answer a ping of the gateway's own in that session, and
 // drops the answer. Letting one of the client's requests through instead
 // would do as well, but a call of a proxied tool there would make the
-// server's session hold every proxied tool (toServer).
+// server's session hold every proxied tool (tools' toServer).
 //
 // A session is not idle while a call of it runs or its GET stream is
 // open, though its client sends nothing: the server swept a session in
 // the middle of a call longer than IdleTTL (a slow tool, a wait_task of
 // five minutes), and a client's open GET stream with it. Every quarter of
-// IdleTTL, a busy session's clock is wound too (busyClock).
+// IdleTTL, a busy session's clock is wound too (Busy).
+
+// Clocks are the timers of each HTTP session that mcp-go's server cannot
+// keep right by itself: its idle clock, which the fast path hides
+// requests from, and the reaper of a session whose client left without a
+// DELETE (reap.go).
+type Clocks struct {
+	// Server is mcp-go's streamable HTTP server, which keeps the idle
+	// clock and ends sessions.
+	Server http.Handler
+	// IdleTTL is how long the server keeps a session it has not seen;
+	// ReapAfter, how long a session may show no sign of life.
+	IdleTTL, ReapAfter time.Duration
+	Log                *slog.Logger
+	Sessions           Sessions
+}
+
+// Sessions is what the clocks ask of the tool surface.
+type Sessions interface {
+	// Live tells whether s is still the session whose id is sid.
+	Live(sid string, s *Session) bool
+	// Reaping notes that session sid, quiet for quiet, is being ended.
+	Reaping(sid string, quiet time.Duration)
+}
 
 // idleClockPing winds a session's idle clock.
 const idleClockPing = `{"jsonrpc":"2.0","id":"ardgate-idle-clock","method":"ping"}`
 
-// windIdleClock winds the idle clock of s, the session of r, when the
-// server has not seen it for a quarter of IdleTTL. One request at a time
-// winds it.
-func (h *HTTP) windIdleClock(r *http.Request, s *session) {
+// Wind winds the idle clock of s, the session of r, when the server has
+// not seen it for a quarter of IdleTTL. One request at a time winds it.
+func (h *Clocks) Wind(r *http.Request, s *Session) {
 	now := time.Now().UnixNano()
-	seen := s.seen.Load()
-	if time.Duration(now-seen) <= h.idleTTL/4 || !s.seen.CompareAndSwap(seen, now) {
+	seen := s.Seen.Load()
+	if time.Duration(now-seen) <= h.IdleTTL/4 || !s.Seen.CompareAndSwap(seen, now) {
 		return
 	}
 	if !h.ping(r.Context(), s, r.Host, r.Header.Get(server.HeaderKeySessionID), r.Header.Get(server.HeaderKeyProtocolVersion)) {
-		s.seen.CompareAndSwap(now, seen) // not wound: the next request tries again
+		s.Seen.CompareAndSwap(now, seen) // not wound: the next request tries again
 	}
 }
 
 // ping has the server answer the gateway's ping in session s, whose id
 // is sid, as a request to host in protocol version (none when ""), and
 // reports whether it did.
-func (h *HTTP) ping(ctx context.Context, s *session, host, sid, version string) bool {
+func (h *Clocks) ping(ctx context.Context, s *Session, host, sid, version string) bool {
 	ping, err := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodPost, "/mcp", strings.NewReader(idleClockPing))
 	if err != nil {
 		return false
@@ -64,43 +86,43 @@ func (h *HTTP) ping(ctx context.Context, s *session, host, sid, version string) 
 		ping.Header.Set(server.HeaderKeyProtocolVersion, version)
 	}
 	w := &pingWriter{header: http.Header{}, status: http.StatusOK}
-	serve.Released(h.streamable).ServeHTTP(w, ping)
+	Released(h.Server).ServeHTTP(w, ping)
 	if w.status != http.StatusOK {
-		h.g.log.Warn("the server refused the gateway's idle-clock ping", "status", w.status, "answer", guard.Text(w.body.String(), 200))
+		h.Log.Warn("the server refused the gateway's idle-clock ping", "status", w.status, "answer", guard.Text(w.body.String(), 200))
 		return false
 	}
-	h.g.requeue(s, w.body.Bytes())
+	s.Requeue(w.body.Bytes(), h.Log)
 	return true
 }
 
-// busyClock starts, once per session, the timer that winds the idle
-// clock of s, the session of r, every quarter of IdleTTL while a call of
+// Busy starts, once per session, the timer that winds the idle clock of
+// s, the session of r, every quarter of IdleTTL while a call of
 // it runs or its GET stream is open. The timer ends with the session.
-func (h *HTTP) busyClock(r *http.Request, s *session) {
-	if s.clock.Load() != nil {
+func (h *Clocks) Busy(r *http.Request, s *Session) {
+	if s.Clock.Load() != nil {
 		return
 	}
-	s.clockOnce.Do(func() {
+	s.ClockOnce.Do(func() {
 		host, sid := r.Host, r.Header.Get(server.HeaderKeySessionID)
-		every := h.idleTTL / 4
-		s.clock.Store(time.AfterFunc(every, func() {
-			if h.g.lookup(sid) != s {
+		every := h.IdleTTL / 4
+		s.Clock.Store(time.AfterFunc(every, func() {
+			if !h.Sessions.Live(sid, s) {
 				return // the session ended
 			}
-			if s.fast.Busy() || s.streams.Load() > 0 {
-				s.seen.Store(time.Now().UnixNano())
+			if s.Fast.Busy() || s.Streams.Load() > 0 {
+				s.Seen.Store(time.Now().UnixNano())
 				h.ping(context.Background(), s, host, sid, "")
 			}
-			s.clock.Load().Reset(every)
+			s.Clock.Load().Reset(every)
 		}))
 	})
 }
 
-// requeue gives back to the server the notifications it sent a session
+// Requeue gives back to the server the notifications it sent the session
 // with an answer the gateway drops: the server sends what it holds for a
 // session with its next answer, whichever request that is.
-func (g *Gateway) requeue(s *session, answer []byte) {
-	ch := s.notices.Load()
+func (s *Session) Requeue(answer []byte, log *slog.Logger) {
+	ch := s.Notices.Load()
 	if ch == nil {
 		return
 	}
@@ -123,7 +145,7 @@ func (g *Gateway) requeue(s *session, answer []byte) {
 		select {
 		case *ch <- n:
 		default:
-			g.log.Warn("a notification the server sent with the gateway's idle-clock ping could not be queued again", "method", n.Method)
+			log.Warn("a notification the server sent with the gateway's idle-clock ping could not be queued again", "method", n.Method)
 		}
 	}
 }

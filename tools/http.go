@@ -2,21 +2,14 @@ package tools
 
 import (
 	"bytes"
-	"cmp"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"runtime"
-	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,8 +18,6 @@ import (
 
 	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/config"
-	"github.com/ardgate/ardgate/guard"
-	"github.com/ardgate/ardgate/guard/jsonrpc"
 	"github.com/ardgate/ardgate/tools/serve"
 )
 
@@ -34,325 +25,13 @@ import (
 // mcp-go's stdio server gives it.
 const stdioSessionID = "stdio"
 
-// ServeStdio serves one client over in and out until in ends or ctx is
-// done. stdout carries only MCP frames; the session's attachments end with
-// it.
-//
-// Frames are read here first: a plain call of a proxied tool is answered
-// on the fast path (fastpath.go), everything else goes on to the MCP
-// server through a pipe. Both write whole frames through one writer.
-func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	srv := server.NewStdioServer(g.mcp)
-	// mcp-go runs a stdio session's tools/call on 5 workers by default: a
-	// sixth call would wait for one of them to end, so a few gateway tools
-	// that wait (attach_resource, wait_task, a slow call_attached_tool)
-	// would hold up every other. Over HTTP each request has a goroutine;
-	// here, mcp-go's largest pool and queue.
-	server.WithWorkerPoolSize(100)(srv)
-	server.WithQueueSize(10000)(srv)
-	srv.SetErrorLogger(slog.NewLogLogger(g.log.Handler(), slog.LevelError))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w := jsonrpc.NewFrameWriter(out) // the server writes a frame per Write
-	// No writer waits on a client that stops reading while its answers
-	// fit the backlog; past it, writers wait and the reader reads no more
-	// requests (stdioReader.run). mcp-go serves each request on a
-	// goroutine of its own: without this, each held an answer, and a
-	// client that wrote and never read grew memory without bound.
-	w.Backlog, w.Wait = cmp.Or(g.opts.StdioBacklog, DefaultStdioBacklog), true
-	// A client that closed its end of out has gone, even if it keeps in
-	// open: the session ends, and with it its upstreams.
-	w.OnError = func(err error) {
-		g.log.Warn("the client's end of stdout is closed: ending the session", "err", err)
-		cancel()
-	}
-	toServer, fromReader := io.Pipe()
-	r := &stdioReader{g: g, w: w, server: fromReader}
-	g.stdioOut.Store(r)
-	defer g.stdioOut.CompareAndSwap(r, nil)
-	// An over-size frame is read through and dropped, so it is refused
-	// and the session goes on, instead of growing memory without bound.
-	lines := jsonrpc.NewLineReader(in, 64<<10)
-	lines.Max = jsonrpc.MaxMessage
-	go r.run(ctx, lines)
-	err := srv.Listen(ctx, toServer, serve.DropAnswers{W: w, U: &r.unanswered})
-	cancel() // the client is gone: its fast calls in flight end too
-	_ = toServer.Close()
-	r.calls.Shut()
-	r.inFlight.StopAll()
-	r.calls.Wait()
-	// A call is done once its answer is written or held; what an
-	// upstream's reader still holds goes out now, and the backlog, before
-	// the caller closes out.
-	_ = w.Flush()
-	_ = w.Written()
-	return err
-}
-
-// stdioReader reads the client's frames and sends each to the fast path
-// or on to the MCP server.
-type stdioReader struct {
-	g      *Gateway
-	w      *jsonrpc.FrameWriter
-	server *io.PipeWriter
-	calls  serve.CallGroup
-	// held is what the reader holds back while it has more frames at
-	// hand: the requests of fast calls, which then reach each upstream in
-	// one write, and refusals. Only the reader's goroutine uses it.
-	held jsonrpc.Batch
-	// inFlight are the fast calls in flight. Over stdio the session is
-	// the reader's own.
-	inFlight serve.Inflight
-	// unanswered are the server's calls that the client cancelled.
-	unanswered serve.Unanswered
-	// opened: an initialize has gone to the server; before, requests but
-	// ping are refused (serve.BeforeInitialize).
-	opened atomic.Bool
-}
-
-// run reads the client's frames. A frame is valid until the next read:
-// the fast path and the server's pipe (whose Write returns once the
-// server has copied it all) are done with it by then. What the fast path
-// held goes out before the reader waits, on the client or on the server.
-func (r *stdioReader) run(ctx context.Context, in *jsonrpc.LineReader) {
-	defer r.held.Flush()
-	for {
-		if !r.room(ctx) {
-			return // the session ends
-		}
-		line, err := in.ReadLine()
-		if long, ok := err.(*jsonrpc.LongLine); ok { // as ReadLine returns it, unwrapped
-			r.refuseLong(long)
-			line, err = nil, nil
-		}
-		if !r.take(ctx, serve.ClientFrame(line, err), &r.held) {
-			return // the server stopped listening
-		}
-		if err != nil || !in.LineBuffered() {
-			r.held.Flush()
-		}
-		if err != nil {
-			_ = r.server.CloseWithError(err) // io.EOF ends the server's Listen
-			return
-		}
-	}
-}
-
-// room waits, before the next frame is read, while the client has left
-// a backlog of answers unread; what is held goes out first. It reports
-// false when the session ended meanwhile.
-func (r *stdioReader) room(ctx context.Context) bool {
-	if r.w.Waiting() < r.w.Backlog {
-		return true
-	}
-	r.held.Flush()
-	return r.w.Room(ctx)
-}
-
-// take serves line, a frame of the client's: with a refusal at the door
-// (refuseFrame, atDoor), on the fast path, or on to the MCP server. What
-// it writes to the client or an upstream may be held in held. It reports
-// false when the server stopped listening.
-func (r *stdioReader) take(ctx context.Context, line []byte, held *jsonrpc.Batch) bool {
-	if len(line) == 0 || r.refuseFrame(line, held) {
-		return true // nothing read, or refused
-	}
-	return r.route(ctx, line, held, true)
-}
-
-// refuseFrame answers line with the error that refuses it before either
-// path sees it, if one does, and reports whether it did: a batch or a
-// frame whose members could be read two ways (serve.FrameRefusal), or a
-// request before initialize (serve.BeforeInitialize).
-func (r *stdioReader) refuseFrame(line []byte, held *jsonrpc.Batch) bool {
-	msg := serve.FrameRefusal(line)
-	if msg == nil && !r.opened.Load() {
-		msg = serve.BeforeInitialize(line)
-	}
-	if msg != nil {
-		r.refuse(held, msg)
-	}
-	return msg != nil
-}
-
-// route serves line, a frame past the door, as take does. wait: a call
-// of a tool of a pinned server still starting may wait for it
-// (startingCall); after that wait, the call is routed again with none.
-func (r *stdioReader) route(ctx context.Context, line []byte, held *jsonrpc.Batch, wait bool) bool {
-	switch {
-	case bytes.Contains(line, serve.MetaKeyProtocolVersion) && r.refuseStateless(line, held):
-		// a request of the stateless protocol, on no path
-	case r.fast(ctx, line, held, wait):
-		// answered on the fast path
-	case r.atDoor(line, held):
-		// refused with an error, or dropped
-	default:
-		r.opening(line)
-		r.unanswered.Forget(line) // a new request reusing the id
-		held.Flush()
-		if _, err := r.server.Write(line); err != nil {
-			return false
-		}
-	}
-	return true
-}
-
-// fast answers line on the fast path and reports whether it took it. A
-// call to a stdio server is started here and answered from the reader of
-// that server's pipe, as soon as its response is read (StartRaw); any
-// other call runs on a goroutine of its own, as the server runs calls. A
-// cancellation of a fast call is applied here and still passed on to the
-// server.
-func (r *stdioReader) fast(ctx context.Context, line []byte, held *jsonrpc.Batch, wait bool) bool {
-	s := r.g.stdio.Load()
-	c, ok := r.g.fastCall(s, line)
-	if !ok {
-		if f, ok := r.g.fastList(s, line); ok {
-			r.reply(f, held)
-			return true
-		}
-		if r.offers(ctx, s, line) || wait && r.startingCall(ctx, s, line) {
-			return true
-		}
-		// Looked for only now: a call's frame may be large, and a
-		// notice is never a call.
-		if id, stopped := r.inFlight.Cancel(line); id != "" && !stopped {
-			r.unanswered.Add(id) // before the server hears the notice
-		}
-		return false
-	}
-	if !r.calls.Add() {
-		return false // the session is ending; the server answers
-	}
-	traced, trace := r.g.opts.Tracing.startCall(ctx, nil, c)
-	a, refused := r.g.admit(s, c.called(), nil)
-	if refused != nil {
-		f := r.g.failedFrame(s, c, refused)
-		trace.end(f)
-		r.reply(f, held)
-		r.calls.Done()
-		return true
-	}
-	sc := &stdioCall{r: r, ctx: ctx, c: c, a: a, trace: trace}
-	r.inFlight.Add(c.ID, sc)
-	progress := c.progress(r)
-	if trace == nil { // a traced call runs in the context that holds its spans, below
-		if stop, ok := s.att.StartRaw(c.Name, c.Arguments, c.Meta, progress, held, sc.finish); ok {
-			sc.started(stop)
-			return true
-		}
-	}
-	// The arguments and _meta are slices of the frame, which the call
-	// outlives.
-	sc.c.Arguments, sc.c.Meta = bytes.Clone(c.Arguments), bytes.Clone(c.Meta)
-	callCtx, cancel := context.WithCancelCause(traced)
-	sc.started(cancel)
-	go func() {
-		defer cancel(nil)
-		// sc's copy, not c: a closure over c, larger than 128 bytes, put
-		// it on the heap on every call, this way taken or not.
-		raw, err := s.att.CallRaw(callCtx, sc.c.Name, sc.c.Arguments, sc.c.Meta, progress)
-		sc.finish(raw, err, nil)
-	}()
-	return true
-}
-
-// Notify writes a notice of an upstream's to the client: progress on a
-// fast call, a log message. It is written on the goroutine that read it,
-// before the call's result, which that goroutine reads after it.
-func (r *stdioReader) Notify(n mcp.JSONRPCNotification) {
-	line, err := json.Marshal(n)
-	if err == nil {
-		_, err = r.w.Write(append(line, '\n'))
-	}
-	if err != nil {
-		r.g.log.Debug("notice not relayed", "method", n.Method, "err", err)
-	}
-}
-
-// stdioCall is a fast call in flight on the stdio transport. One of them
-// holds all a call needs, so that a call allocates little besides it.
-type stdioCall struct {
-	r     *stdioReader
-	ctx   context.Context
-	c     callFrame
-	a     admission
-	trace *callTrace // nil while tracing is off
-
-	// A cancellation that comes while the call is starting still stops
-	// it, without a lock held across the start, which writes to the
-	// upstream and could wait on it.
-	mu    sync.Mutex
-	end   func(error) // how to stop it; nil until started
-	cause error       // why it was stopped; nil until it is
-	// byClient: the client cancelled the call, and gets no answer.
-	byClient atomic.Bool
-}
-
-// finish writes the call's result to the client, or holds it in b
-// (attach.RawDone), unless the client cancelled the call, and forgets the
-// call.
-func (sc *stdioCall) finish(raw json.RawMessage, err error, b *jsonrpc.Batch) {
-	r := sc.r
-	r.inFlight.Remove(sc.c.ID)
-	f := r.g.fastResult(sc.ctx, r.g.stdio.Load(), sc.c, sc.a, raw, err)
-	sc.trace.end(f)
-	if !sc.byClient.Load() {
-		r.reply(f, b)
-	}
-	r.calls.Done()
-}
-
-// Cancel stops the call for the client, which then gets no answer; the
-// upstream is told the client's reason.
-func (sc *stdioCall) Cancel(reason string) {
-	sc.byClient.Store(true)
-	sc.halt(serve.ByClient(reason))
-}
-
-// Stop stops the call: its session ends.
-func (sc *stdioCall) Stop() { sc.halt(context.Canceled) }
-
-// halt stops the call with cause, now or as soon as it has started.
-func (sc *stdioCall) halt(cause error) {
-	sc.mu.Lock()
-	if sc.cause == nil {
-		sc.cause = cause
-	}
-	end := sc.end
-	sc.mu.Unlock()
-	if end != nil {
-		end(cause)
-	}
-}
-
-// started records how to stop the call; a stop may run twice, which ends
-// the call once.
-func (sc *stdioCall) started(stop func(error)) {
-	sc.mu.Lock()
-	sc.end = stop
-	cause := sc.cause
-	sc.mu.Unlock()
-	if cause != nil {
-		stop(cause)
-	}
-}
-
-// reply writes one frame to the client, or holds it in b.
-func (r *stdioReader) reply(f serve.Frame, b *jsonrpc.Batch) {
-	if err := f.WriteLine(r.w, b); err != nil {
-		r.g.log.Debug("fast call result not written", "err", err)
-	}
-}
-
 // HTTP serves MCP over streamable HTTP at /mcp, with /healthz.
 type HTTP struct {
 	g             *Gateway
 	streamable    *server.StreamableHTTPServer
 	mux           *http.ServeMux
-	authToken     string
-	idleTTL       time.Duration
-	reapAfter     time.Duration
+	access        serve.Access // the bearer token, Origin and Host checks
+	clocks        serve.Clocks // the idle clock and the reaper
 	headerTimeout time.Duration
 	bodyTimeout   time.Duration
 	connTimeout   time.Duration // IdleConnTimeout
@@ -373,7 +52,7 @@ type HTTPOptions struct {
 	// zero means config.DefaultSessionIdle.
 	IdleTTL time.Duration
 	// ReapAfter ends a session sooner, once its client shows no sign of
-	// life for that long (reap.go); zero means config.DefaultSessionReap.
+	// life for that long (serve/reap.go); zero means config.DefaultSessionReap.
 	ReapAfter time.Duration
 	// ReadHeaderTimeout bounds the reading of a request's head on the
 	// connections the gateway serves itself (keepalive.go); zero means
@@ -447,7 +126,7 @@ func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 	if opt.StreamHeartbeat == 0 {
 		opt.StreamHeartbeat = serve.DefaultStreamHeartbeat
 	}
-	h := &HTTP{g: g, authToken: opt.AuthToken, mux: http.NewServeMux(), idleTTL: opt.IdleTTL, reapAfter: opt.ReapAfter, headerTimeout: opt.ReadHeaderTimeout,
+	h := &HTTP{g: g, access: serve.Access{Token: opt.AuthToken}, mux: http.NewServeMux(), headerTimeout: opt.ReadHeaderTimeout,
 		connTimeout: opt.IdleConnTimeout, bodyTimeout: opt.BodyTimeout, maxSessions: int64(opt.MaxSessions),
 		heartbeat: opt.StreamHeartbeat}
 	h.kept.idle = opt.IdleConnTimeout
@@ -462,13 +141,33 @@ func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 		server.WithStreamableHTTPLogger(g.log),
 		server.WithHTTPContextFunc(callbackBase),
 	)
-	h.mux.Handle("/mcp", h.guard(h.fast(serve.Released(h.streamable))))
+	h.clocks = serve.Clocks{Server: h.streamable, IdleTTL: opt.IdleTTL, ReapAfter: opt.ReapAfter, Log: g.log, Sessions: clockedSessions{g}}
+	h.mux.Handle("/mcp", h.access.Guard(h.fast(serve.Released(h.streamable))))
 	// The user's browser comes back here from a server's authorization
 	// page: no session, no token, only the flow's state.
 	h.mux.HandleFunc("GET "+attach.CallbackPath, h.oauthCallback)
 	h.mux.HandleFunc("GET /healthz", h.healthz)
-	h.mux.Handle("GET /metrics", h.guard(g.metrics.handler()))
+	h.mux.Handle("GET /metrics", h.access.Guard(g.metrics.handler()))
 	return h
+}
+
+// clockedSessions are the gateway's sessions as the HTTP sessions' clocks
+// see them (serve.Sessions).
+type clockedSessions struct{ g *Gateway }
+
+// Live tells whether s is still the transport's part of session sid.
+func (c clockedSessions) Live(sid string, s *serve.Session) bool {
+	gs := c.g.lookup(sid)
+	return gs != nil && &gs.Session == s
+}
+
+// Reaping audits the end of session sid, quiet for quiet.
+func (c clockedSessions) Reaping(sid string, quiet time.Duration) {
+	attachments := 0
+	if s := c.g.lookup(sid); s != nil {
+		attachments = len(s.att.Attachments())
+	}
+	c.g.audit("reap", sid, "session", nil, "quiet", quiet.Round(time.Second).String(), "attachments", attachments)
 }
 
 func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
@@ -532,48 +231,6 @@ func (h *HTTP) Shutdown(ctx context.Context) error {
 // calls it ended.
 const answersGrace = 2 * time.Second
 
-// guard applies the gateway's HTTP access rules before MCP sees a request:
-// the Origin check against DNS rebinding from browsers, the bearer token,
-// and the body cap.
-func (h *HTTP) guard(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr); serve.Rebound(r.Host, local) {
-			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
-			return
-		}
-		if !h.originOK(r) {
-			http.Error(w, "Forbidden: Origin "+r.Header.Get("Origin")+" may not use this gateway", http.StatusForbidden)
-			return
-		}
-		if serve.AllowCORS(w, r) {
-			return // a preflight, answered before the token: it carries none
-		}
-		if !h.authorized(r) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="ardgate"`)
-			http.Error(w, "Unauthorized: send Authorization: Bearer <ARDGATE_AUTH_TOKEN>", http.StatusUnauthorized)
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, jsonrpc.MaxMessage)
-		next.ServeHTTP(w, r)
-	})
-}
-
-func (h *HTTP) originOK(r *http.Request) bool {
-	o := r.Header.Get("Origin")
-	return o == "" || serve.OriginAllowed(o, r.Host)
-}
-
-// authorized tells whether the request carries the bearer token, when the
-// gateway has one.
-func (h *HTTP) authorized(r *http.Request) bool {
-	if h.authToken == "" {
-		return true
-	}
-	// The scheme's name is case-insensitive (RFC 9110, 11.1).
-	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	return ok && strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(got), []byte(h.authToken)) == 1
-}
-
 // fast answers a plain call of a proxied tool of a known session on the
 // fast path (fastpath.go), then serves the calls that follow on its
 // connection itself (keepalive.go), and passes every other request to
@@ -589,12 +246,12 @@ func (h *HTTP) authorized(r *http.Request) bool {
 // server's path once, which winds that clock.
 func (h *HTTP) fast(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if h.refuseVersion(w, r) {
+		if serve.RefuseVersion(w, r, h.versions) {
 			return
 		}
 		s, ok := h.fastSession(r)
 		if s != nil {
-			defer h.serving(r, s)()
+			defer h.clocks.Serving(r, &s.Session)()
 		}
 		switch r.Method {
 		case http.MethodPost:
@@ -606,20 +263,6 @@ func (h *HTTP) fast(next http.Handler) http.Handler {
 			http.Error(w, "Method Not Allowed: /mcp takes POST (messages), GET (a session's event stream) and DELETE (the end of a session)", http.StatusMethodNotAllowed)
 		}
 	})
-}
-
-// refuseVersion answers a request in a protocol version the gateway does
-// not speak, and reports whether it did. It comes first, as the spec asks
-// and mcp-go's server does: the gateway's own answers at the door
-// (refusals of unknown tools, levels) came back 200 in a version never
-// agreed.
-func (h *HTTP) refuseVersion(w http.ResponseWriter, r *http.Request) bool {
-	v := r.Header.Get(mcp.HeaderProtocolVersion)
-	if v == "" || slices.Contains(h.versions, v) || mcp.IsModernProtocol(v) && mcp.IsValidProtocolVersion(v) {
-		return false
-	}
-	http.Error(w, "Bad Request: Unsupported protocol version: "+guard.Text(v, 40)+"; this gateway speaks "+strings.Join(h.versions, ", "), http.StatusBadRequest)
-	return true
 }
 
 // stream serves a GET, which opens a session's event stream, or a DELETE,
@@ -645,8 +288,8 @@ func (h *HTTP) stream(next http.Handler, w http.ResponseWriter, r *http.Request,
 	}
 	if get {
 		if s != nil {
-			s.streams.Add(1) // a session listening is not idle
-			defer s.streams.Add(-1)
+			s.Streams.Add(1) // a session listening is not idle
+			defer s.Streams.Add(-1)
 			s.streamed.fire()
 			w = h.resumeAnew(w, r, s)
 		}
@@ -689,7 +332,7 @@ func (h *HTTP) post(next http.Handler, w http.ResponseWriter, r *http.Request, s
 			defer done()
 		}
 		h.g.toServer(s, body)
-		s.seen.Store(time.Now().UnixNano())
+		s.Seen.Store(time.Now().UnixNano())
 	}
 	// The server reads the body again, and meets the same error.
 	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), serve.ErrReader{Err: err}))
@@ -782,8 +425,8 @@ func (h *HTTP) refuseForSession(w http.ResponseWriter, r *http.Request, s *sessi
 // the client may cancel it and a shutdown waits for its answer. done ends
 // the tracking.
 func (h *HTTP) track(w http.ResponseWriter, r *http.Request, s *session, m serve.Message, body []byte) (http.ResponseWriter, *http.Request, func()) {
-	s.fast.Cancel(body)
-	w, r, untrack := serve.TrackServerCall(&s.fast, w, r, m, h.heartbeat)
+	s.Fast.Cancel(body)
+	w, r, untrack := serve.TrackServerCall(&s.Fast, w, r, m, h.heartbeat)
 	if !m.Request() {
 		return w, r, untrack
 	}
@@ -934,9 +577,9 @@ func (h *HTTP) answer(w http.ResponseWriter, r *http.Request, f serve.Frame) {
 func (h *HTTP) fastSession(r *http.Request) (*session, bool) {
 	s, ok := h.fastTarget(r)
 	if s != nil {
-		h.busyClock(r, s)
+		h.clocks.Busy(r, &s.Session)
 		if !ok {
-			s.seen.Store(time.Now().UnixNano())
+			s.Seen.Store(time.Now().UnixNano())
 		}
 	}
 	return s, ok
@@ -946,7 +589,7 @@ func (h *HTTP) fastSession(r *http.Request) (*session, bool) {
 // a POST of JSON, in a protocol version the server offers, for a known
 // session for which the server holds no notification to send with its
 // next answer. The server's idle clock of the session is wound first, if
-// due (idleclock.go).
+// due (serve/idleclock.go).
 func (h *HTTP) fastTarget(r *http.Request) (*session, bool) {
 	id := r.Header.Get(server.HeaderKeySessionID)
 	if id == "" {
@@ -956,11 +599,11 @@ func (h *HTTP) fastTarget(r *http.Request) (*session, bool) {
 	if s == nil || !s.perSession {
 		return nil, false
 	}
-	s.heard.Store(time.Now().UnixNano())
-	if h.g.opts.NoFastPath || r.Method != http.MethodPost || !h.fastEligible(r) || s.noticesQueued() {
+	s.Heard.Store(time.Now().UnixNano())
+	if h.g.opts.NoFastPath || r.Method != http.MethodPost || !serve.FastEligible(r, h.versions) || s.NoticesQueued() {
 		return s, false
 	}
-	h.windIdleClock(r, s)
+	h.clocks.Wind(r, &s.Session)
 	return s, true
 }
 
@@ -973,17 +616,6 @@ func (h *HTTP) beating(w http.ResponseWriter) (http.ResponseWriter, func()) {
 	}
 	hb := serve.NewHeartbeatWriter(w, h.heartbeat)
 	return hb, hb.Stop
-}
-
-// fastEligible checks what the server would check of a POST before a call:
-// a JSON body and a protocol version it offers.
-func (h *HTTP) fastEligible(r *http.Request) bool {
-	ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";")
-	if !strings.EqualFold(strings.TrimSpace(ct), "application/json") {
-		return false
-	}
-	v := r.Header.Get(server.HeaderKeyProtocolVersion)
-	return v == "" || slices.Contains(h.versions, v)
 }
 
 // healthz says the gateway is up, or draining (503): a load balancer's
