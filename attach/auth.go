@@ -296,7 +296,8 @@ func (a *authFlows) close() {
 
 // challenge is the WWW-Authenticate of the 401 an unauthenticated POST
 // to the server gets, for its resource_metadata and scope: mcp-go's
-// transport keeps only the former. nil when none came; discovery then
+// transport keeps only the former, as added in
+// https://github.com/mark3labs/mcp-go/pull/730. nil when none came; discovery then
 // tries the well-known URLs.
 func (m *Manager) challenge(ctx context.Context, plan Plan) http.Header {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)

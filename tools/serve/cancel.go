@@ -351,8 +351,9 @@ func EndEmpty(w http.ResponseWriter) {
 
 // ServerCall is a request of an HTTP session that the MCP server answers,
 // while the server runs it. A notifications/cancelled naming it cancels
-// its answer: mcp-go's server answers every request, so the answer is
-// neither kept for a resumed stream (EventStore) nor written (callWriter),
+// its answer: mcp-go's server answers every request (its cancellation
+// only ends the handler's context, https://github.com/mark3labs/mcp-go/pull/756),
+// so the answer is neither kept for a resumed stream (EventStore) nor written (callWriter),
 // and the request ends as an event stream with no message, as a fast
 // call's does. The server stops the call itself.
 type ServerCall struct {

@@ -20,7 +20,7 @@ import (
 // notification sent just before a tool result (tools/list_changed after
 // attach_resource) can be dropped when the response path wins the lock;
 // with one, the transport records it on the stream instead
-// (https://github.com/mark3labs/mcp-go/issues/969).
+// (https://github.com/mark3labs/mcp-go/pull/969).
 type EventStore struct {
 	seq      atomic.Uint64
 	sessions sync.Map // session id → *eventLog
