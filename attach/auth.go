@@ -87,6 +87,67 @@ func WithCallbackBase(ctx context.Context, base string) context.Context {
 	return context.WithValue(ctx, callbackBaseKey{}, base)
 }
 
+// flowBase is where the user's browser comes to for a flow under ctx:
+// the gateway's own listener (WithCallbackBase), or else a loopback
+// listener opened for the flow (127.0.0.1, a random port), returned to
+// be served and closed with the flow.
+func flowBase(ctx context.Context) (string, *flowListener, error) {
+	if base, _ := ctx.Value(callbackBaseKey{}).(string); base != "" {
+		return strings.TrimSuffix(base, "/"), nil, nil
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	l := &flowListener{ln: ln}
+	return "http://" + ln.Addr().String(), l, nil
+}
+
+// flowListener is a loopback listener of one flow, over stdio, where no
+// listener of the gateway's is. Its methods do nothing on nil: a flow
+// over HTTP has none.
+type flowListener struct {
+	ln  net.Listener
+	srv *http.Server
+}
+
+// serve answers the listener's requests with h until close or shutdown.
+func (l *flowListener) serve(h http.HandlerFunc) {
+	if l == nil {
+		return
+	}
+	l.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = l.srv.Serve(l.ln) }() // ends when the server is closed
+}
+
+// host is the listener's address, which a request to it names as its
+// Host: another name reached it through DNS that a site controls.
+func (l *flowListener) host() string { return l.ln.Addr().String() }
+
+// close stops the listener and ends its connections at once.
+func (l *flowListener) close() {
+	switch {
+	case l == nil:
+	case l.srv != nil:
+		_ = l.srv.Close()
+	default:
+		_ = l.ln.Close()
+	}
+}
+
+// shutdown stops listening now, from within a handler, and closes once
+// the answers in flight are written.
+func (l *flowListener) shutdown() {
+	if l == nil || l.srv == nil {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = l.srv.Shutdown(ctx)
+	}()
+}
+
 // authFlows are a session's authorizations: flows awaiting their
 // redirect back, by state, and the grants they gave, by URN. Grants live
 // in memory, for the session's life, and in the store when the operator
@@ -104,7 +165,7 @@ type authFlow struct {
 	urn   string
 	flow  *oauth.Flow
 	done  chan struct{} // closed by end
-	srv   *http.Server  // serves a loopback listener opened for the flow; nil over HTTP
+	ln    *flowListener // a loopback listener opened for the flow; nil over HTTP
 	timer *time.Timer   // forgets the flow at AuthFlowTTL
 	ended bool          // a callback came for it: another is refused
 	err   error         // why it failed (declined), until an attach says so
@@ -118,9 +179,7 @@ type authFlow struct {
 // authFlows.mu.
 func (f *authFlow) close() {
 	f.timer.Stop()
-	if f.srv != nil {
-		_ = f.srv.Close()
-	}
+	f.ln.close()
 	f.end()
 }
 
@@ -228,14 +287,9 @@ func refusedAuth(err error) bool {
 // gateway's listener, or to a loopback listener opened for it.
 func (s *Session) startFlow(ctx context.Context, urn string, plan Plan) (*authFlow, error) {
 	f := &authFlow{urn: urn, server: plan.URL, done: make(chan struct{})}
-	redirect, _ := ctx.Value(callbackBaseKey{}).(string)
-	var ln net.Listener
-	if redirect == "" {
-		var err error
-		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-			return nil, fmt.Errorf("open a loopback listener for the redirect back: %w", err)
-		}
-		redirect = "http://" + ln.Addr().String()
+	redirect, ln, err := flowBase(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open a loopback listener for the redirect back: %w", err)
 	}
 	cfg := &oauth.Config{HTTP: s.m.HTTP, Dialer: s.m.Dialer, RedirectURL: strings.TrimSuffix(redirect, "/") + CallbackPath, ClientName: "ardgate"}
 	flow, err := cfg.Authorize(ctx, plan.URL, s.m.challenge(ctx, plan))
@@ -246,12 +300,10 @@ func (s *Session) startFlow(ctx context.Context, urn string, plan Plan) (*authFl
 		err = ErrSessionClosed
 	}
 	if err != nil {
-		if ln != nil {
-			_ = ln.Close()
-		}
+		ln.close()
 		return nil, err
 	}
-	f.flow = flow
+	f.flow, f.ln = flow, ln
 	if old := a.byURN[urn]; old != nil {
 		old.close()
 		delete(a.byState, old.flow.State())
@@ -261,11 +313,7 @@ func (s *Session) startFlow(ctx context.Context, urn string, plan Plan) (*authFl
 	}
 	a.byState[flow.State()], a.byURN[urn] = f, f
 	f.timer = time.AfterFunc(AuthFlowTTL, func() { a.forget(f) })
-	if ln != nil {
-		f.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serveCallback(w, r, f.srv) }),
-			ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = f.srv.Serve(ln) }() // ends when the server is closed
-	}
+	ln.serve(func(w http.ResponseWriter, r *http.Request) { s.serveCallback(w, r, ln) })
 	return f, nil
 }
 
@@ -383,7 +431,7 @@ func (a *authFlows) callback(ctx context.Context, state string, q url.Values) (_
 
 // serveCallback answers a redirect back on a flow's loopback listener,
 // which closes once a callback completed the flow.
-func (s *Session) serveCallback(w http.ResponseWriter, r *http.Request, srv *http.Server) {
+func (s *Session) serveCallback(w http.ResponseWriter, r *http.Request, ln *flowListener) {
 	if r.URL.Path != CallbackPath {
 		http.NotFound(w, r)
 		return
@@ -394,13 +442,7 @@ func (s *Session) serveCallback(w http.ResponseWriter, r *http.Request, srv *htt
 	}
 	WriteCallbackPage(w, urn, err)
 	if ok {
-		// Its one callback came: it stops listening now, and closes once
-		// this answer is written.
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(ctx)
-		}()
+		ln.shutdown() // its one callback came
 	}
 }
 

@@ -2,6 +2,8 @@
 // agents, and their lifecycle from attach to teardown: resolving and
 // launching them, naming their tools, relaying calls, prompts and
 // resources, reviving what went down, and ending it all with the session.
+// A package's keys the operator did not set it asks of the user on a page
+// of its own (keys.go).
 //
 // The wire concerns are its subpackages': attach/mcpwire speaks to MCP
 // servers, attach/a2a to agents and keeps their tasks, attach/oauth
@@ -273,6 +275,9 @@ type Assessment struct {
 	// MayNeed are the environment variables its launch may need and does
 	// not have (Plan.Unset).
 	MayNeed []string
+	// Keys are the variables its package requires that the operator has
+	// not set: the user is asked for them at attach (KeysRequired).
+	Keys []string
 }
 
 // Assess judges an entry found in registryID without touching the network.
@@ -302,6 +307,9 @@ func (m *Manager) Assess(e *registry.Entry, registryID string) Assessment {
 		err = m.checkEndpoint(plan.URL)
 	}
 	a.Err, a.MayNeed = err, plan.Unset
+	if len(plan.Keys) > 0 {
+		a.Keys = keyNames(plan.Keys)
+	}
 	return a
 }
 

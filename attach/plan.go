@@ -47,6 +47,10 @@ type Plan struct {
 	// does not require and has no default for, that the operator has not
 	// passed: it may need them (a token), and fail to start without.
 	Unset []string
+	// Keys are the variables a registry's package requires that the
+	// operator has not passed: the user is asked for them (keys.go), and
+	// the launch waits until the session holds them.
+	Keys []keySpec
 	// Framing is a stdio launch's: config.FramingNewline (the default,
 	// when empty) or config.FramingContentLength.
 	Framing string
@@ -122,9 +126,13 @@ type argument struct {
 }
 
 type envVar struct {
-	Name       string `json:"name"`
-	IsRequired bool   `json:"isRequired"`
-	Default    string `json:"default"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	IsRequired  bool   `json:"isRequired"`
+	// IsSecret, when false, shows the value as it is typed; unsaid, it is
+	// masked, as most required variables are keys.
+	IsSecret *bool  `json:"isSecret"`
+	Default  string `json:"default"`
 }
 
 type remote struct {
@@ -236,11 +244,11 @@ func packagePlan(pk pkg, registryID string, stdio *guard.Stdio) (Plan, error) {
 	if err != nil {
 		return Plan{}, fmt.Errorf("%s: %w", where, err)
 	}
-	env, unset, err := pk.environment(stdio)
+	env, unset, keys, err := pk.environment(stdio)
 	if err != nil {
 		return Plan{}, fmt.Errorf("%s: %w", where, err)
 	}
-	return Plan{Transport: TransportStdio, Program: l.program, Args: args, Env: env, OwnDir: true, Unset: unset, Framing: pk.Transport.Framing}, nil
+	return Plan{Transport: TransportStdio, Program: l.program, Args: args, Env: env, OwnDir: true, Unset: unset, Keys: keys, Framing: pk.Transport.Framing}, nil
 }
 
 // launcher is what launches pk, once the package, its registry and its
@@ -306,30 +314,38 @@ func (a argument) nameValue() (name, value string) {
 	return name, value
 }
 
-// environment is the child's environment, the operator's, and the
-// variables pk declares and may need (unset). A registry never sets a
-// child's environment (NODE_OPTIONS would run its code); required
-// variables must come from the operator. Those it declares and does not
-// require (most registry data never says isRequired, a GITHUB_TOKEN
-// included) are named in discovery and in a failed start, as what it may
-// need.
-func (pk pkg) environment(stdio *guard.Stdio) (env, unset []string, err error) {
+// environment is the child's environment, the operator's, the
+// variables pk declares and may need (unset), and those it requires that
+// the user is asked for (keys). A registry never sets a child's
+// environment (NODE_OPTIONS would run its code); required variables come
+// from the operator or from the user, and a variable that a launcher or
+// the loader reads is never asked for (keyName). Those it declares and
+// does not require (most registry data never says isRequired, a
+// GITHUB_TOKEN included) are named in discovery and in a failed start, as
+// what it may need.
+func (pk pkg) environment(stdio *guard.Stdio) (env, unset []string, keys []keySpec, err error) {
 	var missing []string
 	env = stdio.Env(nil)
 	for _, ev := range pk.EnvironmentVariables {
 		if slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, ev.Name+"=") }) || len(ev.Name) > 64 || !config.IsEnvName(ev.Name) {
 			continue
 		}
-		if ev.IsRequired {
+		switch {
+		case !ev.IsRequired:
+			if ev.Default == "" && !slices.Contains(unset, ev.Name) && len(unset) < maxUnset {
+				unset = append(unset, ev.Name)
+			}
+		case slices.ContainsFunc(keys, func(k keySpec) bool { return k.Name == ev.Name }): // declared twice: asked once
+		case !keyName(ev.Name) || len(keys) == maxKeys:
 			missing = append(missing, ev.Name)
-		} else if ev.Default == "" && !slices.Contains(unset, ev.Name) && len(unset) < maxUnset {
-			unset = append(unset, ev.Name)
+		default:
+			keys = append(keys, newKeySpec(ev))
 		}
 	}
 	if len(missing) > 0 {
-		return nil, nil, fmt.Errorf("needs environment variables %s; the operator must set them and list them in stdio.env", strings.Join(missing, ", "))
+		return nil, nil, nil, fmt.Errorf("needs environment variables %s; the operator must set them and list them in stdio.env", strings.Join(missing, ", "))
 	}
-	return env, unset, nil
+	return env, unset, keys, nil
 }
 
 // maxUnset bounds the variables a plan names as unset.

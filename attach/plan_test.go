@@ -27,6 +27,7 @@ func TestPlanFor(t *testing.T) {
 		wantURL              string
 		wantErr              string
 		wantUnset            []string
+		wantKeys             []keySpec
 		wantFraming          string
 	}{
 		{name: "npm package", card: npm(""), wantArgs: []string{"-y", "--", "@scope/srv@1.2.3"}},
@@ -49,7 +50,9 @@ func TestPlanFor(t *testing.T) {
 			wantErr: "needs argument --directory"},
 		{name: "required placeholder argument", card: npm(`,"packageArguments":[{"type":"positional","value":"${input:dir}","isRequired":true,"valueHint":"dir"}]`), wantErr: "needs argument dir"},
 		{name: "required env passed through", card: npm(`,"environmentVariables":[{"name":"API_KEY","isRequired":true}]`), wantArgs: []string{"-y", "--", "@scope/srv@1.2.3"}},
-		{name: "required env not passed", card: npm(`,"environmentVariables":[{"name":"SECRET","isRequired":true}]`), wantErr: "needs environment variables SECRET"},
+		{name: "required env not passed: asked of the user", card: npm(`,"environmentVariables":[{"name":"SECRET","isRequired":true,"description":"the \u001b[31mkey"},{"name":"SECRET","isRequired":true},{"name":"REGION","isRequired":true,"isSecret":false}]`),
+			wantArgs: []string{"-y", "--", "@scope/srv@1.2.3"}, wantKeys: []keySpec{{Name: "SECRET", Label: "the [31mkey", Secret: true}, {Name: "REGION"}}},
+		{name: "required launcher variable not passed", card: npm(`,"environmentVariables":[{"name":"NODE_OPTIONS","isRequired":true},{"name":"SECRET","isRequired":true}]`), wantErr: "needs environment variables NODE_OPTIONS;"},
 		{name: "declared env not passed", card: npm(`,"environmentVariables":[{"name":"GITHUB_TOKEN","description":"your_github_token"},{"name":"API_KEY"},{"name":"LEVEL","default":"info"},{"name":"GITHUB_TOKEN"},{"name":"$(rm -rf)"}]`),
 			wantArgs: []string{"-y", "--", "@scope/srv@1.2.3"}, wantUnset: []string{"GITHUB_TOKEN"}},
 		{name: "content-length framing", card: `{"packages":[{"registryType":"npm","identifier":"@scope/srv","version":"1.2.3","transport":{"type":"stdio","framing":"content-length"}}]}`,
@@ -92,6 +95,9 @@ func TestPlanFor(t *testing.T) {
 			}
 			if !slices.Equal(p.Unset, c.wantUnset) {
 				t.Errorf("unset %q, want %q", p.Unset, c.wantUnset)
+			}
+			if !slices.Equal(p.Keys, c.wantKeys) {
+				t.Errorf("keys %+v, want %+v", p.Keys, c.wantKeys)
 			}
 			if p.Framing != c.wantFraming {
 				t.Errorf("framing %q, want %q", p.Framing, c.wantFraming)

@@ -78,6 +78,9 @@ type Session struct {
 	client *clientRequests
 	// auth holds its OAuth flows and grants (auth.go).
 	auth authFlows
+	// keys holds the pages asking for packages' keys, and the values
+	// given (keys.go).
+	keys keyFlows
 }
 
 // Attachment is one attached upstream.
@@ -816,6 +819,9 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 	if err := s.m.consent(ctx, req.Consent, Launch{URN: urn, RegistryID: regID, Publisher: e.Publisher(), Trust: report}, plan); err != nil {
 		return nil, err
 	}
+	if plan, err = s.keyed(ctx, urn, plan); err != nil {
+		return nil, err
+	}
 	a := &Attachment{URN: urn, Name: name, Kind: KindMCPServer, MediaType: e.Type, RegistryID: regID, endpoint: plan.Endpoint(),
 		AttachedAt: time.Now(), Deferred: s.m.Deferred, Trust: trust}
 	a.reach = func(ctx context.Context) (*upstream, []Tool, error) { return s.connect(ctx, a, plan, nil) }
@@ -1361,6 +1367,7 @@ func (s *Session) Close() {
 	s.atts = nil
 	s.mu.Unlock()
 	s.auth.close()
+	s.keys.close()
 	for _, a := range atts {
 		a.sessionEnded.Store(true)
 	}

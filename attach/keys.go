@@ -1,0 +1,437 @@
+package attach
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"html"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ardgate/ardgate/guard"
+)
+
+// KeysPath is where ardgate's page asks the user for a package's keys,
+// with the flow's one-time token after it: on the gateway's own listener
+// over HTTP, or on a loopback listener opened for the flow over stdio.
+const KeysPath = "/credentials/"
+
+// KeysFlowTTL bounds how long a page waits to be filled in; its token is
+// refused from then on, and its loopback listener, if any, closes.
+const KeysFlowTTL = 10 * time.Minute
+
+// Bounds of what a page asks for and takes.
+const (
+	maxKeys     = 10       // variables one package may ask for
+	maxKeyValue = 4096     // bytes of one value
+	maxKeysBody = 64 << 10 // bytes of a form posted
+	maxKeyLabel = 300      // runes of a variable's description shown
+)
+
+// ErrKeysRequired is wrapped by a KeysRequired.
+var ErrKeysRequired = errors.New("the package needs keys the user has not given yet")
+
+// KeysRequired is the failure of an attach of a package that requires
+// environment variables the operator did not set: URL is ardgate's page
+// where the user gives them. The next attach after the page is filled in
+// launches the package with them. It names the variables, never a value.
+type KeysRequired struct {
+	URN  string
+	Keys []string // the variables' names
+	URL  string
+	done <-chan struct{}
+}
+
+func (e *KeysRequired) Error() string {
+	return fmt.Sprintf("%s needs %s, which the user gives on ardgate's page", e.URN, strings.Join(e.Keys, ", "))
+}
+
+func (e *KeysRequired) Unwrap() error { return ErrKeysRequired }
+
+// StepURL is the page's URL, with its one-time token.
+func (e *KeysRequired) StepURL() string { return e.URL }
+
+// StepDone is closed once the page was filled in, expired, or its
+// session ended.
+func (e *KeysRequired) StepDone() <-chan struct{} { return e.done }
+
+// keySpec is one variable a page asks for.
+type keySpec struct {
+	Name   string
+	Label  string // the registry's description, cleaned; "" for none
+	Secret bool   // typed in a password field
+}
+
+func newKeySpec(ev envVar) keySpec {
+	return keySpec{Name: ev.Name, Label: guard.Text(ev.Description, maxKeyLabel), Secret: ev.IsSecret == nil || *ev.IsSecret}
+}
+
+// keyNames are the names of keys.
+func keyNames(keys []keySpec) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k.Name
+	}
+	return out
+}
+
+// launchVars are variables that a launcher, a runtime or the loader
+// reads (NODE_OPTIONS and LD_PRELOAD run code, PATH picks the programs):
+// a registry may require them, but the user is never asked for them on
+// its behalf, as a value pasted there would change what runs.
+var launchVars = regexp.MustCompile(`(?i)^(PATH|PATHEXT|HOME|PWD|SHELL|TMPDIR|TEMP|TMP|BASH_ENV|ENV|IFS|PS4|CDPATH|GCONV_PATH|` +
+	`COMSPEC|SYSTEMROOT|VIRTUAL_ENV|LD_.*|DYLD_.*|NODE_.*|NPM_.*|NPX_.*|COREPACK_.*|PYTHON.*|PIP_.*|UV_.*|GIT_.*|SSL_CERT_.*|.*_PROXY)$`)
+
+// keyName reports whether the user may be asked for name.
+func keyName(name string) bool { return !launchVars.MatchString(name) }
+
+// keyring holds a session's key values by URN, in memory, for the
+// session's life: the one place they are kept, where a store that
+// outlives the process would be wired in.
+type keyring struct {
+	mu    sync.Mutex
+	byURN map[string]map[string]string
+}
+
+// get is the values held for urn, by name; nil for none.
+func (k *keyring) get(urn string) map[string]string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.byURN[urn]
+}
+
+// put holds values for urn, in place of any it held.
+func (k *keyring) put(urn string, values map[string]string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.byURN == nil {
+		k.byURN = map[string]map[string]string{}
+	}
+	k.byURN[urn] = values
+}
+
+// clear forgets every value.
+func (k *keyring) clear() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.byURN = nil
+}
+
+// keyFlows are a session's pages asking for keys, by token and by URN,
+// and the values given on them.
+type keyFlows struct {
+	mu      sync.Mutex
+	byToken map[string]*keyFlow
+	byURN   map[string]*keyFlow // the page under way of each URN
+	closed  bool
+	ring    keyring
+}
+
+// keyFlow is one page, for one URN.
+type keyFlow struct {
+	urn   string
+	keys  []keySpec
+	token string // in the page's URL
+	csrf  string // the form's hidden field
+	url   string
+	ln    *flowListener // a loopback listener opened for it; nil over HTTP
+	timer *time.Timer   // forgets it at KeysFlowTTL
+	done  chan struct{}
+	ended bool // filled in, expired or its session ended: no POST is taken
+}
+
+// end closes f's done, once. The caller holds keyFlows.mu.
+func (f *keyFlow) end() {
+	if !f.ended {
+		f.ended = true
+		close(f.done)
+	}
+}
+
+func (f *keyFlow) required() *KeysRequired {
+	return &KeysRequired{URN: f.urn, Keys: keyNames(f.keys), URL: f.url, done: f.done}
+}
+
+// keyed is plan with the values the session holds for its keys in its
+// environment, or a KeysRequired whose page asks for them.
+func (s *Session) keyed(ctx context.Context, urn string, plan Plan) (Plan, error) {
+	if len(plan.Keys) == 0 {
+		return plan, nil
+	}
+	values := s.keys.ring.get(urn)
+	env := slices.Clip(plan.Env)
+	for _, k := range plan.Keys {
+		v, ok := values[k.Name]
+		if !ok {
+			return plan, s.keys.required(ctx, urn, plan.Keys)
+		}
+		env = append(env, k.Name+"="+v)
+	}
+	plan.Env = env
+	return plan, nil
+}
+
+// required is the KeysRequired of the page under way for urn, or of a
+// new one.
+func (k *keyFlows) required(ctx context.Context, urn string, keys []keySpec) error {
+	k.mu.Lock()
+	if f := k.byURN[urn]; f != nil && !f.ended {
+		k.mu.Unlock()
+		return f.required()
+	}
+	k.mu.Unlock()
+	base, ln, err := flowBase(ctx)
+	if err != nil {
+		return fmt.Errorf("%s needs %s, and the page to ask for them could not open: %w", urn, strings.Join(keyNames(keys), ", "), err)
+	}
+	f := &keyFlow{urn: urn, keys: keys, token: rand.Text() + rand.Text(), csrf: rand.Text(), ln: ln, done: make(chan struct{})}
+	f.url = base + KeysPath + f.token
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.closed {
+		ln.close()
+		return ErrSessionClosed
+	}
+	if old := k.byURN[urn]; old != nil && !old.ended {
+		ln.close() // another attach opened one meanwhile
+		return old.required()
+	}
+	if k.byToken == nil {
+		k.byToken, k.byURN = map[string]*keyFlow{}, map[string]*keyFlow{}
+	}
+	k.byToken[f.token], k.byURN[urn] = f, f
+	f.timer = time.AfterFunc(KeysFlowTTL, func() { k.forget(f) })
+	ln.serve(func(w http.ResponseWriter, r *http.Request) {
+		if r.Host != ln.host() {
+			// Another name for 127.0.0.1, a site's DNS: its pages are
+			// not this page's origin.
+			writeKeysPage(w, http.StatusMisdirectedRequest, "This page is served at "+ln.host()+" only.")
+			return
+		}
+		k.serve(w, r, tokenOf(r))
+	})
+	return f.required()
+}
+
+// forget drops f, as its time is up: its token is refused from then on.
+func (k *keyFlows) forget(f *keyFlow) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	f.end()
+	f.ln.close()
+	if k.byToken[f.token] == f {
+		delete(k.byToken, f.token)
+	}
+	if k.byURN[f.urn] == f {
+		delete(k.byURN, f.urn)
+	}
+}
+
+// close ends every page of the session and forgets its values.
+func (k *keyFlows) close() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.closed = true
+	for _, f := range k.byToken {
+		f.timer.Stop()
+		f.end()
+		f.ln.close()
+	}
+	k.byToken, k.byURN = nil, nil
+	k.ring.clear()
+}
+
+// lookup is the page of token, if the session holds it.
+func (k *keyFlows) lookup(token string) *keyFlow {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.byToken[token]
+}
+
+func tokenOf(r *http.Request) string {
+	token, _ := strings.CutPrefix(r.URL.Path, KeysPath)
+	return token
+}
+
+// ServeKeys serves the pages that ask for keys on the gateway's own
+// listener, at KeysPath followed by a page's token, in whichever session
+// opened it. An unknown or expired token is 404.
+func (m *Manager) ServeKeys(w http.ResponseWriter, r *http.Request) {
+	token := tokenOf(r)
+	for _, s := range m.Sessions() {
+		if s.keys.lookup(token) != nil {
+			s.keys.serve(w, r, token)
+			return
+		}
+	}
+	writeKeysPage(w, http.StatusNotFound, "This link is not valid: it is unknown, or has expired. Return to your client and attach the server again.")
+}
+
+// serve answers a request for the page of token: the form, or the
+// values posted.
+func (k *keyFlows) serve(w http.ResponseWriter, r *http.Request, token string) {
+	f := k.lookup(token)
+	if f == nil {
+		writeKeysPage(w, http.StatusNotFound, "This link is not valid: it is unknown, or has expired. Return to your client and attach the server again.")
+		return
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		k.mu.Lock()
+		ended := f.ended
+		k.mu.Unlock()
+		if ended {
+			writeKeysPage(w, http.StatusBadRequest, "This link was already used. Return to your client.")
+			return
+		}
+		writeKeysForm(w, f)
+	case http.MethodPost:
+		k.submit(w, r, f)
+	default:
+		w.Header().Set("Allow", "GET, HEAD, POST")
+		writeKeysPage(w, http.StatusMethodNotAllowed, "This page takes GET and POST only.")
+	}
+}
+
+// submit takes the values posted to f's page: from its own form only
+// (sameOrigin, and the hidden field's token), once.
+func (k *keyFlows) submit(w http.ResponseWriter, r *http.Request, f *keyFlow) {
+	if !sameOrigin(r) {
+		writeKeysPage(w, http.StatusForbidden, "This form takes what is posted from its own page only.")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxKeysBody)
+	if err := r.ParseForm(); err != nil {
+		writeKeysPage(w, http.StatusBadRequest, "The form could not be read. Reload the page and fill it in again.")
+		return
+	}
+	if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(f.csrf)) != 1 {
+		writeKeysPage(w, http.StatusForbidden, "This form takes what is posted from its own page only. Reload the page and fill it in again.")
+		return
+	}
+	values, err := formValues(f.keys, r.PostForm.Get)
+	if err != nil {
+		writeKeysPage(w, http.StatusBadRequest, err.Error()+" Go back and fill it in again.")
+		return
+	}
+	k.mu.Lock()
+	if f.ended || k.closed {
+		k.mu.Unlock()
+		writeKeysPage(w, http.StatusBadRequest, "This link was already used, or its session has ended. Return to your client.")
+		return
+	}
+	k.ring.put(f.urn, values)
+	f.end()
+	if k.byURN[f.urn] == f {
+		delete(k.byURN, f.urn)
+	}
+	k.mu.Unlock()
+	f.ln.shutdown()
+	writeKeysPage(w, http.StatusOK, "ardgate holds the keys for "+f.urn+" for this session. You may close this page and return to your client.")
+}
+
+// formValues are the values of keys that get reads from a form: each
+// given, bounded, and fit for an environment. An error names the
+// variable, never what was typed.
+func formValues(keys []keySpec, get func(string) string) (map[string]string, error) {
+	values := make(map[string]string, len(keys))
+	for _, key := range keys {
+		v := get(key.Name)
+		switch {
+		case v == "":
+			return nil, fmt.Errorf("%s is empty.", key.Name)
+		case len(v) > maxKeyValue:
+			return nil, fmt.Errorf("%s is longer than %d bytes.", key.Name, maxKeyValue)
+		case strings.ContainsRune(v, 0):
+			return nil, fmt.Errorf("%s holds a NUL character, which no environment variable can.", key.Name)
+		}
+		values[key.Name] = v
+	}
+	return values, nil
+}
+
+// sameOrigin reports whether a POST came from the page's own origin, as
+// far as the browser says: Sec-Fetch-Site, when sent, is same-origin, and
+// Origin, when sent, is the page's, or "null" from the page itself (its
+// Referrer-Policy no-referrer has a browser send that).
+func sameOrigin(r *http.Request) bool {
+	site := r.Header.Get("Sec-Fetch-Site")
+	if site != "" && site != "same-origin" {
+		return false
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	switch origin := r.Header.Get("Origin"); origin {
+	case "", scheme + "://" + r.Host:
+		return true
+	case "null":
+		return site == "same-origin"
+	}
+	return false
+}
+
+// keysStyle is the pages' only style, allowed by its hash.
+const keysStyle = `body{font:16px/1.5 system-ui,sans-serif;max-width:36em;margin:2em auto;padding:0 1em}` +
+	`label{display:block;margin-top:1em;font-weight:600}input{width:100%;padding:.4em;box-sizing:border-box}` +
+	`.d{font-weight:400;color:#444;margin:0}button{margin-top:1.5em;padding:.5em 1.5em}`
+
+// keysCSP allows nothing but the style above and posting to the page's
+// own origin; no page may frame it.
+var keysCSP = func() string {
+	sum := sha256.Sum256([]byte(keysStyle))
+	return "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'; " +
+		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+}()
+
+func keysHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", keysCSP)
+	h.Set("Cache-Control", "no-store")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+}
+
+const keysHead = "<!doctype html><html lang=en><meta charset=utf-8><meta name=viewport content=\"width=device-width\"><title>ardgate</title><style>" + keysStyle + "</style>\n"
+
+// writeKeysPage answers with a short page saying msg.
+func writeKeysPage(w http.ResponseWriter, status int, msg string) {
+	keysHeaders(w)
+	w.WriteHeader(status)
+	fmt.Fprintf(w, "%s<p>%s</p>\n", keysHead, html.EscapeString(msg))
+}
+
+// writeKeysForm answers with f's form: a field per variable, labelled
+// with its name and the registry's description, and the hidden token.
+func writeKeysForm(w http.ResponseWriter, f *keyFlow) {
+	keysHeaders(w)
+	var b strings.Builder
+	b.WriteString(keysHead)
+	fmt.Fprintf(&b, "<h1>Keys for %s</h1>\n<p>Attaching this server needs the values below. ardgate passes them to the server's environment "+
+		"for this session only; they are not shown to the model.</p>\n<form method=post>\n<input type=hidden name=csrf value=\"%s\">\n",
+		html.EscapeString(f.urn), html.EscapeString(f.csrf))
+	for i, k := range f.keys {
+		typ := "text"
+		if k.Secret {
+			typ = "password"
+		}
+		fmt.Fprintf(&b, "<label for=k%d>%s</label>", i, html.EscapeString(k.Name))
+		if k.Label != "" {
+			fmt.Fprintf(&b, "<p class=d>%s</p>", html.EscapeString(k.Label))
+		}
+		fmt.Fprintf(&b, "<input id=k%d name=\"%s\" type=%s required maxlength=%d autocomplete=off spellcheck=false>\n", i, html.EscapeString(k.Name), typ, maxKeyValue)
+	}
+	b.WriteString("<button type=submit>Save</button>\n</form>\n")
+	_, _ = w.Write([]byte(b.String()))
+}

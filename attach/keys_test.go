@@ -1,0 +1,166 @@
+package attach
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/ardgate/ardgate/config"
+	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/registry"
+)
+
+// keyedManager serves one entry, a package that requires API_KEY.
+func keyedManager(urn string) *Manager {
+	data := []byte(`{"packages":[{"registryType":"npm","identifier":"@scope/srv","version":"1.0.0","transport":{"type":"stdio"},` +
+		`"environmentVariables":[{"name":"API_KEY","isRequired":true,"description":"the key"}]}]}`)
+	entry := registry.Entry{Identifier: urn, DisplayName: "keyed", Type: config.MediaMCPServerCard, Data: data}
+	return &Manager{
+		Registries:     []registry.Registry{registry.NewLocal("test", registry.NewIndex("test", []registry.Entry{entry}))},
+		AllowTypes:     config.DefaultAllowAttachTypes,
+		MaxAttachments: 5,
+		CallTimeout:    10 * time.Second,
+		StartTimeout:   10 * time.Second,
+		Stdio:          guard.Stdio{AllowFrom: []string{"test"}, Launchers: []string{"npx"}, LookupEnv: func(string) (string, bool) { return "", false }},
+		Log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+}
+
+var csrfOfPage = regexp.MustCompile(`name=csrf value="([^"]+)"`)
+
+// A page belongs to the session that opened it, on a loopback listener
+// of its own: filling it in ends its step and gives that session alone
+// the value, which the next plan of the URN carries in its environment.
+// Another session's attach opens another page, and a session's end
+// closes its page's listener and ends its step.
+func TestKeysPageOfOneSession(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	const urn = "urn:air:ardgate.test:mcp:keyed"
+	m := keyedManager(urn)
+	defer m.Shutdown()
+	one, two := m.NewSession("one"), m.NewSession("two")
+	stepOf := func(s *Session) *KeysRequired {
+		t.Helper()
+		_, _, err := s.Attach(context.Background(), Request{URN: urn})
+		var kr *KeysRequired
+		if !errors.As(err, &kr) || !errors.Is(err, ErrKeysRequired) || !slices.Equal(kr.Keys, []string{"API_KEY"}) {
+			t.Fatalf("attach of a package that needs a key: %v", err)
+		}
+		return kr
+	}
+	first, second := stepOf(one), stepOf(two)
+	var step UserStep = first
+	if step.StepURL() == second.StepURL() {
+		t.Fatal("two sessions share a page")
+	}
+	resp, err := http.Get(first.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	csrf := csrfOfPage.FindStringSubmatch(string(page))
+	if resp.StatusCode != http.StatusOK || csrf == nil {
+		t.Fatalf("the page: HTTP %d %s", resp.StatusCode, page)
+	}
+	resp, err = http.PostForm(first.URL, url.Values{"csrf": {csrf[1]}, "API_KEY": {"k-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the post: HTTP %d", resp.StatusCode)
+	}
+	select {
+	case <-first.StepDone():
+	default:
+		t.Fatal("the step is not done once its page was filled in")
+	}
+	plan, err := one.keyed(context.Background(), urn, Plan{Keys: []keySpec{{Name: "API_KEY"}}})
+	if err != nil || !slices.Contains(plan.Env, "API_KEY=k-1") {
+		t.Fatalf("the plan once the key was given: %v %v", plan.Env, err)
+	}
+	if _, err := two.keyed(context.Background(), urn, Plan{Keys: []keySpec{{Name: "API_KEY"}}}); !errors.Is(err, ErrKeysRequired) {
+		t.Fatalf("the other session: %v, want it to wait for its own page", err)
+	}
+	host := strings.TrimPrefix(second.URL, "http://")
+	host = host[:strings.IndexByte(host, '/')]
+	two.Close()
+	<-second.StepDone()
+	if c, err := net.Dial("tcp", host); err == nil {
+		c.Close()
+		t.Fatal("the page's listener outlived its session")
+	}
+}
+
+// A post is taken from the page's own origin: what the browser says of
+// where it came from is checked, when it says it.
+func TestSameOrigin(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		origin, site string
+		want         bool
+	}{
+		{"a client that says nothing", "", "", true},
+		{"the page's origin", "http://127.0.0.1:9", "same-origin", true},
+		{"the page itself under no-referrer", "null", "same-origin", true},
+		{"null from elsewhere", "null", "cross-site", false},
+		{"null, nothing more", "null", "", false},
+		{"another site", "http://evil.example", "", false},
+		{"another port", "http://127.0.0.1:10", "same-origin", false},
+		{"same-site", "", "same-site", false},
+		{"typed by the user", "", "none", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:9/credentials/x", nil)
+			if c.origin != "" {
+				r.Header.Set("Origin", c.origin)
+			}
+			if c.site != "" {
+				r.Header.Set("Sec-Fetch-Site", c.site)
+			}
+			if got := sameOrigin(r); got != c.want {
+				t.Errorf("sameOrigin = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// What a form gives is taken when each value is there, bounded and fit
+// for an environment; a refusal names the variable, not the value.
+func TestFormValues(t *testing.T) {
+	keys := []keySpec{{Name: "A"}, {Name: "B"}}
+	for _, c := range []struct {
+		name    string
+		form    map[string]string
+		wantErr string
+	}{
+		{"both", map[string]string{"A": "a-secret", "B": "b"}, ""},
+		{"one missing", map[string]string{"A": "a-secret"}, "B is empty"},
+		{"too long", map[string]string{"A": strings.Repeat("x", maxKeyValue+1), "B": "b"}, "A is longer"},
+		{"a NUL", map[string]string{"A": "a-secret\x00", "B": "b"}, "A holds a NUL"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := formValues(keys, func(k string) string { return c.form[k] })
+			switch {
+			case c.wantErr == "" && (err != nil || got["A"] != c.form["A"] || got["B"] != c.form["B"]):
+				t.Fatalf("values %v, %v", got, err)
+			case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
+				t.Fatalf("err %v, want %q", err, c.wantErr)
+			case err != nil && strings.Contains(err.Error(), "a-secret"):
+				t.Fatalf("the refusal says the value: %v", err)
+			}
+		})
+	}
+}
