@@ -82,8 +82,12 @@ type discoveredEntry struct {
 	WhyNotAttachable string `json:"why_not_attachable,omitempty"`
 	// MayNeedEnv: variables its package declares, not as required, that
 	// the operator has not passed; it may fail to start without them.
-	MayNeedEnv []string           `json:"may_need_env,omitempty"`
-	Trust      *guard.TrustReport `json:"trust,omitempty"`
+	MayNeedEnv []string `json:"may_need_env,omitempty"`
+	// NeedsKeys: variables its package requires that the operator has
+	// not passed; attach_resource asks the user for them on ardgate's
+	// page (keys_required).
+	NeedsKeys []string           `json:"needs_keys,omitempty"`
+	Trust     *guard.TrustReport `json:"trust,omitempty"`
 	// AlsoIn are the other registries that gave the same entry; the
 	// first in config order gives it.
 	AlsoIn []string `json:"also_in,omitempty"`
@@ -501,7 +505,7 @@ func (g *Gateway) describe(r registry.Result, registryID string) discoveredEntry
 	if a.Err != nil {
 		e.WhyNotAttachable = guard.Text(a.Err.Error(), maxDescRunes)
 	} else {
-		e.Attachable, e.MayNeedEnv = true, a.MayNeed
+		e.Attachable, e.MayNeedEnv, e.NeedsKeys = true, a.MayNeed, a.Keys
 	}
 	if len(r.TrustManifest) > 0 || len(a.Trust.Required) > 0 {
 		e.Trust = &a.Trust

@@ -146,6 +146,8 @@ func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 	// The user's browser comes back here from a server's authorization
 	// page: no session, no token, only the flow's state.
 	h.mux.HandleFunc("GET "+attach.CallbackPath, h.oauthCallback)
+	// And to ardgate's page that asks for a package's keys: its token.
+	h.mux.HandleFunc(attach.KeysPath+"{token}", g.manager.ServeKeys)
 	h.mux.HandleFunc("GET /healthz", h.healthz)
 	h.mux.Handle("GET /metrics", h.access.Guard(g.metrics.handler()))
 	return h

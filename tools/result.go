@@ -110,6 +110,26 @@ func authRequired(ar *attach.AuthRequired) *mcp.CallToolResult {
 	return failed(f.Error, f)
 }
 
+// keysRequiredBody is a failureBody with the page where the user gives
+// a package's keys: their names, never a value.
+type keysRequiredBody struct {
+	Error string   `json:"error" shown:"12000"`
+	Code  string   `json:"code"`
+	URN   string   `json:"urn"`
+	URL   string   `json:"url" shown:"8000"`
+	Keys  []string `json:"keys"`
+}
+
+// keysRequired is the failure of an attach of a package whose keys the
+// user has not given yet: the model shows the link to ardgate's page,
+// then attaches again.
+func keysRequired(kr *attach.KeysRequired) *mcp.CallToolResult {
+	f := guard.Shown(keysRequiredBody{Code: "keys_required", URN: kr.URN, URL: kr.URL, Keys: kr.Keys,
+		Error: fmt.Sprintf("%v. Show the user this link, to open in their browser and fill in there (never ask them for the values here): %s . "+
+			"Once they say they have, call attach_resource again with the same urn.", kr, kr.URL)}).(keysRequiredBody)
+	return failed(f.Error, f)
+}
+
 // failureMeta is the _meta member that carries a failure's body
 // (failureBody) where structuredContent cannot (fitFailure).
 const failureMeta = "ardgate/failure"
@@ -142,6 +162,9 @@ func fromError(err error) *mcp.CallToolResult {
 	var refusal *guard.Refusal
 	if auth := (*attach.AuthRequired)(nil); errors.As(err, &auth) {
 		return authRequired(auth)
+	}
+	if keys := (*attach.KeysRequired)(nil); errors.As(err, &keys) {
+		return keysRequired(keys)
 	}
 	if errors.As(err, &refusal) {
 		return failure(refusalCode(refusal.Rule), "%s", msg)
