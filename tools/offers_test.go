@@ -48,7 +48,7 @@ func TestPromptsAndResourcesHTTP(t *testing.T) {
 	waitNote(t, s, mcp.MethodNotificationPromptsListChanged, 1)
 	waitNote(t, s, mcp.MethodNotificationResourcesListChanged, 1)
 	checkOffers(t, s.c, "one", "two")
-	if res := s.call("list_attached_resources", map[string]any{}); !strings.Contains(string(res.RawStructuredContent), `"tools_count":17,"prompts_count":1,"resources_count":4,"resource_templates_count":3,`) {
+	if res := s.call("list_attached_resources", map[string]any{}); !strings.Contains(string(res.RawStructuredContent), `"tools_count":18,"prompts_count":1,"resources_count":4,"resource_templates_count":3,`) {
 		t.Fatalf("list_attached_resources: %s; want the counts of prompts and resources", res.RawStructuredContent)
 	}
 

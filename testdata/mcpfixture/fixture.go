@@ -20,6 +20,9 @@
 //   - crash {}: exits the process with status 3 without replying.
 //   - env {}: returns the environment, pid, process group (0 on Windows,
 //     which has none) and argv.
+//   - env_digest {name}: returns whether the variable name is set and the
+//     SHA-256 of its value, so that a test sees a key arrived without the
+//     key itself in any result.
 //   - spawn_child {}: starts "sleep 300" in the fixture's process group and
 //     returns {"child_pid": N}. On Windows, which has no sleep, it starts
 //     its own executable with --sleep=300s (cmd/mcpfixture), and
@@ -40,6 +43,8 @@ package mcpfixture
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -188,6 +193,11 @@ func New(name string) *server.MCPServer {
 	s.AddTool(mcp.NewTool("env",
 		mcp.WithDescription("Returns the process environment, pid, process group, argv, working directory and the names in it."),
 	), env)
+
+	s.AddTool(mcp.NewTool("env_digest",
+		mcp.WithDescription("Returns whether an environment variable is set and the SHA-256 of its value, in hex."),
+		mcp.WithString("name", mcp.Required()),
+	), envDigest)
 
 	s.AddTool(mcp.NewTool("spawn_child",
 		mcp.WithDescription("Starts `sleep 300` in the server's process group, or with own_session in a session (and group) of its own, as browsers are started, and returns its pid."),
@@ -548,6 +558,16 @@ func env(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		"cwd":    cwd,
 		"in_cwd": inCwd,
 	}), nil
+}
+
+func envDigest(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	name, err := req.RequireString("name")
+	if err != nil {
+		return mcp.NewToolResultError("env_digest needs name, a string."), nil
+	}
+	v, set := os.LookupEnv(name)
+	sum := sha256.Sum256([]byte(v))
+	return mcp.NewToolResultStructuredOnly(map[string]any{"name": name, "set": set, "sha256": hex.EncodeToString(sum[:])}), nil
 }
 
 func spawnChild(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -98,8 +98,8 @@ func TestFixtureOverStreamableHTTP(t *testing.T) {
 			t.Errorf("schema_probe annotations: %v", tool.Annotations)
 		}
 	}
-	if len(names) != 17 {
-		t.Errorf("tools: got %v, want 17 tools", names)
+	if len(names) != 18 {
+		t.Errorf("tools: got %v, want 18 tools", names)
 	}
 
 	call := func(name string, args map[string]any, meta *mcp.Meta) *mcp.CallToolResult {

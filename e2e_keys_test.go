@@ -1,0 +1,263 @@
+package main
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/testdata/browser"
+)
+
+const (
+	keyedURN    = "urn:air:ardgate.test:mcp:keyed"
+	keysCatalog = "testdata/catalogs/keys.json"
+)
+
+// keysRequired is the structuredContent of an attach's keys_required.
+type keysRequired struct {
+	Error, Code, URN, URL string
+	Keys                  []string
+}
+
+// keysSession is a gateway session whose every tool result is kept, to
+// look for a key's value in.
+type keysSession struct {
+	*gateway
+	results []string
+}
+
+func (s *keysSession) call(name string, args any) *mcp.CallToolResult {
+	s.t.Helper()
+	res := s.gateway.call(name, args)
+	b, _ := json.Marshal(res)
+	s.results = append(s.results, string(b))
+	return res
+}
+
+// discoverKeyed checks that discovery calls the keyed entry attachable,
+// needing a key the user is asked for.
+func (s *keysSession) discoverKeyed() {
+	s.t.Helper()
+	var d struct {
+		Results []struct {
+			URN        string
+			Attachable bool
+			Why        string   `json:"why_not_attachable"`
+			NeedsKeys  []string `json:"needs_keys"`
+			MayNeedEnv []string `json:"may_need_env"`
+		}
+	}
+	decode(s.t, s.call("discover_resources", map[string]any{"text": "fixture API key", "registry_id": "keys"}), &d)
+	if len(d.Results) != 1 || d.Results[0].URN != keyedURN || !d.Results[0].Attachable ||
+		!slices.Equal(d.Results[0].NeedsKeys, []string{"FIXTURE_API_KEY"}) || !slices.Equal(d.Results[0].MayNeedEnv, []string{"FIXTURE_REGION"}) {
+		s.t.Fatalf("discovery of the keyed entry: %+v", d.Results)
+	}
+}
+
+// keysRequired attaches the keyed entry, which must fail as keys_required
+// naming FIXTURE_API_KEY, with the page's URL in the sentence.
+func (s *keysSession) keysRequired() keysRequired {
+	s.t.Helper()
+	res := s.call("attach_resource", map[string]any{"urn": keyedURN})
+	var kr keysRequired
+	decode(s.t, res, &kr)
+	if !res.IsError || kr.Code != "keys_required" || kr.URN != keyedURN || !slices.Equal(kr.Keys, []string{"FIXTURE_API_KEY"}) ||
+		!strings.Contains(text(res), kr.URL) || !strings.Contains(text(res), "attach_resource again") || kr.Error != text(res) {
+		s.t.Fatalf("attach of the keyed entry: %+v (%s)", kr, text(res))
+	}
+	return kr
+}
+
+// keyArrived attaches the keyed entry, now that its page was filled in,
+// and checks through the fixture that its environment holds secret.
+func (s *keysSession) keyArrived(secret string) {
+	s.t.Helper()
+	if res := s.call("attach_resource", map[string]any{"urn": keyedURN}); res.IsError {
+		s.t.Fatalf("attach once the key was given: %s", text(res))
+	}
+	var got struct {
+		Set    bool
+		SHA256 string
+	}
+	decode(s.t, s.call("mcp_keyed__env_digest", map[string]any{"name": "FIXTURE_API_KEY"}), &got)
+	sum := sha256.Sum256([]byte(secret))
+	if !got.Set || got.SHA256 != hex.EncodeToString(sum[:]) {
+		s.t.Fatalf("the server's FIXTURE_API_KEY: %+v, want the value typed in the page", got)
+	}
+}
+
+// noSecret fails t where secret is in any of the session's results or
+// in where, named by the keys.
+func (s *keysSession) noSecret(secret string, where map[string]string) {
+	s.t.Helper()
+	for i, r := range s.results {
+		if strings.Contains(r, secret) {
+			s.t.Errorf("tool result %d holds the key: %s", i, r)
+		}
+	}
+	for name, text := range where {
+		if strings.Contains(text, secret) {
+			s.t.Errorf("the key is in %s", name)
+		}
+	}
+}
+
+// newSecret is a key's value, as a user would paste it.
+func newSecret() string { return "fk-" + rand.Text() }
+
+// TestStdioKeysPage attaches a package that requires FIXTURE_API_KEY,
+// which the operator did not set, over stdio: discovery calls it
+// attachable, the attach answers keys_required with a page on a loopback
+// listener opened for it, Chromium fills the page in as the user, the
+// listener closes, and the next attach launches the server with the key
+// in its environment. The key is in no result and not in the log.
+func TestStdioKeysPage(t *testing.T) {
+	browser.Need(t)
+	secret := newSecret()
+	s := &keysSession{gateway: startStdio(t, env(true), "--catalog", keysCatalog, "--log-level", "debug")}
+	s.discoverKeyed()
+	kr := s.keysRequired()
+	page, err := url.Parse(kr.URL)
+	if err != nil || page.Hostname() != "127.0.0.1" || !strings.HasPrefix(page.Path, "/credentials/") {
+		t.Fatalf("the page is at %q, not on a loopback listener", kr.URL)
+	}
+	if again := s.keysRequired(); again.URL != kr.URL {
+		t.Errorf("an attach before the page was filled in opened another: %s", again.URL)
+	}
+	if said := browser.FillForm(t, kr.URL, map[string]string{"FIXTURE_API_KEY": secret}); !strings.Contains(said, "return to your client") {
+		t.Fatalf("the page after the post says %q", said)
+	}
+	waitClosed(t, page.Host)
+	s.keyArrived(secret)
+	s.noSecret(secret, map[string]string{"the gateway's log": s.stderr.String()})
+}
+
+// TestHTTPKeysPage is TestStdioKeysPage over streamable HTTP, where the
+// page is on the gateway's own listener, with the hostile cases: a wrong
+// token, a post with a wrong CSRF token, from another site, or replayed,
+// are each refused and change nothing. The key is in no result, not in
+// the log and not in the metrics.
+func TestHTTPKeysPage(t *testing.T) {
+	browser.Need(t)
+	secret := newSecret()
+	mcpURL, stderr := startHTTP(t, env(true), "--catalog", keysCatalog, "--log-level", "debug")
+	s := &keysSession{gateway: connectHTTP(t, mcpURL)}
+	s.discoverKeyed()
+	kr := s.keysRequired()
+	base := strings.TrimSuffix(mcpURL, "/mcp")
+	if !strings.HasPrefix(kr.URL, base+"/credentials/") {
+		t.Fatalf("the page is at %q, not on the gateway's listener %s", kr.URL, base)
+	}
+	csrf := keysPage(t, kr.URL)
+	form := url.Values{"csrf": {csrf}, "FIXTURE_API_KEY": {"forged"}}
+	for _, c := range []struct {
+		name   string
+		url    string
+		form   url.Values
+		header map[string]string
+		want   int
+	}{
+		{"a wrong token", base + "/credentials/" + rand.Text(), form, nil, http.StatusNotFound},
+		{"no token", base + "/credentials/", form, nil, http.StatusNotFound},
+		{"a wrong CSRF token", kr.URL, url.Values{"csrf": {rand.Text()}, "FIXTURE_API_KEY": {"forged"}}, nil, http.StatusForbidden},
+		{"no CSRF token", kr.URL, url.Values{"FIXTURE_API_KEY": {"forged"}}, nil, http.StatusForbidden},
+		{"a cross-site Origin", kr.URL, form, map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden},
+		{"a null Origin from another site", kr.URL, form, map[string]string{"Origin": "null", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
+		{"a cross-site fetch", kr.URL, form, map[string]string{"Sec-Fetch-Site": "same-site"}, http.StatusForbidden},
+		{"an empty key", kr.URL, url.Values{"csrf": {csrf}, "FIXTURE_API_KEY": {""}}, nil, http.StatusBadRequest},
+		{"a body too large", kr.URL, url.Values{"csrf": {csrf}, "FIXTURE_API_KEY": {strings.Repeat("k", 70<<10)}}, nil, http.StatusBadRequest},
+	} {
+		if got := postForm(t, c.url, c.form, c.header); got != c.want {
+			t.Errorf("%s: HTTP %d, want %d", c.name, got, c.want)
+		}
+	}
+	if again := s.keysRequired(); again.URL != kr.URL {
+		t.Fatalf("a refused post ended the page: the attach opened %s", again.URL)
+	}
+	if said := browser.FillForm(t, kr.URL, map[string]string{"FIXTURE_API_KEY": secret}); !strings.Contains(said, "return to your client") {
+		t.Fatalf("the page after the post says %q", said)
+	}
+	if got := postForm(t, kr.URL, url.Values{"csrf": {csrf}, "FIXTURE_API_KEY": {"replayed"}}, nil); got != http.StatusBadRequest {
+		t.Errorf("a replayed post: HTTP %d, want 400", got)
+	}
+	if resp, err := http.Get(kr.URL); err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("the page once used: %v %v, want 400", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	s.keyArrived(secret)
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(metrics), "ardgate_") {
+		t.Fatalf("/metrics: HTTP %d %.200s", resp.StatusCode, metrics)
+	}
+	s.noSecret(secret, map[string]string{"the gateway's log": stderr.String(), "the metrics": string(metrics)})
+	for _, forged := range []string{"forged", "replayed"} {
+		if strings.Contains(stderr.String(), forged) {
+			t.Errorf("the log holds a value posted: %q", forged)
+		}
+	}
+}
+
+var csrfField = regexp.MustCompile(`<input type=hidden name=csrf value="([^"]+)">`)
+
+// keysPage GETs the page at raw as a browser would, checks the headers
+// that keep it to itself, and returns its form's CSRF token.
+func keysPage(t *testing.T, raw string) string {
+	t.Helper()
+	resp, err := http.Get(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	csp := resp.Header.Get("Content-Security-Policy")
+	for _, want := range []string{"default-src 'none'", "form-action 'self'", "frame-ancestors 'none'", "style-src 'sha256-"} {
+		if !strings.Contains(csp, want) {
+			t.Errorf("the page's Content-Security-Policy %q lacks %q", csp, want)
+		}
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Cache-Control") != "no-store" || resp.Header.Get("Referrer-Policy") != "no-referrer" ||
+		!strings.Contains(string(body), `name="FIXTURE_API_KEY" type=password`) || !strings.Contains(string(body), "the fixture&#39;s settings page") ||
+		strings.Contains(string(body), "\x1b") {
+		t.Fatalf("the page: HTTP %d %v\n%s", resp.StatusCode, resp.Header, body)
+	}
+	m := csrfField.FindStringSubmatch(string(body))
+	if m == nil {
+		t.Fatalf("the page has no CSRF field:\n%s", body)
+	}
+	return m[1]
+}
+
+// postForm posts form to raw with header and returns the status.
+func postForm(t *testing.T, raw string, form url.Values, header map[string]string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, raw, strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
