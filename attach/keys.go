@@ -118,6 +118,13 @@ func (k *keyring) put(urn string, values map[string]string) {
 	k.byURN[urn] = values
 }
 
+// forget forgets the values held for urn.
+func (k *keyring) forget(urn string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.byURN, urn)
+}
+
 // clear forgets every value.
 func (k *keyring) clear() {
 	k.mu.Lock()
@@ -177,6 +184,17 @@ func (s *Session) keyed(ctx context.Context, urn string, plan Plan) (Plan, error
 	}
 	plan.Env = env
 	return plan, nil
+}
+
+// keysFailed is err, the failed start of plan, saying that the keys the
+// user gave for it are forgotten, so that the next attach asks for them
+// anew: a key mistyped would fail every start of the session otherwise.
+func (s *Session) keysFailed(urn string, plan Plan, err error) error {
+	if len(plan.Keys) == 0 {
+		return err
+	}
+	s.keys.ring.forget(urn)
+	return fmt.Errorf("%w; the keys the user gave for it are forgotten: attach it again to give them anew", err)
 }
 
 // required is the KeysRequired of the page under way for urn, or of a

@@ -94,6 +94,15 @@ func TestKeysPageOfOneSession(t *testing.T) {
 	if _, err := two.keyed(context.Background(), urn, Plan{Keys: []keySpec{{Name: "API_KEY"}}}); !errors.Is(err, ErrKeysRequired) {
 		t.Fatalf("the other session: %v, want it to wait for its own page", err)
 	}
+	// A start that fails with the keys given forgets them: the next
+	// attach opens a new page, as a key mistyped fails every start.
+	if err := one.keysFailed(urn, plan, ErrStartFailed); !errors.Is(err, ErrStartFailed) || !strings.Contains(err.Error(), "forgotten") || strings.Contains(err.Error(), "k-1") {
+		t.Fatalf("a failed start with the keys: %v", err)
+	}
+	var again *KeysRequired
+	if _, err := one.keyed(context.Background(), urn, plan); !errors.As(err, &again) || again.URL == first.URL {
+		t.Fatalf("the attach after a failed start: %v, want a new page", err)
+	}
 	host := strings.TrimPrefix(second.URL, "http://")
 	host = host[:strings.IndexByte(host, '/')]
 	two.Close()
