@@ -31,6 +31,7 @@ const KeysFlowTTL = 10 * time.Minute
 // Bounds of what a page asks for and takes.
 const (
 	maxKeys     = 10       // variables one package may ask for
+	maxKeyPages = 32       // pages of a session, open or used, until their TTL
 	maxKeyValue = 4096     // bytes of one value
 	maxKeysBody = 64 << 10 // bytes of a form posted
 	maxKeyLabel = 300      // runes of a variable's description shown
@@ -201,27 +202,21 @@ func (s *Session) keysFailed(urn string, plan Plan, err error) error {
 // new one.
 func (k *keyFlows) required(ctx context.Context, urn string, keys []keySpec) error {
 	k.mu.Lock()
-	if f := k.byURN[urn]; f != nil && !f.ended {
-		k.mu.Unlock()
+	defer k.mu.Unlock()
+	switch f := k.byURN[urn]; {
+	case k.closed:
+		return ErrSessionClosed
+	case f != nil && !f.ended:
 		return f.required()
+	case len(k.byToken) == maxKeyPages:
+		return fmt.Errorf("%s needs %s, and the session has %d pages asking for keys already: %w", urn, strings.Join(keyNames(keys), ", "), maxKeyPages, ErrCapReached)
 	}
-	k.mu.Unlock()
 	base, ln, err := flowBase(ctx)
 	if err != nil {
 		return fmt.Errorf("%s needs %s, and the page to ask for them could not open: %w", urn, strings.Join(keyNames(keys), ", "), err)
 	}
 	f := &keyFlow{urn: urn, keys: keys, token: rand.Text() + rand.Text(), csrf: rand.Text(), ln: ln, done: make(chan struct{})}
 	f.url = base + KeysPath + f.token
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.closed {
-		ln.close()
-		return ErrSessionClosed
-	}
-	if old := k.byURN[urn]; old != nil && !old.ended {
-		ln.close() // another attach opened one meanwhile
-		return old.required()
-	}
 	if k.byToken == nil {
 		k.byToken, k.byURN = map[string]*keyFlow{}, map[string]*keyFlow{}
 	}
