@@ -53,8 +53,11 @@ func (e *AuthRequired) StepDone() <-chan struct{} { return e.done }
 
 // Publisher is the publisher the server's URN names, "" when it is no
 // URN: what the user is asked to trust besides the server's address.
-func (e *AuthRequired) Publisher() string {
-	u, err := registry.ParseURN(e.URN)
+func (e *AuthRequired) Publisher() string { return publisherOf(e.URN) }
+
+// publisherOf is the publisher urn names, "" when it is no URN.
+func publisherOf(urn string) string {
+	u, err := registry.ParseURN(urn)
 	if err != nil {
 		return ""
 	}

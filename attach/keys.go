@@ -64,6 +64,10 @@ func (e *KeysRequired) StepURL() string { return e.URL }
 // session ended.
 func (e *KeysRequired) StepDone() <-chan struct{} { return e.done }
 
+// Publisher is the publisher the package's URN names, "" when it is no
+// URN: whom the user is asked to trust with the keys.
+func (e *KeysRequired) Publisher() string { return publisherOf(e.URN) }
+
 // keySpec is one variable a page asks for.
 type keySpec struct {
 	Name   string

@@ -282,6 +282,13 @@ func stepWhat(step attach.UserStep) string {
 		}
 		return what + " at " + ar.Server
 	}
+	if kr := (*attach.KeysRequired)(nil); errors.As(step, &kr) {
+		what := "give ardgate " + strings.Join(kr.Keys, ", ") + ", which " + kr.URN
+		if p := kr.Publisher(); p != "" {
+			what += " (published by " + p + ")"
+		}
+		return what + " needs, on ardgate's own page"
+	}
 	return "complete this step: " + step.Error()
 }
 
