@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -16,23 +15,14 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/ardgate/ardgate/testdata/browser"
 	"github.com/ardgate/ardgate/testdata/tsoauth"
 )
 
 // needChromium returns Debian's chromium, the user's browser in the
 // tests where a person opens a link; without it the test skips, or fails
 // when CI is set.
-func needChromium(t *testing.T) string {
-	t.Helper()
-	const path = "/usr/bin/chromium"
-	if _, err := os.Stat(path); err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("chromium is not installed (apt-get install chromium): the user's browser in this test: %v", err)
-		}
-		t.Fatalf("CI set but %s is missing: %v", path, err)
-	}
-	return path
-}
+func needChromium(t *testing.T) string { return browser.Need(t) }
 
 // browse opens raw in headless chromium as a person would, following its
 // redirects, and returns the page it ended on. Chromium resolves no name

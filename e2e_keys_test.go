@@ -1,18 +1,24 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/ardgate/ardgate/testdata/browser"
@@ -134,9 +140,7 @@ func TestStdioKeysPage(t *testing.T) {
 	if again := s.keysRequired(); again.URL != kr.URL {
 		t.Errorf("an attach before the page was filled in opened another: %s", again.URL)
 	}
-	if said := browser.FillForm(t, kr.URL, map[string]string{"FIXTURE_API_KEY": secret}); !strings.Contains(said, "return to your client") {
-		t.Fatalf("the page after the post says %q", said)
-	}
+	fillKeysPage(t, kr.URL, secret)
 	waitClosed(t, page.Host)
 	s.keyArrived(secret)
 	s.noSecret(secret, map[string]string{"the gateway's log": s.stderr.String()})
@@ -184,9 +188,7 @@ func TestHTTPKeysPage(t *testing.T) {
 	if again := s.keysRequired(); again.URL != kr.URL {
 		t.Fatalf("a refused post ended the page: the attach opened %s", again.URL)
 	}
-	if said := browser.FillForm(t, kr.URL, map[string]string{"FIXTURE_API_KEY": secret}); !strings.Contains(said, "return to your client") {
-		t.Fatalf("the page after the post says %q", said)
-	}
+	fillKeysPage(t, kr.URL, secret)
 	if got := postForm(t, kr.URL, url.Values{"csrf": {csrf}, "FIXTURE_API_KEY": {"replayed"}}, nil); got != http.StatusBadRequest {
 		t.Errorf("a replayed post: HTTP %d, want 400", got)
 	}
@@ -210,6 +212,79 @@ func TestHTTPKeysPage(t *testing.T) {
 		if strings.Contains(stderr.String(), forged) {
 			t.Errorf("the log holds a value posted: %q", forged)
 		}
+	}
+}
+
+// fillKeysPage has Chromium, as the user, type secret into the page at
+// raw and save it.
+func fillKeysPage(t *testing.T, raw, secret string) {
+	t.Helper()
+	said, err := browser.FillForm(context.Background(), t.TempDir(), raw, map[string]string{"FIXTURE_API_KEY": secret})
+	if err != nil || !strings.Contains(said, "return to your client") {
+		t.Fatalf("the page after the post says %q (%v)", said, err)
+	}
+}
+
+// keysUser is a client's side of URL-mode elicitation whose user fills
+// in the page the link opens with secret, in Chromium, and accepts.
+type keysUser struct {
+	secret, dir string
+	mu          sync.Mutex
+	asked       []mcp.ElicitationParams
+}
+
+func (u *keysUser) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	u.mu.Lock()
+	u.asked = append(u.asked, req.Params)
+	u.mu.Unlock()
+	said, err := browser.FillForm(ctx, u.dir, req.Params.URL, map[string]string{"FIXTURE_API_KEY": u.secret})
+	if err != nil {
+		return nil, err
+	}
+	if !strings.Contains(said, "return to your client") {
+		return nil, fmt.Errorf("the page after the post says %q", said)
+	}
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept}}, nil
+}
+
+// TestURLElicitationKeysPage attaches the keyed package for a client
+// that declared URL-mode elicitation, over stdio and over HTTP: the
+// gateway asks the client to send its user to the page, Chromium fills
+// it in, and the attach succeeds in that one call, with the key in the
+// server's environment and in no result nor the log.
+func TestURLElicitationKeysPage(t *testing.T) {
+	browser.Need(t)
+	for _, side := range []string{"stdio", "http"} {
+		t.Run(side, func(t *testing.T) {
+			user := &keysUser{secret: newSecret(), dir: t.TempDir()}
+			opts := []client.ClientOption{urlMode, client.WithElicitationHandler(user)}
+			var g *gateway
+			if side == "stdio" {
+				g = startStdioClient(t, env(true), opts, "--catalog", keysCatalog, "--log-level", "debug")
+			} else {
+				url, stderr := startHTTP(t, env(true), "--catalog", keysCatalog, "--log-level", "debug")
+				tr, err := transport.NewStreamableHTTP(url, transport.WithContinuousListening())
+				if err != nil {
+					t.Fatal(err)
+				}
+				g = &gateway{t: t, stderr: stderr}
+				g.connect(tr, append([]client.ClientOption{client.WithProtocolVersion(mcp.ProtocolVersion20251125)}, opts...)...)
+				t.Cleanup(func() { _ = g.c.Close() })
+			}
+			s := &keysSession{gateway: g}
+			s.keyArrived(user.secret)
+			user.mu.Lock()
+			asked := user.asked
+			user.mu.Unlock()
+			if len(asked) != 1 || asked[0].Mode != mcp.ElicitationModeURL || !strings.Contains(asked[0].URL, "/credentials/") ||
+				!strings.Contains(asked[0].Message, "FIXTURE_API_KEY") || !strings.Contains(asked[0].Message, "published by ardgate.test") {
+				t.Fatalf("the client was asked %+v", asked)
+			}
+			g.waitNoteThat(string(mcp.MethodNotificationElicitationComplete), 5*time.Second, func(n mcp.JSONRPCNotification) bool {
+				return n.Params.AdditionalFields["elicitationId"] == asked[0].ElicitationID
+			})
+			s.noSecret(user.secret, map[string]string{"the gateway's log": g.stderr.String()})
+		})
 	}
 }
 
