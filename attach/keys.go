@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ardgate/ardgate/attach/credstore"
 	"github.com/ardgate/ardgate/guard"
 )
 
@@ -99,38 +101,79 @@ var launchVars = regexp.MustCompile(`(?i)^(PATH|PATHEXT|HOME|PWD|SHELL|TMPDIR|TE
 func keyName(name string) bool { return !launchVars.MatchString(name) }
 
 // keyring holds a session's key values by URN, in memory, for the
-// session's life: the one place they are kept, where a store that
-// outlives the process would be wired in.
+// session's life, and in the credentials store when the operator set one
+// (Manager.Credentials), where they outlive the gateway and serve every
+// session: the one place they are kept.
 type keyring struct {
 	mu    sync.Mutex
 	byURN map[string]map[string]string
+	store *credstore.Store // nil: memory only
+	log   *slog.Logger
 }
 
-// get is the values held for urn, by name; nil for none.
-func (k *keyring) get(urn string) map[string]string {
+// get is the values held for urn, by name: the session's, or else the
+// store's when it holds every one of names.
+func (k *keyring) get(urn string, names []string) map[string]string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.byURN[urn]
+	held := k.byURN[urn]
+	if k.store == nil || !slices.ContainsFunc(names, func(n string) bool { _, ok := held[n]; return !ok }) {
+		return held
+	}
+	saved := make(map[string]string, len(names))
+	for _, n := range names {
+		v, ok := k.store.Get(credstore.APIKey, credstore.APIKeyID(urn, n))
+		if !ok {
+			return held
+		}
+		saved[n] = string(v)
+	}
+	k.hold(urn, saved)
+	return saved
 }
 
-// put holds values for urn, in place of any it held.
+// put holds values for urn, in place of any it held, and puts them in
+// the store.
 func (k *keyring) put(urn string, values map[string]string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.hold(urn, values)
+	if k.store == nil {
+		return
+	}
+	for name, v := range values {
+		if err := k.store.Put(credstore.APIKey, credstore.APIKeyID(urn, name), []byte(v)); err != nil {
+			// The value serves the session all the same; only a restart
+			// asks the user again.
+			k.log.Warn("an API key was not saved in the credentials store", "urn", urn, "variable", name, "err", err)
+		}
+	}
+}
+
+// hold keeps values for urn in memory. The caller holds mu.
+func (k *keyring) hold(urn string, values map[string]string) {
 	if k.byURN == nil {
 		k.byURN = map[string]map[string]string{}
 	}
 	k.byURN[urn] = values
 }
 
-// forget forgets the values held for urn.
-func (k *keyring) forget(urn string) {
+// forget forgets the values held for urn of names, in the store too.
+func (k *keyring) forget(urn string, names []string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	delete(k.byURN, urn)
+	for _, n := range names {
+		if k.store == nil {
+			break
+		}
+		if err := k.store.Delete(credstore.APIKey, credstore.APIKeyID(urn, n)); err != nil {
+			k.log.Warn("an API key was not deleted from the credentials store", "urn", urn, "variable", n, "err", err)
+		}
+	}
 }
 
-// clear forgets every value.
+// clear forgets the session's values; the store keeps its own.
 func (k *keyring) clear() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -178,7 +221,7 @@ func (s *Session) keyed(ctx context.Context, urn string, plan Plan) (Plan, error
 	if len(plan.Keys) == 0 {
 		return plan, nil
 	}
-	values := s.keys.ring.get(urn)
+	values := s.keys.ring.get(urn, keyNames(plan.Keys))
 	env := slices.Clip(plan.Env)
 	for _, k := range plan.Keys {
 		v, ok := values[k.Name]
@@ -198,7 +241,7 @@ func (s *Session) keysFailed(urn string, plan Plan, err error) error {
 	if len(plan.Keys) == 0 {
 		return err
 	}
-	s.keys.ring.forget(urn)
+	s.keys.ring.forget(urn, keyNames(plan.Keys))
 	return fmt.Errorf("%w; the keys the user gave for it are forgotten: attach it again to give them anew", err)
 }
 

@@ -1,13 +1,17 @@
 package attach
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -16,6 +20,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/ardgate/ardgate/attach/credstore"
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/registry"
@@ -34,6 +39,29 @@ func keyedManager(urn string) *Manager {
 		StartTimeout:   10 * time.Second,
 		Stdio:          guard.Stdio{AllowFrom: []string{"test"}, Launchers: []string{"npx"}, LookupEnv: func(string) (string, bool) { return "", false }},
 		Log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+}
+
+// giveKeys fills in the page at raw with values, as its form would.
+func giveKeys(t *testing.T, raw string, values url.Values) {
+	t.Helper()
+	resp, err := http.Get(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	csrf := csrfOfPage.FindStringSubmatch(string(page))
+	if resp.StatusCode != http.StatusOK || csrf == nil {
+		t.Fatalf("the page: HTTP %d %s", resp.StatusCode, page)
+	}
+	values.Set("csrf", csrf[1])
+	if resp, err = http.PostForm(raw, values); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the post: HTTP %d", resp.StatusCode)
 	}
 }
 
@@ -64,24 +92,7 @@ func TestKeysPageOfOneSession(t *testing.T) {
 	if step.StepURL() == second.StepURL() {
 		t.Fatal("two sessions share a page")
 	}
-	resp, err := http.Get(first.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	csrf := csrfOfPage.FindStringSubmatch(string(page))
-	if resp.StatusCode != http.StatusOK || csrf == nil {
-		t.Fatalf("the page: HTTP %d %s", resp.StatusCode, page)
-	}
-	resp, err = http.PostForm(first.URL, url.Values{"csrf": {csrf[1]}, "API_KEY": {"k-1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("the post: HTTP %d", resp.StatusCode)
-	}
+	giveKeys(t, first.URL, url.Values{"API_KEY": {"k-1"}})
 	select {
 	case <-first.StepDone():
 	default:
@@ -110,6 +121,46 @@ func TestKeysPageOfOneSession(t *testing.T) {
 	if c, err := net.Dial("tcp", host); err == nil {
 		c.Close()
 		t.Fatal("the page's listener outlived its session")
+	}
+}
+
+// With a credentials store, the keys a user gives outlive the gateway: a
+// gateway that opens the store anew launches the package with them, no
+// page asked; the file holds no value in the clear. A start that fails
+// with them deletes them from the store too.
+func TestKeysInTheStore(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	const urn, secret = "urn:air:ardgate.test:mcp:keyed", "k-stored-9f2c"
+	path, key := filepath.Join(t.TempDir(), "credentials"), make([]byte, credstore.KeySize)
+	_, _ = rand.Read(key)
+	session := func() *Session {
+		t.Helper()
+		store, err := credstore.Open(path, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := keyedManager(urn)
+		m.Credentials = store
+		t.Cleanup(m.Shutdown)
+		return m.NewSession("s")
+	}
+	plan := Plan{Keys: []keySpec{{Name: "API_KEY"}}}
+	var kr *KeysRequired
+	if _, err := session().keyed(context.Background(), urn, plan); !errors.As(err, &kr) {
+		t.Fatalf("a first attach: %v, want a page", err)
+	}
+	giveKeys(t, kr.URL, url.Values{"API_KEY": {secret}})
+	if data, err := os.ReadFile(path); err != nil || bytes.Contains(data, []byte(secret)) {
+		t.Fatalf("the store's file: %v, or holds the key in the clear", err)
+	}
+	restarted := session()
+	keyed, err := restarted.keyed(context.Background(), urn, plan)
+	if err != nil || !slices.Contains(keyed.Env, "API_KEY="+secret) {
+		t.Fatalf("after a restart: %v %v, want the stored key", keyed.Env, err)
+	}
+	_ = restarted.keysFailed(urn, plan, ErrStartFailed)
+	if _, err := session().keyed(context.Background(), urn, plan); !errors.Is(err, ErrKeysRequired) {
+		t.Fatalf("after a failed start: %v, want a page again", err)
 	}
 }
 

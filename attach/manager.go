@@ -104,8 +104,9 @@ type Manager struct {
 	// (consent.go): config.ConsentNever, ConsentRemoteRegistries (also
 	// when empty) or ConsentAlways.
 	Consent string
-	// Credentials, when set, keeps the OAuth grants users give across
-	// restarts (grants.go); nil keeps them in each session's memory only.
+	// Credentials, when set, keeps the OAuth grants and the packages'
+	// keys users give across restarts (grants.go, keys.go); nil keeps
+	// them in each session's memory only.
 	Credentials *credstore.Store
 	// Pinned servers are attached to every session.
 	Pinned []config.Server
@@ -439,6 +440,7 @@ func (e *statusError) Error() string { return fmt.Sprintf("%s: HTTP %d", e.url, 
 // attaching when Start is called; call Close when the session ends.
 func (m *Manager) NewSession(id string) *Session {
 	s := newSession(m, id)
+	s.keys.ring.store, s.keys.ring.log = m.Credentials, m.Log
 	m.mu.Lock()
 	if m.sessions == nil {
 		m.sessions = map[*Session]struct{}{}
