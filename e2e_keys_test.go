@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -227,14 +228,21 @@ func fillKeysPage(t *testing.T, raw, secret string) {
 
 // keysUser is a client's side of URL-mode elicitation whose user fills
 // in the page the link opens with secret, in Chromium, and accepts.
+// A consent, in form mode, it accepts, and counts.
 type keysUser struct {
 	secret, dir string
 	mu          sync.Mutex
 	asked       []mcp.ElicitationParams
+	consents    int
 }
 
 func (u *keysUser) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
 	u.mu.Lock()
+	if req.Params.Mode != mcp.ElicitationModeURL {
+		u.consents++
+		u.mu.Unlock()
+		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept}}, nil
+	}
 	u.asked = append(u.asked, req.Params)
 	u.mu.Unlock()
 	said, err := browser.FillForm(ctx, u.dir, req.Params.URL, map[string]string{"FIXTURE_API_KEY": u.secret})
@@ -251,17 +259,28 @@ func (u *keysUser) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp
 // that declared URL-mode elicitation, over stdio and over HTTP: the
 // gateway asks the client to send its user to the page, Chromium fills
 // it in, and the attach succeeds in that one call, with the key in the
-// server's environment and in no result nor the log.
+// server's environment and in no result nor the log. With consent
+// always, the user consents to the launch once in that call, not again
+// when the attach goes on after the page.
 func TestURLElicitationKeysPage(t *testing.T) {
 	browser.Need(t)
-	for _, side := range []string{"stdio", "http"} {
+	catalog, err := filepath.Abs(keysCatalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bothModes := client.WithClientCapabilities(mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}}})
+	for _, side := range []string{"stdio", "http", "stdio, consent always"} {
 		t.Run(side, func(t *testing.T) {
 			user := &keysUser{secret: newSecret(), dir: t.TempDir()}
 			opts := []client.ClientOption{urlMode, client.WithElicitationHandler(user)}
 			var g *gateway
-			if side == "stdio" {
+			switch side {
+			case "stdio":
 				g = startStdioClient(t, env(true), opts, "--catalog", keysCatalog, "--log-level", "debug")
-			} else {
+			case "stdio, consent always":
+				cfg := writeConfig(t, map[string]any{"consent": "always", "catalogs": []string{catalog}})
+				g = startStdioClient(t, env(true), []client.ClientOption{bothModes, client.WithElicitationHandler(user)}, "--config", cfg, "--log-level", "debug")
+			default:
 				url, stderr := startHTTP(t, env(true), "--catalog", keysCatalog, "--log-level", "debug")
 				tr, err := transport.NewStreamableHTTP(url, transport.WithContinuousListening())
 				if err != nil {
@@ -283,6 +302,12 @@ func TestURLElicitationKeysPage(t *testing.T) {
 			g.waitNoteThat(string(mcp.MethodNotificationElicitationComplete), 5*time.Second, func(n mcp.JSONRPCNotification) bool {
 				return n.Params.AdditionalFields["elicitationId"] == asked[0].ElicitationID
 			})
+			user.mu.Lock()
+			consents := user.consents
+			user.mu.Unlock()
+			if want := map[bool]int{true: 1}[side == "stdio, consent always"]; consents != want {
+				t.Errorf("the user was asked to consent %d times, want %d", consents, want)
+			}
 			s.noSecret(user.secret, map[string]string{"the gateway's log": g.stderr.String()})
 		})
 	}
