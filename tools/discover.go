@@ -370,8 +370,8 @@ func (d *discovery) pageToken(ans answer) {
 }
 
 // note tells the model what the results alone do not: referrals not
-// followed, why nothing matched, words read as others, and a text with no
-// word to search on.
+// followed, why nothing matched, words read as others, entries that need
+// keys, and a text with no word to search on.
 func (d *discovery) note() {
 	out := &d.out
 	if len(d.notFollowed) > 0 {
@@ -402,6 +402,11 @@ func (d *discovery) note() {
 			parts[i] = fmt.Sprintf("%q is in no entry of %s; read as %q", r.Word, strings.Join(r.in, ", "), r.As)
 		}
 		out.Note += " " + strings.Join(parts, ". ") + ". If that is not what you meant, say it in other words."
+	}
+	if slices.ContainsFunc(out.Results, func(e discoveredEntry) bool { return len(e.NeedsKeys) > 0 }) {
+		// Said, so that the model neither skips such an entry nor asks
+		// the user for a key in the chat, where it would see it.
+		out.Note += " An entry with needs_keys is attachable: attach_resource has the user give those keys on ardgate's own page; never ask for them in the conversation."
 	}
 	switch {
 	case strings.TrimSpace(d.args.Text) == "":
