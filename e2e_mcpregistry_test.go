@@ -14,7 +14,8 @@ import (
 // whose latest version is deprecated is discovered, and attached, as its
 // newest active version; one with none is discovered not attachable,
 // saying why in the registry's words, and attached by its URN (it said
-// unknown_urn); a deleted one is unknown. The url is configured as the
+// unknown_urn), its note saying it is deprecated (it said nothing); a
+// deleted one is unknown. The url is configured as the
 // API's, ending in /v0.1, which asked /v0.1/v0.1/servers.
 func TestMCPRegistryDeprecatedServers(t *testing.T) {
 	h, err := registryfixture.MCPRegistry("testdata/mcpregistry/servers.json", "testdata/registryfixture/versions.json")
@@ -51,6 +52,10 @@ func TestMCPRegistryDeprecatedServers(t *testing.T) {
 		g.ok("attach_resource", map[string]any{"urn": c.urn}, &a)
 		if !strings.Contains(a.Endpoint, c.launches) {
 			t.Errorf("%s: launched %q; want %s", c.urn, a.Endpoint, c.launches)
+		}
+		const deprecated = `Its registry marks it deprecated ("Superseded by io.github.acme/weather-station.")`
+		if strings.Contains(a.Note, deprecated) == c.attachable {
+			t.Errorf("%s: note %q; want %q only for a deprecated entry", c.urn, a.Note, deprecated)
 		}
 	}
 	if slices.ContainsFunc(d.Results, func(r discoveredEntry) bool { return strings.HasSuffix(r.URN, ":weather-archive") }) {

@@ -43,7 +43,7 @@ type discoveredEntry struct {
 }
 
 type attached struct {
-	Status, Kind, Name, URN, Endpoint string
+	Status, Kind, Name, URN, Endpoint, Note string
 	Tools                             []struct{ Name string }
 }
 

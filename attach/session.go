@@ -103,6 +103,10 @@ type Attachment struct {
 	// Trust is what the trust gate checked of its entry, digests too;
 	// nil when the entry had no trustManifest and none was required.
 	Trust *guard.TrustReport
+	// EntryStatus and EntryStatusMessage are what its registry says of
+	// an entry it no longer recommends (registry.Entry.Status): attached
+	// by its URN all the same, the model is told.
+	EntryStatus, EntryStatusMessage string
 
 	// Timeout overrides the manager's call timeout when set.
 	Timeout time.Duration
@@ -802,7 +806,7 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 			return nil, err
 		}
 		return &Attachment{URN: urn, Name: name, Kind: KindA2AAgent, MediaType: e.Type, RegistryID: regID,
-			endpoint: conn.Endpoint(), AttachedAt: time.Now(), agent: conn, cardURL: e.URL, Trust: trust}, nil
+			endpoint: conn.Endpoint(), AttachedAt: time.Now(), agent: conn, cardURL: e.URL, Trust: trust, EntryStatus: e.Status, EntryStatusMessage: e.StatusMessage}, nil
 	}
 	progress("fetching card")
 	card, err := s.m.card(ctx, &e)
@@ -823,7 +827,7 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 		return nil, err
 	}
 	a := &Attachment{URN: urn, Name: name, Kind: KindMCPServer, MediaType: e.Type, RegistryID: regID, endpoint: plan.Endpoint(),
-		AttachedAt: time.Now(), Deferred: s.m.Deferred, Trust: trust}
+		AttachedAt: time.Now(), Deferred: s.m.Deferred, Trust: trust, EntryStatus: e.Status, EntryStatusMessage: e.StatusMessage}
 	a.reach = func(ctx context.Context) (*upstream, []Tool, error) { return s.connect(ctx, a, plan, nil) }
 	a.stdio = plan.Transport == TransportStdio
 	progress("starting")

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -370,6 +371,9 @@ func attachNote(a attachArgs, att *attach.Attachment, already bool, instructions
 	case !already && a.Name != "" && !strings.EqualFold(att.Name, a.Name):
 		note = fmt.Sprintf("attached as %s, not %q: an attachment's name is lower-case letters, digits and _, at most 24 characters, and no other attachment of the session's.", att.Name, a.Name)
 	}
+	if att.EntryStatus != "" {
+		note = strings.TrimPrefix(note+" "+statusNote(att), " ")
+	}
 	if att.Deferred {
 		note = strings.TrimPrefix(note+" "+deferredNote, " ")
 	}
@@ -377,6 +381,16 @@ func attachNote(a attachArgs, att *attach.Attachment, already bool, instructions
 		note = strings.TrimPrefix(note+" "+instructionsNote, " ")
 	}
 	return note
+}
+
+// statusNote tells the model that att's registry no longer recommends
+// its entry, in the registry's words, cleaned and cut.
+func statusNote(att *attach.Attachment) string {
+	why := "it gave no reason"
+	if att.EntryStatusMessage != "" {
+		why = strconv.Quote(guard.Text(att.EntryStatusMessage, 500))
+	}
+	return fmt.Sprintf("Its registry marks it %s (%s): prefer an active entry that discover_resources finds, and say so to the user.", guard.Text(att.EntryStatus, 40), why)
 }
 
 // attachedToolsOf are att's tools as attach_resource shows them, and how
