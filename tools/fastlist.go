@@ -143,7 +143,7 @@ func toolsListRefusal(frame []byte) []byte {
 }
 
 // firstPage tells whether a list request's params ask for the first page,
-// which is all there is: absent, or an object whose _meta, if any, is an
+// which is all there is: absent or null, or an object whose _meta, if any, is an
 // object or null as the server reads it (the server refuses any other
 // _meta), and, with cursor, whose cursor asks for the first page (null or
 // ""); without cursor, with no cursor at all. Other params are ignored,
@@ -151,7 +151,7 @@ func toolsListRefusal(frame []byte) []byte {
 // timeout, {"timeout":60000}). One spelt as _meta or cursor in another
 // case is refused at the door (serve.FrameRefusal).
 func firstPage(params []byte, cursor bool) bool {
-	if params == nil {
+	if params == nil || string(params) == "null" { // null: no params, as the server reads it
 		return true
 	}
 	if params[0] != '{' {

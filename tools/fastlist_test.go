@@ -109,7 +109,8 @@ func TestFastListMatchesServer(t *testing.T) {
 		for i, body := range []string{
 			`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
 			`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"progressToken":"p"}}}`,
-			`{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{}}`, // on the connection kept since
+			`{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{}}`,   // on the connection kept since
+			`{"jsonrpc":"2.0","id":5,"method":"tools/list","params":null}`, // no params, as the server reads it
 		} {
 			fast, ct := list(c, body)
 			if !bytes.Equal(fast, slow) {
@@ -119,14 +120,17 @@ func TestFastListMatchesServer(t *testing.T) {
 				t.Fatalf("%s: not answered on the fast path (%s)", body, ct)
 			}
 		}
-		if n := tg.h.kept.served.Load() - kept0; n != 2 {
-			t.Fatalf("%d listings answered on a kept connection, want the 2 after the first", n)
+		if n := tg.h.kept.served.Load() - kept0; n != 3 {
+			t.Fatalf("%d listings answered on a kept connection, want the 3 after the first", n)
+		}
+		if nulled, _ := list(c, `{"jsonrpc":"2.0","id":6,"method":"tools\/list","params":null}`); !bytes.Equal(nulled, slow) {
+			t.Fatalf("the server's listing of params null:\n%.400s\nwant\n%.400s", nulled, slow)
 		}
 		// A cursor is refused, and a _meta the server refuses takes the
 		// server's path.
-		for i, params := range []string{`{"cursor":"bWNw"}`, `{"_meta":5}`, `{"_meta":"m"}`, `null`, `[]`} {
-			c.send(c.request(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":%s}`, 5+i, params)))
-			if resp, answer := c.response(); count(m.fastLists) != fast0+3 || resp.Header.Get("Content-Type") == "application/json" && !strings.Contains(answer, `"error"`) {
+		for i, params := range []string{`{"cursor":"bWNw"}`, `{"_meta":5}`, `{"_meta":"m"}`, `[]`} {
+			c.send(c.request(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":%s}`, 7+i, params)))
+			if resp, answer := c.response(); count(m.fastLists) != fast0+4 || resp.Header.Get("Content-Type") == "application/json" && !strings.Contains(answer, `"error"`) {
 				t.Fatalf("params %s: answered on the fast path: %.200s", params, answer)
 			}
 		}
