@@ -44,7 +44,7 @@ type discoveredEntry struct {
 
 type attached struct {
 	Status, Kind, Name, URN, Endpoint, Note string
-	Tools                             []struct{ Name string }
+	Tools                                   []struct{ Name string }
 }
 
 // needNPX skips tests of npm servers where npx cannot run them; CI
