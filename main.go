@@ -144,6 +144,11 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	// write, not a SIGPIPE that would end the gateway before it ends its
 	// upstreams' processes.
 	signal.Ignore(syscall.SIGPIPE)
+	// Before any launch: a server of the gateway's uid reads no key from
+	// its /proc, nor attaches to it.
+	if err := guard.Undumpable(); err != nil {
+		log.Warn("the gateway's process stays dumpable: a launched server of its uid may read its environment", "err", err)
+	}
 	for _, w := range cfg.Warnings {
 		log.Warn(w)
 	}
