@@ -138,7 +138,8 @@ type Credentials struct {
 	// Store is the store's file; empty, nothing persists.
 	Store string `json:"store"`
 	// Key encrypts the file: CredentialsKeySize bytes, read from
-	// ARDGATE_CREDENTIALS_KEY (base64) when a store is set.
+	// ARDGATE_CREDENTIALS_KEY (base64), or the file
+	// ARDGATE_CREDENTIALS_KEY_FILE names, when a store is set.
 	Key []byte `json:"-"`
 }
 

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -80,25 +81,26 @@ type fileLimits struct {
 
 // environment is the ARDGATE_* variables; nil means unset.
 type environment struct {
-	Transport        *string  `env:"TRANSPORT"`
-	Addr             *string  `env:"ADDR"`
-	Config           *string  `env:"CONFIG"`
-	Catalogs         []string `env:"CATALOGS" envSeparator:","`
-	LogLevel         *string  `env:"LOG_LEVEL"`
-	LogFormat        *string  `env:"LOG_FORMAT"`
-	AuthToken        *string  `env:"AUTH_TOKEN"`
-	MaxAttachments   *int     `env:"MAX_ATTACHMENTS"`
-	MaxSessions      *int     `env:"MAX_SESSIONS"`
-	SessionIdle      *string  `env:"SESSION_IDLE_TIMEOUT"`
-	SessionReap      *string  `env:"SESSION_REAP_AFTER"`
-	AllowLocalURLs   *bool    `env:"ALLOW_LOCAL_URLS"`
-	FastPath         *Switch  `env:"FAST_PATH"`
-	RequireTrust     []string `env:"REQUIRE_TRUST" envSeparator:","`
-	StdioEnv         []string `env:"STDIO_ENV" envSeparator:","`
-	StdioMemoryMiB   *int     `env:"STDIO_MEMORY_MIB"`
-	OTelEndpoint     *string  `env:"OTEL_ENDPOINT"`
-	CredentialsKey   *string  `env:"CREDENTIALS_KEY"`
-	ARDRegistryToken *string  // ARD_REGISTRY_TOKEN has no prefix; read by hand
+	Transport          *string  `env:"TRANSPORT"`
+	Addr               *string  `env:"ADDR"`
+	Config             *string  `env:"CONFIG"`
+	Catalogs           []string `env:"CATALOGS" envSeparator:","`
+	LogLevel           *string  `env:"LOG_LEVEL"`
+	LogFormat          *string  `env:"LOG_FORMAT"`
+	AuthToken          *string  `env:"AUTH_TOKEN"`
+	MaxAttachments     *int     `env:"MAX_ATTACHMENTS"`
+	MaxSessions        *int     `env:"MAX_SESSIONS"`
+	SessionIdle        *string  `env:"SESSION_IDLE_TIMEOUT"`
+	SessionReap        *string  `env:"SESSION_REAP_AFTER"`
+	AllowLocalURLs     *bool    `env:"ALLOW_LOCAL_URLS"`
+	FastPath           *Switch  `env:"FAST_PATH"`
+	RequireTrust       []string `env:"REQUIRE_TRUST" envSeparator:","`
+	StdioEnv           []string `env:"STDIO_ENV" envSeparator:","`
+	StdioMemoryMiB     *int     `env:"STDIO_MEMORY_MIB"`
+	OTelEndpoint       *string  `env:"OTEL_ENDPOINT"`
+	CredentialsKey     *string  `env:"CREDENTIALS_KEY"`
+	CredentialsKeyFile *string  `env:"CREDENTIALS_KEY_FILE"`
+	ARDRegistryToken   *string  // ARD_REGISTRY_TOKEN has no prefix; read by hand
 }
 
 // Flags are the command-line flags of `ardgate serve`. Empty means unset.
@@ -414,30 +416,84 @@ func (l *loader) token(field, name string) string {
 }
 
 // credentials sets the store of credentials, its file relative to the
-// config file's directory, and its key from the environment: a store
-// with no key, or a key that is not 32 random bytes, is refused, never
-// kept unencrypted or weakly.
+// config file's directory, and its key from the environment or the file
+// it names: a store with no key, or a key that is not 32 random bytes, is
+// refused, never kept unencrypted or weakly.
 func (l *loader) credentials() {
-	c, key := l.c, deref(l.e.CredentialsKey)
+	c := l.c
 	if f := l.f.Credentials; f != nil {
 		c.Credentials.Store = f.Store
 	}
 	if p := c.Credentials.Store; p != "" && !filepath.IsAbs(p) && l.path != "" {
 		c.Credentials.Store = filepath.Join(filepath.Dir(l.path), p)
 	}
+	keySet := deref(l.e.CredentialsKey) != "" || deref(l.e.CredentialsKeyFile) != ""
 	switch {
-	case c.Credentials.Store == "" && key != "":
-		c.Warnings = append(c.Warnings, "ARDGATE_CREDENTIALS_KEY is set, but credentials.store is not: nothing is kept")
+	case c.Credentials.Store == "" && keySet:
+		c.Warnings = append(c.Warnings, "ARDGATE_CREDENTIALS_KEY or ARDGATE_CREDENTIALS_KEY_FILE is set, but credentials.store is not: nothing is kept")
 	case c.Credentials.Store == "":
-	case key == "":
-		l.errs = append(l.errs, fmt.Errorf("%w, and credentials.store needs it to encrypt its file: %s", errNoCredentialsKey, keyHint))
+	case !keySet:
+		l.errs = append(l.errs, fmt.Errorf("%w, and credentials.store needs it (or ARDGATE_CREDENTIALS_KEY_FILE, a file holding it) to encrypt its file: %s", errNoCredentialsKey, keyHint))
 	default:
-		k, err := credentialsKey(key)
+		text, from, err := l.credentialsKeyText()
 		if err != nil {
-			l.errs = append(l.errs, fmt.Errorf("ARDGATE_CREDENTIALS_KEY: %v: %s", err, keyHint))
+			l.errs = append(l.errs, err)
+			return
+		}
+		k, err := credentialsKey(text)
+		if err != nil {
+			l.errs = append(l.errs, fmt.Errorf("%s: %v: %s", from, err, keyHint))
 		}
 		c.Credentials.Key = k
 	}
+}
+
+// credentialsKeyText is the text of the store's key, and where it came
+// from: ARDGATE_CREDENTIALS_KEY, or the file ARDGATE_CREDENTIALS_KEY_FILE
+// names, which keeps the key out of the gateway's environment (a
+// launched server of its uid may read that on other systems than Linux).
+// Both set is refused: which one wins would be a guess.
+func (l *loader) credentialsKeyText() (text, from string, err error) {
+	key, file := deref(l.e.CredentialsKey), deref(l.e.CredentialsKeyFile)
+	switch {
+	case file == "":
+		return key, "ARDGATE_CREDENTIALS_KEY", nil
+	case key != "":
+		return "", "", errors.New("ARDGATE_CREDENTIALS_KEY and ARDGATE_CREDENTIALS_KEY_FILE are both set: set one")
+	}
+	b, err := readKeyFile(file)
+	if err != nil {
+		return "", "", fmt.Errorf("ARDGATE_CREDENTIALS_KEY_FILE: %w", err)
+	}
+	return string(b), "ARDGATE_CREDENTIALS_KEY_FILE " + file, nil
+}
+
+// maxKeyFile bounds the key file: a key in base64 is 44 bytes.
+const maxKeyFile = 4 << 10
+
+// readKeyFile reads the file of the store's key, refusing one that group
+// or others may read (on unix: Windows has no such mode bits), or that
+// is not a regular file of at most maxKeyFile bytes.
+func readKeyFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, err
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	case runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0:
+		return nil, fmt.Errorf("%s may be read by others than its owner (mode %04o): chmod 600 %s", path, fi.Mode().Perm(), path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	if err == nil && len(b) > maxKeyFile {
+		err = fmt.Errorf("%s is over %d bytes: it is not a key", path, maxKeyFile)
+	}
+	return b, err
 }
 
 // errNoCredentialsKey: a store is set, and its key is not. A problem of

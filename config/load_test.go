@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -1190,6 +1191,51 @@ func TestLoadWellKnownHostWithPath(t *testing.T) {
 	}
 	if c.Agents[0].Dialect != "tasks" {
 		t.Fatalf("dialect %q", c.Agents[0].Dialect)
+	}
+}
+
+// ARDGATE_CREDENTIALS_KEY_FILE names a file holding the key, which then
+// is not in the gateway's environment: the file is the owner's alone (on
+// unix), holds a key as the variable would, and is not set beside the
+// variable.
+func TestLoadCredentialsKeyFile(t *testing.T) {
+	random := base64.StdEncoding.EncodeToString([]byte("0123456789abcdefghijklmnopqrstuv"))
+	path := writeConfig(t, `{"credentials": {"store": "creds.bin"}}`)
+	dir := t.TempDir()
+	keyFile := func(name, body string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name    string
+		environ []string
+		says    string
+	}{
+		{"mode 0600", []string{"ARDGATE_CREDENTIALS_KEY_FILE=" + keyFile("a", random+"\n", 0o600)}, ""},
+		{"mode 0400", []string{"ARDGATE_CREDENTIALS_KEY_FILE=" + keyFile("b", random, 0o400)}, ""},
+		{"mode 0644", []string{"ARDGATE_CREDENTIALS_KEY_FILE=" + keyFile("c", random, 0o644)}, "may be read by others than its owner (mode 0644)"},
+		{"mode 0640", []string{"ARDGATE_CREDENTIALS_KEY_FILE=" + keyFile("d", random, 0o640)}, "chmod 600"},
+		{"weak", []string{"ARDGATE_CREDENTIALS_KEY_FILE=" + keyFile("e", base64.StdEncoding.EncodeToString(make([]byte, 32)), 0o600)}, "a weak key"},
+		{"missing", []string{"ARDGATE_CREDENTIALS_KEY_FILE=" + filepath.Join(dir, "none")}, "no such file"},
+		{"a directory", []string{"ARDGATE_CREDENTIALS_KEY_FILE=" + dir}, "not a regular file"},
+		{"both", []string{"ARDGATE_CREDENTIALS_KEY=" + random, "ARDGATE_CREDENTIALS_KEY_FILE=" + keyFile("f", random, 0o600)}, "both set"},
+	} {
+		if runtime.GOOS == "windows" && strings.HasPrefix(tc.name, "mode 06") {
+			continue // no mode bits
+		}
+		c, err := config.Load(config.Flags{Config: path}, tc.environ)
+		switch {
+		case tc.says == "" && (err != nil || string(c.Credentials.Key) != "0123456789abcdefghijklmnopqrstuv"):
+			t.Errorf("%s: %v, key %q", tc.name, err, c.Credentials.Key)
+		case tc.says != "" && (err == nil || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "ARDGATE_CREDENTIALS_KEY")):
+			t.Errorf("%s: %v; want a refusal saying %q", tc.name, err, tc.says)
+		}
 	}
 }
 
