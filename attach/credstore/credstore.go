@@ -9,10 +9,14 @@
 // payload of entries, each a kind, an id and a value the caller encodes.
 // The file is written whole, to a temporary file beside it renamed over
 // it, with mode 0600; one that group or others may read is refused on
-// unix, and its size is bounded. Without a store nothing persists: the
-// gateway keeps credentials in each session's memory only.
+// unix, and its size is bounded. Each write takes a lock on
+// a file beside it (path + ".lock") and reads the file again under it, so
+// that gateways sharing the file keep each other's writes. Without a
+// store nothing persists: the gateway keeps credentials in each
+// session's memory only.
 //
-// It imports the standard library only.
+// It imports the standard library, and golang.org/x/sys/windows for the
+// lock on Windows.
 package credstore
 
 import (
@@ -91,13 +95,15 @@ var (
 )
 
 // Store is the open store; its methods may be called at once from many
-// goroutines.
+// goroutines, and from other Stores of the file, in this process or
+// another.
 type Store struct {
 	path string
 	aead cipher.AEAD
 
 	mu      sync.Mutex
-	entries []entry // in the order written
+	entries []entry     // in the order written, as last read or written
+	file    os.FileInfo // the file entries are of; nil, none
 }
 
 // entry is one credential of the payload.
@@ -129,42 +135,66 @@ func Open(path string, key []byte) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{path: path, aead: aead}
-	data, err := readFile(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return s, nil
-	case err != nil:
+	if err := s.read(); err != nil {
 		return nil, err
-	}
-	if s.entries, err = s.open(data); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return s, nil
 }
 
+// read reads the entries of the file, none when there is no file, and
+// holds them. The caller holds mu, or is Open.
+func (s *Store) read() error {
+	data, fi, err := readFile(s.path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		s.entries, s.file = nil, nil
+		return nil
+	case err != nil:
+		return err
+	}
+	entries, err := s.open(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.path, err)
+	}
+	s.entries, s.file = entries, fi
+	return nil
+}
+
+// fresh reads the file again if another Store replaced it since this one
+// last read or wrote it: each write is a new file renamed into place, so
+// a file that is not the one held is another's write. The caller holds
+// mu. A file that cannot be read now leaves the entries held.
+func (s *Store) fresh() {
+	fi, err := os.Stat(s.path)
+	if err != nil || (s.file != nil && os.SameFile(fi, s.file)) {
+		return
+	}
+	_ = s.read()
+}
+
 // readFile reads the store's file, refusing one that others may read or
 // that is over MaxFile.
-func readFile(path string) ([]byte, error) {
+func readFile(path string) ([]byte, os.FileInfo, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("%s: %w (mode %04o): make it the owner's alone, chmod 600 %s", path, ErrExposed, fi.Mode().Perm(), path)
+		return nil, nil, fmt.Errorf("%s: %w (mode %04o): make it the owner's alone, chmod 600 %s", path, ErrExposed, fi.Mode().Perm(), path)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxFile+1))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(data) > MaxFile {
-		return nil, fmt.Errorf("%s: %w: it is over %d KiB", path, ErrUnreadable, MaxFile>>10)
+		return nil, nil, fmt.Errorf("%s: %w: it is over %d KiB", path, ErrUnreadable, MaxFile>>10)
 	}
-	return data, nil
+	return data, fi, nil
 }
 
 // open decrypts and decodes data, the file.
@@ -185,11 +215,14 @@ func (s *Store) open(data []byte) ([]entry, error) {
 	return p.Entries, nil
 }
 
-// Get returns the value of the entry of kind and id.
+// Get returns the value of the entry of kind and id, as the file holds
+// it now: another gateway's write of it is read, so that a refresh token
+// it rotated is the one used.
 func (s *Store) Get(kind Kind, id string) ([]byte, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if i := s.find(kind, id); i >= 0 {
+	s.fresh()
+	if i := find(s.entries, kind, id); i >= 0 {
 		return slices.Clone(s.entries[i].Value), true
 	}
 	return nil, false
@@ -200,41 +233,61 @@ func (s *Store) Put(kind Kind, id string, value []byte) error {
 	if len(id) > maxID {
 		return fmt.Errorf("%w: an id of %d bytes is over %d", ErrFull, len(id), maxID)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	entries := slices.Clone(s.entries)
 	e := entry{Kind: kind, ID: id, Value: slices.Clone(value)}
-	if i := s.find(kind, id); i >= 0 {
-		entries[i] = e
-	} else if len(entries) < MaxEntries {
-		entries = append(entries, e)
-	} else {
-		return fmt.Errorf("%w: it holds %d entries", ErrFull, MaxEntries)
-	}
-	return s.write(entries)
+	return s.update(func(entries []entry) ([]entry, bool, error) {
+		if i := find(entries, kind, id); i >= 0 {
+			entries[i] = e
+		} else if len(entries) < MaxEntries {
+			entries = append(entries, e)
+		} else {
+			return nil, false, fmt.Errorf("%w: it holds %d entries", ErrFull, MaxEntries)
+		}
+		return entries, true, nil
+	})
 }
 
 // Delete removes the entry of kind and id, if there is one, and writes
 // the file.
 func (s *Store) Delete(kind Kind, id string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	i := s.find(kind, id)
-	if i < 0 {
-		return nil
-	}
-	return s.write(slices.Delete(slices.Clone(s.entries), i, i+1))
+	return s.update(func(entries []entry) ([]entry, bool, error) {
+		i := find(entries, kind, id)
+		if i < 0 {
+			return entries, false, nil
+		}
+		return slices.Delete(entries, i, i+1), true, nil
+	})
 }
 
-// find is the index of the entry of kind and id, or -1. The caller holds
-// mu.
-func (s *Store) find(kind Kind, id string) int {
-	return slices.IndexFunc(s.entries, func(e entry) bool { return e.Kind == kind && e.ID == id })
+// update applies change to the entries of the file as it is now, and
+// writes what change made of them if it changed them. It holds the lock
+// beside the file meanwhile: another gateway's write, since this Store
+// last read the file, is read and kept, not written over.
+func (s *Store) update(change func([]entry) ([]entry, bool, error)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	unlock, err := lockFile(s.path + ".lock")
+	if err != nil {
+		return fmt.Errorf("lock the credentials store: %w", err)
+	}
+	defer unlock()
+	if err := s.read(); err != nil {
+		return err
+	}
+	next, changed, err := change(slices.Clone(s.entries))
+	if err != nil || !changed {
+		return err
+	}
+	return s.write(next)
+}
+
+// find is the index of the entry of kind and id in entries, or -1.
+func find(entries []entry, kind Kind, id string) int {
+	return slices.IndexFunc(entries, func(e entry) bool { return e.Kind == kind && e.ID == id })
 }
 
 // write seals entries under a new nonce and puts them in the file in one
 // step, then holds them; the file and the entries held change together
-// or not at all. The caller holds mu.
+// or not at all. The caller holds mu and the file's lock.
 func (s *Store) write(entries []entry) error {
 	plain, err := json.Marshal(payload{Version: version, Entries: entries})
 	if err != nil {
@@ -248,25 +301,31 @@ func (s *Store) write(entries []entry) error {
 	if len(data) > MaxFile {
 		return fmt.Errorf("%w: it would be over %d KiB", ErrFull, MaxFile>>10)
 	}
-	if err := writeAtomic(s.path, data); err != nil {
+	fi, err := writeAtomic(s.path, data)
+	if err != nil {
 		return fmt.Errorf("write the credentials store: %w", err)
 	}
-	s.entries = entries
+	s.entries, s.file = entries, fi
 	return nil
 }
 
-// writeAtomic replaces path with data: a temporary file of mode 0600
-// beside it, synced, renamed over it. A reader, or a gateway killed
-// meanwhile, finds the old file or the new one, never a part.
-func writeAtomic(path string, data []byte) error {
+// writeAtomic replaces path with data, and returns the new file's
+// information: a temporary file of mode 0600 beside it, synced, renamed
+// over it. A reader, or a gateway killed meanwhile, finds the old file
+// or the new one, never a part.
+func writeAtomic(path string, data []byte) (os.FileInfo, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+strings.TrimPrefix(filepath.Base(path), ".")+".*.tmp") // 0600
 	if err != nil {
-		return err
+		return nil, err
 	}
 	tmp := f.Name()
 	_, err = f.Write(data)
 	if err == nil {
 		err = f.Sync()
+	}
+	var fi os.FileInfo
+	if err == nil {
+		fi, err = f.Stat() // the file the rename puts at path
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -276,6 +335,7 @@ func writeAtomic(path string, data []byte) error {
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
+		return nil, err
 	}
-	return err
+	return fi, nil
 }

@@ -176,8 +176,8 @@ func TestAtomicWrite(t *testing.T) {
 		case <-stop:
 			wg.Wait()
 			entries, _ := os.ReadDir(dir)
-			if len(entries) != 1 {
-				t.Fatalf("after the writes the directory holds %d files, want the store alone", len(entries))
+			if len(entries) != 2 || entries[0].Name() != "creds" || entries[1].Name() != "creds.lock" {
+				t.Fatalf("after the writes the directory holds %v, want the store and its lock alone", entries)
 			}
 			before, _ := os.ReadFile(path)
 			if err := s.Put(APIKey, "big", make([]byte, MaxFile)); !errors.Is(err, ErrFull) {
@@ -211,5 +211,57 @@ func TestGrantID(t *testing.T) {
 	}
 	if _, err := GrantID("/no/origin"); err == nil {
 		t.Error("a URL without a host has an id")
+	}
+}
+
+// Two Stores of one file, two gateways sharing it, keep each other's
+// writes: each write reads the file again under its lock, whether the
+// writes follow one another or run at once. An entry one deleted is not
+// written back by the other, and one gets what the other wrote.
+func TestSharedFile(t *testing.T) {
+	t.Parallel()
+	path, key := filepath.Join(t.TempDir(), "creds"), newKey(t)
+	a, b := open(t, path, key), open(t, path, key)
+	if err := a.Put(APIKey, "a", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Put(APIKey, "b", []byte("2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Delete(APIKey, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Put(APIKey, "c", []byte("3")); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := a.Get(APIKey, "c"); !ok || string(v) != "3" {
+		t.Errorf("a Store does not get the other's write: %q %v", v, ok)
+	}
+	var wg sync.WaitGroup
+	for _, s := range []*Store{a, b} {
+		wg.Go(func() {
+			for i := range 20 {
+				if err := s.Put(APIKey, fmt.Sprintf("%p %d", s, i), []byte("v")); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	got := open(t, path, key)
+	for _, id := range []string{"a", "c"} {
+		if _, ok := got.Get(APIKey, id); !ok {
+			t.Errorf("entry %q, written by one Store, is lost", id)
+		}
+	}
+	if _, ok := got.Get(APIKey, "b"); ok {
+		t.Error("an entry one Store deleted was written back by the other")
+	}
+	for _, s := range []*Store{a, b} {
+		for i := range 20 {
+			if _, ok := got.Get(APIKey, fmt.Sprintf("%p %d", s, i)); !ok {
+				t.Errorf("entry %d of a write at once with the other Store's is lost", i)
+			}
+		}
 	}
 }
