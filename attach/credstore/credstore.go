@@ -8,12 +8,12 @@
 // is refused, never read as something else. Inside is a versioned JSON
 // payload of entries, each a kind, an id and a value the caller encodes.
 // The file is written whole, to a temporary file beside it renamed over
-// it, with mode 0600; one that group or others may read is refused on
-// unix, and its size is bounded. Each write takes a lock on
-// a file beside it (path + ".lock") and reads the file again under it, so
-// that gateways sharing the file keep each other's writes. Without a
-// store nothing persists: the gateway keeps credentials in each
-// session's memory only.
+// it, with mode 0600; one that group or others may read (on unix), or a
+// symbolic link, is refused, and its size is bounded. Each write takes a
+// lock on a file beside it (path + ".lock") and reads the file again
+// under it, so that gateways sharing the file keep each other's writes.
+// Without a store nothing persists: the gateway keeps credentials in
+// each session's memory only.
 //
 // It imports the standard library, and golang.org/x/sys/windows for the
 // lock on Windows.
@@ -172,10 +172,11 @@ func (s *Store) fresh() {
 	_ = s.read()
 }
 
-// readFile reads the store's file, refusing one that others may read or
-// that is over MaxFile.
+// readFile reads the store's file, refusing one that others may read,
+// that is over MaxFile, or that is not a regular file: a symbolic link
+// would be read through, and then replaced by the first write.
 func readFile(path string) ([]byte, os.FileInfo, error) {
-	f, err := os.Open(path)
+	f, err := openNoFollow(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -183,6 +184,9 @@ func readFile(path string) ([]byte, os.FileInfo, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("%s: %w: it is not a regular file; name the file itself", path, ErrUnreadable)
 	}
 	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
 		return nil, nil, fmt.Errorf("%s: %w (mode %04o): make it the owner's alone, chmod 600 %s", path, ErrExposed, fi.Mode().Perm(), path)
@@ -311,8 +315,9 @@ func (s *Store) write(entries []entry) error {
 
 // writeAtomic replaces path with data, and returns the new file's
 // information: a temporary file of mode 0600 beside it, synced, renamed
-// over it. A reader, or a gateway killed meanwhile, finds the old file
-// or the new one, never a part.
+// over it, and the directory synced, so that the rename outlives a
+// crash. A reader, or a gateway killed meanwhile, finds the old file or
+// the new one, never a part.
 func writeAtomic(path string, data []byte) (os.FileInfo, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+strings.TrimPrefix(filepath.Base(path), ".")+".*.tmp") // 0600
 	if err != nil {
@@ -337,5 +342,5 @@ func writeAtomic(path string, data []byte) (os.FileInfo, error) {
 		_ = os.Remove(tmp)
 		return nil, err
 	}
-	return fi, nil
+	return fi, syncDir(filepath.Dir(path))
 }

@@ -265,3 +265,23 @@ func TestSharedFile(t *testing.T) {
 		}
 	}
 }
+
+// A symbolic link at the store's path is refused at Open, not read
+// through (and then replaced by a write); so is a directory.
+func TestNotARegularFile(t *testing.T) {
+	t.Parallel()
+	dir, key := t.TempDir(), newKey(t)
+	real := filepath.Join(dir, "real")
+	if err := open(t, real, key).Put(APIKey, "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	for _, path := range []string{link, dir} {
+		if _, err := Open(path, key); !errors.Is(err, ErrUnreadable) || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("%s: %v; want ErrUnreadable, saying it is not a regular file", path, err)
+		}
+	}
+}

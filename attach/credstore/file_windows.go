@@ -1,10 +1,20 @@
 package credstore
 
 import (
+	"fmt"
 	"os"
 
 	"golang.org/x/sys/windows"
 )
+
+// openNoFollow opens the file at path to read it, refusing a symbolic
+// link (which only an administrator, or developer mode, may make there).
+func openNoFollow(path string) (*os.File, error) {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return nil, fmt.Errorf("%s: %w: it is not a regular file but a symbolic link; name the file itself", path, ErrUnreadable)
+	}
+	return os.Open(path)
+}
 
 // lockFile takes an exclusive lock (LockFileEx) on the first byte of the
 // file at path, made if there is none, waiting for another holder to
@@ -24,3 +34,7 @@ func lockFile(path string) (unlock func(), err error) {
 		f.Close()
 	}, nil
 }
+
+// syncDir does nothing: Windows opens no directory to be synced as unix
+// does.
+func syncDir(string) error { return nil }
