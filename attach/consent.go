@@ -70,11 +70,13 @@ func (m *Manager) needsConsent(regID string) bool {
 }
 
 // remoteRegistry tells whether registry regID is one the operator does
-// not hold as a file: not a catalog, nor the builtin one.
+// not hold as a file: not a catalog, nor the builtin one. An id of no
+// registry configured is remote: consent fails closed, asked, not
+// skipped, for a launch whose source is not known.
 func (m *Manager) remoteRegistry(regID string) bool {
 	r, ok := m.Registry(regID)
 	_, local := r.(*registry.Local)
-	return ok && !local
+	return !ok || !local
 }
 
 // consent asks, through ask, for the launch plan describes, when the

@@ -4,6 +4,9 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/ardgate/ardgate/config"
+	"github.com/ardgate/ardgate/registry"
 )
 
 // The command a consent shows is one a person reads as it runs: an
@@ -45,6 +48,29 @@ func TestClientElicits(t *testing.T) {
 		s.SetClient(mcp.ClientCapabilities{Elicitation: tc.caps}, nil)
 		if s.ElicitsForm() != tc.form || s.ElicitsURL() != tc.url {
 			t.Errorf("%s: form %v url %v, want %v %v", tc.name, s.ElicitsForm(), s.ElicitsURL(), tc.form, tc.url)
+		}
+	}
+}
+
+// Under remote_registries, a launch from a catalog the operator holds is
+// not asked about; one from a registry id of no registry configured is,
+// as one from a remote registry: consent fails closed.
+func TestNeedsConsent(t *testing.T) {
+	t.Parallel()
+	m := &Manager{Registries: []registry.Registry{registry.NewLocal("catalog", registry.NewIndex("catalog", nil))}}
+	for _, tc := range []struct {
+		consent, regID string
+		want           bool
+	}{
+		{config.ConsentRemoteRegistries, "catalog", false},
+		{config.ConsentRemoteRegistries, "nowhere", true},
+		{config.ConsentRemoteRegistries, "", true},
+		{config.ConsentAlways, "catalog", true},
+		{config.ConsentNever, "nowhere", false},
+	} {
+		m.Consent = tc.consent
+		if got := m.needsConsent(tc.regID); got != tc.want {
+			t.Errorf("consent %s, registry %q: asked %v, want %v", tc.consent, tc.regID, got, tc.want)
 		}
 	}
 }
