@@ -81,6 +81,20 @@ const CallbackPath = "/oauth/callback"
 // loopback listener, if any, closes then.
 const AuthFlowTTL = 10 * time.Minute
 
+// maxAuthFlows bounds a session's flows, under way or declined and not
+// yet said: each began with discovery and a client registration at a
+// third party, and over stdio holds a loopback listener until its TTL.
+const maxAuthFlows = 32
+
+// Bounds of a request to a flow's loopback listener, the redirect back or
+// a keys page: a browser sends its head and a small form at once, and a
+// connection that stalls or idles holds the listener's goroutine.
+const (
+	flowReadTimeout  = time.Minute
+	flowWriteTimeout = time.Minute
+	flowIdleTimeout  = 2 * time.Minute
+)
+
 type callbackBaseKey struct{}
 
 // WithCallbackBase tells the attaches under ctx that the redirect back
@@ -119,7 +133,8 @@ func (l *flowListener) serve(h http.HandlerFunc) {
 	if l == nil {
 		return
 	}
-	l.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	l.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: flowReadTimeout, WriteTimeout: flowWriteTimeout, IdleTimeout: flowIdleTimeout}
 	go func() { _ = l.srv.Serve(l.ln) }() // ends when the server is closed
 }
 
@@ -202,13 +217,14 @@ func (f *authFlow) required(plan Plan) *AuthRequired {
 }
 
 // authorized returns plan with the grant the session holds for urn, or
-// the refusal a declined flow of urn left, said once.
+// the refusal a declined flow of urn left, said once: the flow is
+// forgotten then, and makes room for another.
 func (a *authFlows) authorized(urn string, plan Plan) (Plan, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if f := a.byURN[urn]; f != nil && f.err != nil {
 		err := f.err
-		f.err = nil
+		a.drop(f, false)
 		if errors.Is(err, ErrAuthDeclined) {
 			return plan, fmt.Errorf("the user declined to authorize ardgate at %s for %s: %w; attach it again to ask again", redacted(plan.URL), urn, err)
 		}
@@ -261,21 +277,62 @@ func (s *Session) authFailed(ctx context.Context, urn string, plan Plan, err err
 	if plan.grant != nil {
 		s.m.forgetGrant(plan.URL, plan.grant) // refused: authorize again
 	}
-	a := &s.auth
-	a.mu.Lock()
-	if plan.grant != nil && a.grants[urn] == plan.grant {
-		delete(a.grants, urn)
+	f, ferr := s.auth.refused(urn, plan.grant)
+	if f == nil && ferr == nil {
+		f, ferr = s.startFlow(ctx, urn, plan)
 	}
-	if f := a.byURN[urn]; f != nil && !f.ended {
-		a.mu.Unlock()
-		return f.required(plan)
-	}
-	a.mu.Unlock()
-	f, ferr := s.startFlow(ctx, urn, plan)
 	if ferr != nil {
 		return fmt.Errorf("%w; its authorization could not begin: %w", err, ferr)
 	}
 	return f.required(plan)
+}
+
+// refused drops grant, which urn's server refused, from the session, and
+// returns the flow under way for urn: nil, and no error, when a new one
+// may begin; an error when the session has maxAuthFlows already, before
+// the new one would reach any server.
+func (a *authFlows) refused(urn string, grant *oauth.Grant) (*authFlow, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if grant != nil && a.grants[urn] == grant {
+		delete(a.grants, urn)
+	}
+	if f := a.byURN[urn]; f != nil && !f.ended {
+		return f, nil
+	}
+	return nil, a.room(urn)
+}
+
+// room is nil when the session may hold one more flow, for urn: one of
+// urn replaces its own. Declined flows past their TTL, kept only to say
+// their refusal, make room first: dropping one loses that saying, not a
+// grant. The caller holds mu.
+func (a *authFlows) room(urn string) error {
+	if a.byURN[urn] != nil || len(a.byURN) < maxAuthFlows {
+		return nil
+	}
+	for _, f := range a.byURN {
+		if a.byState[f.flow.State()] != f {
+			a.drop(f, false)
+		}
+	}
+	if len(a.byURN) < maxAuthFlows {
+		return nil
+	}
+	return fmt.Errorf("%w: the session has %d authorizations under way or declined; one ends at its redirect back, or at most %s after it began, and a declined one once an attach of it said so", ErrCapReached, maxAuthFlows, AuthFlowTTL)
+}
+
+// drop forgets f: its listener closes, and a callback of its state is
+// refused. keepRefusal keeps a declined f for its URN, for the next
+// attach of it to say. The caller holds mu.
+func (a *authFlows) drop(f *authFlow, keepRefusal bool) {
+	f.close()
+	if a.byState[f.flow.State()] == f {
+		delete(a.byState, f.flow.State())
+	}
+	if a.byURN[f.urn] == f && !(keepRefusal && f.err != nil) {
+		delete(a.byURN, f.urn)
+	}
 }
 
 // refusedAuth tells whether err, an attach's failure, is the server's
@@ -299,8 +356,12 @@ func (s *Session) startFlow(ctx context.Context, urn string, plan Plan) (*authFl
 	a := &s.auth
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if err == nil && a.closed {
+	switch {
+	case err != nil:
+	case a.closed:
 		err = ErrSessionClosed
+	default:
+		err = a.room(urn) // another attach may have begun one meanwhile
 	}
 	if err != nil {
 		ln.close()
@@ -308,8 +369,7 @@ func (s *Session) startFlow(ctx context.Context, urn string, plan Plan) (*authFl
 	}
 	f.flow, f.ln = flow, ln
 	if old := a.byURN[urn]; old != nil {
-		old.close()
-		delete(a.byState, old.flow.State())
+		a.drop(old, false)
 	}
 	if a.byState == nil {
 		a.byState, a.byURN = map[string]*authFlow{}, map[string]*authFlow{}
@@ -321,17 +381,11 @@ func (s *Session) startFlow(ctx context.Context, urn string, plan Plan) (*authFl
 }
 
 // forget drops f, as its time is up: its listener closes, and a callback
-// of its state is refused from then on.
+// of its state is refused from then on. A refusal it holds is kept.
 func (a *authFlows) forget(f *authFlow) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	f.close()
-	if a.byState[f.flow.State()] == f {
-		delete(a.byState, f.flow.State())
-	}
-	if a.byURN[f.urn] == f && f.err == nil {
-		delete(a.byURN, f.urn)
-	}
+	a.drop(f, true)
 }
 
 // close ends every flow of the session and drops its grants.

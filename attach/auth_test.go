@@ -3,6 +3,7 @@ package attach
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ardgate/ardgate/guard"
+	"github.com/ardgate/ardgate/registry"
 	"github.com/ardgate/ardgate/testdata/tsoauth"
 )
 
@@ -62,5 +64,63 @@ func TestAuthFlowOfOneSession(t *testing.T) {
 	}
 	if _, err := m.Callback(context.Background(), second.Query()); !errors.Is(err, ErrUnknownState) {
 		t.Errorf("a callback of an ended session's flow: %v", err)
+	}
+}
+
+// A session holds at most maxAuthFlows flows: the next 401 is refused
+// before discovery or a registration reaches any server, saying so. A
+// declined flow is forgotten once an attach said its refusal, which makes
+// room for a new one.
+func TestAuthFlowCap(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	urn := func(i int) string { return fmt.Sprintf("urn:air:ardgate.test:mcp:up%d", i) }
+	// Two servers: the peer refuses a 21st client registration a minute.
+	var remotes []registry.Entry
+	for range 2 {
+		e, _, err := remoteManager(urn(0), tsoauth.Start(t, "../testdata/ts-client")).Resolve(context.Background(), urn(0), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		remotes = append(remotes, e)
+	}
+	var entries []registry.Entry
+	for i := range maxAuthFlows + 1 {
+		e := remotes[2*i/(maxAuthFlows+1)]
+		e.Identifier = urn(i)
+		entries = append(entries, e)
+	}
+	m := remoteManager(urn(0), "")
+	m.Registries = []registry.Registry{registry.NewLocal("test", registry.NewIndex("test", entries))}
+	m.MaxAttachments = maxAuthFlows + 1
+	m.Dialer = &guard.Dialer{AllowLocal: true}
+	m.HTTP = m.Dialer.Client()
+	defer m.HTTP.CloseIdleConnections()
+	defer m.Shutdown()
+	s := m.NewSession("one")
+	defer s.Close()
+	var first *url.URL
+	for i := range maxAuthFlows {
+		_, _, err := s.Attach(context.Background(), Request{URN: urn(i)})
+		var ar *AuthRequired
+		if !errors.As(err, &ar) {
+			t.Fatalf("attach %d of a server that answers 401: %v", i, err)
+		}
+		if i == 0 {
+			first, _ = url.Parse(ar.URL)
+		}
+	}
+	_, _, err := s.Attach(context.Background(), Request{URN: urn(maxAuthFlows)})
+	if !errors.Is(err, ErrCapReached) || errors.Is(err, ErrAuthRequired) {
+		t.Fatalf("attach past %d flows: %v, want ErrCapReached", maxAuthFlows, err)
+	}
+	declined := url.Values{"state": {first.Query().Get("state")}, "error": {"access_denied"}}
+	if _, err := m.Callback(context.Background(), declined); !errors.Is(err, ErrAuthDeclined) {
+		t.Fatalf("the decline: %v", err)
+	}
+	if _, _, err := s.Attach(context.Background(), Request{URN: urn(0)}); !errors.Is(err, ErrAuthDeclined) {
+		t.Fatalf("the attach after the decline: %v, want it said", err)
+	}
+	if _, _, err := s.Attach(context.Background(), Request{URN: urn(maxAuthFlows)}); !errors.Is(err, ErrAuthRequired) {
+		t.Fatalf("attach once the declined flow was said: %v, want a flow", err)
 	}
 }
