@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -220,16 +219,12 @@ func (g *Gateway) relay(s *session) attach.Relay {
 	}
 }
 
-// relayMethod marks, over HTTP, a notification that carries a request
-// for the client: requestWriter writes the request in its place.
-const relayMethod = "ardgate/relay"
-
 // toClient writes frame, a request, to session s's client.
 func (g *Gateway) toClient(s *session, frame []byte) error {
 	if r := g.stdioOut.Load(); r != nil && !s.perSession {
 		return r.w.Frame(nil, nil, frame, "\n")
 	}
-	return g.mcp.SendNotificationToSpecificClient(s.att.ID, relayMethod, map[string]any{"request": json.RawMessage(frame)})
+	return g.mcp.SendNotificationToSpecificClient(s.att.ID, serve.RelayMethod, map[string]any{"request": json.RawMessage(frame)})
 }
 
 // cancelAtClient tells session s's client that request id is cancelled.
@@ -252,46 +247,6 @@ func (g *Gateway) rootsChanged(ctx context.Context, _ mcp.JSONRPCNotification) {
 		s.att.RootsChanged()
 	}
 }
-
-// relayEvent is how mcp-go's server writes the notification toClient
-// sends, up to the request in it: an event's data, after any id line.
-var relayEvent = []byte(`data: {"jsonrpc":"2.0","method":"` + relayMethod + `","params":{"request":`)
-
-// requestWriter is the response writer of a request mcp-go's server
-// answers over HTTP (a GET's event stream above all). An event carrying
-// a request for the client (toClient) is written as that request. mcp-go
-// writes each event in one Write, replayed ones too.
-type requestWriter struct {
-	http.ResponseWriter
-}
-
-func (w requestWriter) Write(p []byte) (int, error) {
-	i := bytes.Index(p, relayEvent)
-	if i < 0 {
-		return w.ResponseWriter.Write(p)
-	}
-	end := bytes.LastIndex(p, []byte("}}\n\n"))
-	if end < i+len(relayEvent) {
-		return w.ResponseWriter.Write(p)
-	}
-	out := make([]byte, 0, len(p))
-	out = append(append(out, p[:i]...), "data: "...)
-	out = append(append(out, p[i+len(relayEvent):end]...), "\n\n"...)
-	if _, err := w.ResponseWriter.Write(out); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
-// Flush flushes, as the event stream needs.
-func (w requestWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// Unwrap gives http.ResponseController the writer beneath.
-func (w requestWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // errNoAction: a client's answer to an elicitation/create that is not
 // one of accept, decline and cancel.

@@ -97,7 +97,7 @@ func TestFastListMatchesServer(t *testing.T) {
 	check := func(want int) {
 		t.Helper()
 		c := dialRaw(t, tg, s.c.GetSessionId())
-		fast0, server0, kept0 := count(m.fastLists), count(m.serverLists), tg.h.kept.served.Load()
+		fast0, server0, kept0 := count(m.fastLists), count(m.serverLists), tg.h.KeptServed()
 		slow, _ := list(c, `{"jsonrpc":"2.0","id":1,"method":"tools\/list"}`)
 		if count(m.serverLists) != server0+1 || count(m.fastLists) != fast0 {
 			t.Fatal("a listing of the method spelled with an escape did not take the server's path")
@@ -120,7 +120,7 @@ func TestFastListMatchesServer(t *testing.T) {
 				t.Fatalf("%s: not answered on the fast path (%s)", body, ct)
 			}
 		}
-		if n := tg.h.kept.served.Load() - kept0; n != 3 {
+		if n := tg.h.KeptServed() - kept0; n != 3 {
 			t.Fatalf("%d listings answered on a kept connection, want the 3 after the first", n)
 		}
 		if nulled, _ := list(c, `{"jsonrpc":"2.0","id":6,"method":"tools\/list","params":null}`); !bytes.Equal(nulled, slow) {

@@ -1,7 +1,8 @@
 // Package tools is the MCP surface of the gateway: the discovery and
-// attachment tools, the proxied upstream tools, and the stdio and HTTP
-// transports that serve them, built on tools/serve, which holds what of
-// serving needs nothing of the tools.
+// attachment tools, the proxied upstream tools with their fast path, and
+// the glue that makes the gateway the tool surface of tools/serve, which
+// serves them over stdio (stdio.go, serve.StdioSurface) and streamable
+// HTTP (http.go, serve.HTTPSurface).
 //
 // It may import attach, registry, config, guard and tools/serve.
 package tools

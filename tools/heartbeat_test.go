@@ -18,6 +18,7 @@ import (
 
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/testdata/mcpfixture"
+	"github.com/ardgate/ardgate/tools/serve"
 )
 
 // A session's quiet GET stream carries a comment every StreamHeartbeat,
@@ -190,7 +191,7 @@ func TestQuietCallHeartbeat(t *testing.T) {
 	// A call whose client sends its next request while it runs: the
 	// watch ends then, and the beats go on by a timer.
 	k.send(k.request(slowBody(12, 450)))
-	time.Sleep(3 * watchAfter)
+	time.Sleep(3 * serve.WatchAfter)
 	k.send(k.request(callBody(13, "mcp_remote__echo", "during")))
 	resp, body = k.response()
 	quietAnswer(t, resp, body, 12, 2, "slept 450ms")

@@ -1,178 +1,129 @@
 package tools
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"net/http"
-	"runtime"
-	"strconv"
-	"sync/atomic"
 	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/ardgate/ardgate/attach"
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/tools/serve"
 )
 
-// stdioSessionID is the id of the stdio transport's one session, as
-// mcp-go's stdio server gives it.
-const stdioSessionID = "stdio"
-
-// HTTP serves MCP over streamable HTTP at /mcp, with /healthz.
-type HTTP struct {
-	g             *Gateway
-	streamable    *server.StreamableHTTPServer
-	mux           *http.ServeMux
-	access        serve.Access // the bearer token, Origin and Host checks
-	clocks        serve.Clocks // the idle clock and the reaper
-	headerTimeout time.Duration
-	bodyTimeout   time.Duration
-	connTimeout   time.Duration // IdleConnTimeout
-	heartbeat     time.Duration // StreamHeartbeat
-	maxSessions   int64
-	versions      []string // the protocol versions offered
-	ids           *serve.SessionIDs
-	events        *serve.EventStore
-	kept          keptConns
-	answering     atomic.Int64 // requests the server is answering (Shutdown)
-}
+// HTTP serves MCP over streamable HTTP at /mcp, with /healthz, /metrics,
+// the OAuth callback and the keys page (serve.HTTP): the gateway is its
+// tool surface (httpTools), and its fast calls are read as callFrames.
+type HTTP = serve.HTTP[callFrame]
 
 // HTTPOptions configure NewHTTP.
-type HTTPOptions struct {
-	// AuthToken, when set, must come as "Authorization: Bearer <token>".
-	AuthToken string
-	// IdleTTL ends sessions whose client went away without saying so;
-	// zero means config.DefaultSessionIdle.
-	IdleTTL time.Duration
-	// ReapAfter ends a session sooner, once its client shows no sign of
-	// life for that long (serve/reap.go); zero means config.DefaultSessionReap.
-	ReapAfter time.Duration
-	// ReadHeaderTimeout bounds the reading of a request's head on the
-	// connections the gateway serves itself (keepalive.go); zero means
-	// DefaultReadHeaderTimeout. Give the http.Server the same.
-	ReadHeaderTimeout time.Duration
-	// IdleConnTimeout closes a client's connection that carried no
-	// request for that long, on the connections the gateway serves
-	// itself, and one whose client read nothing of an answer for that
-	// long; zero means DefaultIdleConnTimeout. Give the http.Server the
-	// same (IdleTimeout). An open event stream is a request in progress,
-	// not an idle connection.
-	IdleConnTimeout time.Duration
-	// BodyTimeout bounds the reading of a request's body once its head
-	// is in; zero means DefaultBodyTimeout.
-	BodyTimeout time.Duration
-	// MaxSessions caps the sessions open at once: a request that would
-	// open one more (one without a session id) is refused with 503 until
-	// one ends. Zero means config.DefaultMaxSessions.
-	MaxSessions int
-	// StreamHeartbeat is how long a session's GET stream may stay quiet
-	// before a comment is written on it (serve/heartbeat.go); zero means
-	// DefaultStreamHeartbeat, and a negative value writes none.
-	StreamHeartbeat time.Duration
-}
+type HTTPOptions = serve.HTTPOptions
 
 // HTTPOptionsFrom returns the options cfg sets.
 func HTTPOptionsFrom(cfg *config.Config) HTTPOptions {
 	return HTTPOptions{AuthToken: cfg.AuthToken, MaxSessions: cfg.MaxSessions, IdleTTL: cfg.SessionIdleTimeout, ReapAfter: cfg.SessionReapAfter}
 }
 
-// DefaultIdleConnTimeout is how long a client's connection may wait idle
-// between requests: without a bound, clients that open connections and
-// leave them hold a goroutine and buffers each for good.
-const DefaultIdleConnTimeout = 2 * time.Minute
+// The defaults of HTTPOptions the http.Server that serves HTTP needs too.
+const (
+	DefaultIdleConnTimeout   = serve.DefaultIdleConnTimeout
+	DefaultReadHeaderTimeout = serve.DefaultReadHeaderTimeout
+)
 
-// DefaultReadHeaderTimeout is the time a client has to send a request's
-// head once it has started it.
-const DefaultReadHeaderTimeout = 10 * time.Second
-
-// DefaultBodyTimeout is the time a client has to send a request's body
-// once its head is in: a body that stalled held its connection and a
-// goroutine for good, and a shutdown its whole drain.
-const DefaultBodyTimeout = time.Minute
-
-// NewHTTP builds the HTTP handler.
-//
-// Sessions: mcp-go's newest protocol (2026-07-28) is stateless, with no
-// session to hang attachments on. The gateway therefore offers only the
-// session-oriented versions (2025-11-25 and older); a client on the newest
-// version learns this from server/discover and negotiates down, keeping its
-// attachments for the life of its Mcp-Session-Id.
+// NewHTTP builds the HTTP handler (serve.NewHTTP).
 func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
-	if opt.IdleTTL == 0 {
-		opt.IdleTTL = config.DefaultSessionIdle
-	}
-	if opt.ReapAfter == 0 {
-		opt.ReapAfter = config.DefaultSessionReap
-	}
-	if opt.ReadHeaderTimeout == 0 {
-		opt.ReadHeaderTimeout = DefaultReadHeaderTimeout
-	}
-	if opt.IdleConnTimeout == 0 {
-		opt.IdleConnTimeout = DefaultIdleConnTimeout
-	}
-	if opt.BodyTimeout == 0 {
-		opt.BodyTimeout = DefaultBodyTimeout
-	}
-	if opt.MaxSessions == 0 {
-		opt.MaxSessions = config.DefaultMaxSessions
-	}
-	if opt.StreamHeartbeat == 0 {
-		opt.StreamHeartbeat = serve.DefaultStreamHeartbeat
-	}
-	h := &HTTP{g: g, access: serve.Access{Token: opt.AuthToken}, mux: http.NewServeMux(), headerTimeout: opt.ReadHeaderTimeout,
-		connTimeout: opt.IdleConnTimeout, bodyTimeout: opt.BodyTimeout, maxSessions: int64(opt.MaxSessions),
-		heartbeat: opt.StreamHeartbeat}
-	h.kept.idle = opt.IdleConnTimeout
-	h.versions = serve.SessionVersions()
-	h.ids = &serve.SessionIDs{}
-	h.events = serve.NewEventStore(256, 16<<20, 256<<20, 2*time.Minute)
-	h.streamable = server.NewStreamableHTTPServer(g.mcp,
-		server.WithSessionIdManager(h.ids), // not WithStateful: it keeps every ended id
-		server.WithStreamableHTTPProtocolVersions(h.versions...),
-		server.WithSessionIdleTTL(opt.IdleTTL),
-		server.WithEventStore(h.events),
-		server.WithStreamableHTTPLogger(g.log),
-		server.WithHTTPContextFunc(callbackBase),
-	)
-	h.clocks = serve.Clocks{Server: h.streamable, IdleTTL: opt.IdleTTL, ReapAfter: opt.ReapAfter, Log: g.log, Sessions: clockedSessions{g}}
-	h.mux.Handle("/mcp", h.access.Guard(h.fast(serve.Released(h.streamable))))
-	// The user's browser comes back here from a server's authorization
-	// page: no session, no token, only the flow's state.
-	h.mux.HandleFunc("GET "+attach.CallbackPath, h.oauthCallback)
-	// And to ardgate's page that asks for a package's keys: its token.
-	h.mux.HandleFunc(attach.KeysPath+"{token}", g.manager.ServeKeys)
-	h.mux.HandleFunc("GET /healthz", h.healthz)
-	h.mux.Handle("GET /metrics", h.access.Guard(g.metrics.handler()))
-	return h
+	return serve.NewHTTP[callFrame](httpTools{g}, serve.HTTPServer{MCP: g.mcp, Log: g.log, Version: g.opts.Version,
+		Started: g.started, NoFastPath: g.opts.NoFastPath, Context: callbackBase}, opt)
 }
 
-// clockedSessions are the gateway's sessions as the HTTP sessions' clocks
-// see them (serve.Sessions).
-type clockedSessions struct{ g *Gateway }
+// httpTools is the gateway as the HTTP handler's tool surface
+// (serve.HTTPSurface).
+type httpTools struct{ g *Gateway }
 
-// Live tells whether s is still the transport's part of session sid.
-func (c clockedSessions) Live(sid string, s *serve.Session) bool {
-	gs := c.g.lookup(sid)
+// sessionOf is the gateway's session the handler holds as s; nil for
+// none.
+func sessionOf(s serve.HTTPSession) *session {
+	gs, _ := s.(*session)
+	return gs
+}
+
+// Session returns the session of streamable HTTP with that id.
+func (t httpTools) Session(id string) serve.HTTPSession {
+	s := t.g.lookup(id)
+	if s == nil || !s.perSession {
+		return nil // no typed nil: the handler sees none
+	}
+	return s
+}
+
+// FastCall reads body as a call on the fast path (fastCall).
+func (t httpTools) FastCall(s serve.HTTPSession, body []byte, events bool) (c callFrame, progress, ok bool) {
+	c, ok = t.g.fastCall(sessionOf(s), body)
+	if !events {
+		c.Progress = nil
+	}
+	return c, c.Progress != nil, ok
+}
+
+// ServeFast runs c (serveFast).
+func (t httpTools) ServeFast(ctx context.Context, cancel context.CancelCauseFunc, s serve.HTTPSession, c callFrame, progress *serve.ProgressStream, header http.Header) serve.Frame {
+	return t.g.serveFast(ctx, cancel, sessionOf(s), c, progress, header)
+}
+
+// FastList answers a listing on the fast path (fastList).
+func (t httpTools) FastList(s serve.HTTPSession, body []byte) (serve.Frame, bool) {
+	return t.g.fastList(sessionOf(s), body)
+}
+
+// Answers takes m when it answers a request of the gateway's to s's
+// client (client_requests.go).
+func (t httpTools) Answers(s serve.HTTPSession, m serve.Message) bool {
+	return sessionOf(s).asked.answer(m, t.g.log.Debug)
+}
+
+// ParamsRefusal refuses a request's params (paramsRefusal).
+func (t httpTools) ParamsRefusal(s serve.HTTPSession, body []byte) []byte {
+	return t.g.paramsRefusal(sessionOf(s), body)
+}
+
+// ToServer readies s for body, on its way to the MCP server (toServer).
+func (t httpTools) ToServer(s serve.HTTPSession, body []byte) { t.g.toServer(sessionOf(s), body) }
+
+// Streamed records that s's client opened its first event stream.
+func (t httpTools) Streamed(s serve.HTTPSession) { sessionOf(s).streamed.fire() }
+
+// Load is how many sessions are open, and whether the gateway drains.
+func (t httpTools) Load() serve.Load {
+	return serve.Load{Draining: t.g.draining.Load(), Open: t.g.open.Load(), Attached: len(t.g.manager.Sessions())}
+}
+
+// Shutdown ends every session, and with it its attachments.
+func (t httpTools) Shutdown() { t.g.manager.Shutdown() }
+
+// Live tells whether s is still the transport's part of session sid
+// (serve.Sessions).
+func (t httpTools) Live(sid string, s *serve.Session) bool {
+	gs := t.g.lookup(sid)
 	return gs != nil && &gs.Session == s
 }
 
 // Reaping audits the end of session sid, quiet for quiet.
-func (c clockedSessions) Reaping(sid string, quiet time.Duration) {
+func (t httpTools) Reaping(sid string, quiet time.Duration) {
 	attachments := 0
-	if s := c.g.lookup(sid); s != nil {
+	if s := t.g.lookup(sid); s != nil {
 		attachments = len(s.att.Attachments())
 	}
-	c.g.audit("reap", sid, "session", nil, "quiet", quiet.Round(time.Second).String(), "attachments", attachments)
+	t.g.audit("reap", sid, "session", nil, "quiet", quiet.Round(time.Second).String(), "attachments", attachments)
 }
 
-func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+// Mount adds the OAuth callback, the keys page and /metrics.
+func (t httpTools) Mount(mux *http.ServeMux, guard func(http.Handler) http.Handler) {
+	// The user's browser comes back here from a server's authorization
+	// page: no session, no token, only the flow's state.
+	mux.HandleFunc("GET "+attach.CallbackPath, t.oauthCallback)
+	// And to ardgate's page that asks for a package's keys: its token.
+	mux.HandleFunc(attach.KeysPath+"{token}", t.g.manager.ServeKeys)
+	mux.Handle("GET /metrics", guard(t.g.metrics.handler()))
+}
 
 // callbackBase has an attach's OAuth flow come back to the gateway's own
 // listener, as the client reached it.
@@ -186,457 +137,7 @@ func callbackBase(ctx context.Context, r *http.Request) context.Context {
 
 // oauthCallback completes the flow the redirect back names, and tells
 // the user to return to their client.
-func (h *HTTP) oauthCallback(w http.ResponseWriter, r *http.Request) {
-	urn, err := h.g.manager.Callback(r.Context(), r.URL.Query())
+func (t httpTools) oauthCallback(w http.ResponseWriter, r *http.Request) {
+	urn, err := t.g.manager.Callback(r.Context(), r.URL.Query())
 	attach.WriteCallbackPage(w, urn, err)
-}
-
-// Shutdown ends every HTTP session (and so its attachments) and releases
-// open event streams, so that http.Server.Shutdown can finish. The
-// connections the gateway serves itself are closed once idle; Shutdown
-// waits for them until ctx ends.
-func (h *HTTP) Shutdown(ctx context.Context) error {
-	// The calls still running (those the drain cut) end first, each
-	// answered with a sentence that says so; a request the server answers
-	// has its answer written on its own stream, which the server's
-	// shutdown closes: it ended with no answer at all. Answers on the
-	// connections the gateway serves itself close them from now on.
-	// The sessions' ends may take a while more for their agents' tasks,
-	// which are cancelled at the agents meanwhile (within ctx, too).
-	h.kept.closing.Store(true)
-	ended := make(chan struct{})
-	go func() {
-		h.g.manager.Shutdown()
-		close(ended)
-	}()
-	wait, cancel := context.WithTimeout(ctx, answersGrace)
-	tick := time.NewTicker(10 * time.Millisecond)
-	for h.answering.Load() > 0 && wait.Err() == nil {
-		select {
-		case <-tick.C:
-		case <-wait.Done():
-		}
-	}
-	tick.Stop()
-	cancel()
-	h.kept.shutdown(ctx)
-	err := h.streamable.Shutdown(ctx)
-	h.kept.back.shutdown(ctx)
-	select {
-	case <-ended:
-	case <-ctx.Done():
-	}
-	return err
-}
-
-// answersGrace bounds how long Shutdown waits for the server's answers to
-// calls it ended.
-const answersGrace = 2 * time.Second
-
-// fast answers a plain call of a proxied tool of a known session on the
-// fast path (fastpath.go), then serves the calls that follow on its
-// connection itself (keepalive.go), and passes every other request to
-// next, the MCP server, with its body as it came. A notifications/cancelled
-// among them stops the fast call it names on its way, or cancels the
-// answer of a request the server runs (serve.ServerCall).
-// A batch or a frame whose members could be read two ways
-// (serve.FrameRefusal), a body over the cap, or a request whose id is refused
-// (idRefusal) is answered with an error (serve/door.go).
-//
-// The server keeps each session's idle clock, and only it can: a session
-// that the server has not seen for a quarter of the idle TTL takes the
-// server's path once, which winds that clock.
-func (h *HTTP) fast(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if serve.RefuseVersion(w, r, h.versions) {
-			return
-		}
-		s, ok := h.fastSession(r)
-		if s != nil {
-			defer h.clocks.Serving(r, &s.Session)()
-		}
-		switch r.Method {
-		case http.MethodPost:
-			h.post(next, w, r, s, ok)
-		case http.MethodGet, http.MethodDelete:
-			h.stream(next, w, r, s)
-		default: // mcp-go's server answered 404 "page not found"
-			w.Header().Set("Allow", "GET, POST, DELETE")
-			http.Error(w, "Method Not Allowed: /mcp takes POST (messages), GET (a session's event stream) and DELETE (the end of a session)", http.StatusMethodNotAllowed)
-		}
-	})
-}
-
-// stream serves a GET, which opens a session's event stream, or a DELETE,
-// which ends a session, once it names a live one.
-func (h *HTTP) stream(next http.Handler, w http.ResponseWriter, r *http.Request, s *session) {
-	get := r.Method == http.MethodGet
-	if get && r.Header.Get(server.HeaderKeySessionID) == "" {
-		// The spec's answer to a GET the server opens no stream for:
-		// clients that open one before initialize (the AI SDK) take 405
-		// as "no stream here" and go on, but fail on a 400.
-		w.Header().Set("Allow", "POST")
-		http.Error(w, noStreamWithoutSession, http.StatusMethodNotAllowed)
-		return
-	}
-	if h.refuseUnknownSession(w, r) {
-		return
-	}
-	if get && !serve.AcceptsEventStream(serve.AcceptOf(r.Header)) {
-		// Held open, the stream would hang a client that asked for JSON
-		// and waits for a body that never ends.
-		http.Error(w, "Not Acceptable: a GET opens the session's event stream (text/event-stream); send it in Accept, or POST a message", http.StatusNotAcceptable)
-		return
-	}
-	if get {
-		if s != nil {
-			s.Streams.Add(1) // a session listening is not idle
-			defer s.Streams.Add(-1)
-			s.streamed.fire()
-			w = h.resumeAnew(w, r, s)
-		}
-		hw, stop := h.beating(w)
-		defer stop()
-		w = hw
-	}
-	next.ServeHTTP(requestWriter{w}, r)
-}
-
-// post serves a message posted: the gateway answers it at the door when it
-// can (door), refuses it when it must (refuseMessage), and else passes it
-// on to the server with its body as it came.
-func (h *HTTP) post(next http.Handler, w http.ResponseWriter, r *http.Request, s *session, fast bool) {
-	if !serve.Answerable(serve.AcceptOf(r.Header)) {
-		// Answered as an event stream all the same, which a client that
-		// asked for neither cannot read.
-		http.Error(w, "Not Acceptable: a POST is answered in JSON (application/json) or as an event stream (text/event-stream); send both in Accept", http.StatusNotAcceptable)
-		return
-	}
-	body, err := h.body(w, r)
-	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
-		serve.Refuse(w, http.StatusRequestEntityTooLarge, serve.TooLargeRefusal)
-		return
-	}
-	var m serve.Message
-	if err == nil {
-		if h.door(w, r, s, fast, body) {
-			return
-		}
-		m = serve.ReadMessage(body)
-	}
-	if h.refuseMessage(w, r, s, m, body) {
-		return
-	}
-	if s != nil {
-		if err == nil {
-			var done func()
-			w, r, done = h.track(w, r, s, m, body)
-			defer done()
-		}
-		h.g.toServer(s, body)
-		s.Seen.Store(time.Now().UnixNano())
-	}
-	// The server reads the body again, and meets the same error.
-	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), serve.ErrReader{Err: err}))
-	next.ServeHTTP(requestWriter{w}, r)
-}
-
-// body reads a request's body within bodyTimeout. The deadline is lifted
-// once it is in, so that what follows (an answer streamed for minutes, the
-// server's watch for the client leaving) is not cut by it.
-func (h *HTTP) body(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(h.bodyTimeout))
-	body, err := serve.ReadBody(r)
-	if err == nil { // else the connection is done for: net/http would read out the rest
-		_ = rc.SetReadDeadline(time.Time{})
-	}
-	return body, err
-}
-
-// door answers body, read whole, when the gateway answers it itself: a
-// frame refused before either path sees it, a call that waited for its
-// pinned server and was cancelled, a call or listing on the fast path, or
-// a session's prompts and resources. It reports whether it answered.
-func (h *HTTP) door(w http.ResponseWriter, r *http.Request, s *session, fast bool, body []byte) bool {
-	switch {
-	case h.refuseFrame(w, body):
-	case s == nil:
-		return false
-	case h.waitStarting(w, r, s, body):
-		// cancelled while it waited
-	case fast && h.fastAnswer(w, r, s, body):
-	case h.offers(w, r, s, body):
-		// Answered even while the server holds notifications for the
-		// session: it has no prompts or resources to answer with.
-	default:
-		return false
-	}
-	return true
-}
-
-// refuseMessage answers m, on its way to the server, when the server must
-// not see it, and reports whether it did: an answer to a request of the
-// gateway's, a message refused or dropped, a session the gateway cannot
-// open, a message that needs a session and has none, and a call of what
-// the session does not have.
-func (h *HTTP) refuseMessage(w http.ResponseWriter, r *http.Request, s *session, m serve.Message, body []byte) bool {
-	if s != nil && s.asked.answer(m, h.g.log.Debug) {
-		w.WriteHeader(http.StatusAccepted) // an answer to a request of the gateway's
-		return true
-	}
-	switch msg, drop := m.Refusal(); {
-	case msg != nil:
-		serve.Refuse(w, http.StatusBadRequest, msg)
-		return true
-	case drop:
-		w.WriteHeader(http.StatusAccepted) // as for any response posted
-		return true
-	}
-	return h.refuseForSession(w, r, s, m, body)
-}
-
-// refuseForSession answers m when the session it opens, names or lacks
-// rules it out, or its call names what the session does not have, and
-// reports whether it did.
-func (h *HTTP) refuseForSession(w http.ResponseWriter, r *http.Request, s *session, m serve.Message, body []byte) bool {
-	named := r.Header.Get(server.HeaderKeySessionID) != ""
-	initialize := string(m.Method) == `"initialize"`
-	switch {
-	case initialize && h.refuseNewSession(w):
-		// Whatever else it carries: mcp-go's server opens a session for
-		// any initialize, one naming a session id or holding the
-		// stateless protocol's _meta key too, and those went past
-		// max_sessions and the drain.
-	case !named && h.refuseSessionless(w, r, m, body):
-	case s == nil && m.Object && named && !initialize && h.refuseUnknownSession(w, r):
-		// an initialize opens a session whatever id it names, as before
-	default:
-		msg := h.g.paramsRefusal(s, body)
-		if msg == nil {
-			return false
-		}
-		serve.Refuse(w, http.StatusOK, msg) // an answer, as the server's would be
-	}
-	return true
-}
-
-// track readies a message of session s for the server: a
-// notifications/cancelled stops the fast call it names on its way (the
-// server hears it too, and answers it), and a request is tracked so that
-// the client may cancel it and a shutdown waits for its answer. done ends
-// the tracking.
-func (h *HTTP) track(w http.ResponseWriter, r *http.Request, s *session, m serve.Message, body []byte) (http.ResponseWriter, *http.Request, func()) {
-	s.Fast.Cancel(body)
-	w, r, untrack := serve.TrackServerCall(&s.Fast, w, r, m, h.heartbeat)
-	if !m.Request() {
-		return w, r, untrack
-	}
-	h.answering.Add(1)
-	return w, r, func() {
-		h.answering.Add(-1)
-		untrack()
-	}
-}
-
-// noSessionID answers a request that needs a session and names none.
-const noSessionID = "Bad Request: Mcp-Session-Id header required: open a session with an initialize request (POST) first"
-
-// noStreamWithoutSession answers a GET that names no session: the event
-// stream a GET opens is a session's.
-const noStreamWithoutSession = "Method Not Allowed: a GET opens a session's event stream, named in Mcp-Session-Id: open a session with an initialize request (POST) first"
-
-// refuseFrame answers body, a message posted, with the error that
-// refuses it before either path sees it (serve.FrameRefusal), if one does, and
-// reports whether it did.
-func (h *HTTP) refuseFrame(w http.ResponseWriter, body []byte) bool {
-	msg := serve.FrameRefusal(body)
-	if msg != nil {
-		serve.Refuse(w, http.StatusBadRequest, msg)
-	}
-	return msg != nil
-}
-
-// refuseSessionless answers m, posted with no session id, unless it opens
-// a session the gateway can take, and reports whether it did: a body that
-// is no JSON object gets a parse error, a new
-// session while the gateway drains or is at max_sessions gets 503, and a
-// message other than initialize gets 400, as the spec asks (mcp-go's
-// server answered 404 "Invalid session ID", which a client takes for a
-// session that has ended). A message of the stateless protocol
-// (2026-07-28), which the gateway does not offer, goes on to the server,
-// which tells its client so.
-func (h *HTTP) refuseSessionless(w http.ResponseWriter, r *http.Request, m serve.Message, body []byte) bool {
-	switch {
-	case mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) || bytes.Contains(body, []byte(mcp.MetaKeyProtocolVersion)):
-		return false
-	case !m.Object:
-		// Said first: no session would make it a message.
-		serve.Refuse(w, http.StatusBadRequest, serve.NotJSONRefusal)
-	case string(m.Method) != `"initialize"`:
-		http.Error(w, noSessionID, http.StatusBadRequest)
-	default:
-		return false
-	}
-	return true
-}
-
-// refuseNewSession answers an initialize with 503 while the gateway
-// drains or is at max_sessions, and reports whether it did.
-func (h *HTTP) refuseNewSession(w http.ResponseWriter) bool {
-	switch {
-	case h.g.draining.Load():
-		http.Error(w, "Service Unavailable: the gateway is shutting down; connect to another or try again later", http.StatusServiceUnavailable)
-	case h.g.open.Load() >= h.maxSessions:
-		w.Header().Set("Retry-After", "30")
-		http.Error(w, fmt.Sprintf("Service Unavailable: the gateway is at its max_sessions (%d open); try again once one has ended", h.maxSessions), http.StatusServiceUnavailable)
-	default:
-		return false
-	}
-	return true
-}
-
-// refuseUnknownSession answers a request that names no live session, and
-// reports whether it did. mcp-go's server would open a session for a GET
-// with no id or an id it never issued, a session that counts against
-// max_sessions and stays until swept, and answers a DELETE of any id with
-// 200.
-func (h *HTTP) refuseUnknownSession(w http.ResponseWriter, r *http.Request) bool {
-	id := r.Header.Get(server.HeaderKeySessionID)
-	if id == "" {
-		http.Error(w, noSessionID, http.StatusBadRequest)
-		return true
-	}
-	switch terminated, err := h.ids.Validate(id); {
-	case err != nil:
-		http.Error(w, unknownSession, http.StatusNotFound)
-	case terminated:
-		http.Error(w, endedSession, http.StatusNotFound)
-	default:
-		return false
-	}
-	return true
-}
-
-// unknownSession and endedSession answer a request naming a session the
-// gateway does not have open: a client that opens another knows it must,
-// but not that what its session had attached is gone too (mcp-go said
-// "Invalid session ID").
-const (
-	unknownSession = "Not Found: Invalid session ID: no session of this gateway has it (the gateway restarted, or the session ended long ago); initialize a new session, and attach again what this one had: attachments end with their session"
-	endedSession   = "Not Found: Session terminated: its client ended it, it was idle past session_idle_timeout, or the gateway shut it down; initialize a new session, and attach again what this one had: attachments end with their session"
-)
-
-// fastAnswer answers body, a request of session s, on the fast path, and
-// reports whether it did.
-func (h *HTTP) fastAnswer(w http.ResponseWriter, r *http.Request, s *session, body []byte) bool {
-	if c, ok := h.g.fastCall(s, body); ok {
-		out := &serve.ResponseEvents{W: w}
-		accept := serve.AcceptOf(r.Header)
-		stream := serve.NewProgressStream(&c.Progress, accept, out, h.g.log, h.heartbeat)
-		if stream == nil && serve.MayGoQuiet(accept, h.heartbeat) {
-			stream = serve.QuietStream(out, h.g.log, h.heartbeat)
-		}
-		ctx, cancel := context.WithCancelCause(r.Context())
-		quiet := stream.AfterQuiet()
-		f := h.g.serveFast(ctx, cancel, s, c, stream, r.Header)
-		if quiet != nil {
-			quiet.Stop()
-		}
-		cancelled := serve.CancelledByClient(ctx)
-		cancel(nil)
-		if cancelled {
-			_ = serve.EndUnanswered(stream, out)
-			return true
-		}
-		if streamed, _ := stream.Finish(f); streamed {
-			return true // answered as an event stream
-		}
-		h.answer(w, r, f)
-		return true
-	}
-	if f, ok := h.g.fastList(s, body); ok {
-		h.answer(w, r, f)
-		return true
-	}
-	return false
-}
-
-// answer writes f as the JSON answer to r, and keeps serving the
-// connection in place when it may (keepalive.go).
-func (h *HTTP) answer(w http.ResponseWriter, r *http.Request, f serve.Frame) {
-	if h.keep(w, r, f) {
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(f.Size()))
-	_ = f.WriteBody(w)
-}
-
-// fastSession returns the session of a request the fast path may answer
-// (fastTarget). For any other request of a session it winds the session's
-// idle clock, as the server, which the request goes to, will.
-func (h *HTTP) fastSession(r *http.Request) (*session, bool) {
-	s, ok := h.fastTarget(r)
-	if s != nil {
-		h.clocks.Busy(r, &s.Session)
-		if !ok {
-			s.Seen.Store(time.Now().UnixNano())
-		}
-	}
-	return s, ok
-}
-
-// fastTarget returns r's session, and whether the fast path may answer r:
-// a POST of JSON, in a protocol version the server offers, for a known
-// session for which the server holds no notification to send with its
-// next answer. The server's idle clock of the session is wound first, if
-// due (serve/idleclock.go).
-func (h *HTTP) fastTarget(r *http.Request) (*session, bool) {
-	id := r.Header.Get(server.HeaderKeySessionID)
-	if id == "" {
-		return nil, false
-	}
-	s := h.g.lookup(id)
-	if s == nil || !s.perSession {
-		return nil, false
-	}
-	s.Heard.Store(time.Now().UnixNano())
-	if h.g.opts.NoFastPath || r.Method != http.MethodPost || !serve.FastEligible(r, h.versions) || s.NoticesQueued() {
-		return s, false
-	}
-	h.clocks.Wind(r, &s.Session)
-	return s, true
-}
-
-// beating returns w, a GET's, with heartbeats on its event stream, and
-// the func that ends them, to be called before the request's handler
-// returns.
-func (h *HTTP) beating(w http.ResponseWriter) (http.ResponseWriter, func()) {
-	if h.heartbeat < 0 {
-		return w, func() {}
-	}
-	hb := serve.NewHeartbeatWriter(w, h.heartbeat)
-	return hb, hb.Stop
-}
-
-// healthz says the gateway is up, or draining (503): a load balancer's
-// readiness probe then sends no new clients to a gateway shutting down.
-func (h *HTTP) healthz(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	status := "ok"
-	if h.g.draining.Load() {
-		status = "draining"
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"status":   status,
-		"version":  h.g.opts.Version,
-		"sessions": len(h.g.manager.Sessions()),
-		// Still ok at max_sessions, for the sessions open go on: a
-		// balancer that places new sessions can read this.
-		"accepting_sessions": !h.g.draining.Load() && h.g.open.Load() < h.maxSessions,
-		"goroutines":         runtime.NumGoroutine(),
-		"uptime_s":           int64(time.Since(h.g.started).Seconds()),
-	})
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/ardgate/ardgate/tools/serve"
 )
 
 // rawConn is one client connection to the gateway, written and read by
@@ -134,7 +136,7 @@ func TestKeptConnection(t *testing.T) {
 	c := dialRaw(t, tg, sid)
 
 	c.echo(1, "first") // net/http's, then the connection is kept
-	if n := tg.h.kept.served.Load(); n != 0 {
+	if n := tg.h.KeptServed(); n != 0 {
 		t.Fatalf("%d calls answered in place before any could be", n)
 	}
 	for i := 2; i <= 6; i++ {
@@ -143,7 +145,7 @@ func TestKeptConnection(t *testing.T) {
 			t.Fatalf("call %d did not reach the upstream on the fast path", i)
 		}
 	}
-	if n := tg.h.kept.served.Load(); n != 5 {
+	if n := tg.h.KeptServed(); n != 5 {
 		t.Fatalf("%d calls answered in place, want 5", n)
 	}
 
@@ -171,16 +173,14 @@ func TestKeptConnection(t *testing.T) {
 	c.echo(12, "still kept")
 	// Handed back and kept again three times, the connection is read
 	// directly, not through a layer for each hand-back.
-	tg.h.kept.mu.Lock()
-	for kc := range tg.h.kept.conns {
-		if _, ok := kc.conn.(*net.TCPConn); !ok {
-			t.Errorf("a kept connection is read through a %T", kc.conn)
+	for _, conn := range tg.h.KeptConns() {
+		if _, ok := conn.(*net.TCPConn); !ok {
+			t.Errorf("a kept connection is read through a %T", conn)
 		}
 	}
-	tg.h.kept.mu.Unlock()
-	served := tg.h.kept.served.Load()
+	served := tg.h.KeptServed()
 	c.echo(13, "once more")
-	if tg.h.kept.served.Load() != served+1 {
+	if tg.h.KeptServed() != served+1 {
 		t.Fatal("the connection was not kept after pipelined requests")
 	}
 }
@@ -248,7 +248,7 @@ func TestKeptConnectionHandsBack(t *testing.T) {
 				t.Fatalf("the first call: %d", code)
 			}
 			kept.echo(101, "kept", auth)
-			served := tg.h.kept.served.Load()
+			served := tg.h.KeptServed()
 			kept.send(tc.raw(kept))
 			code, body := kept.answer()
 			// Event ids count the session's events.
@@ -256,7 +256,7 @@ func TestKeptConnectionHandsBack(t *testing.T) {
 			if code != wantCode || body != wantBody {
 				t.Fatalf("kept connection: %d %q\nnet/http's own: %d %q", code, trim(body), wantCode, trim(wantBody))
 			}
-			if got := tg.h.kept.served.Load(); got != served {
+			if got := tg.h.KeptServed(); got != served {
 				t.Fatalf("answered in place: %d calls", got-served)
 			}
 		})
@@ -281,10 +281,10 @@ func slowBody(id, ms int) string {
 func keptRaw(t *testing.T, tg *testGateway, sid string) *rawConn {
 	t.Helper()
 	c := dialRaw(t, tg, sid)
-	served := tg.h.kept.served.Load()
+	served := tg.h.KeptServed()
 	c.echo(1, "through net/http")
 	c.echo(2, "in place")
-	if tg.h.kept.served.Load() != served+1 {
+	if tg.h.KeptServed() != served+1 {
 		t.Fatal("the connection was not kept")
 	}
 	return c
@@ -314,7 +314,7 @@ func TestKeptConnectionLongCalls(t *testing.T) {
 	c = keptRaw(t, tg, sid)
 	c.send(c.request(slowBody(3, 300)))
 	waitInflight(t, up, 1, 5*time.Second, "the slow call never reached the upstream")
-	time.Sleep(2 * watchAfter) // the connection is watched by now
+	time.Sleep(2 * serve.WatchAfter) // the connection is watched by now
 	c.send(c.request(callBody(4, "mcp_remote__echo", "next")))
 	if code, body := c.answer(); code != http.StatusOK || !strings.Contains(body, `"id":3`) || strings.Contains(body, "isError") {
 		t.Fatalf("the slow call: %d %s", code, body)
@@ -588,11 +588,7 @@ func TestKeptConnectionWriteStalled(t *testing.T) {
 	for id := 10; id < 40; id++ {
 		stalled.send(stalled.request(big(id)))
 	}
-	kept := func() int {
-		tg.h.kept.mu.Lock()
-		defer tg.h.kept.mu.Unlock()
-		return len(tg.h.kept.conns)
-	}
+	kept := func() int { return len(tg.h.KeptConns()) }
 	for deadline := time.Now().Add(5 * time.Second); kept() != 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d kept connections 5 s after their client stopped reading", kept())
@@ -629,13 +625,13 @@ func TestStalledBody(t *testing.T) {
 	}
 	// On a connection the gateway serves itself, alike.
 	kept := keptRaw(t, tg, sid)
-	served := tg.h.kept.served.Load()
+	served := tg.h.KeptServed()
 	full = kept.request(callBody(3, "mcp_remote__echo", "x"))
 	kept.send(full[:len(full)-10])
 	if !kept.closed(3 * time.Second) {
 		t.Fatal("a stalled body's kept connection is still open")
 	}
-	if got := tg.h.kept.served.Load(); got != served {
+	if got := tg.h.KeptServed(); got != served {
 		t.Fatalf("the stalled request was answered in place: %d", got-served)
 	}
 	slow := dialRaw(t, tg, sid)

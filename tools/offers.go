@@ -211,13 +211,14 @@ func offerError(err error, method string) (code int, why string) {
 	return mcp.INTERNAL_ERROR, fmt.Sprintf("%s failed: %v", method, err)
 }
 
-// offers answers body, a request of session s for its prompts or
-// resources, over HTTP, and reports whether it did. A request the client
-// cancels ends at once, as an event stream with no message, as a fast
-// call's does.
-func (h *HTTP) offers(w http.ResponseWriter, r *http.Request, s *session, body []byte) bool {
-	call, ok := h.g.offerRequest(s, body)
-	if !ok || !serve.FastEligible(r, h.versions) {
+// Offers answers body, a request of session s for its prompts or
+// resources, over HTTP, and reports whether it did (serve.HTTPSurface). A
+// request the client cancels ends at once, as an event stream with no
+// message, as a fast call's does.
+func (t httpTools) Offers(w http.ResponseWriter, r *http.Request, hs serve.HTTPSession, body []byte) bool {
+	s := sessionOf(hs)
+	call, ok := t.g.offerRequest(s, body)
+	if !ok {
 		return false
 	}
 	ctx, cancel := context.WithCancelCause(r.Context())

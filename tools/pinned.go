@@ -98,19 +98,21 @@ func (r *stdioReader) startingCall(ctx context.Context, s *session, line []byte)
 	return true
 }
 
-// waitStarting holds body, a request posted over HTTP, while it is a
+// AwaitStart holds body, a request posted over HTTP, while it is a
 // tools/call of a tool of a pinned server still starting, and reports
 // whether the client cancelled it meanwhile; the request is then answered
-// with an event stream with no message, as a fast call cancelled is.
-func (h *HTTP) waitStarting(w http.ResponseWriter, r *http.Request, s *session, body []byte) (cancelled bool) {
-	id, att := h.g.startingFor(s, body)
+// with an event stream with no message, as a fast call cancelled is
+// (serve.HTTPSurface).
+func (t httpTools) AwaitStart(w http.ResponseWriter, r *http.Request, hs serve.HTTPSession, body []byte) (cancelled bool) {
+	s := sessionOf(hs)
+	id, att := t.g.startingFor(s, body)
 	if att == nil {
 		return false
 	}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	s.Fast.Add(string(id), serve.StopCause(cancel))
-	s.att.WaitStarted(ctx, att, h.g.opts.PinnedListWait)
+	s.att.WaitStarted(ctx, att, t.g.opts.PinnedListWait)
 	s.Fast.Remove(string(id))
 	if !serve.CancelledByClient(ctx) {
 		return false

@@ -81,7 +81,7 @@ func TestFastPathProgressHTTP(t *testing.T) {
 		}
 	}
 	slow(1, `"tok-1"`)
-	if n := tg.h.kept.served.Load(); n != 0 {
+	if n := tg.h.KeptServed(); n != 0 {
 		t.Fatalf("%d calls answered in place; the first is net/http's", n)
 	}
 	// net/http's server answers the next call too, then the gateway
@@ -95,7 +95,7 @@ func TestFastPathProgressHTTP(t *testing.T) {
 		t.Fatalf("a call that reports no progress: %q %s; want JSON", ct, body)
 	}
 	c.echo(5, "after the streams")
-	if n := tg.h.kept.served.Load(); n != 3 {
+	if n := tg.h.KeptServed(); n != 3 {
 		t.Fatalf("%d calls answered in place, want 3", n)
 	}
 

@@ -116,7 +116,7 @@ func TestResumeAfterEventsGone(t *testing.T) {
 			note(n)
 		}
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			if _, err := tg.h.events.ReplayEventsAfter(context.Background(), sid, first.id, func(string, json.RawMessage) error { return nil }); err != nil {
+			if _, err := tg.h.Events().ReplayEventsAfter(context.Background(), sid, first.id, func(string, json.RawMessage) error { return nil }); err != nil {
 				break
 			}
 			if time.Now().After(deadline) {

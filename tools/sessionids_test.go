@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ardgate/ardgate/tools/serve"
 )
 
 // Over HTTP: a session ended with DELETE answers 404, its end said, and
@@ -16,7 +18,7 @@ func TestSessionEndedHTTP(t *testing.T) {
 	s := tg.connect(t)
 	id := s.c.GetSessionId()
 	live := func(id string) bool {
-		ended, err := tg.h.ids.Validate(id)
+		ended, err := tg.h.SessionIDs().Validate(id)
 		return err == nil && !ended
 	}
 	if !live(id) {
@@ -31,14 +33,14 @@ func TestSessionEndedHTTP(t *testing.T) {
 	resp.Body.Close()
 	defer http.DefaultClient.CloseIdleConnections()
 	post := func() (int, string) { return postMCP(t, tg.url, id, `{"jsonrpc":"2.0","id":1,"method":"ping"}`) }
-	if code, body := post(); code != http.StatusNotFound || body != endedSession {
+	if code, body := post(); code != http.StatusNotFound || body != serve.EndedSession {
 		t.Fatalf("after DELETE: %d %q", code, body)
 	}
 	if live(id) {
 		t.Fatal("the ended session's id is still live")
 	}
 	id = "mcp-session-00000000-0000-4000-8000-000000000000"
-	if code, body := post(); code != http.StatusNotFound || body != unknownSession {
+	if code, body := post(); code != http.StatusNotFound || body != serve.UnknownSession {
 		t.Fatalf("an id never issued: %d %q", code, body)
 	}
 }
@@ -170,7 +172,7 @@ func TestUnknownSessionRefusedHTTP(t *testing.T) {
 		t.Fatalf("DELETE of the live session: %d", code)
 	}
 	for _, method := range []string{http.MethodGet, http.MethodDelete} {
-		if code, body := send(method, live); code != http.StatusNotFound || body != endedSession {
+		if code, body := send(method, live); code != http.StatusNotFound || body != serve.EndedSession {
 			t.Errorf("%s of the ended session: %d %q", method, code, body)
 		}
 	}

@@ -13,6 +13,10 @@ import (
 	"github.com/ardgate/ardgate/tools/serve"
 )
 
+// stdioSessionID is the id of the stdio transport's one session, as
+// mcp-go's stdio server gives it.
+const stdioSessionID = "stdio"
+
 // ServeStdio serves one client over in and out until in ends or ctx is
 // done. stdout carries only MCP frames; the session's attachments end with
 // it.

@@ -41,15 +41,13 @@ type EventOut interface {
 }
 
 // NewProgressStream returns the stream for a call's answer when the
-// client asked for progress (*token, the JSON of its progress token, is
-// not nil), or nil. A client whose Accept takes no event stream (accept,
-// the header) is answered in JSON: the call's progress token is dropped, and the upstream not asked for progress no answer could carry.
-// Once begun, the stream carries a comment whenever quiet for every.
-func NewProgressStream(token *json.RawMessage, accept string, out EventOut, log *slog.Logger, every time.Duration) *ProgressStream {
-	if *token != nil && !AcceptsEventStream(accept) {
-		*token = nil
-	}
-	if *token == nil {
+// client asked for progress (progress), or nil. A client whose Accept
+// takes no event stream is answered in JSON: the surface drops the call's
+// progress token (HTTPSurface.FastCall), and the upstream is not asked
+// for progress no answer could carry. Once begun, the stream carries a
+// comment whenever quiet for every.
+func NewProgressStream(progress bool, out EventOut, log *slog.Logger, every time.Duration) *ProgressStream {
+	if !progress {
 		return nil
 	}
 	return &ProgressStream{out: out, log: log, every: max(every, 0)}

@@ -1,4 +1,4 @@
-package tools
+package serve
 
 import (
 	"bufio"
@@ -17,7 +17,6 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/ardgate/ardgate/guard/jsonrpc"
-	"github.com/ardgate/ardgate/tools/serve"
 )
 
 // Kept-alive HTTP/1.1 connections served in place.
@@ -38,22 +37,22 @@ import (
 // (DefaultMaxHeaderBytes and its 4 KiB of slack).
 const maxHead = http.DefaultMaxHeaderBytes + 4096
 
-// watchAfter is how long a call runs before its connection is watched for
+// WatchAfter is how long a call runs before its connection is watched for
 // the client going away, which cancels the call. Watching costs about what
 // net/http's server spends on each request; most calls end sooner.
-const watchAfter = 20 * time.Millisecond
+const WatchAfter = 20 * time.Millisecond
 
 // errHeadTooLarge ends the reading of a head over maxHead; net/http's
 // server, handed the connection, answers it.
 var errHeadTooLarge = errors.New("request head too large")
 
 // keptConns are the connections the gateway serves itself.
-type keptConns struct {
+type keptConns[C any] struct {
 	mu      sync.Mutex
-	conns   map[*keptConn]struct{}
+	conns   map[*keptConn[C]]struct{}
 	closing atomic.Bool
 	wg      sync.WaitGroup
-	back    backServer
+	back    backServer[C]
 	served  atomic.Int64 // calls and listings answered in place, for the tests
 	// idle closes a connection idle that long; a sweep, a timer only
 	// while connections are kept, looks every idle/2. Zero keeps them.
@@ -72,13 +71,13 @@ const (
 // keep takes over r's connection after the fast call that answered r, and
 // serves it until it ends. false: w was left alone, for the caller to
 // write f.
-func (h *HTTP) keep(w http.ResponseWriter, r *http.Request, f serve.Frame) bool {
+func (h *HTTP[C]) keep(w http.ResponseWriter, r *http.Request, f Frame) bool {
 	// A browser's connection stays net/http's: the gateway's own answers
-	// carry no CORS headers (serve.Access.Guard).
+	// carry no CORS headers (Access.Guard).
 	if r.ProtoMajor != 1 || r.ProtoMinor != 1 || r.Close || r.TLS != nil || r.Header.Get("Origin") != "" {
 		return false
 	}
-	c := &keptConn{h: h}
+	c := &keptConn[C]{h: h}
 	c.state.Store(connActive)
 	if !h.kept.add(c) {
 		return false
@@ -108,7 +107,7 @@ func (h *HTTP) keep(w http.ResponseWriter, r *http.Request, f serve.Frame) bool 
 }
 
 // run answers with f, then serves the connection until it ends.
-func (c *keptConn) run(br *bufio.Reader, pending []byte, f serve.Frame) {
+func (c *keptConn[C]) run(br *bufio.Reader, pending []byte, f Frame) {
 	c.start(br, pending)
 	defer c.end()
 	if !c.write(f) {
@@ -118,14 +117,14 @@ func (c *keptConn) run(br *bufio.Reader, pending []byte, f serve.Frame) {
 	}
 }
 
-func (k *keptConns) add(c *keptConn) bool {
+func (k *keptConns[C]) add(c *keptConn[C]) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.closing.Load() {
 		return false
 	}
 	if k.conns == nil {
-		k.conns = map[*keptConn]struct{}{}
+		k.conns = map[*keptConn[C]]struct{}{}
 	}
 	k.conns[c] = struct{}{}
 	k.wg.Add(1)
@@ -134,7 +133,7 @@ func (k *keptConns) add(c *keptConn) bool {
 }
 
 // armSweep makes a sweep of the idle connections due, if none is.
-func (k *keptConns) armSweep() {
+func (k *keptConns[C]) armSweep() {
 	if k.idle > 0 && k.sweeping.CompareAndSwap(false, true) {
 		time.AfterFunc(k.idle/2, k.sweep)
 	}
@@ -142,7 +141,7 @@ func (k *keptConns) armSweep() {
 
 // sweep closes the connections idle longer than k.idle, and makes
 // another sweep due while any are kept.
-func (k *keptConns) sweep() {
+func (k *keptConns[C]) sweep() {
 	k.sweeping.Store(false) // first: a connection kept meanwhile arms the next
 	cutoff := time.Now().Add(-k.idle).UnixNano()
 	k.mu.Lock()
@@ -160,7 +159,7 @@ func (k *keptConns) sweep() {
 	}
 }
 
-func (k *keptConns) remove(c *keptConn) {
+func (k *keptConns[C]) remove(c *keptConn[C]) {
 	k.mu.Lock()
 	delete(k.conns, c)
 	k.mu.Unlock()
@@ -171,7 +170,7 @@ func (k *keptConns) remove(c *keptConn) {
 // others; it waits for them until ctx ends, then closes those left. The
 // server of the connections handed back is shut down on its own, once
 // the sessions have ended and with them their event streams.
-func (k *keptConns) shutdown(ctx context.Context) {
+func (k *keptConns[C]) shutdown(ctx context.Context) {
 	k.mu.Lock()
 	k.closing.Store(true)
 	for c := range k.conns {
@@ -197,8 +196,8 @@ func (k *keptConns) shutdown(ctx context.Context) {
 }
 
 // keptConn is one connection the gateway serves itself.
-type keptConn struct {
-	h         *HTTP
+type keptConn[C any] struct {
+	h         *HTTP[C]
 	conn      net.Conn
 	in        keptReader
 	br        *bufio.Reader
@@ -206,9 +205,9 @@ type keptConn struct {
 	idleSince atomic.Int64    // unix nanoseconds; set before state goes idle
 	ctx       context.Context // ended when the client goes away, or cancels the call (then made anew)
 	cancel    context.CancelCauseFunc
-	watch     watch
+	watch     watch[C]
 	handed    bool // the connection went back to net/http
-	events    keptEvents
+	events    keptEvents[C]
 	writeBy   atomic.Int64 // the write deadline, unix nanoseconds (writing)
 }
 
@@ -218,7 +217,7 @@ type keptConn struct {
 // loses the connection instead of holding the goroutine that writes to it
 // for good. The deadline moves at most once per half of that, not at
 // every write.
-func (c *keptConn) writing() {
+func (c *keptConn[C]) writing() {
 	idle := int64(c.h.kept.idle)
 	if idle <= 0 {
 		return
@@ -234,7 +233,7 @@ func (c *keptConn) writing() {
 // start reads the connection through br, net/http's reader of it, which
 // the connection keeps, reset on the gateway's own reader; pending is what
 // was read of the connection and not yet parsed.
-func (c *keptConn) start(br *bufio.Reader, pending []byte) {
+func (c *keptConn[C]) start(br *bufio.Reader, pending []byte) {
 	c.in = keptReader{conn: c.conn, pending: pending, left: -1}
 	br.Reset(&c.in)
 	c.br = br
@@ -246,7 +245,7 @@ func (c *keptConn) start(br *bufio.Reader, pending []byte) {
 	c.watch.timer.Stop()
 }
 
-func (c *keptConn) end() {
+func (c *keptConn[C]) end() {
 	c.watch.timer.Stop()
 	c.cancel(nil)
 	if !c.handed {
@@ -261,7 +260,7 @@ func (c *keptConn) end() {
 
 // next waits for the next request and serves it: false once the
 // connection is done with, closed or handed back.
-func (c *keptConn) next() bool {
+func (c *keptConn[C]) next() bool {
 	if c.h.kept.closing.Load() {
 		return false
 	}
@@ -282,7 +281,7 @@ func (c *keptConn) next() bool {
 
 // serve reads one request and answers it in place, or hands the
 // connection back.
-func (c *keptConn) serve() bool {
+func (c *keptConn[C]) serve() bool {
 	// Keep what is read from here on, should net/http have to read it.
 	buffered, _ := c.br.Peek(c.br.Buffered())
 	c.in.kept = append(c.in.kept[:0], buffered...)
@@ -302,7 +301,7 @@ func (c *keptConn) serve() bool {
 		}
 		return c.handBack()
 	}
-	accept := serve.AcceptOf(req.Header)
+	accept := AcceptOf(req.Header)
 	s, ok := c.h.inPlace(req, accept, c.conn.LocalAddr())
 	if !ok {
 		if deadline {
@@ -320,19 +319,19 @@ func (c *keptConn) serve() bool {
 		_ = c.conn.SetReadDeadline(time.Time{})
 		deadline = false
 	}
-	body, err := serve.ReadBody(req)
+	body, err := ReadBody(req)
 	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 		return false // closed, no answer
 	}
 	if deadline {
 		_ = c.conn.SetReadDeadline(time.Time{})
 	}
-	if err != nil || serve.FrameRefusal(body) != nil {
+	if err != nil || FrameRefusal(body) != nil {
 		return c.handBack() // refused by net/http's path, at the door (fast)
 	}
-	call, ok := c.h.g.fastCall(s, body)
+	call, progress, ok := c.h.surface.FastCall(s.ref, body, AcceptsEventStream(accept))
 	if !ok {
-		f, ok := c.h.g.fastList(s, body)
+		f, ok := c.h.surface.FastList(s.ref, body)
 		if !ok {
 			return c.handBack()
 		}
@@ -341,12 +340,12 @@ func (c *keptConn) serve() bool {
 		return c.write(f)
 	}
 	c.taken()
-	stream := serve.NewProgressStream(&call.Progress, accept, &c.events, c.h.g.log, c.h.heartbeat)
-	quiet := stream == nil && serve.MayGoQuiet(accept, c.h.heartbeat)
+	stream := NewProgressStream(progress, &c.events, c.h.srv.Log, c.h.heartbeat)
+	quiet := stream == nil && MayGoQuiet(accept, c.h.heartbeat)
 	f, stream, gone, cancelled := c.call(s, call, stream, quiet, req.Header)
 	if cancelled {
 		c.h.kept.served.Add(1)
-		return serve.EndUnanswered(stream, &c.events) == nil
+		return EndUnanswered(stream, &c.events) == nil
 	}
 	streamed, err := stream.Finish(f) // also when gone: its writer must stop
 	if gone {
@@ -361,7 +360,7 @@ func (c *keptConn) serve() bool {
 
 // taken ends the keeping of what is read for net/http: the gateway
 // answers the request itself.
-func (c *keptConn) taken() {
+func (c *keptConn[C]) taken() {
 	c.in.keep = false
 	if cap(c.in.kept) > 64<<10 {
 		c.in.kept = nil // a large body's copy is not kept for the next
@@ -371,31 +370,31 @@ func (c *keptConn) taken() {
 // inPlace checks r, come to local with accept (its Accept), as net/http's
 // server, the guard and the fast path would, and returns its session when
 // the gateway may answer it itself.
-func (h *HTTP) inPlace(r *http.Request, accept string, local net.Addr) (*session, bool) {
+func (h *HTTP[C]) inPlace(r *http.Request, accept string, local net.Addr) (httpSession, bool) {
 	if r.Method != http.MethodPost || r.URL.Path != "/mcp" || r.ProtoMajor != 1 || r.ProtoMinor != 1 || r.Close {
-		return nil, false
+		return httpSession{}, false
 	}
 	if r.TransferEncoding != nil || r.ContentLength < 0 || r.ContentLength > jsonrpc.MaxMessage ||
 		r.Header.Get("Expect") != "" || r.Header.Get("Upgrade") != "" {
-		return nil, false
+		return httpSession{}, false
 	}
 	if !httpguts.ValidHostHeader(r.Host) || r.Host == "" {
-		return nil, false
+		return httpSession{}, false
 	}
 	for k, vv := range r.Header {
 		if !httpguts.ValidHeaderFieldName(k) {
-			return nil, false
+			return httpSession{}, false
 		}
 		for _, v := range vv {
 			if !httpguts.ValidHeaderFieldValue(v) {
-				return nil, false
+				return httpSession{}, false
 			}
 		}
 	}
 	// A browser's request (it names its Origin) goes back, for net/http's
 	// answer with the CORS headers it reads.
-	if serve.Rebound(r.Host, local) || r.Header.Get("Origin") != "" || !h.access.Authorized(r) || !serve.Answerable(accept) {
-		return nil, false
+	if Rebound(r.Host, local) || r.Header.Get("Origin") != "" || !h.access.Authorized(r) || !Answerable(accept) {
+		return httpSession{}, false
 	}
 	// Whatever the fast path would not answer goes back, to wind the
 	// session's idle clock there.
@@ -407,7 +406,7 @@ func (h *HTTP) inPlace(r *http.Request, accept string, local net.Addr) (*session
 // call (notifications/cancelled), and goes on. Its answer's stream is
 // stream, the call's progress, or, for a call that may go quiet (quiet),
 // one made once it has been quiet for the heartbeat, which call returns.
-func (c *keptConn) call(s *session, call callFrame, stream *serve.ProgressStream, quiet bool, header http.Header) (f serve.Frame, _ *serve.ProgressStream, gone, cancelled bool) {
+func (c *keptConn[C]) call(s httpSession, call C, stream *ProgressStream, quiet bool, header http.Header) (f Frame, _ *ProgressStream, gone, cancelled bool) {
 	// A byte already read ahead is the client's next request: it is
 	// there, and the connection need not be watched; the beat is a
 	// timer's then.
@@ -422,7 +421,7 @@ func (c *keptConn) call(s *session, call callFrame, stream *serve.ProgressStream
 	default:
 		beat = stream.AfterQuiet()
 	}
-	f = c.h.g.serveFast(c.ctx, c.cancel, s, call, stream, header)
+	f = c.h.surface.ServeFast(c.ctx, c.cancel, s.ref, call, stream, header)
 	if beat != nil {
 		beat.Stop()
 	}
@@ -434,22 +433,22 @@ func (c *keptConn) call(s *session, call callFrame, stream *serve.ProgressStream
 		}
 	}
 	if c.ctx.Err() != nil && !c.watch.gone {
-		cancelled = serve.CancelledByClient(c.ctx)
+		cancelled = CancelledByClient(c.ctx)
 		c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	}
 	return f, stream, c.watch.gone, cancelled
 }
 
 // quietStream is the stream of the answer to a call of c's that went
-// quiet (serve.QuietStream).
-func (c *keptConn) quietStream() *serve.ProgressStream {
-	return serve.QuietStream(&c.events, c.h.g.log, c.h.heartbeat)
+// quiet (QuietStream).
+func (c *keptConn[C]) quietStream() *ProgressStream {
+	return QuietStream(&c.events, c.h.srv.Log, c.h.heartbeat)
 }
 
 // write writes f as the answer, with the head net/http's server gives
 // the fast path's answer: in one write, or for a large result, one
 // writev with the result from where it lies.
-func (c *keptConn) write(f serve.Frame) bool {
+func (c *keptConn[C]) write(f Frame) bool {
 	c.writing()
 	bp := answerBufs.Get().(*[]byte)
 	b := append((*bp)[:0], "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "...)
@@ -473,7 +472,7 @@ func (c *keptConn) write(f serve.Frame) bool {
 
 // appendHeadEnd appends the rest of an answer's head, as net/http's
 // server ends it.
-func (c *keptConn) appendHeadEnd(b []byte) []byte {
+func (c *keptConn[C]) appendHeadEnd(b []byte) []byte {
 	b = append(b, "\r\nDate: "...)
 	b = time.Now().UTC().AppendFormat(b, http.TimeFormat)
 	if c.h.kept.closing.Load() {
@@ -484,18 +483,18 @@ func (c *keptConn) appendHeadEnd(b []byte) []byte {
 
 // keptEvents writes an answer as an event stream on a kept connection,
 // in chunks, as net/http's server writes a body of no set length.
-type keptEvents struct {
-	c *keptConn
+type keptEvents[C any] struct {
+	c *keptConn[C]
 }
 
-func (k *keptEvents) Begin() error {
+func (k *keptEvents[C]) Begin() error {
 	k.c.writing()
 	b := []byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked")
 	_, err := k.c.conn.Write(k.c.appendHeadEnd(b))
 	return err
 }
 
-func (k *keptEvents) WriteEvents(p []byte) error {
+func (k *keptEvents[C]) WriteEvents(p []byte) error {
 	k.c.writing()
 	size := strconv.AppendInt(nil, int64(len(p)), 16)
 	bufs := net.Buffers{append(size, "\r\n"...), p, []byte("\r\n")}
@@ -503,7 +502,7 @@ func (k *keptEvents) WriteEvents(p []byte) error {
 	return err
 }
 
-func (k *keptEvents) End() error {
+func (k *keptEvents[C]) End() error {
 	k.c.writing()
 	_, err := k.c.conn.Write([]byte("0\r\n\r\n"))
 	return err
@@ -514,7 +513,7 @@ var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1<<10); return
 
 // handBack gives the connection to net/http's server, which reads the
 // request again from its first byte.
-func (c *keptConn) handBack() bool {
+func (c *keptConn[C]) handBack() bool {
 	c.in.keep, c.in.left = false, -1
 	c.handed = true
 	_ = c.conn.SetWriteDeadline(time.Time{}) // net/http's server sets its own, or none
@@ -559,8 +558,8 @@ func (r *keptReader) Read(p []byte) (n int, err error) {
 // an error is the client gone, which cancels the call; a byte is the start
 // of its next request. Till then it also begins the call's answer as an
 // event stream once the call has been quiet till beatAt.
-type watch struct {
-	c     *keptConn
+type watch[C any] struct {
+	c     *keptConn[C]
 	timer *time.Timer
 	done  chan struct{}
 	b     [1]byte // the byte read, once it is c's pending
@@ -571,24 +570,24 @@ type watch struct {
 	beatAt time.Time // zero for never
 	// stream is the answer's, whose beat is due at beatAt: the call's, or,
 	// for a call that may go quiet, one made then (keptConn.quietStream).
-	stream *serve.ProgressStream
+	stream *ProgressStream
 	late   *time.Timer // the beat's, once the watch has ended before it
 }
 
 // arm readies the watch for a call whose answer is stream (nil for none),
 // or may become one once quiet.
-func (w *watch) arm(stream *serve.ProgressStream, quiet bool) {
+func (w *watch[C]) arm(stream *ProgressStream, quiet bool) {
 	w.mu.Lock()
 	w.beatAt, w.stream, w.late = time.Time{}, stream, nil
 	if quiet || stream != nil && stream.Beats() {
 		w.beatAt = time.Now().Add(w.c.h.heartbeat)
 	}
 	w.mu.Unlock()
-	w.timer.Reset(watchAfter)
+	w.timer.Reset(WatchAfter)
 }
 
 // read runs on the timer's goroutine.
-func (w *watch) read() {
+func (w *watch[C]) read() {
 	for {
 		w.mu.Lock()
 		if w.abort {
@@ -636,7 +635,7 @@ func (w *watch) read() {
 }
 
 // stop ends a read in progress and waits for it.
-func (w *watch) stop() {
+func (w *watch[C]) stop() {
 	w.mu.Lock()
 	w.abort = true
 	_ = w.c.conn.SetReadDeadline(time.Unix(1, 0))
@@ -675,17 +674,17 @@ func (c *replayConn) CloseWrite() error {
 
 // backServer is the net/http server of the connections handed back,
 // started with the first of them.
-type backServer struct {
+type backServer[C any] struct {
 	once sync.Once
 	srv  *http.Server
 	ln   connQueue
 }
 
-func (b *backServer) serve(h *HTTP, conn net.Conn) {
+func (b *backServer[C]) serve(h *HTTP[C], conn net.Conn) {
 	b.once.Do(func() {
 		b.ln.init(conn.LocalAddr())
 		b.srv = &http.Server{Handler: h, ReadHeaderTimeout: h.headerTimeout, IdleTimeout: h.connTimeout,
-			ErrorLog: slog.NewLogLogger(h.g.log.Handler(), slog.LevelWarn)}
+			ErrorLog: slog.NewLogLogger(h.srv.Log.Handler(), slog.LevelWarn)}
 		go func() { _ = b.srv.Serve(&b.ln) }()
 	})
 	if b.srv == nil { // shut down before any was handed back
@@ -699,7 +698,7 @@ func (b *backServer) serve(h *HTTP, conn net.Conn) {
 	}
 }
 
-func (b *backServer) shutdown(ctx context.Context) {
+func (b *backServer[C]) shutdown(ctx context.Context) {
 	b.once.Do(func() {}) // none started, and none will be
 	if b.srv != nil {
 		_ = b.srv.Shutdown(ctx)

@@ -1,4 +1,4 @@
-package tools
+package serve
 
 import (
 	"encoding/json"
@@ -28,7 +28,7 @@ import (
 // two would take it from each other, each reconnecting, without end (as
 // the TypeScript SDK did, once a second). Such a resume is refused as
 // before.
-func (h *HTTP) resumeAnew(w http.ResponseWriter, r *http.Request, s *session) http.ResponseWriter {
+func (h *HTTP[C]) resumeAnew(w http.ResponseWriter, r *http.Request, s httpSession) http.ResponseWriter {
 	last := r.Header.Get("Last-Event-ID")
 	if last == "" || s.Streams.Load() > 1 { // this GET is counted
 		return w
@@ -39,11 +39,11 @@ func (h *HTTP) resumeAnew(w http.ResponseWriter, r *http.Request, s *session) ht
 		return w
 	}
 	r.Header.Del("Last-Event-ID")
-	h.g.log.Info("stream resumed after events no longer kept: opened anew, its lists announced changed", "session", sid, "last_event_id", guard.Text(last, 40))
+	h.srv.Log.Info("stream resumed after events no longer kept: opened anew, its lists announced changed", "session", sid, "last_event_id", guard.Text(last, 40))
 	return &announcer{ResponseWriter: w, announce: func() {
 		for _, m := range []mcp.MCPMethod{mcp.MethodNotificationToolsListChanged, mcp.MethodNotificationPromptsListChanged, mcp.MethodNotificationResourcesListChanged} {
-			if err := h.g.mcp.SendNotificationToSpecificClient(sid, string(m), nil); err != nil {
-				h.g.log.Debug("list_changed not sent", "session", sid, "method", m, "err", err)
+			if err := h.srv.MCP.SendNotificationToSpecificClient(sid, string(m), nil); err != nil {
+				h.srv.Log.Debug("list_changed not sent", "session", sid, "method", m, "err", err)
 			}
 		}
 	}}
