@@ -368,7 +368,7 @@ func (h *HTTP[C]) stream(next http.Handler, w http.ResponseWriter, r *http.Reque
 			s.Streams.Add(1) // a session listening is not idle
 			defer s.Streams.Add(-1)
 			h.surface.Streamed(s.ref)
-			w = h.resumeAnew(w, r, s)
+			w = h.resumeAnew(w, r, s.Session)
 		}
 		hw, stop := h.beating(w)
 		defer stop()

@@ -28,7 +28,7 @@ import (
 // two would take it from each other, each reconnecting, without end (as
 // the TypeScript SDK did, once a second). Such a resume is refused as
 // before.
-func (h *HTTP[C]) resumeAnew(w http.ResponseWriter, r *http.Request, s httpSession) http.ResponseWriter {
+func (h *HTTP[C]) resumeAnew(w http.ResponseWriter, r *http.Request, s *Session) http.ResponseWriter {
 	last := r.Header.Get("Last-Event-ID")
 	if last == "" || s.Streams.Load() > 1 { // this GET is counted
 		return w
