@@ -363,3 +363,30 @@ func postForm(t *testing.T, raw string, form url.Values, header map[string]strin
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+// TestKeysMaskedInStderr attaches a package that, as a server refused by
+// its API does, prints the key it was given to its stderr and exits: the
+// attach's failure shows the stderr with the key masked by its name, and
+// the key is in no result and in no line of the gateway's log.
+func TestKeysMaskedInStderr(t *testing.T) {
+	browser.Need(t)
+	const urn = "urn:air:ardgate.test:mcp:leaky"
+	secret := newSecret()
+	s := &keysSession{gateway: startStdio(t, env(true), "--catalog", "testdata/catalogs/keys-leak.json", "--log-level", "debug")}
+	var kr keysRequired
+	decode(t, s.call("attach_resource", map[string]any{"urn": urn}), &kr)
+	if kr.Code != "keys_required" {
+		t.Fatalf("the first attach: %+v", kr)
+	}
+	fillKeysPage(t, kr.URL, secret)
+	res := s.call("attach_resource", map[string]any{"urn": urn})
+	if !res.IsError || !strings.Contains(text(res), "Bearer [FIXTURE_API_KEY redacted]") {
+		t.Fatalf("the attach of a server that prints its key: %s", text(res))
+	}
+	// The gateway logs each line before it answers, as the crash tests
+	// of e2e_stdio_test.go rely on.
+	if !strings.Contains(s.stderr.String(), `upstream stderr session=stdio upstream=leaky line="mcpfixture: HTTP 401 from the API, sent Authorization: Bearer [FIXTURE_API_KEY redacted]"`) {
+		t.Errorf("the masked line was not logged:\n%s", s.stderr.String())
+	}
+	s.noSecret(secret, map[string]string{"the gateway's log": s.stderr.String()})
+}

@@ -230,7 +230,7 @@ func (s *Session) keyed(ctx context.Context, urn string, plan Plan) (Plan, error
 		}
 		env = append(env, k.Name+"="+v)
 	}
-	plan.Env = env
+	plan.Env, plan.given = env, values
 	return plan, nil
 }
 

@@ -51,6 +51,10 @@ type Plan struct {
 	// operator has not passed: the user is asked for them (keys.go), and
 	// the launch waits until the session holds them.
 	Keys []keySpec
+	// given are the values the user gave for Keys, by name, once the
+	// session holds them (Session.keyed): masked in what the process
+	// writes to its stderr (redactor).
+	given map[string]string
 	// Framing is a stdio launch's: config.FramingNewline (the default,
 	// when empty) or config.FramingContentLength.
 	Framing string

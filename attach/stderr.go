@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -56,19 +58,82 @@ var outOfMemory = regexp.MustCompile(`(?i)out of memory|cannot allocate memory|a
 // node said.
 var brokenNPXCache = regexp.MustCompile(`/[^\s'"]*/_npx/[0-9a-f]{8,}`)
 
-// tail keeps the last max bytes written to it.
+// redactor masks, in what a launched process writes to its stderr, the
+// values the user gave it on the keys page: a server that prints
+// "Authorization: Bearer …" on a 401 must not put the user's key into
+// the log, a trace or a result the model reads. One redactor per
+// process serves its tail and its logged lines, every way its stderr
+// leaves the gateway. A nil redactor masks nothing.
+type redactor struct {
+	r       *strings.Replacer
+	longest int // bytes of the longest value masked
+}
+
+// minRedacted is the shortest value masked: a shorter one ("1", "yes")
+// would mask half of every line and hide nothing worth hiding.
+const minRedacted = 4
+
+// newRedactor masks each value of given, by its variable's name; nil
+// when there is none to mask.
+func newRedactor(given map[string]string) *redactor {
+	names := slices.Sorted(maps.Keys(given))
+	// Longest first: of two values where one holds the other, the longer
+	// is masked whole (the Replacer tries its pairs in order).
+	slices.SortStableFunc(names, func(a, b string) int { return len(given[b]) - len(given[a]) })
+	var pairs []string
+	longest := 0
+	for _, n := range names {
+		if v := given[n]; len(v) >= minRedacted {
+			pairs = append(pairs, v, "["+n+" redacted]")
+			longest = max(longest, len(v))
+		}
+	}
+	if len(pairs) == 0 {
+		return nil
+	}
+	return &redactor{r: strings.NewReplacer(pairs...), longest: longest}
+}
+
+func (r *redactor) redact(s string) string {
+	if r == nil {
+		return s
+	}
+	return r.r.Replace(s)
+}
+
+// keep is how many bytes more a tail keeps, to drop again once its
+// front was cut (cutFront): the end of a value cut in two is at most
+// longest-1 bytes, which no whole value's mask covers.
+func (r *redactor) keep() int {
+	if r == nil {
+		return 0
+	}
+	return r.longest - 1
+}
+
+// cutFront is s, the redacted text of a buffer whose front was cut off,
+// less what may be the end of a value cut in two.
+func (r *redactor) cutFront(s string) string {
+	return s[min(len(s), r.keep()):]
+}
+
+// tail keeps the last max bytes written to it; String masks redact's
+// values.
 type tail struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
+	mu     sync.Mutex
+	max    int
+	buf    []byte
+	cut    bool // bytes were dropped from the front
+	redact *redactor
 }
 
 func (t *tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
+	if over := len(t.buf) - t.max - t.redact.keep(); over > 0 {
 		t.buf = append(t.buf[:0], t.buf[over:]...)
+		t.cut = true
 	}
 	return len(p), nil
 }
@@ -76,7 +141,11 @@ func (t *tail) Write(p []byte) (int, error) {
 func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return strings.TrimSpace(string(t.buf))
+	s := t.redact.redact(string(t.buf))
+	if t.cut {
+		s = t.redact.cutFront(s)
+	}
+	return strings.TrimSpace(s)
 }
 
 // stderrLines logs each line a server process writes to its stderr, as
@@ -88,6 +157,7 @@ func (t *tail) String() string {
 type stderrLines struct {
 	mu      sync.Mutex
 	log     *slog.Logger
+	redact  *redactor // the tail's, as each line leaves too
 	limit   *rate.Limiter
 	now     func() time.Time // the limiter's clock, a test's to set
 	line    []byte           // a line begun and not yet ended
@@ -109,8 +179,8 @@ const (
 	stderrLineMax = 4 << 10
 )
 
-func newStderrLines(log *slog.Logger) *stderrLines {
-	return &stderrLines{log: log, limit: rate.NewLimiter(stderrRate, stderrBurst), now: time.Now}
+func newStderrLines(log *slog.Logger, redact *redactor) *stderrLines {
+	return &stderrLines{log: log, redact: redact, limit: rate.NewLimiter(stderrRate, stderrBurst), now: time.Now}
 }
 
 func (s *stderrLines) Write(p []byte) (int, error) {
@@ -171,13 +241,13 @@ func (s *stderrLines) emit() {
 	// not, runs through here, and a regular expression on each made a
 	// server writing 2 million lines take ten times as long.
 	if bytes.HasPrefix(raw, []byte("fatal error: ")) || bytes.HasPrefix(raw, []byte("panic: ")) {
-		s.crash = guard.Text(string(raw), 300)
+		s.crash = guard.Text(s.redact.redact(string(raw)), 300)
 	}
 	if !s.limit.AllowN(s.now(), 1) {
 		s.dropped++
 		return
 	}
-	text := string(raw)
+	text := s.redact.redact(string(raw))
 	if bytes.IndexByte(raw, 0x1b) >= 0 {
 		text = ansiEscape.ReplaceAllString(text, "")
 	}

@@ -84,7 +84,7 @@ func TestStderrLines(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var out bytes.Buffer
-			s := newStderrLines(slog.New(slog.NewJSONHandler(&out, nil)).With("upstream", "fx"))
+			s := newStderrLines(slog.New(slog.NewJSONHandler(&out, nil)).With("upstream", "fx"), nil)
 			now := time.Now()
 			s.now = func() time.Time { return now }
 			for _, w := range c.writes {
@@ -121,12 +121,47 @@ func TestStderrLines(t *testing.T) {
 // What a chatty server's stderr costs the gateway a line: past the rate,
 // nearly every line is dropped, and costs as little as can be.
 func BenchmarkStderrLines(b *testing.B) {
-	s := newStderrLines(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s := newStderrLines(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	line := []byte(strings.Repeat("debug: something happened here ", 3)[:79] + "\n")
 	chunk := bytes.Repeat(line, 64)
 	b.SetBytes(int64(len(chunk)))
 	b.ReportAllocs()
 	for b.Loop() {
 		_, _ = s.Write(chunk)
+	}
+}
+
+// The values a user gave are masked by their names in a process's tail
+// and in its logged lines, the longer of two that overlap whole, a value
+// cut by the tail's front not shown in part, and a value too short to
+// mask left as it is.
+func TestRedactedStderr(t *testing.T) {
+	r := newRedactor(map[string]string{"A": "sk-abcdef", "B": "sk-abcdef-long", "C": "yes"})
+	for _, c := range []struct {
+		name, written, want string
+		max                 int
+	}{
+		{"a value", "Authorization: Bearer sk-abcdef\n", "Authorization: Bearer [A redacted]", 100},
+		{"the longer value", "key=sk-abcdef-long", "key=[B redacted]", 100},
+		{"a short value", "yes sk-abcdef", "yes [A redacted]", 100},
+		{"a value cut in two by the front", "sk-abcdef-long 12345678", "12345678", 8},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tl := &tail{max: c.max, redact: r}
+			_, _ = io.WriteString(tl, c.written)
+			if got := tl.String(); got != c.want {
+				t.Errorf("tail %q, want %q", got, c.want)
+			}
+			var out bytes.Buffer
+			lines := newStderrLines(slog.New(slog.NewTextHandler(&out, nil)), r)
+			_, _ = io.WriteString(lines, "panic: "+c.written+"\n")
+			_ = lines.Close()
+			if strings.Contains(out.String(), "sk-abcdef") || strings.Contains(lines.crashed(), "sk-abcdef") {
+				t.Errorf("a logged line shows a value: %s %s", out.String(), lines.crashed())
+			}
+		})
+	}
+	if newRedactor(map[string]string{"C": "yes"}) != nil {
+		t.Error("a redactor for values too short to mask")
 	}
 }

@@ -365,8 +365,9 @@ func (u *upstream) startProcess(plan Plan, limits guard.Rlimits) (*mcpwire.Pipe,
 		removeDir()
 		return nil, err
 	}
-	u.stderr = &tail{max: 4 << 10}
-	u.lines = newStderrLines(u.log)
+	redact := newRedactor(plan.given)
+	u.stderr = &tail{max: 4 << 10, redact: redact}
+	u.lines = newStderrLines(u.log, redact)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, io.MultiWriter(u.stderr, u.lines)
 	cmd.WaitDelay = time.Second // a grandchild holding stderr must not stall Wait
 	tree, err := guard.Start(cmd, limits)

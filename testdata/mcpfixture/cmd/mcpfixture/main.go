@@ -12,6 +12,8 @@
 //	--addr=HOST:PORT        listen address for http (default 127.0.0.1:0)
 //	--name=NAME             server name reported in serverInfo (default "fixture")
 //	--exit-at-start         print a message to stderr and exit 1 at once
+//	--leak-env=NAME         print NAME's value to stderr, as a server that logs its
+//	                        Authorization header on a 401 does, and exit 1 at once
 //	--start-delay=DURATION  wait this long before serving (a slow server)
 //	--stderr-noise          write a few lines to stderr before serving
 //	--many-tools=N          also serve N tools of about 2 KiB each (mcpfixture.AddManyTools)
@@ -46,6 +48,7 @@ type options struct {
 	addr        string
 	name        string
 	exitAtStart bool
+	leakEnv     string
 	noise       bool
 	startDelay  time.Duration
 	manyTools   int
@@ -63,6 +66,8 @@ func parseArgs(args []string) options {
 			o.addr = strings.TrimPrefix(a, "--addr=")
 		case strings.HasPrefix(a, "--name="):
 			o.name = strings.TrimPrefix(a, "--name=")
+		case strings.HasPrefix(a, "--leak-env="):
+			o.leakEnv = strings.TrimPrefix(a, "--leak-env=")
 		case a == "--exit-at-start":
 			o.exitAtStart = true
 		case a == "--stderr-noise":
@@ -89,6 +94,11 @@ func main() {
 	if o.sleep > 0 {
 		time.Sleep(o.sleep)
 		return
+	}
+	if o.leakEnv != "" {
+		fmt.Fprintf(os.Stderr, "mcpfixture: HTTP 401 from the API, sent Authorization: Bearer %s\n", os.Getenv(o.leakEnv))
+		fmt.Fprintf(os.Stderr, "Error: the key %s was refused\n", os.Getenv(o.leakEnv))
+		os.Exit(1)
 	}
 	if o.exitAtStart {
 		fmt.Fprintln(os.Stderr, "mcpfixture: exiting at start as asked")
