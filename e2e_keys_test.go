@@ -235,13 +235,13 @@ type keysUser struct {
 	secret, dir string
 	mu          sync.Mutex
 	asked       []mcp.ElicitationParams
-	consents    int
+	consents    []string // the messages of the consents asked
 }
 
 func (u *keysUser) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
 	u.mu.Lock()
 	if req.Params.Mode != mcp.ElicitationModeURL {
-		u.consents++
+		u.consents = append(u.consents, req.Params.Message)
 		u.mu.Unlock()
 		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept}}, nil
 	}
@@ -307,8 +307,13 @@ func TestURLElicitationKeysPage(t *testing.T) {
 			user.mu.Lock()
 			consents := user.consents
 			user.mu.Unlock()
-			if want := map[bool]int{true: 1}[side == "stdio, consent always"]; consents != want {
-				t.Errorf("the user was asked to consent %d times, want %d", consents, want)
+			if want := map[bool]int{true: 1}[side == "stdio, consent always"]; len(consents) != want {
+				t.Errorf("the user was asked to consent %d times, want %d", len(consents), want)
+			}
+			for _, msg := range consents {
+				if !strings.Contains(msg, "the values you type on ardgate's keys page for: FIXTURE_API_KEY.") {
+					t.Errorf("the consent does not name the keys passed to the launch: %s", msg)
+				}
 			}
 			s.noSecret(user.secret, map[string]string{"the gateway's log": g.stderr.String()})
 		})

@@ -35,6 +35,9 @@ type Launch struct {
 	// Command is the command line as the guard will run it: the program
 	// as PATH finds it, then its arguments.
 	Command []string
+	// Keys are the variables whose values the user gives on ardgate's
+	// keys page (keys.go), passed to the launch's environment.
+	Keys []string
 	// Trust is what the trust gate found of the entry.
 	Trust guard.TrustReport
 }

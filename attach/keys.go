@@ -100,75 +100,90 @@ var launchVars = regexp.MustCompile(`(?i)^(PATH|PATHEXT|HOME|PWD|SHELL|TMPDIR|TE
 // keyName reports whether the user may be asked for name.
 func keyName(name string) bool { return !launchVars.MatchString(name) }
 
-// keyring holds a session's key values by URN, in memory, for the
-// session's life, and in the credentials store when the operator set one
-// (Manager.Credentials), where they outlive the gateway and serve every
-// session: the one place they are kept.
+// keysFor is what the keys a user gives are for: an entry as one
+// registry resolved it, and the package that entry launches. The same
+// URN may resolve in several registries (the model names the registry,
+// and an ARD registry chooses its identifiers), so a key given for one
+// package must never reach another that requires the same variable.
+type keysFor struct {
+	URN, RegistryID string
+	pkg             packageID
+}
+
+// id is the credentials store's id of variable name's value.
+func (of keysFor) id(name string) string {
+	return credstore.APIKeyID(of.URN, of.RegistryID, of.pkg.String(), name)
+}
+
+// keyring holds a session's key values by what they are for, in memory,
+// for the session's life, and in the credentials store when the
+// operator set one (Manager.Credentials), where they outlive the gateway
+// and serve every session: the one place they are kept.
 type keyring struct {
 	mu    sync.Mutex
-	byURN map[string]map[string]string
+	byFor map[keysFor]map[string]string
 	store *credstore.Store // nil: memory only
 	log   *slog.Logger
 }
 
-// get is the values held for urn, by name: the session's, or else the
+// get is the values held for of, by name: the session's, or else the
 // store's when it holds every one of names.
-func (k *keyring) get(urn string, names []string) map[string]string {
+func (k *keyring) get(of keysFor, names []string) map[string]string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	held := k.byURN[urn]
+	held := k.byFor[of]
 	if k.store == nil || !slices.ContainsFunc(names, func(n string) bool { _, ok := held[n]; return !ok }) {
 		return held
 	}
 	saved := make(map[string]string, len(names))
 	for _, n := range names {
-		v, ok := k.store.Get(credstore.APIKey, credstore.APIKeyID(urn, n))
+		v, ok := k.store.Get(credstore.APIKey, of.id(n))
 		if !ok {
 			return held
 		}
 		saved[n] = string(v)
 	}
-	k.hold(urn, saved)
+	k.hold(of, saved)
 	return saved
 }
 
-// put holds values for urn, in place of any it held, and puts them in
+// put holds values for of, in place of any it held, and puts them in
 // the store.
-func (k *keyring) put(urn string, values map[string]string) {
+func (k *keyring) put(of keysFor, values map[string]string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.hold(urn, values)
+	k.hold(of, values)
 	if k.store == nil {
 		return
 	}
 	for name, v := range values {
-		if err := k.store.Put(credstore.APIKey, credstore.APIKeyID(urn, name), []byte(v)); err != nil {
+		if err := k.store.Put(credstore.APIKey, of.id(name), []byte(v)); err != nil {
 			// The value serves the session all the same; only a restart
 			// asks the user again.
-			k.log.Warn("an API key was not saved in the credentials store", "urn", urn, "variable", name, "err", err)
+			k.log.Warn("an API key was not saved in the credentials store", "urn", of.URN, "variable", name, "err", err)
 		}
 	}
 }
 
-// hold keeps values for urn in memory. The caller holds mu.
-func (k *keyring) hold(urn string, values map[string]string) {
-	if k.byURN == nil {
-		k.byURN = map[string]map[string]string{}
+// hold keeps values for of in memory. The caller holds mu.
+func (k *keyring) hold(of keysFor, values map[string]string) {
+	if k.byFor == nil {
+		k.byFor = map[keysFor]map[string]string{}
 	}
-	k.byURN[urn] = values
+	k.byFor[of] = values
 }
 
-// forget forgets the values held for urn of names, in the store too.
-func (k *keyring) forget(urn string, names []string) {
+// forget forgets the values held for of of names, in the store too.
+func (k *keyring) forget(of keysFor, names []string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	delete(k.byURN, urn)
+	delete(k.byFor, of)
 	for _, n := range names {
 		if k.store == nil {
 			break
 		}
-		if err := k.store.Delete(credstore.APIKey, credstore.APIKeyID(urn, n)); err != nil {
-			k.log.Warn("an API key was not deleted from the credentials store", "urn", urn, "variable", n, "err", err)
+		if err := k.store.Delete(credstore.APIKey, of.id(n)); err != nil {
+			k.log.Warn("an API key was not deleted from the credentials store", "urn", of.URN, "variable", n, "err", err)
 		}
 	}
 }
@@ -177,22 +192,22 @@ func (k *keyring) forget(urn string, names []string) {
 func (k *keyring) clear() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.byURN = nil
+	k.byFor = nil
 }
 
-// keyFlows are a session's pages asking for keys, by token and by URN,
-// and the values given on them.
+// keyFlows are a session's pages asking for keys, by token and by what
+// the keys are for, and the values given on them.
 type keyFlows struct {
 	mu      sync.Mutex
 	byToken map[string]*keyFlow
-	byURN   map[string]*keyFlow // the page under way of each URN
+	byFor   map[keysFor]*keyFlow // the page under way of each package
 	closed  bool
 	ring    keyring
 }
 
-// keyFlow is one page, for one URN.
+// keyFlow is one page, for one package.
 type keyFlow struct {
-	urn   string
+	of    keysFor
 	keys  []keySpec
 	token string // in the page's URL
 	csrf  string // the form's hidden field
@@ -212,21 +227,21 @@ func (f *keyFlow) end() {
 }
 
 func (f *keyFlow) required() *KeysRequired {
-	return &KeysRequired{URN: f.urn, Keys: keyNames(f.keys), URL: f.url, done: f.done}
+	return &KeysRequired{URN: f.of.URN, Keys: keyNames(f.keys), URL: f.url, done: f.done}
 }
 
 // keyed is plan with the values the session holds for its keys in its
 // environment, or a KeysRequired whose page asks for them.
-func (s *Session) keyed(ctx context.Context, urn string, plan Plan) (Plan, error) {
+func (s *Session) keyed(ctx context.Context, of keysFor, plan Plan) (Plan, error) {
 	if len(plan.Keys) == 0 {
 		return plan, nil
 	}
-	values := s.keys.ring.get(urn, keyNames(plan.Keys))
+	values := s.keys.ring.get(of, keyNames(plan.Keys))
 	env := slices.Clip(plan.Env)
 	for _, k := range plan.Keys {
 		v, ok := values[k.Name]
 		if !ok {
-			return plan, s.keys.required(ctx, urn, plan.Keys)
+			return plan, s.keys.required(ctx, of, plan.Keys)
 		}
 		env = append(env, k.Name+"="+v)
 	}
@@ -237,20 +252,21 @@ func (s *Session) keyed(ctx context.Context, urn string, plan Plan) (Plan, error
 // keysFailed is err, the failed start of plan, saying that the keys the
 // user gave for it are forgotten, so that the next attach asks for them
 // anew: a key mistyped would fail every start of the session otherwise.
-func (s *Session) keysFailed(urn string, plan Plan, err error) error {
+func (s *Session) keysFailed(of keysFor, plan Plan, err error) error {
 	if len(plan.Keys) == 0 {
 		return err
 	}
-	s.keys.ring.forget(urn, keyNames(plan.Keys))
+	s.keys.ring.forget(of, keyNames(plan.Keys))
 	return fmt.Errorf("%w; the keys the user gave for it are forgotten: attach it again to give them anew", err)
 }
 
-// required is the KeysRequired of the page under way for urn, or of a
+// required is the KeysRequired of the page under way for of, or of a
 // new one.
-func (k *keyFlows) required(ctx context.Context, urn string, keys []keySpec) error {
+func (k *keyFlows) required(ctx context.Context, of keysFor, keys []keySpec) error {
+	urn := of.URN
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	switch f := k.byURN[urn]; {
+	switch f := k.byFor[of]; {
 	case k.closed:
 		return ErrSessionClosed
 	case f != nil && !f.ended:
@@ -262,12 +278,12 @@ func (k *keyFlows) required(ctx context.Context, urn string, keys []keySpec) err
 	if err != nil {
 		return fmt.Errorf("%s needs %s, and the page to ask for them could not open: %w", urn, strings.Join(keyNames(keys), ", "), err)
 	}
-	f := &keyFlow{urn: urn, keys: keys, token: rand.Text() + rand.Text(), csrf: rand.Text(), ln: ln, done: make(chan struct{})}
+	f := &keyFlow{of: of, keys: keys, token: rand.Text() + rand.Text(), csrf: rand.Text(), ln: ln, done: make(chan struct{})}
 	f.url = base + KeysPath + f.token
 	if k.byToken == nil {
-		k.byToken, k.byURN = map[string]*keyFlow{}, map[string]*keyFlow{}
+		k.byToken, k.byFor = map[string]*keyFlow{}, map[keysFor]*keyFlow{}
 	}
-	k.byToken[f.token], k.byURN[urn] = f, f
+	k.byToken[f.token], k.byFor[of] = f, f
 	f.timer = time.AfterFunc(KeysFlowTTL, func() { k.forget(f) })
 	ln.serve(func(w http.ResponseWriter, r *http.Request) {
 		if r.Host != ln.host() {
@@ -290,8 +306,8 @@ func (k *keyFlows) forget(f *keyFlow) {
 	if k.byToken[f.token] == f {
 		delete(k.byToken, f.token)
 	}
-	if k.byURN[f.urn] == f {
-		delete(k.byURN, f.urn)
+	if k.byFor[f.of] == f {
+		delete(k.byFor, f.of)
 	}
 }
 
@@ -305,7 +321,7 @@ func (k *keyFlows) close() {
 		f.end()
 		f.ln.close()
 	}
-	k.byToken, k.byURN = nil, nil
+	k.byToken, k.byFor = nil, nil
 	k.ring.clear()
 }
 
@@ -388,14 +404,14 @@ func (k *keyFlows) submit(w http.ResponseWriter, r *http.Request, f *keyFlow) {
 		writeKeysPage(w, http.StatusBadRequest, "This link was already used, or its session has ended. Return to your client.")
 		return
 	}
-	k.ring.put(f.urn, values)
+	k.ring.put(f.of, values)
 	f.end()
-	if k.byURN[f.urn] == f {
-		delete(k.byURN, f.urn)
+	if k.byFor[f.of] == f {
+		delete(k.byFor, f.of)
 	}
 	k.mu.Unlock()
 	f.ln.shutdown()
-	writeKeysPage(w, http.StatusOK, "ardgate holds the keys for "+f.urn+" for this session. You may close this page and return to your client.")
+	writeKeysPage(w, http.StatusOK, "ardgate holds the keys for "+f.of.URN+" for this session. You may close this page and return to your client.")
 }
 
 // formValues are the values of keys that get reads from a form: each
@@ -478,9 +494,11 @@ func writeKeysForm(w http.ResponseWriter, f *keyFlow) {
 	keysHeaders(w)
 	var b strings.Builder
 	b.WriteString(keysHead)
-	fmt.Fprintf(&b, "<h1>Keys for %s</h1>\n<p>Attaching this server needs the values below. ardgate passes them to the server's environment "+
-		"for this session only; they are not shown to the model.</p>\n<form method=post>\n<input type=hidden name=csrf value=\"%s\">\n",
-		html.EscapeString(f.urn), html.EscapeString(f.csrf))
+	fmt.Fprintf(&b, "<h1>Keys for %s</h1>\n<p>For the %s package <b>%s</b> version %s, found in the registry %s. "+
+		"Attaching this server needs the values below. ardgate passes them to that package's environment "+
+		"for this session only; they are not shown to the model, and no other package is given them.</p>\n<form method=post>\n<input type=hidden name=csrf value=\"%s\">\n",
+		html.EscapeString(f.of.URN), html.EscapeString(f.of.pkg.RegistryType), html.EscapeString(f.of.pkg.Identifier), html.EscapeString(f.of.pkg.Version),
+		html.EscapeString(f.of.RegistryID), html.EscapeString(f.csrf))
 	for i, k := range f.keys {
 		typ := "text"
 		if k.Secret {

@@ -42,6 +42,11 @@ func keyedManager(urn string) *Manager {
 	}
 }
 
+// keyedFor is what keys given for keyedManager's entry are for.
+func keyedFor(urn string) keysFor {
+	return keysFor{URN: urn, RegistryID: "test", pkg: packageID{RegistryType: "npm", Identifier: "@scope/srv", Version: "1.0.0"}}
+}
+
 // giveKeys fills in the page at raw with values, as its form would.
 func giveKeys(t *testing.T, raw string, values url.Values) {
 	t.Helper()
@@ -98,20 +103,20 @@ func TestKeysPageOfOneSession(t *testing.T) {
 	default:
 		t.Fatal("the step is not done once its page was filled in")
 	}
-	plan, err := one.keyed(context.Background(), urn, Plan{Keys: []keySpec{{Name: "API_KEY"}}})
+	plan, err := one.keyed(context.Background(), keyedFor(urn), Plan{Keys: []keySpec{{Name: "API_KEY"}}})
 	if err != nil || !slices.Contains(plan.Env, "API_KEY=k-1") {
 		t.Fatalf("the plan once the key was given: %v %v", plan.Env, err)
 	}
-	if _, err := two.keyed(context.Background(), urn, Plan{Keys: []keySpec{{Name: "API_KEY"}}}); !errors.Is(err, ErrKeysRequired) {
+	if _, err := two.keyed(context.Background(), keyedFor(urn), Plan{Keys: []keySpec{{Name: "API_KEY"}}}); !errors.Is(err, ErrKeysRequired) {
 		t.Fatalf("the other session: %v, want it to wait for its own page", err)
 	}
 	// A start that fails with the keys given forgets them: the next
 	// attach opens a new page, as a key mistyped fails every start.
-	if err := one.keysFailed(urn, plan, ErrStartFailed); !errors.Is(err, ErrStartFailed) || !strings.Contains(err.Error(), "forgotten") || strings.Contains(err.Error(), "k-1") {
+	if err := one.keysFailed(keyedFor(urn), plan, ErrStartFailed); !errors.Is(err, ErrStartFailed) || !strings.Contains(err.Error(), "forgotten") || strings.Contains(err.Error(), "k-1") {
 		t.Fatalf("a failed start with the keys: %v", err)
 	}
 	var again *KeysRequired
-	if _, err := one.keyed(context.Background(), urn, plan); !errors.As(err, &again) || again.URL == first.URL {
+	if _, err := one.keyed(context.Background(), keyedFor(urn), plan); !errors.As(err, &again) || again.URL == first.URL {
 		t.Fatalf("the attach after a failed start: %v, want a new page", err)
 	}
 	host := strings.TrimPrefix(second.URL, "http://")
@@ -146,7 +151,7 @@ func TestKeysInTheStore(t *testing.T) {
 	}
 	plan := Plan{Keys: []keySpec{{Name: "API_KEY"}}}
 	var kr *KeysRequired
-	if _, err := session().keyed(context.Background(), urn, plan); !errors.As(err, &kr) {
+	if _, err := session().keyed(context.Background(), keyedFor(urn), plan); !errors.As(err, &kr) {
 		t.Fatalf("a first attach: %v, want a page", err)
 	}
 	giveKeys(t, kr.URL, url.Values{"API_KEY": {secret}})
@@ -154,13 +159,63 @@ func TestKeysInTheStore(t *testing.T) {
 		t.Fatalf("the store's file: %v, or holds the key in the clear", err)
 	}
 	restarted := session()
-	keyed, err := restarted.keyed(context.Background(), urn, plan)
+	keyed, err := restarted.keyed(context.Background(), keyedFor(urn), plan)
 	if err != nil || !slices.Contains(keyed.Env, "API_KEY="+secret) {
 		t.Fatalf("after a restart: %v %v, want the stored key", keyed.Env, err)
 	}
-	_ = restarted.keysFailed(urn, plan, ErrStartFailed)
-	if _, err := session().keyed(context.Background(), urn, plan); !errors.Is(err, ErrKeysRequired) {
+	_ = restarted.keysFailed(keyedFor(urn), plan, ErrStartFailed)
+	if _, err := session().keyed(context.Background(), keyedFor(urn), plan); !errors.Is(err, ErrKeysRequired) {
 		t.Fatalf("after a failed start: %v, want a page again", err)
+	}
+}
+
+// Keys given for a package are for that package alone: the same URN
+// resolved in another registry, whose entry runs another package that
+// requires the same variable, is asked for its own, on a page that
+// names that package, in the session as in the store.
+func TestKeysForOnePackage(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	// No npx to find: were the other package launched, it must not
+	// reach a package registry.
+	t.Setenv("PATH", t.TempDir())
+	const urn = "urn:air:ardgate.test:mcp:keyed"
+	m := keyedManager(urn)
+	evil := registry.Entry{Identifier: urn, DisplayName: "keyed", Type: config.MediaMCPServerCard, Data: []byte(`{"packages":[{"registryType":"npm",` +
+		`"identifier":"evil-pkg","version":"6.6.6","transport":{"type":"stdio"},"environmentVariables":[{"name":"API_KEY","isRequired":true}]}]}`)}
+	m.Registries = append(m.Registries, registry.NewLocal("evil", registry.NewIndex("evil", []registry.Entry{evil})))
+	m.Stdio.AllowFrom = append(m.Stdio.AllowFrom, "evil")
+	path, key := filepath.Join(t.TempDir(), "credentials"), make([]byte, credstore.KeySize)
+	_, _ = rand.Read(key)
+	store, err := credstore.Open(path, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Credentials = store
+	defer m.Shutdown()
+	s := m.NewSession("s")
+	var given *KeysRequired
+	if _, _, err := s.Attach(context.Background(), Request{URN: urn, RegistryID: "test"}); !errors.As(err, &given) {
+		t.Fatalf("the first attach: %v", err)
+	}
+	giveKeys(t, given.URL, url.Values{"API_KEY": {"k-for-srv"}})
+	var other *KeysRequired
+	if _, _, err := s.Attach(context.Background(), Request{URN: urn, RegistryID: "evil"}); !errors.As(err, &other) || other.URL == given.URL {
+		t.Fatalf("the same URN in another registry: %v, want a page of its own", err)
+	}
+	resp, err := http.Get(other.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(page), "<b>evil-pkg</b> version 6.6.6, found in the registry evil") {
+		t.Errorf("the page does not say which package it is for:\n%s", page)
+	}
+	if _, ok := store.Get(credstore.APIKey, credstore.APIKeyID(urn, "evil", "npm evil-pkg 6.6.6", "API_KEY")); ok {
+		t.Error("the store gives the other package the key")
+	}
+	if v, ok := store.Get(credstore.APIKey, keyedFor(urn).id("API_KEY")); !ok || string(v) != "k-for-srv" {
+		t.Errorf("the store's key of the package it was given for: %q %v", v, ok)
 	}
 }
 

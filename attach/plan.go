@@ -51,6 +51,9 @@ type Plan struct {
 	// operator has not passed: the user is asked for them (keys.go), and
 	// the launch waits until the session holds them.
 	Keys []keySpec
+	// packageID is the registry's package a stdio launch of a registry
+	// entry runs: what keys the user gives are for (keysFor).
+	packageID packageID
 	// given are the values the user gave for Keys, by name, once the
 	// session holds them (Session.keyed): masked in what the process
 	// writes to its stderr (redactor).
@@ -65,6 +68,14 @@ type Plan struct {
 	// (auth.go).
 	grant *oauth.Grant
 }
+
+// packageID names a registry's package as a plan launches it.
+type packageID struct {
+	RegistryType, Identifier string
+	Version                  string // "latest" when the registry gave none
+}
+
+func (p packageID) String() string { return p.RegistryType + " " + p.Identifier + " " + p.Version }
 
 // Endpoint describes the plan in one line, for listings and logs; a URL's
 // password and query are masked.
@@ -252,7 +263,9 @@ func packagePlan(pk pkg, registryID string, stdio *guard.Stdio) (Plan, error) {
 	if err != nil {
 		return Plan{}, fmt.Errorf("%s: %w", where, err)
 	}
-	return Plan{Transport: TransportStdio, Program: l.program, Args: args, Env: env, OwnDir: true, Unset: unset, Keys: keys, Framing: pk.Transport.Framing}, nil
+	id := packageID{RegistryType: pk.RegistryType, Identifier: pk.Identifier, Version: cmp.Or(pk.Version, "latest")}
+	return Plan{Transport: TransportStdio, Program: l.program, Args: args, Env: env, OwnDir: true, Unset: unset, Keys: keys, Framing: pk.Transport.Framing,
+		packageID: id}, nil
 }
 
 // launcher is what launches pk, once the package, its registry and its

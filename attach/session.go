@@ -820,10 +820,11 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 	if plan, err = s.authorized(urn, plan); err != nil {
 		return nil, err
 	}
-	if err := s.m.consent(ctx, req.Consent, Launch{URN: urn, RegistryID: regID, Publisher: e.Publisher(), Trust: report}, plan); err != nil {
+	if err := s.m.consent(ctx, req.Consent, Launch{URN: urn, RegistryID: regID, Publisher: e.Publisher(), Keys: keyNames(plan.Keys), Trust: report}, plan); err != nil {
 		return nil, err
 	}
-	if plan, err = s.keyed(ctx, urn, plan); err != nil {
+	of := keysFor{URN: urn, RegistryID: regID, pkg: plan.packageID}
+	if plan, err = s.keyed(ctx, of, plan); err != nil {
 		return nil, err
 	}
 	a := &Attachment{URN: urn, Name: name, Kind: KindMCPServer, MediaType: e.Type, RegistryID: regID, endpoint: plan.Endpoint(),
@@ -835,7 +836,7 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 	defer cancel()
 	up, tools, err := s.connect(ctx, a, plan, progress)
 	if err != nil {
-		err = s.keysFailed(urn, plan, s.authFailed(ctx, urn, plan, err))
+		err = s.keysFailed(of, plan, s.authFailed(ctx, urn, plan, err))
 		if ctx.Err() == context.DeadlineExceeded {
 			return nil, fmt.Errorf("%w: the server did not start within %s: %w", ErrTimeout, s.m.StartTimeout, err)
 		}

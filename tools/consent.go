@@ -78,6 +78,9 @@ func consentMessage(l attach.Launch) string {
 	fmt.Fprintf(&b, "ardgate was asked to launch a program on this machine, an MCP server from %s:\n\n", where)
 	fmt.Fprintf(&b, "    %s\n\n", guard.Text(l.CommandLine(), 2000))
 	fmt.Fprintf(&b, "Entry: %s\nPublisher: %s\nTrust: %s\n\n", l.URN, guard.Text(l.Publisher, 200), trustFacts(l.Trust))
+	if len(l.Keys) > 0 {
+		fmt.Fprintf(&b, "It is given the values you type on ardgate's keys page for: %s.\n\n", strings.Join(l.Keys, ", "))
+	}
 	b.WriteString("Accept to run it with your user's rights; decline, and it does not run.")
 	return b.String()
 }

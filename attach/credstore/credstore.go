@@ -62,8 +62,14 @@ func GrantID(serverURL string) (string, error) {
 	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host) + u.EscapedPath(), nil
 }
 
-// APIKeyID is the id of variable name's value for the entry urn.
-func APIKeyID(urn, name string) string { return urn + " " + name }
+// APIKeyID is the id of variable name's value for the package pkg of
+// the entry urn as the registry registryID resolved it: a key given for
+// one package is never found for another under the same URN. The parts
+// are a JSON array, so no part's text can pass for another's.
+func APIKeyID(urn, registryID, pkg, name string) string {
+	id, _ := json.Marshal([]string{urn, registryID, pkg, name}) // strings always marshal
+	return string(id)
+}
 
 // KeySize is the size of a key: 32 bytes, for AES-256.
 const KeySize = 32

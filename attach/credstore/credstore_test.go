@@ -47,7 +47,7 @@ func TestRoundTrip(t *testing.T) {
 		id, value string
 	}{
 		{OAuthGrant, "https://a.example/mcp", `{"access_token":"secret-access"}`},
-		{APIKey, APIKeyID("urn:air:x:mcp:y", "API_KEY"), "secret-key"},
+		{APIKey, APIKeyID("urn:air:x:mcp:y", "test", "npm @x/y 1.0.0", "API_KEY"), "secret-key"},
 		{OAuthGrant, "https://a.example/mcp", `{"access_token":"secret-access-2"}`}, // replaces the first
 	} {
 		if err := s.Put(e.kind, e.id, []byte(e.value)); err != nil {
@@ -58,7 +58,7 @@ func TestRoundTrip(t *testing.T) {
 		if v, ok := st.Get(OAuthGrant, "https://a.example/mcp"); !ok || string(v) != `{"access_token":"secret-access-2"}` {
 			t.Errorf("the grant: %q %v", v, ok)
 		}
-		if v, ok := st.Get(APIKey, APIKeyID("urn:air:x:mcp:y", "API_KEY")); !ok || string(v) != "secret-key" {
+		if v, ok := st.Get(APIKey, APIKeyID("urn:air:x:mcp:y", "test", "npm @x/y 1.0.0", "API_KEY")); !ok || string(v) != "secret-key" {
 			t.Errorf("the key: %q %v", v, ok)
 		}
 		if _, ok := st.Get(APIKey, "https://a.example/mcp"); ok {
@@ -69,10 +69,10 @@ func TestRoundTrip(t *testing.T) {
 	if bytes.Contains(data, []byte("secret")) || bytes.Contains(data, []byte("a.example")) {
 		t.Errorf("the file holds a credential in the clear: %q", data)
 	}
-	if err := s.Delete(APIKey, APIKeyID("urn:air:x:mcp:y", "API_KEY")); err != nil {
+	if err := s.Delete(APIKey, APIKeyID("urn:air:x:mcp:y", "test", "npm @x/y 1.0.0", "API_KEY")); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := open(t, path, key).Get(APIKey, APIKeyID("urn:air:x:mcp:y", "API_KEY")); ok {
+	if _, ok := open(t, path, key).Get(APIKey, APIKeyID("urn:air:x:mcp:y", "test", "npm @x/y 1.0.0", "API_KEY")); ok {
 		t.Error("a deleted entry is read back")
 	}
 }
