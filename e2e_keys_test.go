@@ -385,7 +385,7 @@ func TestKeysMaskedInStderr(t *testing.T) {
 	}
 	fillKeysPage(t, kr.URL, secret)
 	res := s.call("attach_resource", map[string]any{"urn": urn})
-	if !res.IsError || !strings.Contains(text(res), "Bearer [FIXTURE_API_KEY redacted]") {
+	if !res.IsError || !strings.Contains(text(res), "Bearer [FIXTURE_API_KEY redacted]") || !strings.Contains(text(res), "keys the user gave for it are forgotten") {
 		t.Fatalf("the attach of a server that prints its key: %s", text(res))
 	}
 	// The gateway logs each line before it answers, as the crash tests

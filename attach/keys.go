@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"html"
 	"log/slog"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -173,14 +174,22 @@ func (k *keyring) hold(of keysFor, values map[string]string) {
 	k.byFor[of] = values
 }
 
-// forget forgets the values held for of of names, in the store too.
-func (k *keyring) forget(of keysFor, names []string) {
+// forget forgets failed, the values held for of that a start failed
+// with, in the store too: each only while it is still the one held
+// (compare and delete), as a page filled in since, in this session or
+// another sharing the store, put a new value that has not failed.
+func (k *keyring) forget(of keysFor, failed map[string]string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	delete(k.byFor, of)
-	for _, n := range names {
-		if k.store == nil {
-			break
+	if maps.Equal(k.byFor[of], failed) {
+		delete(k.byFor, of)
+	}
+	if k.store == nil {
+		return
+	}
+	for n, v := range failed {
+		if held, ok := k.store.Get(credstore.APIKey, of.id(n)); !ok || string(held) != v {
+			continue
 		}
 		if err := k.store.Delete(credstore.APIKey, of.id(n)); err != nil {
 			k.log.Warn("an API key was not deleted from the credentials store", "urn", of.URN, "variable", n, "err", err)
@@ -252,11 +261,14 @@ func (s *Session) keyed(ctx context.Context, of keysFor, plan Plan) (Plan, error
 // keysFailed is err, the failed start of plan, saying that the keys the
 // user gave for it are forgotten, so that the next attach asks for them
 // anew: a key mistyped would fail every start of the session otherwise.
-func (s *Session) keysFailed(of keysFor, plan Plan, err error) error {
-	if len(plan.Keys) == 0 {
+// They are kept unless the process itself failed within ctx's deadline
+// (processFailed): a client that gave up, a first npx download past the
+// start timeout, or a launcher not found says nothing against them.
+func (s *Session) keysFailed(ctx context.Context, of keysFor, plan Plan, err error) error {
+	if len(plan.given) == 0 || ctx.Err() != nil || !errors.As(err, new(processFailed)) {
 		return err
 	}
-	s.keys.ring.forget(of, keyNames(plan.Keys))
+	s.keys.ring.forget(of, plan.given)
 	return fmt.Errorf("%w; the keys the user gave for it are forgotten: attach it again to give them anew", err)
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -112,7 +113,7 @@ func TestKeysPageOfOneSession(t *testing.T) {
 	}
 	// A start that fails with the keys given forgets them: the next
 	// attach opens a new page, as a key mistyped fails every start.
-	if err := one.keysFailed(keyedFor(urn), plan, ErrStartFailed); !errors.Is(err, ErrStartFailed) || !strings.Contains(err.Error(), "forgotten") || strings.Contains(err.Error(), "k-1") {
+	if err := one.keysFailed(context.Background(), keyedFor(urn), plan, processFailed{ErrStartFailed}); !errors.Is(err, ErrStartFailed) || !strings.Contains(err.Error(), "forgotten") || strings.Contains(err.Error(), "k-1") {
 		t.Fatalf("a failed start with the keys: %v", err)
 	}
 	var again *KeysRequired
@@ -163,9 +164,66 @@ func TestKeysInTheStore(t *testing.T) {
 	if err != nil || !slices.Contains(keyed.Env, "API_KEY="+secret) {
 		t.Fatalf("after a restart: %v %v, want the stored key", keyed.Env, err)
 	}
-	_ = restarted.keysFailed(keyedFor(urn), plan, ErrStartFailed)
+	_ = restarted.keysFailed(context.Background(), keyedFor(urn), keyed, processFailed{ErrStartFailed})
 	if _, err := session().keyed(context.Background(), keyedFor(urn), plan); !errors.Is(err, ErrKeysRequired) {
 		t.Fatalf("after a failed start: %v, want a page again", err)
+	}
+}
+
+// The keys a start failed with are forgotten only when the process
+// itself failed within the start's deadline, and deleted from the store
+// only while the store still holds the value that failed.
+func TestKeysForgottenWhenTheProcessFailed(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	const urn = "urn:air:ardgate.test:mcp:keyed"
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, c := range []struct {
+		name      string
+		ctx       context.Context
+		err       error
+		newer     string // a value put in the store since the start
+		forgotten bool
+	}{
+		{"the process failed", context.Background(), processFailed{ErrStartFailed}, "", true},
+		{"the client gave up", canceled, processFailed{ErrStartFailed}, "", false},
+		{"no launcher", context.Background(), ErrStartFailed, "", false},
+		{"a newer value in the store", context.Background(), processFailed{ErrStartFailed}, "k-newer", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path, key := filepath.Join(t.TempDir(), "credentials"), make([]byte, credstore.KeySize)
+			_, _ = rand.Read(key)
+			store, err := credstore.Open(path, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := keyedManager(urn)
+			m.Credentials = store
+			defer m.Shutdown()
+			s := m.NewSession("s")
+			of, plan := keyedFor(urn), Plan{Keys: []keySpec{{Name: "API_KEY"}}}
+			s.keys.ring.put(of, map[string]string{"API_KEY": "k-failed"})
+			keyed, err := s.keyed(context.Background(), of, plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.newer != "" {
+				_ = store.Put(credstore.APIKey, of.id("API_KEY"), []byte(c.newer))
+			}
+			err = s.keysFailed(c.ctx, of, keyed, fmt.Errorf("%w: context", c.err))
+			if got := strings.Contains(err.Error(), "forgotten"); got != c.forgotten {
+				t.Errorf("the failure %q; want forgotten %v", err, c.forgotten)
+			}
+			_, kept := s.keys.ring.byFor[of]
+			stored, _ := store.Get(credstore.APIKey, of.id("API_KEY"))
+			wantStored := map[bool]string{false: "k-failed", true: ""}[c.forgotten]
+			if c.newer != "" {
+				wantStored = c.newer
+			}
+			if kept == c.forgotten || string(stored) != wantStored {
+				t.Errorf("held %v, stored %q; want held %v, stored %q", kept, stored, !c.forgotten, wantStored)
+			}
+		})
 	}
 }
 

@@ -836,7 +836,7 @@ func (s *Session) open(ctx context.Context, urn string, req Request, name string
 	defer cancel()
 	up, tools, err := s.connect(ctx, a, plan, progress)
 	if err != nil {
-		err = s.keysFailed(of, plan, s.authFailed(ctx, urn, plan, err))
+		err = s.keysFailed(ctx, of, plan, s.authFailed(ctx, urn, plan, err))
 		if ctx.Err() == context.DeadlineExceeded {
 			return nil, fmt.Errorf("%w: the server did not start within %s: %w", ErrTimeout, s.m.StartTimeout, err)
 		}

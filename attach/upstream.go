@@ -438,9 +438,19 @@ func describeExit(err error) string {
 // start usually says why.
 func (u *upstream) abort(err error) error {
 	err = fmt.Errorf("%w: %w", ErrStartFailed, u.explain(err))
+	if u.cmd != nil {
+		err = processFailed{err}
+	}
 	u.close()
 	return err
 }
+
+// processFailed is the failed start of a process that ran: it exited,
+// or its handshake failed. Unlike a launcher not found, it may be the
+// keys it was given that it refused (Session.keysFailed).
+type processFailed struct{ error }
+
+func (p processFailed) Unwrap() error { return p.error }
 
 func (u *upstream) explain(err error) error {
 	if _, ok := fault.Unreachable(err); ok {
