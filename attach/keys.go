@@ -91,12 +91,30 @@ func keyNames(keys []keySpec) []string {
 	return out
 }
 
-// launchVars are variables that a launcher, a runtime or the loader
-// reads (NODE_OPTIONS and LD_PRELOAD run code, PATH picks the programs):
-// a registry may require them, but the user is never asked for them on
-// its behalf, as a value pasted there would change what runs.
-var launchVars = regexp.MustCompile(`(?i)^(PATH|PATHEXT|HOME|PWD|SHELL|TMPDIR|TEMP|TMP|BASH_ENV|ENV|IFS|PS4|CDPATH|GCONV_PATH|` +
-	`COMSPEC|SYSTEMROOT|VIRTUAL_ENV|LD_.*|DYLD_.*|NODE_.*|NPM_.*|NPX_.*|COREPACK_.*|PYTHON.*|PIP_.*|UV_.*|GIT_.*|SSL_CERT_.*|.*_PROXY)$`)
+// launchVars are variables that a launcher, a runtime, a build tool or
+// the loader reads to run code or to choose what it trusts (NODE_OPTIONS,
+// PERL5OPT, JAVA_TOOL_OPTIONS and LD_PRELOAD run code, PATH picks the
+// programs, MAKEFLAGS and CC what a package's native build runs,
+// NODE_EXTRA_CA_CERTS and SSL_CERT_FILE which servers are trusted, EDITOR
+// and BROWSER what a tool opens, HOME, XDG_* and APPDATA where its
+// settings are read from): a registry may require them, but the user is
+// never asked for them on its behalf, as a value pasted there would
+// change what runs. It is the only list of such names: guard's stdio
+// policy has none, as it passes only the variables the operator names.
+var launchVars = regexp.MustCompile(`(?i)^(` + strings.Join([]string{
+	// the shell, the loader and where programs and files are found
+	`PATH|PATHEXT|HOME|PWD|SHELL|TMPDIR|TEMP|TMP|BASH_ENV|ENV|IFS|PS4|CDPATH|GCONV_PATH|GLIBC_TUNABLES|HOSTALIASES|LOCPATH|NLSPATH`,
+	`COMSPEC|SYSTEMROOT|USERPROFILE|APPDATA|LOCALAPPDATA|XDG_.*|LD_.*|DYLD_.*`,
+	// runtimes and launchers
+	`NODE_.*|NPM_.*|NPX_.*|COREPACK_.*|PYTHON.*|PIP_.*|UV_.*|VIRTUAL_ENV|PERL5.*|PERLLIB|RUBYOPT|RUBYLIB|GEM_.*|BUNDLE_.*`,
+	`JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|JDK_JAVA_OPTIONS|CLASSPATH`,
+	// a native build's tools and flags
+	`MAKEFLAGS|CC|CXX|CFLAGS|CXXFLAGS|LDFLAGS|CPPFLAGS`,
+	// whom TLS trusts, and where it writes its keys
+	`SSL_CERT_.*|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE|NODE_EXTRA_CA_CERTS|OPENSSL_CONF|OPENSSL_MODULES|SSLKEYLOGFILE|.*_PROXY`,
+	// programs a tool starts for the user
+	`BROWSER|EDITOR|VISUAL|PAGER|GIT_.*`,
+}, "|") + `)$`)
 
 // keyName reports whether the user may be asked for name.
 func keyName(name string) bool { return !launchVars.MatchString(name) }

@@ -277,6 +277,31 @@ func TestKeysForOnePackage(t *testing.T) {
 	}
 }
 
+// The user is asked for a package's key, never for a variable that
+// runs code or changes what is trusted from a value typed.
+func TestKeyName(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		ask  bool
+	}{
+		{"API_KEY", true}, {"GITHUB_TOKEN", true}, {"OPENAI_API_KEY", true}, {"CCACHE_KEY", true}, {"PAGERDUTY_TOKEN", true},
+		{"MY_EDITOR_ID", true}, {"CC_API_KEY", true},
+		{"PATH", false}, {"LD_PRELOAD", false}, {"NODE_OPTIONS", false}, {"node_options", false}, {"PYTHONPATH", false},
+		{"PERL5OPT", false}, {"PERL5LIB", false}, {"RUBYOPT", false}, {"RUBYLIB", false}, {"MAKEFLAGS", false},
+		{"CC", false}, {"CXX", false}, {"CFLAGS", false}, {"CXXFLAGS", false}, {"LDFLAGS", false},
+		{"JAVA_TOOL_OPTIONS", false}, {"_JAVA_OPTIONS", false}, {"JDK_JAVA_OPTIONS", false}, {"GLIBC_TUNABLES", false},
+		{"HOSTALIASES", false}, {"LOCPATH", false}, {"NLSPATH", false}, {"XDG_CONFIG_HOME", false}, {"XDG_DATA_DIRS", false},
+		{"USERPROFILE", false}, {"APPDATA", false}, {"LOCALAPPDATA", false}, {"REQUESTS_CA_BUNDLE", false},
+		{"CURL_CA_BUNDLE", false}, {"SSL_CERT_FILE", false}, {"SSL_CERT_DIR", false}, {"NODE_EXTRA_CA_CERTS", false},
+		{"BROWSER", false}, {"EDITOR", false}, {"VISUAL", false}, {"PAGER", false}, {"GIT_SSH_COMMAND", false},
+		{"GIT_CONFIG_GLOBAL", false}, {"HTTPS_PROXY", false},
+	} {
+		if got := keyName(c.name); got != c.ask {
+			t.Errorf("keyName(%s) = %v, want %v", c.name, got, c.ask)
+		}
+	}
+}
+
 // A post is taken from the page's own origin: what the browser says of
 // where it came from is checked, when it says it.
 func TestSameOrigin(t *testing.T) {
