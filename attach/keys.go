@@ -40,6 +40,11 @@ const (
 	maxKeyLabel = 300      // runes of a variable's description shown
 )
 
+// ErrKeyPagesFull is an attach that needs a page for keys while its
+// session has maxKeyPages open: a model attaching package after package
+// must not open listeners and pages without end.
+var ErrKeyPagesFull = errors.New("too many pages asking for keys are open")
+
 // ErrKeysRequired is wrapped by a KeysRequired.
 var ErrKeysRequired = errors.New("the package needs keys the user has not given yet")
 
@@ -215,6 +220,15 @@ func (k *keyring) forget(of keysFor, failed map[string]string) {
 	}
 }
 
+// kept says, on the page, how long values given are held: the store
+// keeps them past the session's end, and the gateway's.
+func (k *keyring) kept() string {
+	if k.store == nil {
+		return "for this session only"
+	}
+	return "for this session and later ones, encrypted in the gateway's credentials store, until a start fails with them"
+}
+
 // clear forgets the session's values; the store keeps its own.
 func (k *keyring) clear() {
 	k.mu.Lock()
@@ -302,7 +316,8 @@ func (k *keyFlows) required(ctx context.Context, of keysFor, keys []keySpec) err
 	case f != nil && !f.ended:
 		return f.required()
 	case len(k.byToken) == maxKeyPages:
-		return fmt.Errorf("%s needs %s, and the session has %d pages asking for keys already: %w", urn, strings.Join(keyNames(keys), ", "), maxKeyPages, ErrCapReached)
+		return fmt.Errorf("%s needs %s, and the session has %d pages asking for keys open already, each until it is filled in or for %s: %w",
+			urn, strings.Join(keyNames(keys), ", "), maxKeyPages, KeysFlowTTL, ErrKeyPagesFull)
 	}
 	base, ln, err := flowBase(ctx)
 	if err != nil {
@@ -398,7 +413,7 @@ func (k *keyFlows) serve(w http.ResponseWriter, r *http.Request, token string) {
 			writeKeysPage(w, http.StatusBadRequest, "This link was already used. Return to your client.")
 			return
 		}
-		writeKeysForm(w, f)
+		writeKeysForm(w, f, k.ring.kept())
 	case http.MethodPost:
 		k.submit(w, r, f)
 	default:
@@ -441,7 +456,7 @@ func (k *keyFlows) submit(w http.ResponseWriter, r *http.Request, f *keyFlow) {
 	}
 	k.mu.Unlock()
 	f.ln.shutdown()
-	writeKeysPage(w, http.StatusOK, "ardgate holds the keys for "+f.of.URN+" for this session. You may close this page and return to your client.")
+	writeKeysPage(w, http.StatusOK, "ardgate holds the keys for "+f.of.URN+" "+k.ring.kept()+". You may close this page and return to your client.")
 }
 
 // formValues are the values of keys that get reads from a form: each
@@ -520,15 +535,15 @@ func writeKeysPage(w http.ResponseWriter, status int, msg string) {
 
 // writeKeysForm answers with f's form: a field per variable, labelled
 // with its name and the registry's description, and the hidden token.
-func writeKeysForm(w http.ResponseWriter, f *keyFlow) {
+func writeKeysForm(w http.ResponseWriter, f *keyFlow, kept string) {
 	keysHeaders(w)
 	var b strings.Builder
 	b.WriteString(keysHead)
 	fmt.Fprintf(&b, "<h1>Keys for %s</h1>\n<p>For the %s package <b>%s</b> version %s, found in the registry %s. "+
-		"Attaching this server needs the values below. ardgate passes them to that package's environment "+
-		"for this session only; they are not shown to the model, and no other package is given them.</p>\n<form method=post>\n<input type=hidden name=csrf value=\"%s\">\n",
+		"Attaching this server needs the values below. ardgate passes them to that package's environment, "+
+		"and holds them %s; they are not shown to the model, and no other package is given them.</p>\n<form method=post>\n<input type=hidden name=csrf value=\"%s\">\n",
 		html.EscapeString(f.of.URN), html.EscapeString(f.of.pkg.RegistryType), html.EscapeString(f.of.pkg.Identifier), html.EscapeString(f.of.pkg.Version),
-		html.EscapeString(f.of.RegistryID), html.EscapeString(f.csrf))
+		html.EscapeString(f.of.RegistryID), html.EscapeString(kept), html.EscapeString(f.csrf))
 	for i, k := range f.keys {
 		typ := "text"
 		if k.Secret {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -299,6 +300,49 @@ func TestKeyName(t *testing.T) {
 		if got := keyName(c.name); got != c.ask {
 			t.Errorf("keyName(%s) = %v, want %v", c.name, got, c.ask)
 		}
+	}
+}
+
+// A session with every page it may open open says so, not that its
+// attachments are at their cap.
+func TestKeyPagesFull(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	m := keyedManager("urn:air:ardgate.test:mcp:keyed")
+	defer m.Shutdown()
+	s := m.NewSession("s")
+	ctx := context.WithValue(context.Background(), callbackBaseKey{}, "http://127.0.0.1:9")
+	keys := []keySpec{{Name: "API_KEY"}}
+	for i := range maxKeyPages {
+		if err := s.keys.required(ctx, keysFor{URN: fmt.Sprintf("urn:air:ardgate.test:mcp:k%d", i)}, keys); !errors.Is(err, ErrKeysRequired) {
+			t.Fatalf("page %d: %v", i, err)
+		}
+	}
+	err := s.keys.required(ctx, keysFor{URN: "urn:air:ardgate.test:mcp:one-more"}, keys)
+	if !errors.Is(err, ErrKeyPagesFull) || errors.Is(err, ErrCapReached) || strings.Contains(err.Error(), "attachment cap") {
+		t.Fatalf("one page more: %v", err)
+	}
+}
+
+// The page says how long the values are held: for the session, or past
+// it in the credentials store.
+func TestKeysPageSaysHowLongKept(t *testing.T) {
+	f := &keyFlow{of: keyedFor("urn:air:ardgate.test:mcp:keyed"), keys: []keySpec{{Name: "API_KEY"}}, csrf: "c"}
+	for _, c := range []struct {
+		name        string
+		store       *credstore.Store
+		want, wrong string
+	}{
+		{"memory", nil, "for this session only", "credentials store"},
+		{"a store", &credstore.Store{}, "for this session and later ones, encrypted in the gateway&#39;s credentials store", "session only"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ring := keyring{store: c.store}
+			w := httptest.NewRecorder()
+			writeKeysForm(w, f, ring.kept())
+			if body := w.Body.String(); !strings.Contains(body, c.want) || strings.Contains(body, c.wrong) {
+				t.Errorf("the page says:\n%s", body)
+			}
+		})
 	}
 }
 

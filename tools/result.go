@@ -213,6 +213,7 @@ var errorCodes = []errorCode{
 	{isErr(registry.ErrInvalidArgument), "invalid_arguments", "%s"},
 	{isErr(attach.ErrNotAttachable), "not_attachable", "%s"},
 	{isErr(attach.ErrCapReached), "cap_reached", "%s"},
+	{isErr(attach.ErrKeyPagesFull), "cap_reached", "%s"},
 	{isErr(attach.ErrNameTaken), "name_taken", "%s"},
 	{isErr(attach.ErrUpstreamDown), "upstream_down", "%s"},
 	{isErr(attach.ErrStartFailed), "start_failed", "%s"},
