@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"html"
 	"net"
 	"net/http"
 	"net/url"
@@ -515,11 +514,5 @@ func WriteCallbackPage(w http.ResponseWriter, urn string, err error) {
 	case err != nil:
 		status, msg = http.StatusBadGateway, "The authorization of "+urn+" failed: "+guard.Text(err.Error(), 500)+". Return to your client and attach it again."
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", "default-src 'none'")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Referrer-Policy", "no-referrer")
-	w.WriteHeader(status)
-	fmt.Fprintf(w, "<!doctype html><meta charset=utf-8><title>ardgate</title><p>%s</p>\n", html.EscapeString(msg))
+	writePage(w, status, msg)
 }

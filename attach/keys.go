@@ -334,7 +334,7 @@ func (k *keyFlows) required(ctx context.Context, of keysFor, keys []keySpec) err
 		if r.Host != ln.host() {
 			// Another name for 127.0.0.1, a site's DNS: its pages are
 			// not this page's origin.
-			writeKeysPage(w, http.StatusMisdirectedRequest, "This page is served at "+ln.host()+" only.")
+			writePage(w, http.StatusMisdirectedRequest, "This page is served at "+ln.host()+" only.")
 			return
 		}
 		k.serve(w, r, tokenOf(r))
@@ -393,7 +393,7 @@ func (m *Manager) ServeKeys(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeKeysPage(w, http.StatusNotFound, "This link is not valid: it is unknown, or has expired. Return to your client and attach the server again.")
+	writePage(w, http.StatusNotFound, "This link is not valid: it is unknown, or has expired. Return to your client and attach the server again.")
 }
 
 // serve answers a request for the page of token: the form, or the
@@ -401,7 +401,7 @@ func (m *Manager) ServeKeys(w http.ResponseWriter, r *http.Request) {
 func (k *keyFlows) serve(w http.ResponseWriter, r *http.Request, token string) {
 	f := k.lookup(token)
 	if f == nil {
-		writeKeysPage(w, http.StatusNotFound, "This link is not valid: it is unknown, or has expired. Return to your client and attach the server again.")
+		writePage(w, http.StatusNotFound, "This link is not valid: it is unknown, or has expired. Return to your client and attach the server again.")
 		return
 	}
 	switch r.Method {
@@ -410,7 +410,7 @@ func (k *keyFlows) serve(w http.ResponseWriter, r *http.Request, token string) {
 		ended := f.ended
 		k.mu.Unlock()
 		if ended {
-			writeKeysPage(w, http.StatusBadRequest, "This link was already used. Return to your client.")
+			writePage(w, http.StatusBadRequest, "This link was already used. Return to your client.")
 			return
 		}
 		writeKeysForm(w, f, k.ring.kept())
@@ -418,7 +418,7 @@ func (k *keyFlows) serve(w http.ResponseWriter, r *http.Request, token string) {
 		k.submit(w, r, f)
 	default:
 		w.Header().Set("Allow", "GET, HEAD, POST")
-		writeKeysPage(w, http.StatusMethodNotAllowed, "This page takes GET and POST only.")
+		writePage(w, http.StatusMethodNotAllowed, "This page takes GET and POST only.")
 	}
 }
 
@@ -426,27 +426,27 @@ func (k *keyFlows) serve(w http.ResponseWriter, r *http.Request, token string) {
 // (sameOrigin, and the hidden field's token), once.
 func (k *keyFlows) submit(w http.ResponseWriter, r *http.Request, f *keyFlow) {
 	if !sameOrigin(r) {
-		writeKeysPage(w, http.StatusForbidden, "This form takes what is posted from its own page only.")
+		writePage(w, http.StatusForbidden, "This form takes what is posted from its own page only.")
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxKeysBody)
 	if err := r.ParseForm(); err != nil {
-		writeKeysPage(w, http.StatusBadRequest, "The form could not be read. Reload the page and fill it in again.")
+		writePage(w, http.StatusBadRequest, "The form could not be read. Reload the page and fill it in again.")
 		return
 	}
 	if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(f.csrf)) != 1 {
-		writeKeysPage(w, http.StatusForbidden, "This form takes what is posted from its own page only. Reload the page and fill it in again.")
+		writePage(w, http.StatusForbidden, "This form takes what is posted from its own page only. Reload the page and fill it in again.")
 		return
 	}
 	values, err := formValues(f.keys, r.PostForm.Get)
 	if err != nil {
-		writeKeysPage(w, http.StatusBadRequest, err.Error()+" Go back and fill it in again.")
+		writePage(w, http.StatusBadRequest, err.Error()+" Go back and fill it in again.")
 		return
 	}
 	k.mu.Lock()
 	if f.ended || k.closed {
 		k.mu.Unlock()
-		writeKeysPage(w, http.StatusBadRequest, "This link was already used, or its session has ended. Return to your client.")
+		writePage(w, http.StatusBadRequest, "This link was already used, or its session has ended. Return to your client.")
 		return
 	}
 	k.ring.put(f.of, values)
@@ -456,7 +456,7 @@ func (k *keyFlows) submit(w http.ResponseWriter, r *http.Request, f *keyFlow) {
 	}
 	k.mu.Unlock()
 	f.ln.shutdown()
-	writeKeysPage(w, http.StatusOK, "ardgate holds the keys for "+f.of.URN+" "+k.ring.kept()+". You may close this page and return to your client.")
+	writePage(w, http.StatusOK, "ardgate holds the keys for "+f.of.URN+" "+k.ring.kept()+". You may close this page and return to your client.")
 }
 
 // formValues are the values of keys that get reads from a form: each
@@ -501,44 +501,52 @@ func sameOrigin(r *http.Request) bool {
 	return false
 }
 
-// keysStyle is the pages' only style, allowed by its hash.
-const keysStyle = `body{font:16px/1.5 system-ui,sans-serif;max-width:36em;margin:2em auto;padding:0 1em}` +
+// pageStyle is the only style of ardgate's pages, allowed by its hash.
+const pageStyle = `body{font:16px/1.5 system-ui,sans-serif;max-width:36em;margin:2em auto;padding:0 1em}` +
 	`label{display:block;margin-top:1em;font-weight:600}input{width:100%;padding:.4em;box-sizing:border-box}` +
 	`.d{font-weight:400;color:#444;margin:0}button{margin-top:1.5em;padding:.5em 1.5em}`
 
-// keysCSP allows nothing but the style above and posting to the page's
+// pageCSP allows nothing but the style above and posting to the page's
 // own origin; no page may frame it.
-var keysCSP = func() string {
-	sum := sha256.Sum256([]byte(keysStyle))
+var pageCSP = func() string {
+	sum := sha256.Sum256([]byte(pageStyle))
 	return "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'; " +
 		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 }()
 
-func keysHeaders(w http.ResponseWriter) {
+// pageReferrerPolicy keeps a page's URL, with its token, from any
+// other site.
+const pageReferrerPolicy = "no-referrer"
+
+// pageHeaders are the headers of every page ardgate serves to a user's
+// browser (the keys pages, an OAuth flow's callback page): nothing runs,
+// nothing is loaded, nothing is cached, and no other site frames it or
+// reads its URL.
+func pageHeaders(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", keysCSP)
+	h.Set("Content-Security-Policy", pageCSP)
 	h.Set("Cache-Control", "no-store")
-	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Referrer-Policy", pageReferrerPolicy)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 }
 
-const keysHead = "<!doctype html><html lang=en><meta charset=utf-8><meta name=viewport content=\"width=device-width\"><title>ardgate</title><style>" + keysStyle + "</style>\n"
+const pageHead = "<!doctype html><html lang=en><meta charset=utf-8><meta name=viewport content=\"width=device-width\"><title>ardgate</title><style>" + pageStyle + "</style>\n"
 
-// writeKeysPage answers with a short page saying msg.
-func writeKeysPage(w http.ResponseWriter, status int, msg string) {
-	keysHeaders(w)
+// writePage answers with a short page saying msg, with pageHeaders.
+func writePage(w http.ResponseWriter, status int, msg string) {
+	pageHeaders(w)
 	w.WriteHeader(status)
-	fmt.Fprintf(w, "%s<p>%s</p>\n", keysHead, html.EscapeString(msg))
+	fmt.Fprintf(w, "%s<p>%s</p>\n", pageHead, html.EscapeString(msg))
 }
 
 // writeKeysForm answers with f's form: a field per variable, labelled
 // with its name and the registry's description, and the hidden token.
 func writeKeysForm(w http.ResponseWriter, f *keyFlow, kept string) {
-	keysHeaders(w)
+	pageHeaders(w)
 	var b strings.Builder
-	b.WriteString(keysHead)
+	b.WriteString(pageHead)
 	fmt.Fprintf(&b, "<h1>Keys for %s</h1>\n<p>For the %s package <b>%s</b> version %s, found in the registry %s. "+
 		"Attaching this server needs the values below. ardgate passes them to that package's environment, "+
 		"and holds them %s; they are not shown to the model, and no other package is given them.</p>\n<form method=post>\n<input type=hidden name=csrf value=\"%s\">\n",

@@ -346,6 +346,38 @@ func TestKeysPageSaysHowLongKept(t *testing.T) {
 	}
 }
 
+// Every page ardgate serves to a user's browser has the same headers:
+// the keys pages and an OAuth flow's callback page alike.
+func TestPageHeaders(t *testing.T) {
+	f := &keyFlow{of: keyedFor("urn:air:ardgate.test:mcp:keyed"), keys: []keySpec{{Name: "API_KEY"}}, csrf: "c"}
+	for _, c := range []struct {
+		name  string
+		write func(http.ResponseWriter)
+	}{
+		{"the keys form", func(w http.ResponseWriter) { writeKeysForm(w, f, "for this session only") }},
+		{"a keys page", func(w http.ResponseWriter) { writePage(w, http.StatusNotFound, "not valid") }},
+		{"an OAuth callback", func(w http.ResponseWriter) { WriteCallbackPage(w, "urn:air:x:mcp:y", nil) }},
+		{"a refused OAuth callback", func(w http.ResponseWriter) { WriteCallbackPage(w, "", ErrUnknownState) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			c.write(w)
+			h := w.Result().Header
+			for name, want := range map[string]string{
+				"Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store", "X-Frame-Options": "DENY",
+				"X-Content-Type-Options": "nosniff", "Referrer-Policy": pageReferrerPolicy,
+			} {
+				if got := h.Get(name); got != want {
+					t.Errorf("%s: %q, want %q", name, got, want)
+				}
+			}
+			if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, "default-src 'none'") {
+				t.Errorf("Content-Security-Policy %q", csp)
+			}
+		})
+	}
+}
+
 // A post is taken from the page's own origin: what the browser says of
 // where it came from is checked, when it says it.
 func TestSameOrigin(t *testing.T) {
