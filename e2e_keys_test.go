@@ -338,7 +338,7 @@ func keysPage(t *testing.T, raw string) string {
 			t.Errorf("the page's Content-Security-Policy %q lacks %q", csp, want)
 		}
 	}
-	if resp.StatusCode != http.StatusOK || resp.Header.Get("Cache-Control") != "no-store" || resp.Header.Get("Referrer-Policy") != "no-referrer" ||
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Cache-Control") != "no-store" || resp.Header.Get("Referrer-Policy") != "same-origin" ||
 		!strings.Contains(string(body), `name="FIXTURE_API_KEY" type=password`) || !strings.Contains(string(body), "the fixture&#39;s settings page") ||
 		strings.Contains(string(body), "\x1b") {
 		t.Fatalf("the page: HTTP %d %v\n%s", resp.StatusCode, resp.Header, body)

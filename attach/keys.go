@@ -480,9 +480,12 @@ func formValues(keys []keySpec, get func(string) string) (map[string]string, err
 }
 
 // sameOrigin reports whether a POST came from the page's own origin, as
-// far as the browser says: Sec-Fetch-Site, when sent, is same-origin, and
-// Origin, when sent, is the page's, or "null" from the page itself (its
-// Referrer-Policy no-referrer has a browser send that).
+// far as the browser says: Sec-Fetch-Site, when sent, is same-origin,
+// and Origin, when sent, is the page's. A browser sends the real Origin
+// of a form posted from the page itself under its Referrer-Policy
+// same-origin, and "null" from another site's page (or from any page
+// under no-referrer, which a browser over plain HTTP off loopback sends
+// with no Sec-Fetch-Site: nothing then told the page's own post apart).
 func sameOrigin(r *http.Request) bool {
 	site := r.Header.Get("Sec-Fetch-Site")
 	if site != "" && site != "same-origin" {
@@ -492,13 +495,8 @@ func sameOrigin(r *http.Request) bool {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	switch origin := r.Header.Get("Origin"); origin {
-	case "", scheme + "://" + r.Host:
-		return true
-	case "null":
-		return site == "same-origin"
-	}
-	return false
+	origin := r.Header.Get("Origin")
+	return origin == "" || origin == scheme+"://"+r.Host
 }
 
 // pageStyle is the only style of ardgate's pages, allowed by its hash.
@@ -515,8 +513,9 @@ var pageCSP = func() string {
 }()
 
 // pageReferrerPolicy keeps a page's URL, with its token, from any
-// other site.
-const pageReferrerPolicy = "no-referrer"
+// other site, while a post from the page itself carries its real Origin
+// (sameOrigin): under no-referrer it would carry "null".
+const pageReferrerPolicy = "same-origin"
 
 // pageHeaders are the headers of every page ardgate serves to a user's
 // browser (the keys pages, an OAuth flow's callback page): nothing runs,

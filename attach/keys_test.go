@@ -26,6 +26,7 @@ import (
 	"github.com/ardgate/ardgate/config"
 	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/registry"
+	"github.com/ardgate/ardgate/testdata/browser"
 )
 
 // keyedManager serves one entry, a package that requires API_KEY.
@@ -378,6 +379,42 @@ func TestPageHeaders(t *testing.T) {
 	}
 }
 
+// Chromium, as the user, posts the form with the page's own origin in
+// Origin, which sameOrigin needs where no Sec-Fetch-Site comes (plain
+// HTTP off loopback): the page's Referrer-Policy has it send that, and
+// not "null".
+func TestKeysPostOrigin(t *testing.T) {
+	browser.Need(t)
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	const urn = "urn:air:ardgate.test:mcp:keyed"
+	m := keyedManager(urn)
+	defer m.Shutdown()
+	s := m.NewSession("s")
+	origins := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			select {
+			case origins <- r.Header.Get("Origin"):
+			default:
+			}
+		}
+		m.ServeKeys(w, r)
+	}))
+	defer srv.Close()
+	ctx := context.WithValue(context.Background(), callbackBaseKey{}, srv.URL)
+	var kr *KeysRequired
+	if _, err := s.keyed(ctx, keyedFor(urn), Plan{Keys: []keySpec{{Name: "API_KEY"}}}); !errors.As(err, &kr) {
+		t.Fatalf("the attach: %v", err)
+	}
+	said, err := browser.FillForm(context.Background(), t.TempDir(), kr.URL, map[string]string{"API_KEY": "k-from-chromium"})
+	if err != nil || !strings.Contains(said, "return to your client") {
+		t.Fatalf("the page after the post says %q (%v)", said, err)
+	}
+	if got := <-origins; got != srv.URL {
+		t.Errorf("the post's Origin %q, want the page's own %q", got, srv.URL)
+	}
+}
+
 // A post is taken from the page's own origin: what the browser says of
 // where it came from is checked, when it says it.
 func TestSameOrigin(t *testing.T) {
@@ -388,7 +425,7 @@ func TestSameOrigin(t *testing.T) {
 	}{
 		{"a client that says nothing", "", "", true},
 		{"the page's origin", "http://127.0.0.1:9", "same-origin", true},
-		{"the page itself under no-referrer", "null", "same-origin", true},
+		{"null, though same-origin", "null", "same-origin", false},
 		{"null from elsewhere", "null", "cross-site", false},
 		{"null, nothing more", "null", "", false},
 		{"another site", "http://evil.example", "", false},
