@@ -165,6 +165,10 @@ func TestHTTPKeysPage(t *testing.T) {
 	if !strings.HasPrefix(kr.URL, base+"/credentials/") {
 		t.Fatalf("the page is at %q, not on the gateway's listener %s", kr.URL, base)
 	}
+	page, err := url.Parse(kr.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
 	csrf := keysPage(t, kr.URL)
 	form := url.Values{"csrf": {csrf}, "FIXTURE_API_KEY": {"forged"}}
 	for _, c := range []struct {
@@ -181,6 +185,7 @@ func TestHTTPKeysPage(t *testing.T) {
 		{"a cross-site Origin", kr.URL, form, map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden},
 		{"a null Origin from another site", kr.URL, form, map[string]string{"Origin": "null", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
 		{"a cross-site fetch", kr.URL, form, map[string]string{"Sec-Fetch-Site": "same-site"}, http.StatusForbidden},
+		{"a rebound Host", kr.URL, form, map[string]string{"Host": "rebind.example:" + page.Port()}, http.StatusMisdirectedRequest},
 		{"an empty key", kr.URL, url.Values{"csrf": {csrf}, "FIXTURE_API_KEY": {""}}, nil, http.StatusBadRequest},
 		{"a body too large", kr.URL, url.Values{"csrf": {csrf}, "FIXTURE_API_KEY": {strings.Repeat("k", 70<<10)}}, nil, http.StatusBadRequest},
 	} {
@@ -359,6 +364,10 @@ func postForm(t *testing.T, raw string, form url.Values, header map[string]strin
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	for k, v := range header {
+		if k == "Host" {
+			req.Host = v // what a browser sends for a name a site made resolve to 127.0.0.1
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)

@@ -137,10 +137,6 @@ func (l *flowListener) serve(h http.HandlerFunc) {
 	go func() { _ = l.srv.Serve(l.ln) }() // ends when the server is closed
 }
 
-// host is the listener's address, which a request to it names as its
-// Host: another name reached it through DNS that a site controls.
-func (l *flowListener) host() string { return l.ln.Addr().String() }
-
 // close stops the listener and ends its connections at once.
 func (l *flowListener) close() {
 	switch {

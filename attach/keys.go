@@ -11,6 +11,7 @@ import (
 	"html"
 	"log/slog"
 	"maps"
+	"net"
 	"net/http"
 	"regexp"
 	"slices"
@@ -331,13 +332,9 @@ func (k *keyFlows) required(ctx context.Context, of keysFor, keys []keySpec) err
 	k.byToken[f.token], k.byFor[of] = f, f
 	f.timer = time.AfterFunc(KeysFlowTTL, func() { k.forget(f) })
 	ln.serve(func(w http.ResponseWriter, r *http.Request) {
-		if r.Host != ln.host() {
-			// Another name for 127.0.0.1, a site's DNS: its pages are
-			// not this page's origin.
-			writePage(w, http.StatusMisdirectedRequest, "This page is served at "+ln.host()+" only.")
-			return
+		if !rebound(w, r) {
+			k.serve(w, r, tokenOf(r))
 		}
-		k.serve(w, r, tokenOf(r))
 	})
 	return f.required()
 }
@@ -386,6 +383,9 @@ func tokenOf(r *http.Request) string {
 // listener, at KeysPath followed by a page's token, in whichever session
 // opened it. An unknown or expired token is 404.
 func (m *Manager) ServeKeys(w http.ResponseWriter, r *http.Request) {
+	if rebound(w, r) {
+		return
+	}
 	token := tokenOf(r)
 	for _, s := range m.Sessions() {
 		if s.keys.lookup(token) != nil {
@@ -394,6 +394,20 @@ func (m *Manager) ServeKeys(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writePage(w, http.StatusNotFound, "This link is not valid: it is unknown, or has expired. Return to your client and attach the server again.")
+}
+
+// rebound refuses a request that came to a loopback address under a
+// Host that is not a loopback name (guard.Rebound): a site's name made
+// to resolve to 127.0.0.1, whose pages are not the page's origin. The
+// one check of every keys page, on a loopback listener of its own or on
+// the gateway's listener, as the gateway's /mcp has.
+func rebound(w http.ResponseWriter, r *http.Request) bool {
+	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !guard.Rebound(r.Host, local) {
+		return false
+	}
+	writePage(w, http.StatusMisdirectedRequest, "This page is served at a loopback address only, not under the name "+guard.Text(r.Host, 100)+".")
+	return true
 }
 
 // serve answers a request for the page of token: the form, or the

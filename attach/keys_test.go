@@ -100,6 +100,14 @@ func TestKeysPageOfOneSession(t *testing.T) {
 	if step.StepURL() == second.StepURL() {
 		t.Fatal("two sessions share a page")
 	}
+	// A name a site made resolve to 127.0.0.1 is not the page's.
+	req, _ := http.NewRequest(http.MethodGet, first.URL, nil)
+	req.Host = "rebind.example"
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Fatalf("the page under a rebound Host: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	giveKeys(t, first.URL, url.Values{"API_KEY": {"k-1"}})
 	select {
 	case <-first.StepDone():

@@ -1,6 +1,8 @@
 // Package guard holds the gateway's safety rules:
 //   - dial.go: address checks and the pinned dialer for every outgoing
 //     connection;
+//   - rebound.go: the DNS-rebinding check of requests to the gateway's
+//     loopback listeners;
 //   - stdio.go, launch.go, rlimits*.go, rundir*.go, tree*.go: the launch
 //     policy of local servers, their limits, their own run directories, and
 //     the teardown of their whole process tree;

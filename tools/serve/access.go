@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
 
+	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
@@ -42,31 +42,14 @@ func originAllowed(origin, host string) bool {
 	if err != nil || u.Host == "" {
 		return false
 	}
-	return strings.EqualFold(u.Host, host) || loopbackHost(u.Host)
+	return strings.EqualFold(u.Host, host) || guard.LoopbackHost(u.Host)
 }
 
-// Rebound tells a request that came to a loopback address under a Host
-// that is not one: a page whose name was made to resolve to 127.0.0.1
-// (DNS rebinding) driving a browser at the gateway. mcp-go's server
-// refuses such a request, but only those it answers: the calls, lists
-// and cancellations the gateway answers itself went through.
-func Rebound(host string, local net.Addr) bool {
-	return local != nil && loopbackHost(local.String()) && !loopbackHost(host)
-}
-
-// loopbackHost tells whether addr, a host or host:port, is localhost or a
-// loopback address.
-func loopbackHost(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		host = strings.Trim(addr, "[]")
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
-}
+// Rebound is guard's check against DNS rebinding, which the keys page
+// shares: mcp-go's server refuses such a request, but only those it
+// answers: the calls, lists and cancellations the gateway answers itself
+// went through.
+func Rebound(host string, local net.Addr) bool { return guard.Rebound(host, local) }
 
 // Access is the gateway's HTTP access rules.
 type Access struct {
