@@ -117,6 +117,12 @@ func (r *redactor) cutFront(s string) string {
 	return s[min(len(s), r.keep()):]
 }
 
+// cutBack is s, the redacted text of a piece cut from its line's end,
+// less what may be the start of a value cut in two.
+func (r *redactor) cutBack(s string) string {
+	return s[:len(s)-min(len(s), r.keep())]
+}
+
 // tail keeps the last max bytes written to it; String masks redact's
 // values.
 type tail struct {
@@ -161,6 +167,7 @@ type stderrLines struct {
 	limit   *rate.Limiter
 	now     func() time.Time // the limiter's clock, a test's to set
 	line    []byte           // a line begun and not yet ended
+	cont    bool             // line goes on a piece cut from it
 	dropped int
 	// crash is the last line of a Go runtime's crash the lines held,
 	// logged or not, for a failure's message: the stacks of its
@@ -198,11 +205,12 @@ func (s *stderrLines) Write(p []byte) (int, error) {
 			i = room // a piece the length of a line, logged as one
 			s.line = append(s.line, p[:i]...)
 			p = p[i:]
-		} else {
-			s.line = append(s.line, p[:i]...)
-			p = p[i+1:]
+			s.emit(true)
+			continue
 		}
-		s.emit()
+		s.line = append(s.line, p[:i]...)
+		p = p[i+1:]
+		s.emit(false)
 	}
 	return n, nil
 }
@@ -212,7 +220,7 @@ func (s *stderrLines) Write(p []byte) (int, error) {
 func (s *stderrLines) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.emit()
+	s.emit(false)
 	if s.dropped > 0 {
 		s.log.Info("upstream stderr lines not logged", "count", s.dropped)
 		s.dropped = 0
@@ -231,9 +239,12 @@ func (s *stderrLines) crashed() string {
 	return s.crash
 }
 
-func (s *stderrLines) emit() {
+// emit logs the line held, or the piece of one when cut: a value the
+// cut split in two is shown in neither piece (redactor).
+func (s *stderrLines) emit(cut bool) {
 	raw := bytes.TrimSpace(s.line)
-	defer func() { s.line = s.line[:0] }()
+	cont := s.cont
+	defer func() { s.line, s.cont = s.line[:0], cut }()
 	if len(raw) == 0 {
 		return
 	}
@@ -248,6 +259,12 @@ func (s *stderrLines) emit() {
 		return
 	}
 	text := s.redact.redact(string(raw))
+	if cont {
+		text = s.redact.cutFront(text)
+	}
+	if cut {
+		text = s.redact.cutBack(text)
+	}
 	if bytes.IndexByte(raw, 0x1b) >= 0 {
 		text = ansiEscape.ReplaceAllString(text, "")
 	}

@@ -161,6 +161,21 @@ func TestRedactedStderr(t *testing.T) {
 			}
 		})
 	}
+	// A line too long for one piece: the value its cut splits is in
+	// neither piece logged.
+	var out bytes.Buffer
+	lines := newStderrLines(slog.New(slog.NewTextHandler(&out, nil)), r)
+	_, _ = io.WriteString(lines, strings.Repeat("x", stderrLineMax-5)+"sk-abcdef-long") // no newline yet
+	_, _ = io.WriteString(lines, strings.Repeat("y", 20)+"\n")
+	_ = lines.Close()
+	for _, part := range []string{"sk-abc", "-long", "cdef"} {
+		if strings.Contains(out.String(), part) {
+			t.Errorf("a piece logged shows %q of a value", part)
+		}
+	}
+	if !strings.Contains(out.String(), "yyyy") {
+		t.Errorf("the line's end was not logged: %s", out.String())
+	}
 	if newRedactor(map[string]string{"C": "yes"}) != nil {
 		t.Error("a redactor for values too short to mask")
 	}
