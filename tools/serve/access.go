@@ -45,12 +45,6 @@ func originAllowed(origin, host string) bool {
 	return strings.EqualFold(u.Host, host) || guard.LoopbackHost(u.Host)
 }
 
-// Rebound is guard's check against DNS rebinding, which the keys page
-// shares: mcp-go's server refuses such a request, but only those it
-// answers: the calls, lists and cancellations the gateway answers itself
-// went through.
-func Rebound(host string, local net.Addr) bool { return guard.Rebound(host, local) }
-
 // Access is the gateway's HTTP access rules.
 type Access struct {
 	// Token, when set, must come as "Authorization: Bearer <token>".
@@ -59,10 +53,12 @@ type Access struct {
 
 // Guard applies the rules before next, MCP, sees a request: the Host and
 // Origin checks against DNS rebinding from browsers, CORS, the bearer
-// token, and the body cap.
+// token, and the body cap. mcp-go's server checks the Host too, but only
+// of what it answers: the calls, lists and cancellations the gateway
+// answers itself would go through.
 func (a Access) Guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr); Rebound(r.Host, local) {
+		if local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr); guard.Rebound(r.Host, local) {
 			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
 			return
 		}

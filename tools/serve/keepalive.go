@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/guard/jsonrpc"
 )
 
@@ -393,7 +394,7 @@ func (h *HTTP[C]) inPlace(r *http.Request, accept string, local net.Addr) (httpS
 	}
 	// A browser's request (it names its Origin) goes back, for net/http's
 	// answer with the CORS headers it reads.
-	if Rebound(r.Host, local) || r.Header.Get("Origin") != "" || !h.access.Authorized(r) || !Answerable(accept) {
+	if guard.Rebound(r.Host, local) || r.Header.Get("Origin") != "" || !h.access.Authorized(r) || !Answerable(accept) {
 		return httpSession{}, false
 	}
 	// Whatever the fast path would not answer goes back, to wind the
