@@ -205,6 +205,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		Limits:         guard.LimitsFrom(cfg.Limits),
 		PinnedListWait: cfg.PinnedListWait,
 		NoFastPath:     !cfg.FastPath,
+		PublicURL:      cfg.PublicURL,
 	})
 	defer gw.Close()
 

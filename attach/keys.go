@@ -13,6 +13,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -439,7 +440,7 @@ func (k *keyFlows) serve(w http.ResponseWriter, r *http.Request, token string) {
 // submit takes the values posted to f's page: from its own form only
 // (sameOrigin, and the hidden field's token), once.
 func (k *keyFlows) submit(w http.ResponseWriter, r *http.Request, f *keyFlow) {
-	if !sameOrigin(r) {
+	if !sameOrigin(r, f.url) {
 		writePage(w, http.StatusForbidden, "This form takes what is posted from its own page only.")
 		return
 	}
@@ -500,17 +501,21 @@ func formValues(keys []keySpec, get func(string) string) (map[string]string, err
 // same-origin, and "null" from another site's page (or from any page
 // under no-referrer, which a browser over plain HTTP off loopback sends
 // with no Sec-Fetch-Site: nothing then told the page's own post apart).
-func sameOrigin(r *http.Request) bool {
+//
+// The page's origin is that of the URL the user was given (page), not
+// the request's: behind a proxy that ends TLS (public_url), the browser
+// says https where the gateway was reached over http.
+func sameOrigin(r *http.Request, page string) bool {
 	site := r.Header.Get("Sec-Fetch-Site")
 	if site != "" && site != "same-origin" {
 		return false
 	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
 	origin := r.Header.Get("Origin")
-	return origin == "" || origin == scheme+"://"+r.Host
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(page)
+	return err == nil && strings.EqualFold(origin, u.Scheme+"://"+u.Host)
 }
 
 // pageStyle is the only style of ardgate's pages, allowed by its hash.

@@ -440,6 +440,7 @@ func TestSameOrigin(t *testing.T) {
 		{"another port", "http://127.0.0.1:10", "same-origin", false},
 		{"same-site", "", "same-site", false},
 		{"typed by the user", "", "none", false},
+		{"the page's origin behind a proxy", "https://gw.example", "same-origin", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:9/credentials/x", nil)
@@ -449,7 +450,11 @@ func TestSameOrigin(t *testing.T) {
 			if c.site != "" {
 				r.Header.Set("Sec-Fetch-Site", c.site)
 			}
-			if got := sameOrigin(r); got != c.want {
+			page := "http://127.0.0.1:9/credentials/x"
+			if strings.HasPrefix(c.origin, "https://") {
+				page = "https://gw.example/credentials/x" // given under public_url, reached over http
+			}
+			if got := sameOrigin(r, page); got != c.want {
 				t.Errorf("sameOrigin = %v, want %v", got, c.want)
 			}
 		})

@@ -45,6 +45,12 @@ type Config struct {
 	Transport string
 	// Addr is the listen address in HTTP mode.
 	Addr string
+	// PublicURL is where users' browsers reach the gateway's HTTP
+	// listener ("https://gateway.example.com", a path allowed), when a
+	// proxy in front of it terminates TLS or changes the host: OAuth's
+	// redirect back and the keys page are given under it. Empty, they are
+	// given as the client reached the listener. No trailing slash.
+	PublicURL string
 	// File is the config file that was read, if any.
 	File string
 	// Warnings are what Load found odd but not wrong, for the log: a

@@ -31,6 +31,7 @@ type file struct {
 	LogLevel         *string     `json:"log_level"`
 	LogFormat        *string     `json:"log_format"`
 	OTelEndpoint     *string     `json:"otel_endpoint"`
+	PublicURL        *string     `json:"public_url"`
 	Catalogs         []string    `json:"catalogs"`
 	Registries       []Registry  `json:"registries"`
 	RequireTrust     []string    `json:"require_trust"`
@@ -98,6 +99,7 @@ type environment struct {
 	StdioEnv           []string `env:"STDIO_ENV" envSeparator:","`
 	StdioMemoryMiB     *int     `env:"STDIO_MEMORY_MIB"`
 	OTelEndpoint       *string  `env:"OTEL_ENDPOINT"`
+	PublicURL          *string  `env:"PUBLIC_URL"`
 	CredentialsKey     *string  `env:"CREDENTIALS_KEY"`
 	CredentialsKeyFile *string  `env:"CREDENTIALS_KEY_FILE"`
 	ARDRegistryToken   *string  // ARD_REGISTRY_TOKEN has no prefix; read by hand
@@ -218,6 +220,7 @@ func (l *loader) defaults() {
 		LogLevel:           first(flags.LogLevel, deref(e.LogLevel), deref(f.LogLevel), "info"),
 		LogFormat:          first(flags.LogFormat, deref(e.LogFormat), deref(f.LogFormat), "text"),
 		OTelEndpoint:       first(flags.OTelEndpoint, deref(e.OTelEndpoint), deref(f.OTelEndpoint)),
+		PublicURL:          strings.TrimSuffix(first(deref(e.PublicURL), deref(f.PublicURL)), "/"),
 		AuthToken:          deref(e.AuthToken),
 		ARDRegistryToken:   deref(e.ARDRegistryToken),
 		RequireTrust:       firstList(e.RequireTrust, f.RequireTrust),
@@ -549,6 +552,9 @@ func (l *loader) launches() {
 	if c.Transport == TransportStdio && c.Addr != DefaultAddr {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("addr %s is for transport http: serving stdio, listening nowhere", c.Addr))
 	}
+	if c.Transport == TransportStdio && c.PublicURL != "" {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("public_url %s is for transport http: serving stdio, the user's pages are on loopback listeners", c.PublicURL))
+	}
 	c.Stdio = Stdio{Launchers: DefaultLaunchers, MemoryMiB: DefaultStdioMemoryMiB}
 	if f.Stdio != nil {
 		c.Stdio = Stdio{AllowFrom: f.Stdio.AllowFrom, Launchers: firstList(f.Stdio.Launchers, DefaultLaunchers), Env: f.Stdio.Env,
@@ -585,6 +591,7 @@ func (e *environment) named(flags Flags, problems []error) []error {
 		{"log_level", "LOG_LEVEL", e.LogLevel != nil && flags.LogLevel == ""},
 		{"log_format", "LOG_FORMAT", e.LogFormat != nil && flags.LogFormat == ""},
 		{"otel_endpoint", "OTEL_ENDPOINT", e.OTelEndpoint != nil && flags.OTelEndpoint == ""},
+		{"public_url", "PUBLIC_URL", e.PublicURL != nil},
 		{"max_attachments", "MAX_ATTACHMENTS", e.MaxAttachments != nil},
 		{"max_sessions", "MAX_SESSIONS", e.MaxSessions != nil},
 		{"session_idle_timeout", "SESSION_IDLE_TIMEOUT", e.SessionIdle != nil},

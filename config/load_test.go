@@ -569,6 +569,8 @@ func TestLoadValidation(t *testing.T) {
 		{"server timeout not duration", `{"servers": [{"name": "a", "command": "npx", "timeout": "long"}]}`, "servers[0].timeout"},
 		{"otel_endpoint scheme", `{"otel_endpoint": "grpc://collector:4317"}`, "otel_endpoint"},
 		{"otel_endpoint no host", `{"otel_endpoint": "http://"}`, "otel_endpoint"},
+		{"public_url scheme", `{"public_url": "gateway.example.com"}`, "public_url"},
+		{"public_url with a query", `{"public_url": "https://gateway.example.com/?x=1"}`, "public_url"},
 		{"agent url", `{"agents": [{"name": "research", "url": "research.example.com"}]}`, "agents[0].url"},
 		{"agent name", `{"agents": [{"name": "", "url": "https://research.example.com"}]}`, "agents[0].name"},
 		{"agent dialect", `{"agents": [{"name": "a", "url": "https://a.example", "dialect": "v2"}]}`, "agents[0].dialect"},
@@ -1022,6 +1024,30 @@ func TestTokensFromEnvironment(t *testing.T) {
 	}
 	if c.Servers[0].Token != "ess" {
 		t.Fatalf("server token %q", c.Servers[0].Token)
+	}
+}
+
+// public_url comes from the file or ARDGATE_PUBLIC_URL, which beats it,
+// without its trailing slash; serving stdio, it is said to be unused.
+func TestLoadPublicURL(t *testing.T) {
+	t.Parallel()
+	file := writeConfig(t, `{"transport": "http", "public_url": "https://file.example/ardgate/"}`)
+	for _, tt := range []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"file", nil, "https://file.example/ardgate"},
+		{"env over file", []string{"ARDGATE_PUBLIC_URL=https://env.example"}, "https://env.example"},
+	} {
+		c, err := config.Load(config.Flags{Config: file}, tt.env)
+		if err != nil || c.PublicURL != tt.want || len(c.Warnings) != 0 {
+			t.Errorf("%s: PublicURL %q, warnings %q, %v; want %q", tt.name, c.PublicURL, c.Warnings, err, tt.want)
+		}
+	}
+	c, err := config.Load(config.Flags{}, []string{"ARDGATE_PUBLIC_URL=https://env.example"})
+	if err != nil || !slices.Equal(c.Warnings, []string{"public_url https://env.example is for transport http: serving stdio, the user's pages are on loopback listeners"}) {
+		t.Errorf("stdio: warnings %q, %v", c.Warnings, err)
 	}
 }
 

@@ -94,6 +94,9 @@ func (c *Config) checkServing(p *problems) {
 	if c.OTelEndpoint != "" && !httpURL(c.OTelEndpoint, false) {
 		p.add("otel_endpoint", "%q is not an http(s) URL", c.OTelEndpoint)
 	}
+	if c.PublicURL != "" && !httpURL(c.PublicURL, true) {
+		p.add("public_url", "%q is not an http(s) URL without a query, where browsers reach the gateway", c.PublicURL)
+	}
 	if c.ToolMode != ToolModeListed && c.ToolMode != ToolModeDeferred {
 		p.add("tool_mode", "%q is not listed or deferred", c.ToolMode)
 	}

@@ -64,6 +64,9 @@ type Gateway struct {
 type Options struct {
 	// Version is reported to clients.
 	Version string
+	// PublicURL is where users' browsers reach the HTTP listener, behind
+	// a proxy (config.Config.PublicURL); empty, as the client reached it.
+	PublicURL string
 	// MaxResultBytes caps the content of one proxied tool result; zero
 	// means config.DefaultMaxResultBytes.
 	MaxResultBytes int

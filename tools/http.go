@@ -32,7 +32,7 @@ const (
 // NewHTTP builds the HTTP handler (serve.NewHTTP).
 func (g *Gateway) NewHTTP(opt HTTPOptions) *HTTP {
 	return serve.NewHTTP[callFrame](httpTools{g}, serve.HTTPServer{MCP: g.mcp, Log: g.log, Version: g.opts.Version,
-		Started: g.started, NoFastPath: g.opts.NoFastPath, Context: callbackBase}, opt)
+		Started: g.started, NoFastPath: g.opts.NoFastPath, Context: g.callbackBase}, opt)
 }
 
 // httpTools is the gateway as the HTTP handler's tool surface
@@ -125,9 +125,13 @@ func (t httpTools) Mount(mux *http.ServeMux, guard func(http.Handler) http.Handl
 	mux.Handle("GET /metrics", guard(t.g.metrics.handler()))
 }
 
-// callbackBase has an attach's OAuth flow come back to the gateway's own
-// listener, as the client reached it.
-func callbackBase(ctx context.Context, r *http.Request) context.Context {
+// callbackBase has the user's pages of an attach (OAuth's redirect back,
+// the keys page) on the gateway's own listener: under Options.PublicURL,
+// or else as the client reached the listener.
+func (g *Gateway) callbackBase(ctx context.Context, r *http.Request) context.Context {
+	if g.opts.PublicURL != "" {
+		return attach.WithCallbackBase(ctx, g.opts.PublicURL)
+	}
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
