@@ -417,15 +417,19 @@ func TestAnsweredRequestsLetGo(t *testing.T) {
 			t.Fatalf("%d kept connections still served after their clients closed them", len(tg.h.KeptConns()))
 		}
 	}
+	// Held by mcp-go, all would stay (40). A few of the latest may still be
+	// reachable a while on a loaded machine (3 were, with both cores
+	// busy), so up to held pass: many more is the leak.
+	const held = 5
 	var n int64
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		runtime.GC()
-		if n = live.Load(); n <= 2 || time.Now().After(deadline) {
+		if n = live.Load(); n <= held || time.Now().After(deadline) {
 			break
 		}
 	}
-	if n > 2 {
-		t.Fatalf("%d requests still held after their connections closed, want at most 2", n)
+	if n > held {
+		t.Fatalf("%d requests still held after their connections closed, want at most %d", n, held)
 	}
 }
 
