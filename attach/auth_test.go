@@ -22,11 +22,7 @@ import (
 func TestAuthFlowOfOneSession(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	const urn = "urn:air:ardgate.test:mcp:up"
-	m := remoteManager(urn, tsoauth.Start(t, "../testdata/ts-client"))
-	m.Dialer = &guard.Dialer{AllowLocal: true}
-	m.HTTP = m.Dialer.Client()
-	defer m.HTTP.CloseIdleConnections()
-	defer m.Shutdown()
+	m := oauthManager(t, urn)
 	one, two := m.NewSession("one"), m.NewSession("two")
 	flowOf := func(s *Session) *url.URL {
 		t.Helper()
@@ -123,4 +119,17 @@ func TestAuthFlowCap(t *testing.T) {
 	if _, _, err := s.Attach(context.Background(), Request{URN: urn(maxAuthFlows)}); !errors.Is(err, ErrAuthRequired) {
 		t.Fatalf("attach once the declined flow was said: %v, want a flow", err)
 	}
+}
+
+// oauthManager is a manager of one entry, urn: the TypeScript SDK's
+// OAuth example server, on loopback, reached through a guarded dialer.
+// The manager is shut down, and its idle connections closed, with t.
+func oauthManager(t *testing.T, urn string) *Manager {
+	t.Helper()
+	m := remoteManager(urn, tsoauth.Start(t, "../testdata/ts-client"))
+	m.Dialer = &guard.Dialer{AllowLocal: true}
+	m.HTTP = m.Dialer.Client()
+	t.Cleanup(m.HTTP.CloseIdleConnections)
+	t.Cleanup(m.Shutdown) // first, as the deferred calls ran
+	return m
 }

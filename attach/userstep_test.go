@@ -8,9 +8,6 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
-
-	"github.com/ardgate/ardgate/guard"
-	"github.com/ardgate/ardgate/testdata/tsoauth"
 )
 
 // An attach's AuthRequired is a UserStep whose StepDone closes when its
@@ -20,11 +17,7 @@ import (
 func TestAuthRequiredStepDone(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	const urn = "urn:air:ardgate.test:mcp:up"
-	m := remoteManager(urn, tsoauth.Start(t, "../testdata/ts-client"))
-	m.Dialer = &guard.Dialer{AllowLocal: true}
-	m.HTTP = m.Dialer.Client()
-	defer m.HTTP.CloseIdleConnections()
-	defer m.Shutdown()
+	m := oauthManager(t, urn)
 	browse := func(t *testing.T, raw string) {
 		t.Helper()
 		resp, err := (&http.Client{}).Get(raw)
