@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -271,34 +270,6 @@ func (g *Gateway) throughUser(ctx context.Context, s *session, step attach.UserS
 	// attach again says which.
 	g.elicitationComplete(ctx, id)
 	return again()
-}
-
-// askedOnce is ask that answers accept, without asking again, for a
-// launch the user accepted in this call already: an attach that went on
-// to a user step (a package's keys) and is tried again once it is done
-// would put the same consent to them twice.
-func askedOnce(ask attach.Consent) attach.Consent {
-	if ask == nil {
-		return nil
-	}
-	var mu sync.Mutex
-	var accepted []string
-	return func(ctx context.Context, l attach.Launch) (mcp.ElicitationResponseAction, error) {
-		launch := l.URN + "\x00" + l.CommandLine()
-		mu.Lock()
-		again := slices.Contains(accepted, launch)
-		mu.Unlock()
-		if again {
-			return mcp.ElicitationResponseActionAccept, nil
-		}
-		answer, err := ask(ctx, l)
-		if err == nil && answer == mcp.ElicitationResponseActionAccept {
-			mu.Lock()
-			accepted = append(accepted, launch)
-			mu.Unlock()
-		}
-		return answer, err
-	}
 }
 
 // stepWhat says what step asks of the user, for the message the client

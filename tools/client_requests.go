@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/ardgate/ardgate/attach"
+	"github.com/ardgate/ardgate/guard"
 	"github.com/ardgate/ardgate/tools/serve"
 )
 
@@ -254,16 +255,23 @@ var errNoAction = errors.New("the client's answer to elicitation/create has no a
 
 // elicitURL asks session s's client, which declared URL-mode elicitation,
 // to send its user to url (MCP 2025-11-25, elicitation/create with mode
-// "url"), through the relay the servers' requests take, and returns the
-// user's action. The URL is opened by the client, not shown to its model,
-// and what the user enters there never passes through either. The wait
-// is bounded by ctx.
+// "url"), and returns the user's action. The URL is opened by the client,
+// not shown to its model, and what the user enters there never passes
+// through either. The wait is bounded by ctx.
 func (g *Gateway) elicitURL(ctx context.Context, s *session, id, url, message string) (mcp.ElicitationResponseAction, error) {
-	params, err := json.Marshal(mcp.ElicitationParams{Mode: mcp.ElicitationModeURL, Message: message, ElicitationID: id, URL: url})
+	return elicit(ctx, g.relay(s), mcp.ElicitationParams{Mode: mcp.ElicitationModeURL, Message: message, ElicitationID: id, URL: url})
+}
+
+// elicit sends the client an elicitation/create of params through relay,
+// the path the servers' requests take, and returns the user's action:
+// accept, decline or cancel. relay's error comes back as it is; an answer
+// with no such action is errNoAction.
+func elicit(ctx context.Context, relay attach.Relay, params mcp.ElicitationParams) (mcp.ElicitationResponseAction, error) {
+	body, err := json.Marshal(params)
 	if err != nil {
 		return "", err
 	}
-	raw, err := g.relay(s)(ctx, string(mcp.MethodElicitationCreate), params)
+	raw, err := relay(ctx, string(mcp.MethodElicitationCreate), body)
 	if err != nil {
 		return "", err
 	}
@@ -275,7 +283,7 @@ func (g *Gateway) elicitURL(ctx context.Context, s *session, id, url, message st
 	case mcp.ElicitationResponseActionAccept, mcp.ElicitationResponseActionDecline, mcp.ElicitationResponseActionCancel:
 		return res.Action, nil
 	}
-	return "", errNoAction
+	return "", fmt.Errorf("%w: it said %q", errNoAction, guard.Text(string(res.Action), 40))
 }
 
 // elicitationComplete tells the client of the call ctx belongs to that

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -42,27 +43,44 @@ func (g *Gateway) consent(s *session) attach.Consent {
 	return func(ctx context.Context, l attach.Launch) (mcp.ElicitationResponseAction, error) {
 		wait, cancel := context.WithTimeout(ctx, bound)
 		defer cancel()
-		params, err := json.Marshal(mcp.ElicitationParams{Mode: mcp.ElicitationModeForm, Message: consentMessage(l), RequestedSchema: consentSchema})
-		if err != nil {
-			return "", err
-		}
-		raw, err := relay(wait, string(mcp.MethodElicitationCreate), params)
+		answer, err := elicit(wait, relay, mcp.ElicitationParams{Mode: mcp.ElicitationModeForm, Message: consentMessage(l), RequestedSchema: consentSchema})
 		switch {
+		case errors.Is(err, errNoAction):
+			return "", err
 		case err != nil && ctx.Err() == nil && errors.Is(wait.Err(), context.DeadlineExceeded):
 			return "", fmt.Errorf("the user did not answer within %s", bound)
 		case err != nil:
 			return "", fmt.Errorf("the client could not ask the user: %w", err)
 		}
-		var answer mcp.ElicitationResult
-		if err := json.Unmarshal(raw, &answer); err != nil {
-			return "", fmt.Errorf("the client's answer could not be read: %w", err)
+		return answer, nil
+	}
+}
+
+// askedOnce is ask that answers accept, without asking again, for a
+// launch the user accepted in this call already: an attach that went on
+// to a user step (a package's keys) and is tried again once it is done
+// would put the same consent to them twice.
+func askedOnce(ask attach.Consent) attach.Consent {
+	if ask == nil {
+		return nil
+	}
+	var mu sync.Mutex
+	var accepted []string
+	return func(ctx context.Context, l attach.Launch) (mcp.ElicitationResponseAction, error) {
+		launch := l.URN + "\x00" + l.CommandLine()
+		mu.Lock()
+		again := slices.Contains(accepted, launch)
+		mu.Unlock()
+		if again {
+			return mcp.ElicitationResponseActionAccept, nil
 		}
-		switch a := answer.Action; a {
-		case mcp.ElicitationResponseActionAccept, mcp.ElicitationResponseActionDecline, mcp.ElicitationResponseActionCancel:
-			return a, nil
-		default:
-			return "", fmt.Errorf("the client answered %q, not accept, decline or cancel", guard.Text(string(a), 40))
+		answer, err := ask(ctx, l)
+		if err == nil && answer == mcp.ElicitationResponseActionAccept {
+			mu.Lock()
+			accepted = append(accepted, launch)
+			mu.Unlock()
 		}
+		return answer, err
 	}
 }
 
